@@ -1,0 +1,126 @@
+/**
+ * Opens a database from an oslo-style connection URL and returns a Kysely instance over it.
+ * Accepted forms (SQLAlchemy's): `sqlite://` (memory), `sqlite:///relative.db`, `sqlite:////abs/path.db`,
+ * `postgresql://user:pass@host:5432/db` (also `postgresql+psycopg2://`, `postgres://`),
+ * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`).
+ */
+import path from 'node:path'
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect as KyselyDialect } from 'kysely'
+import SqliteDatabase from 'better-sqlite3'
+import pg from 'pg'
+import { createPool } from 'mysql2'
+import { ConfigError } from '../domain/errors.js'
+import type { Database } from './schema.js'
+
+export type DialectName = 'sqlite' | 'postgres' | 'mysql'
+
+export interface DatabaseHandle {
+  db: Kysely<Database>
+  dialect: DialectName
+  /** The URL with any password replaced by `***`, safe to log. */
+  safeUrl: string
+  close(): Promise<void>
+}
+
+export interface OpenOptions {
+  /** Pool size for PostgreSQL and MariaDB. @default 10 */
+  poolSize?: number
+  /** Base for relative SQLite paths. @default process.cwd() */
+  baseDir?: string
+}
+
+export interface ParsedUrl {
+  dialect: DialectName
+  /** SQLite file path (':memory:' for memory). */
+  file?: string
+  host?: string
+  port?: number
+  user?: string
+  password?: string
+  database?: string
+}
+
+/** Parses a connection URL; throws ConfigError naming the expected forms. */
+export function parseConnectionUrl(url: string, baseDir = process.cwd()): ParsedUrl {
+  const scheme = /^([a-z0-9+]+):\/\//i.exec(url)?.[1]?.toLowerCase()
+  const driver = scheme?.split('+')[0]
+  if (driver === 'sqlite') {
+    const rest = url.slice(url.indexOf('://') + 3)
+    if (rest === '' || rest === '/' || rest === '/:memory:') return { dialect: 'sqlite', file: ':memory:' }
+    if (!rest.startsWith('/')) throw badUrl(url)
+    const file = rest.slice(1)
+    return { dialect: 'sqlite', file: path.isAbsolute(file) ? file : path.resolve(baseDir, file) }
+  }
+  if (driver === 'postgresql' || driver === 'postgres' || driver === 'mysql' || driver === 'mariadb') {
+    let u: URL
+    try {
+      u = new URL(url.replace(/^[^:]+:/, 'http:'))
+    } catch {
+      throw badUrl(url)
+    }
+    const database = decodeURIComponent(u.pathname.replace(/^\//, ''))
+    if (!u.hostname || !database) throw badUrl(url)
+    const dialect = driver.startsWith('postgres') ? 'postgres' : 'mysql'
+    return {
+      dialect,
+      host: u.hostname,
+      port: u.port ? Number(u.port) : dialect === 'postgres' ? 5432 : 3306,
+      user: u.username ? decodeURIComponent(u.username) : dialect === 'postgres' ? 'postgres' : 'root',
+      password: decodeURIComponent(u.password),
+      database,
+    }
+  }
+  throw badUrl(url)
+}
+
+function badUrl(url: string): ConfigError {
+  return new ConfigError(
+    `invalid database URL ${redactUrl(url)}: expected sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db`,
+    { details: { expected: 'sqlite:///path | postgresql://… | mysql+pymysql://… | mysql://…' } },
+  )
+}
+
+/** Replaces the password of a URL with `***`. */
+export function redactUrl(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@')
+}
+
+export async function openDatabase(url: string, options: OpenOptions = {}): Promise<DatabaseHandle> {
+  const parsed = parseConnectionUrl(url, options.baseDir)
+  const { poolSize = 10 } = options
+  let dialect: KyselyDialect
+  if (parsed.dialect === 'sqlite') {
+    const file = parsed.file ?? ':memory:'
+    const sqlite = new SqliteDatabase(file)
+    sqlite.pragma('journal_mode = WAL')
+    sqlite.pragma('synchronous = NORMAL')
+    sqlite.pragma('foreign_keys = ON')
+    sqlite.pragma('busy_timeout = 10000')
+    dialect = new SqliteDialect({ database: sqlite })
+  } else if (parsed.dialect === 'postgres') {
+    const pool = new pg.Pool({
+      host: parsed.host,
+      port: parsed.port,
+      user: parsed.user,
+      password: parsed.password,
+      database: parsed.database,
+      max: poolSize,
+    })
+    // An idle client losing its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => {})
+    dialect = new PostgresDialect({ pool })
+  } else {
+    const pool = createPool({
+      host: parsed.host,
+      port: parsed.port,
+      user: parsed.user,
+      password: parsed.password,
+      database: parsed.database,
+      connectionLimit: poolSize,
+      charset: 'utf8mb4_bin',
+    })
+    dialect = new MysqlDialect({ pool })
+  }
+  const db = new Kysely<Database>({ dialect })
+  return { db, dialect: parsed.dialect, safeUrl: redactUrl(url), close: () => db.destroy() }
+}

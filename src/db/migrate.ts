@@ -1,0 +1,31 @@
+/** Runs the schema migrations (`cyborg db sync`; automatic in `cyborg up`). */
+import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration'
+import { UnavailableError } from '../domain/errors.js'
+import type { DatabaseHandle } from './connection.js'
+import { initialMigration } from './migrations/0001-initial.js'
+
+function migrations(handle: DatabaseHandle): Record<string, Migration> {
+  return { '0001-initial': initialMigration(handle.dialect) }
+}
+
+export interface MigrationReport {
+  /** Names of the migrations applied by this run (empty when already current). */
+  applied: string[]
+}
+
+/** Brings the schema to the latest version. Safe to run from several processes at once. */
+export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationReport> {
+  const migrator = new Migrator({
+    db: handle.db,
+    provider: { getMigrations: () => Promise.resolve(migrations(handle)) },
+    migrationTableName: 'cyborg_migrations',
+    migrationLockTableName: 'cyborg_migrations_lock',
+  })
+  const result: MigrationResultSet = await migrator.migrateToLatest()
+  if (result.error) {
+    throw new UnavailableError(`database migration failed: ${String((result.error as Error).message ?? result.error)}`, {
+      cause: result.error,
+    })
+  }
+  return { applied: (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
+}

@@ -1,0 +1,153 @@
+/**
+ * Kysely table types: the database as SQL sees it (snake_case, one row type per table).
+ * Mapping to domain types happens in one `toX(row)` function per repository file.
+ *
+ * Portable column choices (the same on SQLite, PostgreSQL and MariaDB):
+ * - timestamps are fixed-width ISO-8601 text (`formatTimestamp` in src/domain/time.ts);
+ * - booleans are integers 0/1;
+ * - JSON is text, written with `canonicalJson`.
+ */
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+
+type Id = Generated<number>
+type CreatedAt = string
+type UpdatedAt = string | null
+
+export interface DevicesTable {
+  id: Id
+  uuid: string
+  type: string
+  vendor: string
+  model: string
+  std_board_info: string | null
+  vendor_board_info: string | null
+  hostname: string
+  /** enabled | maintaining */
+  status: ColumnType<string, string | undefined, string>
+  /** inactive | ready | installing | active | error */
+  lifecycle: ColumnType<string, string | undefined, string>
+  lifecycle_reason: string | null
+  /** ok | degraded | failed | unknown */
+  health: ColumnType<string, string | undefined, string>
+  /** Control path type; always 'PCI' today. */
+  cpid_type: string
+  /** Canonical JSON of the PCI address {bus,device,domain,function}; unique per host. */
+  cpid_info: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface DeployablesTable {
+  id: Id
+  uuid: string
+  device_id: number
+  parent_id: number | null
+  root_id: number | null
+  /** Globally unique (it names the Placement resource provider). */
+  name: string
+  num_accelerators: number
+  rp_uuid: string | null
+  driver_name: string | null
+  bitstream_id: string | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface AttributesTable {
+  id: Id
+  uuid: string
+  deployable_id: number
+  key: string
+  value: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface AttachHandlesTable {
+  id: Id
+  uuid: string
+  deployable_id: number
+  /** PCI | MDEV | TEST_PCI */
+  attach_type: string
+  /** Canonical JSON; unique per deployable. */
+  attach_info: string
+  /** 0 | 1 */
+  in_use: ColumnType<number, number | undefined, number>
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface DeviceProfilesTable {
+  id: Id
+  uuid: string
+  name: string
+  description: string | null
+  /** JSON `{"groups": [...]}` */
+  profile_json: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface AcceleratorRequestsTable {
+  id: Id
+  uuid: string
+  /** Initial | BindStarted | Bound | BindFailed | Unbound | UnbindFailed | Deleting */
+  state: string
+  device_profile_id: number
+  device_profile_group_id: number
+  project_id: string | null
+  hostname: string | null
+  device_rp_uuid: string | null
+  instance_uuid: string | null
+  /** Unique: one handle is held by at most one ARQ, enforced by the database. */
+  attach_handle_id: number | null
+  deployable_id: number | null
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface ServicesTable {
+  id: Id
+  host: string
+  /** cyborg-api | cyborg-conductor | cyborg-agent */
+  binary: string
+  version: string
+  /** The agent's last accepted inventory hash (agents only). */
+  report_hash: string | null
+  last_seen: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface AgentDriversTable {
+  id: Id
+  host: string
+  driver_name: string
+  version: string
+  /** installed | enabled | disabled */
+  state: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
+export interface Database {
+  devices: DevicesTable
+  deployables: DeployablesTable
+  attributes: AttributesTable
+  attach_handles: AttachHandlesTable
+  device_profiles: DeviceProfilesTable
+  accelerator_requests: AcceleratorRequestsTable
+  services: ServicesTable
+  agent_drivers: AgentDriversTable
+}
+
+export type DeviceRow = Selectable<DevicesTable>
+export type NewDeviceRow = Insertable<DevicesTable>
+export type DeviceUpdate = Updateable<DevicesTable>
+export type DeployableRow = Selectable<DeployablesTable>
+export type AttributeRow = Selectable<AttributesTable>
+export type AttachHandleRow = Selectable<AttachHandlesTable>
+export type DeviceProfileRow = Selectable<DeviceProfilesTable>
+export type AcceleratorRequestRow = Selectable<AcceleratorRequestsTable>
+export type ServiceRow = Selectable<ServicesTable>
+export type AgentDriverRow = Selectable<AgentDriversTable>

@@ -1,0 +1,92 @@
+/**
+ * Domain errors. They carry a stable `code` and optional `details`, never an HTTP status:
+ * the API maps classes to statuses in one place (src/api/errors.ts), and the bus carries
+ * them across processes by name (src/bus/envelope.ts).
+ */
+export class AppError extends Error {
+  /** Stable machine-readable code, e.g. `DEVICE_NOT_FOUND`. */
+  readonly code: string
+  /** Extra data for the caller: the field at fault, the conflicting name, … */
+  readonly details: Record<string, unknown> | undefined
+
+  constructor(
+    message: string,
+    options: { code?: string; details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = new.target.name
+    this.code = options.code ?? 'INTERNAL_ERROR'
+    this.details = options.details
+  }
+}
+
+type ErrorOptions = { code?: string; details?: Record<string, unknown>; cause?: unknown }
+
+/** The thing asked for does not exist (or is not visible to the caller). */
+export class NotFoundError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'NOT_FOUND', ...options })
+  }
+}
+
+/** The request conflicts with the current state: a duplicate name, a resource in use. */
+export class ConflictError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'CONFLICT', ...options })
+  }
+}
+
+/** The caller sent something invalid. `details.field` names the field when there is one. */
+export class InvalidInputError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'INVALID_INPUT', ...options })
+  }
+}
+
+/** An object is in a state that does not allow the operation (e.g. an ARQ transition). */
+export class InvalidStateError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'INVALID_STATE', ...options })
+  }
+}
+
+/** The configuration is invalid; the message names file, section, option and expected form. */
+export class ConfigError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'CONFIG_INVALID', ...options })
+  }
+}
+
+/** A hardware driver failed. */
+export class DriverError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'DRIVER_ERROR', ...options })
+  }
+}
+
+/** A dependency (database, bus, peer service) is unavailable right now; retrying may help. */
+export class UnavailableError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'UNAVAILABLE', ...options })
+  }
+}
+
+/** An operation did not finish in time. */
+export class TimeoutError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'TIMEOUT', ...options })
+  }
+}
+
+/** Every error class that may cross the bus, by name, for rehydration on the far side. */
+export const ERROR_CLASSES = {
+  AppError,
+  NotFoundError,
+  ConflictError,
+  InvalidInputError,
+  InvalidStateError,
+  ConfigError,
+  DriverError,
+  UnavailableError,
+  TimeoutError,
+} as const

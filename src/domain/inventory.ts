@@ -1,0 +1,149 @@
+/**
+ * The one inventory: devices → deployables → attributes and attach handles.
+ * Drivers produce `DiscoveredDevice` snapshots; the conductor diffs them into the database;
+ * the v1 and v2 APIs are two views of the same rows.
+ */
+
+/** Device types of OpenStack Cyborg (`devices.type`). */
+export const DeviceType = {
+  GPU: 'GPU',
+  FPGA: 'FPGA',
+  AICHIP: 'AICHIP',
+  QAT: 'QAT',
+  NIC: 'NIC',
+  SSD: 'SSD',
+  PCI: 'PCI',
+} as const
+export type DeviceType = (typeof DeviceType)[keyof typeof DeviceType]
+
+/** Operator-set availability (`status` in the v2 API at ≥ 2.3). */
+export const DeviceStatus = { enabled: 'enabled', maintaining: 'maintaining' } as const
+export type DeviceStatus = (typeof DeviceStatus)[keyof typeof DeviceStatus]
+
+/**
+ * Lifecycle of seed 000: new devices are `inactive`; an operator marks them `ready`; the agent
+ * runs the driver's install step (`installing`) and they become `active`, or `error` with a reason.
+ * Only `active` devices are offered as inventory.
+ */
+export const Lifecycle = {
+  inactive: 'inactive',
+  ready: 'ready',
+  installing: 'installing',
+  active: 'active',
+  error: 'error',
+} as const
+export type Lifecycle = (typeof Lifecycle)[keyof typeof Lifecycle]
+
+export const Health = { ok: 'ok', degraded: 'degraded', failed: 'failed', unknown: 'unknown' } as const
+export type Health = (typeof Health)[keyof typeof Health]
+
+/** How a VM attaches to an accelerator. TEST_PCI is the fake driver's (Nova ignores it). */
+export const AttachType = { PCI: 'PCI', MDEV: 'MDEV', TEST_PCI: 'TEST_PCI' } as const
+export type AttachType = (typeof AttachType)[keyof typeof AttachType]
+
+/** A PCI address (BDF) as OpenStack Cyborg stores it: lower-case hex strings. */
+export interface PciAddress {
+  domain: string
+  bus: string
+  device: string
+  function: string
+}
+
+/** A deployable as discovered by a driver: a unit that Placement sees as one resource provider. */
+export interface DiscoveredDeployable {
+  /** Globally unique; convention `<host>_<pci address>` (fake: `<host>_FakeDevice`). */
+  name: string
+  numAccelerators: number
+  driverName: string
+  /** Key `rc` is the resource class; keys starting with `trait` are Placement traits. */
+  attributes: { key: string; value: string }[]
+  attachHandles: { type: AttachType; info: Record<string, string> }[]
+}
+
+/** A device as discovered by a driver, identified on its host by its control path. */
+export interface DiscoveredDevice {
+  type: DeviceType
+  vendor: string
+  model: string
+  stdBoardInfo: Record<string, unknown> | null
+  vendorBoardInfo: Record<string, unknown> | null
+  controlPath: { type: 'PCI'; info: PciAddress }
+  deployables: DiscoveredDeployable[]
+}
+
+/** What an agent reports: every device its drivers found, with a content hash of the list. */
+export interface InventorySnapshot {
+  host: string
+  /** sha256 of the canonical JSON of `devices`; an unchanged hash costs the conductor no write. */
+  hash: string
+  devices: DiscoveredDevice[]
+}
+
+export interface Device {
+  id: number
+  uuid: string
+  type: DeviceType
+  vendor: string
+  model: string
+  stdBoardInfo: string | null
+  vendorBoardInfo: string | null
+  hostname: string
+  status: DeviceStatus
+  lifecycle: Lifecycle
+  lifecycleReason: string | null
+  health: Health
+  controlPath: PciAddress
+  createdAt: string
+  updatedAt: string | null
+}
+
+export interface Deployable {
+  id: number
+  uuid: string
+  name: string
+  deviceId: number
+  parentId: number | null
+  rootId: number | null
+  numAccelerators: number
+  rpUuid: string | null
+  driverName: string | null
+  bitstreamId: string | null
+  createdAt: string
+  updatedAt: string | null
+}
+
+export interface Attribute {
+  id: number
+  uuid: string
+  deployableId: number
+  key: string
+  value: string
+  createdAt: string
+  updatedAt: string | null
+}
+
+export interface AttachHandle {
+  id: number
+  uuid: string
+  deployableId: number
+  type: AttachType
+  info: Record<string, string>
+  inUse: boolean
+  createdAt: string
+  updatedAt: string | null
+}
+
+/** Canonical JSON: keys sorted at every level, so equal data gives equal strings (and hashes). */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value))
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys)
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k])
+    return out
+  }
+  return value
+}

@@ -1,0 +1,20 @@
+/** The agent's RPC contract, one topic per host: `cyborg.agent.<host>`. */
+import type { MessageBus } from '../bus/bus.js'
+import { createRpcClient, serveRpc, type RpcClientOptions } from './rpc.js'
+import type { InventoryReportResult } from './conductor-rpc.js'
+
+export const AGENT_RPC_VERSION = '1.0'
+export const agentTopic = (host: string) => `cyborg.agent.${host}`
+
+export interface AgentRpc {
+  /** Discover now and report; resolves with the conductor's answer. */
+  discover(req: Record<string, never>): Promise<InventoryReportResult>
+}
+
+export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
+  return createRpcClient<AgentRpc & Record<string, never>>(bus, agentTopic(host), AGENT_RPC_VERSION, options)
+}
+
+export function serveAgent(bus: MessageBus, host: string, impl: AgentRpc) {
+  return serveRpc(bus, agentTopic(host), AGENT_RPC_VERSION, impl as AgentRpc & Record<string, never>)
+}

@@ -1,0 +1,46 @@
+/**
+ * The conductor's RPC contract: every write in the system goes through one of these methods
+ * (seed 002: the conductor is the single writer). Bump the minor version for additions, the
+ * major version for changes that old callers cannot survive.
+ */
+import type { MessageBus } from '../bus/bus.js'
+import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
+import type { DeviceProfile } from '../domain/device-profile.js'
+import { createRpcClient, serveRpc, type RpcClientOptions } from './rpc.js'
+
+export const CONDUCTOR_TOPIC = 'cyborg.conductor'
+export const CONDUCTOR_RPC_VERSION = '1.0'
+
+export interface InventoryReportResult {
+  /** False when the snapshot hash matched the last accepted one: nothing was written. */
+  changed: boolean
+  added: number
+  updated: number
+  removed: number
+}
+
+export interface ConductorRpc {
+  /** An agent's full inventory snapshot, diffed into the database by control path. */
+  reportInventory(req: InventorySnapshot & { autoActivate: boolean }): Promise<InventoryReportResult>
+  /** A service's heartbeat (services table). */
+  heartbeat(req: { host: string; binary: string; version: string }): Promise<void>
+  createDeviceProfile(req: {
+    name: string
+    description: string | null
+    groups: Record<string, string>[]
+    uuid?: string
+  }): Promise<DeviceProfile>
+  /** Deletes all or nothing; NotFoundError names the first missing one. */
+  deleteDeviceProfiles(req: { uuids: string[] }): Promise<void>
+  createAttribute(req: { deployableId: number; key: string; value: string }): Promise<Attribute>
+  deleteAttribute(req: { uuid: string }): Promise<void>
+  setDeviceStatus(req: { uuid: string; status: DeviceStatus }): Promise<Device>
+}
+
+export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
+  return createRpcClient<ConductorRpc & Record<string, never>>(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, options)
+}
+
+export function serveConductor(bus: MessageBus, impl: ConductorRpc) {
+  return serveRpc(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, impl as ConductorRpc & Record<string, never>)
+}

@@ -1,0 +1,63 @@
+/**
+ * Typed RPC over the MessageBus: a contract is an interface of async methods that each take one
+ * JSON payload. The client is a proxy that sends `{version, payload}`; the server checks the major
+ * version and dispatches to the implementation by method name.
+ */
+import type { CallOptions, MessageBus, Subscription } from '../bus/bus.js'
+import { InvalidInputError, NotFoundError } from '../domain/errors.js'
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type RpcContract = { [method: string]: (payload: any) => Promise<unknown> }
+
+export interface RpcEnvelope {
+  /** `major.minor`; a server refuses a different major. */
+  version: string
+  payload: unknown
+}
+
+export interface RpcClientOptions extends CallOptions {
+  /** Methods sent with `cast` (no reply awaited); they resolve to undefined. */
+  castMethods?: readonly string[]
+}
+
+/** A client for `contract` on `topic`, e.g. `createRpcClient<ConductorRpc>(bus, 'conductor', '1.0')`. */
+export function createRpcClient<C extends RpcContract>(
+  bus: MessageBus,
+  topic: string,
+  version: string,
+  options: RpcClientOptions = {},
+): C {
+  const { castMethods = [], ...callOptions } = options
+  return new Proxy({} as C, {
+    get(_target, method) {
+      if (typeof method !== 'string' || method === 'then') return undefined
+      return async (payload: unknown) => {
+        const envelope: RpcEnvelope = { version, payload }
+        if (castMethods.includes(method)) return bus.cast(topic, method, envelope)
+        return bus.call(topic, method, envelope, callOptions)
+      }
+    },
+  })
+}
+
+/** Serves `impl` on `topic`. Unknown methods and incompatible versions are refused with an error. */
+export function serveRpc<C extends RpcContract>(
+  bus: MessageBus,
+  topic: string,
+  version: string,
+  impl: C,
+): Promise<Subscription> {
+  const major = version.split('.')[0]
+  return bus.serve(topic, async (method, raw) => {
+    const envelope = raw as Partial<RpcEnvelope> | null
+    const theirMajor = typeof envelope?.version === 'string' ? envelope.version.split('.')[0] : undefined
+    if (theirMajor !== major) {
+      throw new InvalidInputError(`RPC version ${String(envelope?.version)} is not compatible with ${version}`, {
+        code: 'RPC_VERSION_MISMATCH',
+      })
+    }
+    const fn = Object.hasOwn(impl, method) || method in Object.getPrototypeOf(impl) ? impl[method] : undefined
+    if (typeof fn !== 'function') throw new NotFoundError(`no RPC method ${topic}.${method}`, { code: 'RPC_NO_METHOD' })
+    return fn.call(impl, envelope?.payload)
+  })
+}
