@@ -6,7 +6,7 @@
 import type { MessageBus } from '../bus/bus.js'
 import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
-import { createRpcClient, serveRpc, type RpcClientOptions } from './rpc.js'
+import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 export const CONDUCTOR_RPC_VERSION = '1.0'
@@ -41,6 +41,21 @@ export function createConductorClient(bus: MessageBus, options: RpcClientOptions
   return createRpcClient<ConductorRpc & Record<string, never>>(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, options)
 }
 
+/** Every method of the contract; a `satisfies` check keeps it complete. */
+const CONDUCTOR_METHODS = Object.keys({
+  reportInventory: true,
+  heartbeat: true,
+  createDeviceProfile: true,
+  deleteDeviceProfiles: true,
+  createAttribute: true,
+  deleteAttribute: true,
+  setDeviceStatus: true,
+} satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
+
+/**
+ * Serves `impl` on the conductor topic. Only the contract's methods are reachable: whatever else
+ * `impl` has (`stop`, `stats`) stays local.
+ */
 export function serveConductor(bus: MessageBus, impl: ConductorRpc) {
-  return serveRpc(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, impl as ConductorRpc & Record<string, never>)
+  return serveRpc(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, pickMethods(impl, CONDUCTOR_METHODS))
 }

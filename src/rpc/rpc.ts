@@ -56,8 +56,26 @@ export function serveRpc<C extends RpcContract>(
         code: 'RPC_VERSION_MISMATCH',
       })
     }
-    const fn = Object.hasOwn(impl, method) || method in Object.getPrototypeOf(impl) ? impl[method] : undefined
+    // Own methods, or a class's; never Object.prototype's (`constructor`, `toString`, …).
+    const proto: unknown = Object.getPrototypeOf(impl)
+    const fromClass = proto !== null && proto !== Object.prototype && method in (proto as object)
+    const ownOrClass = Object.hasOwn(impl, method) || fromClass
+    const fn = ownOrClass ? impl[method] : undefined
     if (typeof fn !== 'function') throw new NotFoundError(`no RPC method ${topic}.${method}`, { code: 'RPC_NO_METHOD' })
     return fn.call(impl, envelope?.payload)
   })
+}
+
+/**
+ * A plain object with only `methods` of `impl`, bound to it: what a server exposes on the bus,
+ * so that lifecycle methods (`stop`) and prototype members are never callable remotely.
+ */
+export function pickMethods<C extends object>(impl: C, methods: readonly (keyof C & string)[]): RpcContract {
+  const out = Object.create(null) as RpcContract
+  for (const name of methods) {
+    const fn = impl[name]
+    if (typeof fn !== 'function') throw new TypeError(`RPC implementation lacks method ${name}`)
+    out[name] = (payload: unknown) => (fn as (p: unknown) => Promise<unknown>).call(impl, payload)
+  }
+  return out
 }

@@ -1,0 +1,94 @@
+/**
+ * One discovery pass: run every driver (each with a time limit), gather their devices, and build
+ * the snapshot the conductor receives. Driver failures are collected per driver, not thrown.
+ */
+import type { AcceleratorDriver } from '../drivers/driver.js'
+import { AppError, DriverError, TimeoutError } from '../domain/errors.js'
+import { canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
+import { inventoryHash } from '../rpc/inventory-hash.js'
+
+/** A driver whose discovery failed, and why. */
+export interface DriverFailure {
+  driver: string
+  error: AppError
+}
+
+/** What all drivers found: their devices, and the drivers that failed. */
+export interface DiscoveryResult {
+  devices: DiscoveredDevice[]
+  failures: DriverFailure[]
+}
+
+/**
+ * Runs every driver's discover() concurrently. A driver that throws, or takes longer than
+ * `timeoutMs` (its signal is then aborted), contributes a failure instead of devices.
+ */
+export async function discoverAll(
+  drivers: readonly AcceleratorDriver[],
+  { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number },
+): Promise<DiscoveryResult> {
+  const settled = await Promise.all(drivers.map((driver) => discoverOne(driver, signal, timeoutMs)))
+  const result: DiscoveryResult = { devices: [], failures: [] }
+  settled.forEach((outcome, i) => {
+    if (Array.isArray(outcome)) result.devices.push(...outcome)
+    else result.failures.push({ driver: drivers[i]!.name, error: outcome })
+  })
+  return result
+}
+
+async function discoverOne(
+  driver: AcceleratorDriver,
+  parent: AbortSignal,
+  timeoutMs: number,
+): Promise<DiscoveredDevice[] | AppError> {
+  const controller = new AbortController()
+  const onAbort = () => controller.abort(parent.reason)
+  parent.addEventListener('abort', onAbort, { once: true })
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const err = new TimeoutError(`driver ${driver.name} did not finish discovery within ${timeoutMs} ms`)
+      controller.abort(err)
+      reject(err)
+    }, timeoutMs)
+  })
+  try {
+    const devices = await Promise.race([driver.discover({ signal: controller.signal }), deadline])
+    if (!Array.isArray(devices)) throw new DriverError(`driver ${driver.name} returned no device list`)
+    return devices
+  } catch (err) {
+    return err instanceof AppError
+      ? err
+      : new DriverError(`driver ${driver.name} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+  } finally {
+    clearTimeout(timer)
+    parent.removeEventListener('abort', onAbort)
+  }
+}
+
+/**
+ * A copy of `devices` in a canonical order (devices by control path, deployables by name,
+ * attributes by key, handles by info), so that the hash does not depend on the order in which
+ * drivers or the file system list things.
+ */
+export function normalizeDevices(devices: readonly DiscoveredDevice[]): DiscoveredDevice[] {
+  const byKey = <T>(key: (item: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+  return devices
+    .map((device) => ({
+      ...device,
+      deployables: device.deployables
+        .map((d) => ({
+          ...d,
+          attributes: [...d.attributes].sort(byKey((a) => a.key)),
+          attachHandles: [...d.attachHandles].sort(byKey((h) => canonicalJson([h.info, h.type]))),
+        }))
+        .sort(byKey((d) => d.name)),
+    }))
+    .sort(byKey((d) => canonicalJson(d.controlPath)))
+}
+
+/** The snapshot of `host`: normalized devices and their content hash. */
+export function buildSnapshot(host: string, devices: readonly DiscoveredDevice[]): InventorySnapshot {
+  const normalized = normalizeDevices(devices)
+  return { host, hash: inventoryHash(normalized), devices: normalized }
+}

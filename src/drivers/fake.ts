@@ -1,0 +1,68 @@
+/**
+ * The fake driver: one static FPGA with 16 TEST_PCI attach handles, matching OpenStack Cyborg's
+ * `fake_driver` field for field, so device profiles written for real Cyborg's CI
+ * (`resources:FPGA=1`, `trait:CUSTOM_FAKE_DEVICE=required`) work unchanged. It never touches the host.
+ */
+import type { AcceleratorDriver, DriverDeps } from './driver.js'
+import { AttachType, DeviceType, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
+import { AppError } from '../domain/errors.js'
+
+/** Number of accelerators (and TEST_PCI handles) on the fake device. */
+export const FAKE_ACCELERATORS = 16
+
+/** The fake device's control path, as real Cyborg reports it. */
+export const FAKE_CONTROL_PATH: PciAddress = { domain: '0000', bus: '0c', device: '00', function: '0' }
+
+/** `<host>_FakeDevice`, with every non-alphanumeric character of the host turned into `_`. */
+export function fakeDeployableName(hostname: string): string {
+  return `${hostname.replace(/[^A-Za-z0-9]/g, '_')}_FakeDevice`
+}
+
+/** The address of TEST_PCI handle `fn` (1-based): eight functions per device number, as real Cyborg numbers them. */
+export function fakeHandleAddress(fn: number): PciAddress {
+  return {
+    domain: '0000',
+    bus: '0c',
+    device: String(Math.floor(fn / 8)).padStart(2, '0'),
+    function: String(fn % 8),
+  }
+}
+
+/** Creates the fake driver; `deps.hostname` names its deployable. */
+export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
+  const name = fakeDeployableName(deps.hostname)
+  return {
+    name: 'fake',
+    deviceType: DeviceType.FPGA,
+    async discover(options = {}) {
+      if (options.signal?.aborted) {
+        throw new AppError('fake discovery aborted', { code: 'ABORTED', cause: options.signal.reason })
+      }
+      // A fresh object graph on every call: callers may mutate what they get.
+      const device: DiscoveredDevice = {
+        type: DeviceType.FPGA,
+        vendor: '0xABCD',
+        model: 'miss model info',
+        stdBoardInfo: { device_id: '0xabcd', class: 'Fake class' },
+        vendorBoardInfo: { fake_vendor_info: 'fake_info' },
+        controlPath: { type: 'PCI', info: { ...FAKE_CONTROL_PATH } },
+        deployables: [
+          {
+            name,
+            numAccelerators: FAKE_ACCELERATORS,
+            driverName: 'fake',
+            attributes: [
+              { key: 'rc', value: 'FPGA' },
+              { key: 'trait0', value: 'CUSTOM_FAKE_DEVICE' },
+            ],
+            attachHandles: Array.from({ length: FAKE_ACCELERATORS }, (_, i) => ({
+              type: AttachType.TEST_PCI,
+              info: { ...fakeHandleAddress(i + 1) },
+            })),
+          },
+        ],
+      }
+      return [device]
+    },
+  }
+}

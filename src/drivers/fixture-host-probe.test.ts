@@ -1,0 +1,36 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { commandSlug, createFixtureHostProbe } from './fixture-host-probe.js'
+
+void describe('fixture host probe', () => {
+  void it('replays files, commands and records writes', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'fixture-'))
+    try {
+      const devdir = path.join(dir, 'sys/bus/pci/devices/0000:0c:00.0')
+      await mkdir(devdir, { recursive: true })
+      await writeFile(path.join(devdir, 'vendor'), '0x8086\n')
+      await writeFile(path.join(dir, 'lspci-nnn-D.txt'), 'lspci output\n')
+      await writeFile(path.join(dir, 'smi.xml'), '<xml/>')
+      await writeFile(path.join(dir, 'commands.json'), JSON.stringify({ 'nvidia-smi -q -x': 'smi.xml' }))
+      const probe = createFixtureHostProbe(dir)
+
+      assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/vendor'), '0x8086\n')
+      assert.deepEqual(await probe.readDir('/sys/bus/pci/devices'), ['0000:0c:00.0'])
+      assert.equal(await probe.exists('/sys/bus/pci/devices/0000:0c:00.0/device'), false)
+      assert.equal(await probe.exec('lspci', ['-nnn', '-D']), 'lspci output\n')
+      assert.equal(await probe.exec('nvidia-smi', ['-q', '-x']), '<xml/>')
+      await assert.rejects(probe.exec('lspci', ['-k']), { code: 'COMMAND_NOT_FOUND' })
+      await assert.rejects(probe.readFile('/../../etc/passwd'), { code: 'HOST_PATH_NOT_FOUND' })
+
+      await probe.writeFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override', 'vfio-pci')
+      assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override'), 'vfio-pci')
+      assert.deepEqual(probe.writes, [{ path: '/sys/bus/pci/devices/0000:0c:00.0/driver_override', data: 'vfio-pci' }])
+      assert.equal(commandSlug('nvidia-smi', ['-q', '-x']), 'nvidia-smi-q-x')
+    } finally {
+      await rm(dir, { recursive: true })
+    }
+  })
+})

@@ -1,0 +1,87 @@
+/**
+ * A HostProbe that replays a recorded host from a fixture directory, so drivers run in tests
+ * without the hardware (the fake-sysfs idea of OpenStack Cyborg's tests, checked in):
+ *
+ * - host path `/sys/bus/pci/...` is read from `<dir>/sys/bus/pci/...`;
+ * - command `lspci -nnn -D` replays the file named in `<dir>/commands.json`
+ *   (`{ "lspci -nnn -D": "lspci-nnn-D.txt" }`), else the file in `<dir>` whose name without its
+ *   extension is the command line with spaces and dashes collapsed (`lspci-nnn-D.txt`);
+ *   an unrecorded command fails like a missing one (COMMAND_NOT_FOUND);
+ * - writes are recorded in `writes` and read back, never written to the fixture.
+ */
+import path from 'node:path'
+import type { HostProbe } from './driver.js'
+import { createNodeHostProbe } from './node-host-probe.js'
+import { DriverError } from '../domain/errors.js'
+
+/** A HostProbe over a fixture directory, with the writes drivers made. */
+export interface FixtureHostProbe extends HostProbe {
+  /** Every `writeFile`, in order. */
+  readonly writes: readonly { path: string; data: string }[]
+}
+
+/** Options of {@link createFixtureHostProbe}. */
+export interface FixtureHostProbeOptions {
+  /** Command line → file (relative to the fixture dir); merged over `commands.json`. @default {} */
+  commands?: Record<string, string>
+}
+
+/** The file name a command line replays from: `nvidia-smi -q -x` → `nvidia-smi-q-x`. */
+export function commandSlug(command: string, args: readonly string[]): string {
+  return [command, ...args].join(' ').replace(/[\s-]+/g, '-').replace(/[^A-Za-z0-9._-]/g, '_')
+}
+
+/** Creates a probe that replays `dir` (an absolute path or one relative to the working directory). */
+export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOptions = {}): FixtureHostProbe {
+  const root = path.resolve(dir)
+  const real = createNodeHostProbe({ execTimeoutMs: 5000 })
+  const overlay = new Map<string, string>()
+  const writes: { path: string; data: string }[] = []
+  let commands: Promise<Record<string, string>> | undefined
+
+  /** Maps a host path into the fixture; refuses relative paths and escapes. */
+  const inFixture = (hostPath: string): string => {
+    if (!path.posix.isAbsolute(hostPath)) {
+      throw new DriverError(`host paths must be absolute: ${hostPath}`, { code: 'HOST_PATH_INVALID' })
+    }
+    return path.join(root, path.posix.normalize(hostPath))
+  }
+
+  const loadCommands = async (): Promise<Record<string, string>> => {
+    const file = path.join(root, 'commands.json')
+    const recorded = (await real.exists(file)) ? (JSON.parse(await real.readFile(file)) as Record<string, string>) : {}
+    return { ...recorded, ...options.commands }
+  }
+
+  return {
+    writes,
+    async readFile(hostPath) {
+      const written = overlay.get(path.posix.normalize(hostPath))
+      return written ?? real.readFile(inFixture(hostPath))
+    },
+    async readDir(hostPath) {
+      return real.readDir(inFixture(hostPath))
+    },
+    async exists(hostPath) {
+      return overlay.has(path.posix.normalize(hostPath)) || real.exists(inFixture(hostPath))
+    },
+    async writeFile(hostPath, data) {
+      inFixture(hostPath)
+      overlay.set(path.posix.normalize(hostPath), data)
+      writes.push({ path: hostPath, data })
+    },
+    async exec(command, args) {
+      commands ??= loadCommands()
+      const line = [command, ...args].join(' ')
+      const named = (await commands)[line]
+      if (named !== undefined) return real.readFile(path.join(root, named))
+      const slug = commandSlug(command, args)
+      const match = (await real.readDir(root)).find((f) => f === slug || f.replace(/\.[^.]*$/, '') === slug)
+      if (match !== undefined) return real.readFile(path.join(root, match))
+      throw new DriverError(`command not found: ${command} (no recording of "${line}" in ${root})`, {
+        code: 'COMMAND_NOT_FOUND',
+        details: { command, args: [...args] },
+      })
+    },
+  }
+}

@@ -1,0 +1,25 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createDrivers, driverNames } from './index.js'
+import { createFixtureHostProbe } from './fixture-host-probe.js'
+import { ConfigError } from '../domain/errors.js'
+
+void describe('driver registry', () => {
+  const deps = { host: createFixtureHostProbe('/nonexistent'), hostname: 'h1' }
+
+  void it('builds the named drivers once each, accepting Cyborg entry-point names', () => {
+    const drivers = createDrivers(['fake', 'fake_driver'], deps)
+    assert.deepEqual(drivers.map((d) => d.name), ['fake'])
+    assert.ok(driverNames().includes('fake'))
+  })
+
+  void it('refuses an unknown name with a ConfigError listing the valid ones', () => {
+    assert.throws(() => createDrivers(['fake', 'nvidia'], deps), (err) => {
+      assert.ok(err instanceof ConfigError)
+      assert.equal(err.code, 'INVALID_DRIVER')
+      assert.match(err.message, /"nvidia".*possible values are: fake/)
+      return true
+    })
+    assert.throws(() => createDrivers(['toString'], deps), ConfigError)
+  })
+})

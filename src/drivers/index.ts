@@ -1,0 +1,50 @@
+/**
+ * The driver registry: a literal map from the names used in `[agent] enabled_drivers` to driver
+ * factories. No dynamic discovery: adding a driver means adding a line here.
+ */
+import type { AcceleratorDriver, DriverDeps, DriverFactory } from './driver.js'
+import { createFakeDriver } from './fake.js'
+import { ConfigError } from '../domain/errors.js'
+
+/** Every built-in driver by name. */
+export const DRIVERS = {
+  fake: createFakeDriver,
+} as const satisfies Record<string, DriverFactory>
+
+export type DriverName = keyof typeof DRIVERS
+
+/** OpenStack Cyborg's entry-point names, accepted so that an existing cyborg.conf keeps working. */
+export const DRIVER_ALIASES: Readonly<Record<string, DriverName>> = {
+  fake_driver: 'fake',
+}
+
+/** Valid names, for messages. */
+export const driverNames = (): string[] => Object.keys(DRIVERS)
+
+/**
+ * Builds the named drivers, in order, once each.
+ * @param options per-driver options, by driver name
+ * @throws ConfigError for an unknown name, listing the valid ones
+ */
+export function createDrivers(
+  names: readonly string[],
+  deps: DriverDeps,
+  options: Readonly<Record<string, Record<string, string>>> = {},
+): AcceleratorDriver[] {
+  const resolved: DriverName[] = []
+  for (const raw of names) {
+    const name = Object.hasOwn(DRIVERS, raw)
+      ? (raw as DriverName)
+      : Object.hasOwn(DRIVER_ALIASES, raw)
+        ? DRIVER_ALIASES[raw]
+        : undefined
+    if (name === undefined) {
+      throw new ConfigError(
+        `unknown driver "${raw}" in [agent] enabled_drivers; possible values are: ${driverNames().join(', ')}`,
+        { code: 'INVALID_DRIVER', details: { driver: raw, valid: driverNames() } },
+      )
+    }
+    if (!resolved.includes(name)) resolved.push(name)
+  }
+  return resolved.map((name) => (DRIVERS[name] as DriverFactory)(deps, options[name]))
+}

@@ -1,0 +1,108 @@
+/**
+ * The core of every process: a conductor served on the bus and/or an agent with its drivers.
+ * `cyborg up` (all-in-one), `cyborg conductor`, `cyborg agent` and the API tests build on it;
+ * config → options happens in the caller.
+ */
+import { hostname as osHostname } from 'node:os'
+import type { MessageBus, Subscription } from '../bus/bus.js'
+import type { DatabaseHandle } from '../db/connection.js'
+import { createConductor, type Conductor, type ConductorOptions } from '../conductor/conductor.js'
+import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
+import { createDrivers } from '../drivers/index.js'
+import { createNodeHostProbe } from '../drivers/node-host-probe.js'
+import type { HostProbe } from '../drivers/driver.js'
+import { createConductorClient, serveConductor, type ConductorRpc } from '../rpc/conductor-rpc.js'
+import type { Logger } from '../domain/logger.js'
+import { systemClock, type Clock } from '../domain/time.js'
+
+export interface CoreAgentOptions {
+  /** This host's name. @default os.hostname() */
+  host?: string
+  /** @default 60000 */
+  periodicIntervalMs?: number
+  /** @default false */
+  autoActivate?: boolean
+  /** Driver names (`[agent] enabled_drivers`). @default ['fake'] */
+  enabledDrivers?: string[]
+  /** Per-driver options, by driver name. @default {} */
+  driverOptions?: Record<string, Record<string, string>>
+  /** The host the drivers look at. @default the real host (createNodeHostProbe) */
+  hostProbe?: HostProbe
+  /** @default a cache that keeps nothing */
+  cache?: AgentCache
+}
+
+export interface CoreOptions {
+  /** Needed when the conductor runs here. */
+  db?: DatabaseHandle
+  bus: MessageBus
+  log: Logger
+  /** @default systemClock */
+  clock?: Clock
+  /** Run a conductor here, with these options; `false` for none. @default {} (run one with defaults) */
+  conductor?: ConductorOptions | false
+  /** Run an agent here, with these options; `false` (the default) for none. */
+  agent?: CoreAgentOptions | false
+  /** Timeout of calls through `conductorClient` (and the agent's calls). @default 30000 */
+  rpcTimeoutMs?: number
+  /** Version reported in heartbeats. @default '0.1.0' */
+  version?: string
+}
+
+export interface Core {
+  /** A client of the conductor over the bus (whichever process serves it). */
+  conductorClient: ConductorRpc
+  /** The local conductor, when one runs here (for stats; call it only through the bus otherwise). */
+  conductor: Conductor | undefined
+  /** The local agent, when one runs here. */
+  agent: Agent | undefined
+  /** Stops the agent, then the conductor (flushing its writes). Leaves the bus and the database open. */
+  stop(): Promise<void>
+}
+
+/** Starts what `options` asks for; a failure while starting stops what had started. */
+export async function startCore(options: CoreOptions): Promise<Core> {
+  const { db, bus, log, clock = systemClock, rpcTimeoutMs = 30_000, version = '0.1.0' } = options
+  const conductorOptions = options.conductor ?? {}
+  const agentOptions = options.agent ?? false
+  const conductorClient = createConductorClient(bus, { timeoutMs: rpcTimeoutMs })
+  let conductor: Conductor | undefined
+  let server: Subscription | undefined
+  let agent: Agent | undefined
+
+  const stop = async () => {
+    await agent?.stop()
+    await server?.unsubscribe()
+    await conductor?.stop()
+  }
+
+  try {
+    if (conductorOptions !== false) {
+      if (!db) throw new TypeError('startCore: a conductor needs options.db')
+      conductor = createConductor({ db, log, clock }, conductorOptions)
+      server = await serveConductor(bus, conductor)
+    }
+    if (agentOptions !== false) {
+      const { host = osHostname(), enabledDrivers = ['fake'], driverOptions = {} } = agentOptions
+      const drivers = createDrivers(
+        enabledDrivers,
+        { host: agentOptions.hostProbe ?? createNodeHostProbe(), hostname: host },
+        driverOptions,
+      )
+      agent = createAgent(
+        { conductor: conductorClient, drivers, log, clock, bus, cache: agentOptions.cache },
+        {
+          host,
+          version,
+          periodicIntervalMs: agentOptions.periodicIntervalMs,
+          autoActivate: agentOptions.autoActivate,
+        },
+      )
+      await agent.start()
+    }
+  } catch (err) {
+    await stop()
+    throw err
+  }
+  return { conductorClient, conductor, agent, stop }
+}
