@@ -1,0 +1,105 @@
+/** Attributes of deployables: key `rc` is the resource class, keys starting with `trait` are traits. */
+import type { Kysely } from 'kysely'
+import { NotFoundError } from '../domain/errors.js'
+import type { Attribute } from '../domain/inventory.js'
+import { translateDbError } from './errors.js'
+import type { AttributeRow, Database } from './schema.js'
+
+/** Ids per query when reading the attributes of many deployables; stays under every driver's parameter limit. */
+const CHUNK = 1000
+
+/** Maps an `attributes` row to the domain type. */
+export function toAttribute(row: AttributeRow): Attribute {
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    deployableId: row.deployable_id,
+    key: row.key,
+    value: row.value,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
+}
+
+/** Lists attributes in id order, filtered by deployable and/or key. */
+export async function listAttributes(
+  db: Kysely<Database>,
+  filter: { deployableId?: number; key?: string } = {},
+): Promise<Attribute[]> {
+  let qb = db.selectFrom('attributes').selectAll()
+  if (filter.deployableId !== undefined) qb = qb.where('deployable_id', '=', filter.deployableId)
+  if (filter.key !== undefined) qb = qb.where('key', '=', filter.key)
+  return (await qb.orderBy('id').execute()).map(toAttribute)
+}
+
+/**
+ * The attributes of many deployables at once (one query per thousand ids), in id order.
+ * Every requested id has an entry, empty when it has no attributes.
+ */
+export async function listAttributesByDeployableIds(
+  db: Kysely<Database>,
+  ids: number[],
+): Promise<Map<number, Attribute[]>> {
+  const unique = [...new Set(ids)]
+  const out = new Map<number, Attribute[]>(unique.map((id) => [id, []]))
+  for (let i = 0; i < unique.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('attributes')
+      .selectAll()
+      .where('deployable_id', 'in', unique.slice(i, i + CHUNK))
+      .orderBy('id')
+      .execute()
+    for (const row of rows) out.get(row.deployable_id)?.push(toAttribute(row))
+  }
+  return out
+}
+
+/** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
+export async function getAttribute(db: Kysely<Database>, uuid: string): Promise<Attribute> {
+  const row = await db.selectFrom('attributes').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  if (!row) throw notFound(uuid)
+  return toAttribute(row)
+}
+
+/**
+ * Adds one attribute to a deployable.
+ * @throws NotFoundError (`details.field` 'deployable_id') when the deployable does not exist.
+ * @throws ConflictError (`details.field` 'key') when the deployable already has that key.
+ */
+export async function createAttribute(
+  db: Kysely<Database>,
+  input: { deployableId: number; key: string; value: string },
+  meta: { now: string; uuid: string },
+): Promise<Attribute> {
+  try {
+    await db
+      .insertInto('attributes')
+      .values({
+        uuid: meta.uuid,
+        deployable_id: input.deployableId,
+        key: input.key,
+        value: input.value,
+        created_at: meta.now,
+        updated_at: null,
+      })
+      .execute()
+  } catch (err) {
+    throw translateDbError(err, {
+      entity: 'attribute',
+      unique: { key: 'key', attributes_dep_key_uq: 'key', deployable_id: 'key', uuid: 'uuid' },
+      missingParent: 'deployable_id',
+      codes: { conflict: 'ATTRIBUTE_EXISTS', notFound: 'DEPLOYABLE_NOT_FOUND' },
+    })
+  }
+  return getAttribute(db, meta.uuid)
+}
+
+/** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
+export async function deleteAttribute(db: Kysely<Database>, uuid: string): Promise<void> {
+  const result = await db.deleteFrom('attributes').where('uuid', '=', uuid).executeTakeFirst()
+  if (Number(result.numDeletedRows) === 0) throw notFound(uuid)
+}
+
+function notFound(uuid: string): NotFoundError {
+  return new NotFoundError(`attribute ${uuid} not found`, { code: 'ATTRIBUTE_NOT_FOUND', details: { uuid } })
+}

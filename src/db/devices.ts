@@ -1,0 +1,100 @@
+/** Devices: list (filtered, sorted, paged), get, and the operator's status switch. */
+import type { Kysely } from 'kysely'
+import { NotFoundError } from '../domain/errors.js'
+import type { Device, DeviceStatus, DeviceType, Health, Lifecycle, PciAddress } from '../domain/inventory.js'
+import { paginate, type PageOptions, type PageSpec } from './pagination.js'
+import type { Database, DeviceRow } from './schema.js'
+
+/** Columns a device list may sort by. */
+export const DEVICE_SORT_KEYS = [
+  'id',
+  'uuid',
+  'type',
+  'vendor',
+  'model',
+  'hostname',
+  'status',
+  'created_at',
+  'updated_at',
+] as const
+export type DeviceSortKey = (typeof DEVICE_SORT_KEYS)[number]
+
+/** Filters of `listDevices`; all are exact matches and combine with AND. */
+export interface DeviceFilter extends PageOptions<DeviceSortKey> {
+  type?: string
+  vendor?: string
+  hostname?: string
+}
+
+const PAGE: PageSpec<DeviceSortKey> = {
+  table: 'devices',
+  keys: DEVICE_SORT_KEYS,
+  nullable: ['updated_at'],
+  notFoundCode: 'DEVICE_NOT_FOUND',
+}
+
+/** Maps a `devices` row to the domain type. */
+export function toDevice(row: DeviceRow): Device {
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    type: row.type as DeviceType,
+    vendor: row.vendor,
+    model: row.model,
+    stdBoardInfo: row.std_board_info,
+    vendorBoardInfo: row.vendor_board_info,
+    hostname: row.hostname,
+    status: row.status as DeviceStatus,
+    lifecycle: row.lifecycle as Lifecycle,
+    lifecycleReason: row.lifecycle_reason,
+    health: row.health as Health,
+    controlPath: JSON.parse(row.cpid_info) as PciAddress,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
+}
+
+/**
+ * Lists devices, by default in id order.
+ * @throws NotFoundError (`details.field` 'marker') when the marker names no device.
+ * @throws InvalidInputError for an unknown sort key or a bad limit.
+ */
+export async function listDevices(db: Kysely<Database>, filter: DeviceFilter = {}): Promise<Device[]> {
+  let qb = db.selectFrom('devices').selectAll()
+  if (filter.type !== undefined) qb = qb.where('type', '=', filter.type)
+  if (filter.vendor !== undefined) qb = qb.where('vendor', '=', filter.vendor)
+  if (filter.hostname !== undefined) qb = qb.where('hostname', '=', filter.hostname)
+  qb = await paginate(db, qb, PAGE, filter)
+  return (await qb.execute()).map(toDevice)
+}
+
+/** @throws NotFoundError with code DEVICE_NOT_FOUND. */
+export async function getDevice(db: Kysely<Database>, uuid: string): Promise<Device> {
+  const row = await db.selectFrom('devices').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  if (!row) throw deviceNotFound(uuid)
+  return toDevice(row)
+}
+
+/** Every device of one host, in id order. */
+export async function listDevicesByHost(db: Kysely<Database>, hostname: string): Promise<Device[]> {
+  const rows = await db.selectFrom('devices').selectAll().where('hostname', '=', hostname).orderBy('id').execute()
+  return rows.map(toDevice)
+}
+
+/**
+ * Sets the operator status (enabled | maintaining) and returns the device as saved.
+ * @throws NotFoundError with code DEVICE_NOT_FOUND.
+ */
+export async function setDeviceStatus(
+  db: Kysely<Database>,
+  uuid: string,
+  status: DeviceStatus,
+  now: string,
+): Promise<Device> {
+  await db.updateTable('devices').set({ status, updated_at: now }).where('uuid', '=', uuid).execute()
+  return getDevice(db, uuid)
+}
+
+function deviceNotFound(uuid: string): NotFoundError {
+  return new NotFoundError(`device ${uuid} not found`, { code: 'DEVICE_NOT_FOUND', details: { uuid } })
+}

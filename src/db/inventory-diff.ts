@@ -1,0 +1,285 @@
+/**
+ * The pure half of report ingestion: what to add, update and remove so that a host's rows match
+ * its agent's snapshot (cyborg-v2-facts §4.1). No I/O; `inventory-sync.ts` loads and applies.
+ *
+ * Keys: devices by canonical control path, deployables by name (within the device), attributes by
+ * key, attach handles by canonical info. Anything in use (a handle held by an ARQ, or a deployable an
+ * ARQ names) is never removed: it stays, and its device is marked failed until a later report either
+ * shows it again or finds it free.
+ */
+import { InvalidInputError } from '../domain/errors.js'
+import { deployableRpUuid } from '../domain/ids.js'
+import { canonicalJson, type DiscoveredDeployable, type DiscoveredDevice } from '../domain/inventory.js'
+
+/** The lifecycle_reason of a device kept only because something of it vanished while in use. */
+export const MISSING_REASON = 'missing from the last inventory report'
+
+export interface CurrentHandle {
+  id: number
+  type: string
+  /** Canonical JSON (the `attach_info` column). */
+  info: string
+  /** in_use = 1, or held by an accelerator request. */
+  inUse: boolean
+}
+
+export interface CurrentDeployable {
+  id: number
+  name: string
+  numAccelerators: number
+  driverName: string | null
+  rpUuid: string | null
+  /** Named by an accelerator request (`accelerator_requests.deployable_id`). */
+  inUse: boolean
+  attributes: { id: number; key: string; value: string }[]
+  handles: CurrentHandle[]
+}
+
+/** Device columns that a report can change. */
+export interface DeviceFields {
+  type: string
+  vendor: string
+  model: string
+  /** Canonical JSON or null. */
+  stdBoardInfo: string | null
+  vendorBoardInfo: string | null
+}
+
+/** A device row of the host, with everything beneath it. */
+export interface CurrentDevice extends DeviceFields {
+  id: number
+  /** Canonical JSON of the control path (the `cpid_info` column). */
+  key: string
+  health: string
+  lifecycleReason: string | null
+  deployables: CurrentDeployable[]
+}
+
+export interface DeployableFields {
+  numAccelerators: number
+  driverName: string | null
+  rpUuid: string
+}
+
+export interface NewDeployable extends DeployableFields {
+  name: string
+  attributes: { key: string; value: string }[]
+  handles: { type: string; info: string }[]
+}
+
+export interface NewDevice {
+  key: string
+  fields: DeviceFields
+  deployables: NewDeployable[]
+}
+
+/** Everything to write, grouped by table so that each group can go to the database in one statement. */
+export interface InventoryDiff {
+  addDevices: NewDevice[]
+  updateDevices: { id: number; set: Partial<DeviceFields & { health: string; lifecycleReason: string | null }> }[]
+  addDeployables: (NewDeployable & { deviceId: number })[]
+  updateDeployables: { id: number; set: Partial<DeployableFields> }[]
+  addAttributes: { deployableId: number; key: string; value: string }[]
+  updateAttributes: { id: number; value: string }[]
+  addHandles: { deployableId: number; type: string; info: string }[]
+  updateHandles: { id: number; type: string }[]
+  /** Ids to delete; children of removed parents are listed too (delete attributes/handles first). */
+  removeAttributes: number[]
+  removeHandles: number[]
+  removeDeployables: number[]
+  removeDevices: number[]
+  /** Devices added, updated (any change beneath the device) and removed. */
+  counts: { added: number; updated: number; removed: number }
+}
+
+const emptyDiff = (): InventoryDiff => ({
+  addDevices: [],
+  updateDevices: [],
+  addDeployables: [],
+  updateDeployables: [],
+  addAttributes: [],
+  updateAttributes: [],
+  addHandles: [],
+  updateHandles: [],
+  removeAttributes: [],
+  removeHandles: [],
+  removeDeployables: [],
+  removeDevices: [],
+  counts: { added: 0, updated: 0, removed: 0 },
+})
+
+const jsonOrNull = (v: Record<string, unknown> | null) => (v === null ? null : canonicalJson(v))
+const busy = (d: CurrentDeployable) => d.inUse || d.handles.some((h) => h.inUse)
+
+/**
+ * Computes the writes that turn `current` (one host's rows) into `devices` (its agent's snapshot).
+ * @throws InvalidInputError when the snapshot repeats a control path, deployable name, attribute key
+ * or handle info (where the database would refuse it).
+ */
+export function diffInventory(host: string, current: CurrentDevice[], devices: DiscoveredDevice[]): InventoryDiff {
+  checkUnique(devices)
+  const diff = emptyDiff()
+  const byKey = new Map(current.map((d) => [d.key, d]))
+  const seen = new Set<string>()
+  for (const device of devices) {
+    const key = canonicalJson(device.controlPath.info)
+    seen.add(key)
+    const cur = byKey.get(key)
+    if (!cur) {
+      const deployables = device.deployables.map((d) => newDeployable(host, d))
+      diff.addDevices.push({ key, fields: deviceFields(device), deployables })
+      diff.counts.added++
+    } else if (diffDevice(diff, host, cur, device)) {
+      diff.counts.updated++
+    }
+  }
+  for (const cur of current) {
+    if (seen.has(cur.key)) continue
+    if (cur.deployables.some(busy)) {
+      if (markMissing(diff, cur, true)) diff.counts.updated++
+    } else {
+      for (const dep of cur.deployables) removeDeployable(diff, dep)
+      diff.removeDevices.push(cur.id)
+      diff.counts.removed++
+    }
+  }
+  return diff
+}
+
+/** Adds the writes for one device present on both sides; true when anything changes. */
+function diffDevice(diff: InventoryDiff, host: string, cur: CurrentDevice, device: DiscoveredDevice): boolean {
+  const before = writeCount(diff)
+  const set: Partial<DeviceFields> = {}
+  const want = deviceFields(device)
+  for (const k of ['type', 'vendor', 'model', 'stdBoardInfo', 'vendorBoardInfo'] as const) {
+    if (cur[k] !== want[k]) Object.assign(set, { [k]: want[k] })
+  }
+  if (Object.keys(set).length > 0) diff.updateDevices.push({ id: cur.id, set })
+
+  const byName = new Map(cur.deployables.map((d) => [d.name, d]))
+  const names = new Set(device.deployables.map((d) => d.name))
+  let missing = false
+  for (const dep of device.deployables) {
+    const old = byName.get(dep.name)
+    if (old) missing = diffDeployable(diff, host, old, dep) || missing
+    else diff.addDeployables.push({ ...newDeployable(host, dep), deviceId: cur.id })
+  }
+  for (const old of cur.deployables) {
+    if (names.has(old.name)) continue
+    if (busy(old)) missing = true
+    else removeDeployable(diff, old)
+  }
+  markMissing(diff, cur, missing)
+  return writeCount(diff) > before
+}
+
+/** Adds the writes for one deployable present on both sides; true when an in-use handle vanished. */
+function diffDeployable(
+  diff: InventoryDiff,
+  host: string,
+  cur: CurrentDeployable,
+  dep: DiscoveredDeployable,
+): boolean {
+  const want = newDeployable(host, dep)
+  const set: Partial<DeployableFields> = {}
+  if (cur.numAccelerators !== want.numAccelerators) set.numAccelerators = want.numAccelerators
+  if (cur.driverName !== want.driverName) set.driverName = want.driverName
+  if (cur.rpUuid !== want.rpUuid) set.rpUuid = want.rpUuid
+  if (Object.keys(set).length > 0) diff.updateDeployables.push({ id: cur.id, set })
+
+  const attrs = new Map(cur.attributes.map((a) => [a.key, a]))
+  for (const { key, value } of want.attributes) {
+    const old = attrs.get(key)
+    if (!old) diff.addAttributes.push({ deployableId: cur.id, key, value })
+    else if (old.value !== value) diff.updateAttributes.push({ id: old.id, value })
+    attrs.delete(key)
+  }
+  for (const gone of attrs.values()) diff.removeAttributes.push(gone.id)
+
+  let missing = false
+  const handles = new Map(cur.handles.map((h) => [h.info, h]))
+  for (const { type, info } of want.handles) {
+    const old = handles.get(info)
+    if (!old) diff.addHandles.push({ deployableId: cur.id, type, info })
+    else if (old.type !== type) diff.updateHandles.push({ id: old.id, type })
+    handles.delete(info)
+  }
+  for (const gone of handles.values()) {
+    if (gone.inUse) missing = true
+    else diff.removeHandles.push(gone.id)
+  }
+  return missing
+}
+
+/** Sets or clears the "missing while in use" mark; true when the device row changes. */
+function markMissing(diff: InventoryDiff, cur: CurrentDevice, missing: boolean): boolean {
+  const marked = cur.health === 'failed' && cur.lifecycleReason === MISSING_REASON
+  if (missing === marked) return false
+  const set = missing
+    ? { health: 'failed', lifecycleReason: MISSING_REASON }
+    : { health: 'ok', lifecycleReason: null }
+  const existing = diff.updateDevices.find((u) => u.id === cur.id)
+  if (existing) Object.assign(existing.set, set)
+  else diff.updateDevices.push({ id: cur.id, set })
+  return true
+}
+
+function removeDeployable(diff: InventoryDiff, dep: CurrentDeployable): void {
+  diff.removeAttributes.push(...dep.attributes.map((a) => a.id))
+  diff.removeHandles.push(...dep.handles.map((h) => h.id))
+  diff.removeDeployables.push(dep.id)
+}
+
+function deviceFields(d: DiscoveredDevice): DeviceFields {
+  return {
+    type: d.type,
+    vendor: d.vendor,
+    model: d.model,
+    stdBoardInfo: jsonOrNull(d.stdBoardInfo),
+    vendorBoardInfo: jsonOrNull(d.vendorBoardInfo),
+  }
+}
+
+function newDeployable(host: string, d: DiscoveredDeployable): NewDeployable {
+  return {
+    name: d.name,
+    numAccelerators: d.numAccelerators,
+    driverName: d.driverName,
+    rpUuid: deployableRpUuid(host, d.name),
+    attributes: d.attributes.map(({ key, value }) => ({ key, value })),
+    handles: d.attachHandles.map((h) => ({ type: h.type, info: canonicalJson(h.info) })),
+  }
+}
+
+function writeCount(diff: InventoryDiff): number {
+  let n = 0
+  for (const v of Object.values(diff)) if (Array.isArray(v)) n += v.length
+  return n
+}
+
+function checkUnique(devices: DiscoveredDevice[]): void {
+  const dup = (what: string, field: string, value: string) =>
+    new InvalidInputError(`inventory snapshot repeats ${what} ${value}`, { details: { field, value } })
+  const keys = new Set<string>()
+  const names = new Set<string>()
+  for (const device of devices) {
+    const key = canonicalJson(device.controlPath.info)
+    if (keys.has(key)) throw dup('control path', 'controlPath', key)
+    keys.add(key)
+    for (const dep of device.deployables) {
+      if (names.has(dep.name)) throw dup('deployable name', 'deployables.name', dep.name)
+      names.add(dep.name)
+      const attrKeys = new Set<string>()
+      for (const a of dep.attributes) {
+        if (attrKeys.has(a.key)) throw dup('attribute key', 'attributes.key', `${dep.name}/${a.key}`)
+        attrKeys.add(a.key)
+      }
+      const infos = new Set<string>()
+      for (const h of dep.attachHandles) {
+        const info = canonicalJson(h.info)
+        if (infos.has(info)) throw dup('attach handle', 'attachHandles.info', info)
+        infos.add(info)
+      }
+    }
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * Writes an agent's inventory snapshot into the database: loads the host's rows (five queries),
+ * diffs them with `diffInventory`, then applies the writes table by table, children first for
+ * deletes and parents first for inserts. Run it inside a transaction (group commit does).
+ */
+import type { Kysely } from 'kysely'
+import { newUuid } from '../domain/ids.js'
+import type { InventorySnapshot } from '../domain/inventory.js'
+import { translateDbError } from './errors.js'
+import { diffInventory, type CurrentDevice, type InventoryDiff, type NewDeployable } from './inventory-diff.js'
+import type { Database } from './schema.js'
+
+/** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */
+const CHUNK = 500
+
+export interface SyncOptions {
+  /** New devices start `active` instead of `inactive` (embedded mode, or devices needing no install). */
+  autoActivate: boolean
+  /** Timestamp for created_at / updated_at (formatTimestamp). */
+  now: string
+  /** Id generator for new rows. @default newUuid */
+  uuid?: () => string
+}
+
+export interface SyncResult {
+  added: number
+  updated: number
+  removed: number
+}
+
+/** Diffs one host's full snapshot into the tables; returns how many devices were added, updated, removed. */
+export async function syncHostInventory(
+  db: Kysely<Database>,
+  snapshot: InventorySnapshot,
+  options: SyncOptions,
+): Promise<SyncResult> {
+  const current = await loadHostInventory(db, snapshot.host)
+  const diff = diffInventory(snapshot.host, current, snapshot.devices)
+  await applyInventoryDiff(db, snapshot.host, diff, options)
+  return { ...diff.counts }
+}
+
+/** One host's devices with their deployables, attributes and handles, and what is in use. */
+export async function loadHostInventory(db: Kysely<Database>, host: string): Promise<CurrentDevice[]> {
+  const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).orderBy('id').execute()
+  const deployables = await selectIn(devices.map((d) => d.id), (ids) =>
+    db.selectFrom('deployables').selectAll().where('device_id', 'in', ids).orderBy('id').execute(),
+  )
+  const depIds = deployables.map((d) => d.id)
+  const attributes = await selectIn(depIds, (ids) =>
+    db.selectFrom('attributes').selectAll().where('deployable_id', 'in', ids).orderBy('id').execute(),
+  )
+  const handles = await selectIn(depIds, (ids) =>
+    db.selectFrom('attach_handles').selectAll().where('deployable_id', 'in', ids).orderBy('id').execute(),
+  )
+  const arqs = await selectIn(depIds, (ids) =>
+    db
+      .selectFrom('accelerator_requests as a')
+      .leftJoin('attach_handles as h', 'h.id', 'a.attach_handle_id')
+      .select(['a.attach_handle_id', 'a.deployable_id', 'h.deployable_id as handle_deployable_id'])
+      .where((eb) => eb.or([eb('a.deployable_id', 'in', ids), eb('h.deployable_id', 'in', ids)]))
+      .execute(),
+  )
+  const heldHandles = new Set(arqs.map((a) => a.attach_handle_id))
+  const namedDeployables = new Set(arqs.map((a) => a.deployable_id))
+
+  const byDeployable = new Map<number, CurrentDevice['deployables'][number]>()
+  const byDevice = new Map<number, CurrentDevice>()
+  const out = devices.map((d) => {
+    const cur: CurrentDevice = {
+      id: d.id,
+      key: d.cpid_info,
+      type: d.type,
+      vendor: d.vendor,
+      model: d.model,
+      stdBoardInfo: d.std_board_info,
+      vendorBoardInfo: d.vendor_board_info,
+      health: d.health,
+      lifecycleReason: d.lifecycle_reason,
+      deployables: [],
+    }
+    byDevice.set(d.id, cur)
+    return cur
+  })
+  for (const d of deployables) {
+    const dep = {
+      id: d.id,
+      name: d.name,
+      numAccelerators: d.num_accelerators,
+      driverName: d.driver_name,
+      rpUuid: d.rp_uuid,
+      inUse: namedDeployables.has(d.id),
+      attributes: [],
+      handles: [],
+    }
+    byDeployable.set(d.id, dep)
+    byDevice.get(d.device_id)?.deployables.push(dep)
+  }
+  for (const a of attributes) {
+    byDeployable.get(a.deployable_id)?.attributes.push({ id: a.id, key: a.key, value: a.value })
+  }
+  for (const h of handles) {
+    byDeployable.get(h.deployable_id)?.handles.push({
+      id: h.id,
+      type: h.attach_type,
+      info: h.attach_info,
+      inUse: Number(h.in_use) === 1 || heldHandles.has(h.id),
+    })
+  }
+  return out
+}
+
+/** Applies a diff: deletes (children first), updates, then inserts (parents first). */
+export async function applyInventoryDiff(
+  db: Kysely<Database>,
+  host: string,
+  diff: InventoryDiff,
+  options: SyncOptions,
+): Promise<void> {
+  const { now, autoActivate, uuid = newUuid } = options
+  await deleteIn(diff.removeAttributes, (ids) => db.deleteFrom('attributes').where('id', 'in', ids).execute())
+  await deleteIn(diff.removeHandles, (ids) => db.deleteFrom('attach_handles').where('id', 'in', ids).execute())
+  await deleteIn(diff.removeDeployables, (ids) => db.deleteFrom('deployables').where('id', 'in', ids).execute())
+  await deleteIn(diff.removeDevices, (ids) => db.deleteFrom('devices').where('id', 'in', ids).execute())
+
+  for (const { id, set } of diff.updateDevices) {
+    await db
+      .updateTable('devices')
+      .set({
+        type: set.type,
+        vendor: set.vendor,
+        model: set.model,
+        std_board_info: set.stdBoardInfo,
+        vendor_board_info: set.vendorBoardInfo,
+        health: set.health,
+        lifecycle_reason: set.lifecycleReason,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute()
+  }
+  for (const { id, set } of diff.updateDeployables) {
+    await db
+      .updateTable('deployables')
+      .set({
+        num_accelerators: set.numAccelerators,
+        driver_name: set.driverName,
+        rp_uuid: set.rpUuid,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute()
+  }
+  for (const { id, value } of diff.updateAttributes) {
+    await db.updateTable('attributes').set({ value, updated_at: now }).where('id', '=', id).execute()
+  }
+  for (const { id, type } of diff.updateHandles) {
+    await db
+      .updateTable('attach_handles')
+      .set({ attach_type: type, updated_at: now })
+      .where('id', '=', id)
+      .execute()
+  }
+
+  const lifecycle = autoActivate ? 'active' : 'inactive'
+  const deviceIds = await insertDevices(db, host, diff, { now, lifecycle, uuid })
+  const newDeployables = [
+    ...diff.addDeployables,
+    ...diff.addDevices.flatMap((d) => d.deployables.map((dep) => ({ ...dep, deviceId: deviceIds.get(d.key)! }))),
+  ]
+  const deployableIds = await insertDeployables(db, newDeployables, now, uuid)
+  const attributes = [
+    ...diff.addAttributes,
+    ...newDeployables.flatMap((d) => d.attributes.map((a) => ({ ...a, deployableId: deployableIds.get(d.name)! }))),
+  ]
+  const handles = [
+    ...diff.addHandles,
+    ...newDeployables.flatMap((d) => d.handles.map((h) => ({ ...h, deployableId: deployableIds.get(d.name)! }))),
+  ]
+  await insertChunks(attributes, (rows) =>
+    db
+      .insertInto('attributes')
+      .values(
+        rows.map((a) => ({
+          uuid: uuid(),
+          deployable_id: a.deployableId,
+          key: a.key,
+          value: a.value,
+          created_at: now,
+          updated_at: null,
+        })),
+      )
+      .execute(),
+  )
+  await insertChunks(handles, (rows) =>
+    db
+      .insertInto('attach_handles')
+      .values(
+        rows.map((h) => ({
+          uuid: uuid(),
+          deployable_id: h.deployableId,
+          attach_type: h.type,
+          attach_info: h.info,
+          in_use: 0,
+          created_at: now,
+          updated_at: null,
+        })),
+      )
+      .execute(),
+  )
+}
+
+/** Inserts the new devices and returns their ids by control-path key (MySQL has no RETURNING). */
+async function insertDevices(
+  db: Kysely<Database>,
+  host: string,
+  diff: InventoryDiff,
+  meta: { now: string; lifecycle: string; uuid: () => string },
+): Promise<Map<string, number>> {
+  await insertChunks(diff.addDevices, (rows) =>
+    db
+      .insertInto('devices')
+      .values(
+        rows.map(({ key, fields }) => ({
+          uuid: meta.uuid(),
+          type: fields.type,
+          vendor: fields.vendor,
+          model: fields.model,
+          std_board_info: fields.stdBoardInfo,
+          vendor_board_info: fields.vendorBoardInfo,
+          hostname: host,
+          status: 'enabled',
+          lifecycle: meta.lifecycle,
+          lifecycle_reason: null,
+          health: 'ok',
+          cpid_type: 'PCI',
+          cpid_info: key,
+          created_at: meta.now,
+          updated_at: null,
+        })),
+      )
+      .execute(),
+  )
+  const rows = await selectIn(diff.addDevices.map((d) => d.key), (keys) =>
+    db
+      .selectFrom('devices')
+      .select(['id', 'cpid_info'])
+      .where('hostname', '=', host)
+      .where('cpid_info', 'in', keys)
+      .execute(),
+  )
+  return new Map(rows.map((r) => [r.cpid_info, r.id]))
+}
+
+/** Inserts new deployables and returns their ids by name (names are globally unique). */
+async function insertDeployables(
+  db: Kysely<Database>,
+  deployables: (NewDeployable & { deviceId: number })[],
+  now: string,
+  uuid: () => string,
+): Promise<Map<string, number>> {
+  try {
+    await insertChunks(deployables, (rows) =>
+      db
+        .insertInto('deployables')
+        .values(
+          rows.map((d) => ({
+            uuid: uuid(),
+            device_id: d.deviceId,
+            parent_id: null,
+            root_id: null,
+            name: d.name,
+            num_accelerators: d.numAccelerators,
+            rp_uuid: d.rpUuid,
+            driver_name: d.driverName,
+            bitstream_id: null,
+            created_at: now,
+            updated_at: null,
+          })),
+        )
+        .execute(),
+    )
+  } catch (err) {
+    // A name held by another host's deployable (or a kept, in-use one): the report cannot be applied.
+    throw translateDbError(err, {
+      entity: 'deployable',
+      unique: { name: 'name', rp_uuid: 'name' },
+      codes: { conflict: 'DEPLOYABLE_EXISTS' },
+    })
+  }
+  const rows = await selectIn(deployables.map((d) => d.name), (names) =>
+    db.selectFrom('deployables').select(['id', 'name']).where('name', 'in', names).execute(),
+  )
+  return new Map(rows.map((r) => [r.name, r.id]))
+}
+
+async function selectIn<K, R>(keys: K[], query: (chunk: K[]) => Promise<R[]>): Promise<R[]> {
+  const out: R[] = []
+  for (let i = 0; i < keys.length; i += CHUNK) out.push(...(await query(keys.slice(i, i + CHUNK))))
+  return out
+}
+
+async function deleteIn(ids: number[], del: (chunk: number[]) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < ids.length; i += CHUNK) await del(ids.slice(i, i + CHUNK))
+}
+
+async function insertChunks<T>(rows: T[], insert: (chunk: T[]) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < rows.length; i += CHUNK) await insert(rows.slice(i, i + CHUNK))
+}

@@ -1,0 +1,109 @@
+/** Services: one row per (host, binary) with its heartbeat, plus the agent's last accepted report hash. */
+import type { Kysely } from 'kysely'
+import { isUniqueViolation } from './errors.js'
+import type { Database, ServiceRow } from './schema.js'
+
+/** The binary name under which agents heartbeat and keep their report hash. */
+export const AGENT_BINARY = 'cyborg-agent'
+
+/** A running (or once-running) service, as its heartbeats recorded it. */
+export interface Service {
+  id: number
+  host: string
+  /** cyborg-api | cyborg-conductor | cyborg-agent */
+  binary: string
+  version: string
+  /** The agent's last accepted inventory hash; null for other binaries. */
+  reportHash: string | null
+  /** Time of the last heartbeat or report. */
+  lastSeen: string
+  createdAt: string
+  updatedAt: string | null
+}
+
+/** Maps a `services` row to the API-neutral shape. */
+export function toService(row: ServiceRow): Service {
+  return {
+    id: row.id,
+    host: row.host,
+    binary: row.binary,
+    version: row.version,
+    reportHash: row.report_hash,
+    lastSeen: row.last_seen,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  }
+}
+
+/** Records a heartbeat: creates the service row on first sight, else refreshes version and last_seen. */
+export async function recordHeartbeat(
+  db: Kysely<Database>,
+  service: { host: string; binary: string; version: string },
+  now: string,
+): Promise<void> {
+  const { host, binary, version } = service
+  await upsert(db, host, binary, { version, last_seen: now, updated_at: now }, { version, report_hash: null })
+}
+
+/** The last accepted inventory hash of a host's agent, or null when none was accepted yet. */
+export async function getReportHash(db: Kysely<Database>, host: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('services')
+    .select('report_hash')
+    .where('host', '=', host)
+    .where('binary', '=', AGENT_BINARY)
+    .executeTakeFirst()
+  return row?.report_hash ?? null
+}
+
+/** Stores the hash of an accepted report (a report also counts as a sign of life). */
+export async function setReportHash(db: Kysely<Database>, host: string, hash: string, now: string): Promise<void> {
+  await upsert(db, host, AGENT_BINARY, { report_hash: hash, last_seen: now, updated_at: now }, { version: '' })
+}
+
+/** Every service, ordered by host then binary. */
+export async function listServices(db: Kysely<Database>): Promise<Service[]> {
+  const rows = await db.selectFrom('services').selectAll().orderBy('host').orderBy('binary').execute()
+  return rows.map(toService)
+}
+
+interface Changes {
+  version?: string
+  report_hash?: string | null
+  last_seen: string
+  updated_at: string
+}
+
+/**
+ * UPDATE, then INSERT when no row matched, then UPDATE again if a concurrent writer inserted first.
+ * Portable across the three dialects (no ON CONFLICT / ON DUPLICATE KEY). The last step cannot help
+ * inside a PostgreSQL transaction (the failed INSERT aborts it); there the error reaches the caller.
+ */
+async function upsert(
+  db: Kysely<Database>,
+  host: string,
+  binary: string,
+  changes: Changes,
+  insertOnly: { version: string; report_hash?: string | null },
+): Promise<void> {
+  const update = () =>
+    db.updateTable('services').set(changes).where('host', '=', host).where('binary', '=', binary).executeTakeFirst()
+  if (Number((await update()).numUpdatedRows) > 0) return
+  try {
+    await db
+      .insertInto('services')
+      .values({
+        host,
+        binary,
+        report_hash: null,
+        ...insertOnly,
+        ...changes,
+        created_at: changes.last_seen,
+        updated_at: null,
+      })
+      .execute()
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err
+    await update()
+  }
+}
