@@ -1,0 +1,61 @@
+/**
+ * The HTTP API: a Fastify app serving OpenStack Cyborg's v2 API (under `/v2` and without the
+ * prefix), version discovery at `/` and `/v2`, and `/healthcheck`. It reads through the
+ * repository functions of src/db and writes only through the conductor.
+ */
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import { installBodyParser } from './body-parser.js'
+import { identify, requestId } from './context.js'
+import { installErrorHandling } from './errors.js'
+import { healthcheckRoutes } from './healthcheck.js'
+import { createBaseUrl } from './links.js'
+import { rootRoutes } from './versions.js'
+import { v2Plugin } from './v2/index.js'
+import type { ApiDeps, ApiOptions } from './types.js'
+
+export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
+
+/** 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+/**
+ * Builds the app; the caller listens (`app.listen`) or injects (`app.inject`) and closes it.
+ * Per-request log lines are off (they cost throughput); at debug level one summary line per
+ * request is written, carrying `request_id`.
+ */
+export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promise<FastifyInstance> {
+  const { bodyLimit = DEFAULT_BODY_LIMIT } = options
+  const app = Fastify({
+    loggerInstance: deps.log,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    genReqId: requestId,
+    requestIdHeader: false,
+    bodyLimit,
+    routerOptions: { ignoreTrailingSlash: true },
+    // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
+  }) as unknown as FastifyInstance
+
+  app.decorateRequest('ctx', null as never)
+  app.decorateRequest('apiMinor', 0)
+  installBodyParser(app)
+  installErrorHandling(app)
+  app.addHook('onRequest', identify)
+  if (deps.log.isLevelEnabled('debug')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      request.log.debug(
+        { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        'request',
+      )
+      done()
+    })
+  }
+
+  const baseUrl = createBaseUrl(options.publicEndpoint)
+  rootRoutes(app, baseUrl)
+  healthcheckRoutes(app, deps.db)
+  const env = { db: deps.db, conductor: deps.conductor, baseUrl }
+  await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
+  await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })
+  return app
+}

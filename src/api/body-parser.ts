@@ -1,0 +1,40 @@
+/**
+ * The only body parser: JSON. An empty body is no body (POST …/disable may come with a
+ * Content-Type and nothing else); malformed JSON is a 400 naming the problem; any other media
+ * type is refused by Fastify with 415 (worded in src/api/errors.ts).
+ */
+import type { FastifyInstance } from 'fastify'
+import { InvalidInputError } from '../domain/errors.js'
+
+function rejectProtoKeys(key: string, value: unknown): unknown {
+  if (key === '__proto__') {
+    throw new InvalidInputError("Invalid input for field '__proto__': not allowed", { details: { field: '__proto__' } })
+  }
+  return value
+}
+
+/** Parses JSON text; `''` (or only whitespace) gives undefined. */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') return undefined
+  try {
+    // The reviver costs time, so it runs only when the text could hold a prototype-poisoning key.
+    return text.includes('__proto__') ? JSON.parse(text, rejectProtoKeys) : JSON.parse(text)
+  } catch (err) {
+    if (err instanceof InvalidInputError) throw err
+    throw new InvalidInputError(`Malformed JSON in request body: ${(err as Error).message}`, {
+      details: { field: 'body' },
+    })
+  }
+}
+
+/** Replaces Fastify's parsers by {@link parseJsonBody} for application/json. */
+export function installBodyParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string))
+    } catch (err) {
+      done(err as Error, undefined)
+    }
+  })
+}

@@ -1,0 +1,32 @@
+/**
+ * The identity hook: every request gets its request id echoed back and a caller context.
+ * Today that is noauth (everyone is an admin); Keystone token validation plugs in here.
+ */
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { RequestContext } from './types.js'
+
+export const REQUEST_ID_HEADER = 'x-openstack-request-id'
+const REQUEST_ID_RE = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** noauth: an admin without project or user. Frozen, so one object serves every request. */
+export const NOAUTH_CONTEXT: RequestContext = Object.freeze({
+  projectId: null,
+  userId: null,
+  roles: Object.freeze(['admin']) as string[],
+  isAdmin: true,
+})
+
+/** The request id: the caller's `X-OpenStack-Request-ID` when it is a valid `req-<uuid>`, else a new one. */
+export function requestId(raw: IncomingMessage): string {
+  const given = raw.headers[REQUEST_ID_HEADER]
+  return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : `req-${randomUUID()}`
+}
+
+/** Root `onRequest` hook: echoes the request id and sets `request.ctx`. */
+export function identify(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  reply.header(REQUEST_ID_HEADER, request.id)
+  request.ctx = NOAUTH_CONTEXT
+  done()
+}

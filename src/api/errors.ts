@@ -1,0 +1,122 @@
+/**
+ * The one error → HTTP map, and the error body of OpenStack Cyborg:
+ * `{"error_message": "<JSON string of {faultcode, faultstring, debuginfo}>"}`.
+ * Domain errors carry no status; API-only conditions (405, 406) use {@link ApiError}.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import {
+  AppError,
+  ConflictError,
+  InvalidInputError,
+  InvalidStateError,
+  NotFoundError,
+  TimeoutError,
+  UnavailableError,
+} from '../domain/errors.js'
+import { MIN_MINOR, negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from './microversion.js'
+
+/** An HTTP-only failure such as 405 or 406; the message is shown to the client. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+/** The HTTP status of a domain error; anything unknown is a 500 (a bug). */
+export function statusOf(err: unknown): number {
+  if (err instanceof ApiError) return err.statusCode
+  if (err instanceof NotFoundError) return 404
+  if (err instanceof InvalidInputError) return 400
+  if (err instanceof ConflictError || err instanceof InvalidStateError) return 409
+  if (err instanceof UnavailableError || err instanceof TimeoutError) return 503
+  if (err instanceof AppError) return 500
+  const fst = err as Partial<FastifyError> | null
+  // Fastify's own client errors: bad JSON framing, body too large, unsupported media type, …
+  if (typeof fst?.code === 'string' && fst.code.startsWith('FST_') && typeof fst.statusCode === 'number') {
+    if (fst.statusCode >= 400 && fst.statusCode < 500) return fst.statusCode
+  }
+  return 500
+}
+
+/** The compat-v2 error body. */
+export function errorBody(status: number, message: string): string {
+  const fault = { faultcode: status < 500 ? 'Client' : 'Server', faultstring: message, debuginfo: null }
+  return JSON.stringify({ error_message: JSON.stringify(fault) })
+}
+
+interface AjvError {
+  instancePath: string
+  keyword: string
+  params: Record<string, unknown>
+  message?: string
+}
+
+/** Turns an ajv failure into "Invalid input for field 'x': …" (the field as a JSON pointer without the leading '/'). */
+export function formatValidationError(errors: readonly AjvError[], context: string): string {
+  const e = errors[0]
+  if (!e) return `Invalid input in ${context}`
+  let field = e.instancePath.replace(/^\//, '')
+  let problem = e.message ?? 'is invalid'
+  const join = (name: unknown) => (field ? `${field}/${String(name)}` : String(name))
+  if (e.keyword === 'required') {
+    field = join(e.params.missingProperty)
+    problem = 'required'
+  } else if (e.keyword === 'additionalProperties') {
+    field = join(e.params.additionalProperty)
+    problem = 'unknown field'
+  } else if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) {
+    problem = `must be one of: ${e.params.allowedValues.join(', ')}`
+  } else if (e.keyword === 'type') {
+    problem = `must be ${String(e.params.type).replace(',', ' or ')}`
+  }
+  return `Invalid input for field '${field || context}': ${problem}`
+}
+
+function clientMessage(err: unknown, status: number, request: FastifyRequest): string {
+  const fst = err as FastifyError & { validation?: AjvError[]; validationContext?: string }
+  if (Array.isArray(fst.validation)) return formatValidationError(fst.validation, fst.validationContext ?? 'body')
+  switch (fst.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+      const ct = request.headers['content-type']
+      return ct === undefined
+        ? 'A request body needs the header Content-Type: application/json'
+        : `Content-Type ${JSON.stringify(ct)} is not supported: send the body as application/json`
+    }
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return `The request body is larger than the limit of ${request.routeOptions.bodyLimit} bytes`
+    default:
+      return status === 500 ? 'Internal error' : fst.message
+  }
+}
+
+/** Sends the compat-v2 error body with `status`. */
+export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).type('application/json').send(errorBody(status, message))
+}
+
+/** Installs the error handler (the map above) and the 404 handler on the root instance. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const status = statusOf(err)
+    if (status >= 500) {
+      request.log.error({ err, status }, 'request failed')
+      const message =
+        status === 500 ? `Internal error; the server log has the details (request ${request.id})` : (err as Error).message
+      return sendError(reply, status, message)
+    }
+    const message = err instanceof AppError || err instanceof ApiError ? err.message : clientMessage(err, status, request)
+    request.log.info({ status, code: (err as { code?: unknown }).code }, message)
+    return sendError(reply, status, message)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    // Unknown paths are v2 paths too (every path but the root is routed to v2): same headers.
+    const { minor = MIN_MINOR } = negotiateMicroversion(request.headers[VERSION_HEADER])
+    reply.headers(VERSION_RESPONSE_HEADERS[minor]!)
+    const path = request.url.split('?')[0]
+    return sendError(reply, 404, `The resource could not be found: ${request.method} ${path}`)
+  })
+}

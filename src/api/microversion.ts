@@ -1,0 +1,59 @@
+/**
+ * Microversions of the v2 API (`OpenStack-API-Version: accelerator X.Y`). The major is always 2;
+ * the request carries the minor. 2.1: ARQ bind may set project_id; 2.2: device profiles by name;
+ * 2.3: device `status`.
+ */
+export const MIN_MINOR = 0
+export const MAX_MINOR = 3
+export const SERVICE_TYPE = 'accelerator'
+export const MIN_VERSION = `2.${MIN_MINOR}`
+export const MAX_VERSION = `2.${MAX_MINOR}`
+
+/** Header names as sent (lower case, as node reports incoming ones). */
+export const VERSION_HEADER = 'openstack-api-version'
+
+export type Negotiated = { minor: number; error?: undefined } | { minor?: undefined; error: string }
+
+const RANGE = `the supported range is ${MIN_VERSION} to ${MAX_VERSION}`
+const VALUE_RE = /^(\d{1,4})\.(\d{1,4})$/
+
+/**
+ * Parses the request header. Accepted: `accelerator 2.3`, `accelerator latest`, a bare `2.3` or
+ * `latest`, or a comma-separated list naming several services (others are ignored). No header, or
+ * a header naming only other services, means 2.0.
+ */
+export function negotiateMicroversion(header: string | string[] | undefined): Negotiated {
+  if (header === undefined) return { minor: MIN_MINOR }
+  const raw = Array.isArray(header) ? header.join(',') : header
+  let value: string | undefined
+  for (const part of raw.split(',')) {
+    const words = part.trim().split(/\s+/)
+    if (words.length === 2 && words[0]!.toLowerCase() === SERVICE_TYPE) value = words[1]
+    else if (words.length === 1 && words[0] !== '' && value === undefined) value = words[0]
+  }
+  if (value === undefined) return { minor: MIN_MINOR }
+  if (value.toLowerCase() === 'latest') return { minor: MAX_MINOR }
+  const m = VALUE_RE.exec(value)
+  if (!m) {
+    return {
+      error: `Invalid OpenStack-API-Version header ${JSON.stringify(raw)}: expected "accelerator X.Y" or "accelerator latest"; ${RANGE}.`,
+    }
+  }
+  const major = Number(m[1])
+  const minor = Number(m[2])
+  if (major !== 2 || minor < MIN_MINOR || minor > MAX_MINOR) {
+    return { error: `Version ${major}.${minor} was requested but ${RANGE}.` }
+  }
+  return { minor }
+}
+
+/** The response headers for each minor, built once: min, max, effective and Vary. */
+export const VERSION_RESPONSE_HEADERS: readonly Readonly<Record<string, string>>[] = Array.from(
+  { length: MAX_MINOR + 1 },
+  (_, minor) => ({
+    'openstack-api-minimum-version': MIN_VERSION,
+    'openstack-api-maximum-version': MAX_VERSION,
+    'openstack-api-version': `${SERVICE_TYPE} 2.${minor}`,
+    vary: 'OpenStack-API-Version',
+  }),
+)

@@ -1,0 +1,46 @@
+/**
+ * What the API needs from the outside (deps), how it is tuned (options), and what every request
+ * carries once the `onRequest` hooks ran (its caller context and its microversion).
+ */
+import type { Logger } from 'pino'
+import type { DatabaseHandle } from '../db/connection.js'
+import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+
+/** The Kysely instance, named through the db layer so that src/api never imports kysely. */
+export type Db = DatabaseHandle['db']
+
+export interface ApiDeps {
+  /** Used for reads only, through the repository functions of src/db. */
+  db: Db
+  /** Every write goes through the conductor. */
+  conductor: ConductorRpc
+  log: Logger
+}
+
+export interface ApiOptions {
+  /**
+   * `[api] public_endpoint`: the base URL that links and version documents use, e.g.
+   * `https://cloud.example.com/accelerator`. When unset, links are built from the request's
+   * `X-Forwarded-Proto`/`X-Forwarded-Host`/`X-Forwarded-Prefix` or `Host` headers.
+   */
+  publicEndpoint?: string
+  /** Largest accepted request body in bytes; bigger bodies get 413. @default 1048576 */
+  bodyLimit?: number
+}
+
+/** Who is calling. With noauth every caller is an admin; Keystone fills it in later. */
+export interface RequestContext {
+  projectId: string | null
+  userId: string | null
+  roles: string[]
+  isAdmin: boolean
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller, set by the identity hook (src/api/context.ts) before routing. */
+    ctx: RequestContext
+    /** The negotiated microversion's minor number (the major is always 2); 0 on unversioned routes. */
+    apiMinor: number
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Deployables: `GET /deployables` (limit, marker, sort_key, sort_dir) and `GET /deployables/{uuid}`.
+ * Attributes come from one extra query per page (never one per deployable).
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { listAttributes, listAttributesByDeployableIds } from '../../db/attributes.js'
+import { DEPLOYABLE_SORT_KEYS, getDeployable, listDeployables } from '../../db/deployables.js'
+import { NotFoundError } from '../../domain/errors.js'
+import { isUuidLike } from '../../domain/device-profile.js'
+import { markerNotFoundToInvalid, pagingParams, type Query } from '../query.js'
+import { resource } from '../routing.js'
+import type { V2Env } from './env.js'
+import { deployableView } from './views.js'
+
+export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): void {
+  resource(app, '/deployables', {
+    GET: {
+      handler: async (request) => {
+        const paging = pagingParams(request.query as Query, DEPLOYABLE_SORT_KEYS)
+        const deployables = await listDeployables(db, paging).catch((err: unknown) => {
+          throw markerNotFoundToInvalid(err)
+        })
+        const attributes = await listAttributesByDeployableIds(
+          db,
+          deployables.map((d) => d.id),
+        )
+        const base = baseUrl(request)
+        return { deployables: deployables.map((d) => deployableView(d, attributes.get(d.id) ?? [], base)) }
+      },
+    },
+  })
+
+  resource(app, '/deployables/:uuid', {
+    GET: {
+      handler: async (request: FastifyRequest) => {
+        const { uuid } = request.params as { uuid: string }
+        if (!isUuidLike(uuid)) throw new NotFoundError(`deployable ${uuid} not found`, { details: { uuid } })
+        const deployable = await getDeployable(db, uuid)
+        const attributes = await listAttributes(db, { deployableId: deployable.id })
+        return deployableView(deployable, attributes, baseUrl(request))
+      },
+    },
+  })
+}

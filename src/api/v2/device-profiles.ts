@@ -1,0 +1,81 @@
+/**
+ * Device profiles: `POST /device_profiles` (a list of exactly one profile) → 201 bare profile;
+ * `GET /device_profiles[?name=a,b]`; `GET /device_profiles/{uuid}` (by name from 2.2 on; a name
+ * below 2.2 is 406) → `{device_profile: …}`; `DELETE /device_profiles/{uuid|name}` and
+ * `DELETE /device_profiles?value=a,b` → 204, all or nothing.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { getDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from '../../db/device-profiles.js'
+import { isUuidLike, parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
+import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { ApiError } from '../errors.js'
+import { listParam, stringParam, type Query } from '../query.js'
+import { resource } from '../routing.js'
+import type { Db } from '../types.js'
+import type { V2Env } from './env.js'
+import { deviceProfileView } from './views.js'
+
+/** By uuid when it looks like one, else (or when no uuid matches) by name. */
+async function resolve(db: Db, value: string): Promise<DeviceProfile> {
+  if (!isUuidLike(value)) return getDeviceProfileByName(db, value)
+  try {
+    return await getDeviceProfile(db, value.toLowerCase())
+  } catch (err) {
+    // Names may look like uuids ([a-zA-Z0-9-_]); try the name before giving up.
+    if (err instanceof NotFoundError) return getDeviceProfileByName(db, value)
+    throw err
+  }
+}
+
+export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
+  /** Deletes every profile named (uuid or name) in the comma-separated `value`, or none. */
+  const deleteProfiles = async (value: string | undefined, reply: FastifyReply) => {
+    const wanted = (value ?? '').split(',').filter((v) => v !== '')
+    if (wanted.length === 0) {
+      throw new InvalidInputError("Invalid input for field 'value': name at least one device profile by uuid or name", {
+        details: { field: 'value' },
+      })
+    }
+    const profiles = await Promise.all(wanted.map((v) => resolve(db, v)))
+    await conductor.deleteDeviceProfiles({ uuids: [...new Set(profiles.map((p) => p.uuid))] })
+    return reply.code(204).send()
+  }
+
+  resource(app, '/device_profiles', {
+    GET: {
+      handler: async (request) => {
+        const names = listParam(request.query as Query, 'name')
+        const profiles = await listDeviceProfiles(db, names === undefined ? {} : { names })
+        const base = baseUrl(request)
+        return { device_profiles: profiles.map((p) => deviceProfileView(p, base)) }
+      },
+    },
+    POST: {
+      handler: async (request, reply) => {
+        const profile = await conductor.createDeviceProfile(parseDeviceProfileCreate(request.body))
+        return reply.code(201).send(deviceProfileView(profile, baseUrl(request)))
+      },
+    },
+    DELETE: {
+      handler: async (request, reply) => deleteProfiles(stringParam(request.query as Query, 'value'), reply),
+    },
+  })
+
+  resource(app, '/device_profiles/:value', {
+    GET: {
+      handler: async (request: FastifyRequest) => {
+        const { value } = request.params as { value: string }
+        if (!isUuidLike(value) && request.apiMinor < 2) {
+          throw new ApiError(
+            406,
+            `Getting a device profile by name needs microversion 2.2 or later (this request is at 2.${request.apiMinor}); ${JSON.stringify(value)} is not a UUID`,
+          )
+        }
+        return { device_profile: deviceProfileView(await resolve(db, value), baseUrl(request)) }
+      },
+    },
+    DELETE: {
+      handler: async (request: FastifyRequest, reply) => deleteProfiles((request.params as { value: string }).value, reply),
+    },
+  })
+}

@@ -1,0 +1,11 @@
+/** What every v2 route module gets: the read-only database, the conductor and the link base. */
+import type { FastifyRequest } from 'fastify'
+import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
+import type { Db } from '../types.js'
+
+export interface V2Env {
+  db: Db
+  conductor: ConductorRpc
+  /** The base URL of links for this request (no trailing slash). */
+  baseUrl: (request: FastifyRequest) => string
+}

@@ -1,0 +1,40 @@
+/**
+ * The v2 API as one encapsulated plugin, registered twice: under `/v2` and without a prefix
+ * (OpenStack Cyborg routes any first segment that is not `v2` to v2). Its `onRequest` hook
+ * negotiates the microversion and sets the version headers on every response, errors included.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { ApiError } from '../errors.js'
+import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from '../microversion.js'
+import { v2DocRoutes } from '../versions.js'
+import { attributeRoutes } from './attributes.js'
+import { deployableRoutes } from './deployables.js'
+import { deviceProfileRoutes } from './device-profiles.js'
+import { deviceRoutes } from './devices.js'
+import type { V2Env } from './env.js'
+
+function microversionHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  const v = negotiateMicroversion(request.headers[VERSION_HEADER])
+  if (v.error !== undefined) {
+    reply.headers(VERSION_RESPONSE_HEADERS[0]!)
+    done(new ApiError(406, v.error))
+    return
+  }
+  request.apiMinor = v.minor
+  reply.headers(VERSION_RESPONSE_HEADERS[v.minor]!)
+  done()
+}
+
+export interface V2PluginOptions extends V2Env {
+  /** Serve the v2 version document at the plugin's root (only under the `/v2` prefix). */
+  versionDoc: boolean
+}
+
+export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): Promise<void> {
+  app.addHook('onRequest', microversionHook)
+  if (options.versionDoc) v2DocRoutes(app, options.baseUrl)
+  deviceProfileRoutes(app, options)
+  deviceRoutes(app, options)
+  deployableRoutes(app, options)
+  attributeRoutes(app, options)
+}

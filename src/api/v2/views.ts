@@ -1,0 +1,88 @@
+/** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
+import type { Attribute, Deployable, Device } from '../../domain/inventory.js'
+import type { DeviceProfile } from '../../domain/device-profile.js'
+import { selfLink, type Link } from '../links.js'
+
+export interface DeviceView {
+  uuid: string
+  type: string
+  vendor: string
+  model: string
+  std_board_info: string | null
+  vendor_board_info: string | null
+  hostname: string
+  status?: string
+  created_at: string
+  updated_at: string | null
+  links: Link[]
+}
+
+/** `withStatus` from microversion 2.3 on. */
+export function deviceView(d: Device, base: string, withStatus: boolean): DeviceView {
+  const view: DeviceView = {
+    uuid: d.uuid,
+    type: d.type,
+    vendor: d.vendor,
+    model: d.model,
+    std_board_info: d.stdBoardInfo,
+    vendor_board_info: d.vendorBoardInfo,
+    hostname: d.hostname,
+    created_at: d.createdAt,
+    updated_at: d.updatedAt,
+    links: [selfLink(base, 'devices', d.uuid)],
+  }
+  if (withStatus) view.status = d.status
+  return view
+}
+
+const pyJson = (s: string) => JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+
+/**
+ * `attributes_list` as OpenStack Cyborg renders it: Python's `json.dumps` of a list of single-key
+ * dicts, i.e. `[{"rc": "FPGA"}, {"trait0": "CUSTOM_X"}]` (", " and ": " separators, ASCII only).
+ */
+export function attributesList(attributes: readonly Attribute[]): string {
+  return `[${attributes.map((a) => `{${pyJson(a.key)}: ${pyJson(a.value)}}`).join(', ')}]`
+}
+
+export function deployableView(d: Deployable, attributes: readonly Attribute[], base: string) {
+  return {
+    uuid: d.uuid,
+    parent_id: d.parentId,
+    root_id: d.rootId,
+    name: d.name,
+    num_accelerators: d.numAccelerators,
+    device_id: d.deviceId,
+    attributes_list: attributesList(attributes),
+    rp_uuid: d.rpUuid,
+    driver_name: d.driverName,
+    bitstream_id: d.bitstreamId,
+    created_at: d.createdAt,
+    updated_at: d.updatedAt,
+    links: [selfLink(base, 'deployables', d.uuid), { href: `${base}/deployables/${d.uuid}`, rel: 'bookmark' }],
+  }
+}
+
+export function attributeView(a: Attribute, base: string) {
+  return {
+    uuid: a.uuid,
+    deployable_id: a.deployableId,
+    key: a.key,
+    value: a.value,
+    created_at: a.createdAt,
+    updated_at: a.updatedAt,
+    links: [selfLink(base, 'attributes', a.uuid)],
+  }
+}
+
+export function deviceProfileView(p: DeviceProfile, base: string) {
+  return {
+    uuid: p.uuid,
+    name: p.name,
+    description: p.description,
+    groups: p.groups,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+    links: [selfLink(base, 'device_profiles', p.uuid)],
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * A real in-process stack for API tests: a fresh SQLite database, the in-process bus, a conductor
+ * and a fake-driver agent (host `node1`) started by startCore, and the app on top. `node2` gets
+ * four more sample devices (GPUs and FPGAs of two vendors) reported straight to the conductor.
+ */
+import pino from 'pino'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { createApp } from '../../src/api/app.js'
+import type { ApiOptions } from '../../src/api/types.js'
+import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { sampleDevice } from '../../src/db/sample-inventory.js'
+import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { startCore, type Core } from '../../src/main/core.js'
+import { inventoryHash } from '../../src/rpc/inventory-hash.js'
+
+export const HOST = 'api.test:6666'
+
+export interface Stack {
+  app: FastifyInstance
+  db: TestDatabase
+  core: Core
+  /** `app.inject` with `Host: api.test:6666` and, when given, a microversion. */
+  request(options: InjectOptions & { version?: string }): Promise<LightMyRequestResponse>
+  close(): Promise<void>
+}
+
+export async function startStack(options: ApiOptions = {}): Promise<Stack> {
+  const [sqlite] = await testDialects()
+  const db = await sqlite!.create()
+  const bus = createInProcessBus()
+  const log = pino({ level: 'silent' })
+  const core = await startCore({
+    db,
+    bus,
+    log,
+    conductor: { saveIntervalMs: 1, maxBatch: 64 },
+    agent: { host: 'node1', enabledDrivers: ['fake'], periodicIntervalMs: 3_600_000 },
+  })
+  const app = await createApp({ db: db.db, conductor: core.conductorClient, log }, options)
+  const stack: Stack = {
+    app,
+    db,
+    core,
+    request: ({ version, headers, ...rest }) =>
+      app.inject({
+        ...rest,
+        headers: { host: HOST, ...(version ? { 'openstack-api-version': `accelerator ${version}` } : {}), ...headers },
+      }),
+    async close() {
+      await app.close()
+      await core.stop()
+      await bus.close()
+      await db.close()
+    },
+  }
+  try {
+    await core.agent!.discoverNow()
+    const devices = [0, 1, 2, 3].map((n) => sampleDevice('node2', n))
+    await core.conductorClient.reportInventory({ host: 'node2', hash: inventoryHash(devices), devices, autoActivate: true })
+  } catch (err) {
+    await stack.close()
+    throw err
+  }
+  return stack
+}
+
+/** The faultstring of a compat-v2 error body. */
+export function fault(res: LightMyRequestResponse): string {
+  return (JSON.parse((res.json() as { error_message: string }).error_message) as { faultstring: string }).faultstring
+}
