@@ -85,6 +85,29 @@ export function redactUrl(url: string): string {
   return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@')
 }
 
+/**
+ * Kysely's SQLite driver prepares every query anew, and preparing costs more than running a small
+ * indexed read. Queries are parameterised, so the SQL text of a query shape is stable: cache the
+ * prepared statements by text (bounded, oldest evicted). A statement still being iterated is busy,
+ * so a fresh one is prepared for that case.
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database, max = 256) {
+  const cache = new Map<string, SqliteDatabase.Statement>()
+  return {
+    close: () => sqlite.close(),
+    prepare(sqlText: string) {
+      const hit = cache.get(sqlText)
+      if (hit && !hit.busy) return hit
+      const statement = sqlite.prepare(sqlText)
+      if (!hit) {
+        if (cache.size >= max) cache.delete(cache.keys().next().value as string)
+        cache.set(sqlText, statement)
+      }
+      return statement
+    },
+  }
+}
+
 export async function openDatabase(url: string, options: OpenOptions = {}): Promise<DatabaseHandle> {
   const parsed = parseConnectionUrl(url, options.baseDir)
   const { poolSize = 10 } = options
@@ -96,7 +119,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma('busy_timeout = 10000')
-    dialect = new SqliteDialect({ database: sqlite })
+    dialect = new SqliteDialect({ database: withStatementCache(sqlite) })
   } else if (parsed.dialect === 'postgres') {
     const pool = new pg.Pool({
       host: parsed.host,
