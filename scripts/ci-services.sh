@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Makes sure this machine has what the tests talk to, and does nothing for what already works:
+#   - PostgreSQL on 127.0.0.1:5432, user postgres without a password (trust from 127.0.0.1);
+#   - MariaDB on 127.0.0.1:3306, user root with an empty password over TCP;
+#   - the real OpenStack client with the accelerator plugin (Debian's python3-openstackclient and
+#     python3-cyborgclient), which the end-to-end tests drive.
+# A server that is installed but stopped is started; one that is not installed is installed from
+# Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
+# starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
+# Prints no secrets: the only credentials involved are the empty/trust ones above.
+set -euo pipefail
+
+LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cyborg-ci-services.XXXXXX")
+APT_UPDATED=0
+
+log() { printf 'ci-services: %s\n' "$*"; }
+die() {
+  printf 'ci-services: error: %s\n' "$*" >&2
+  exit 1
+}
+
+# Runs a command quietly; on failure shows the end of its output and stops.
+quiet() {
+  local name=$1
+  shift
+  if ! "$@" >"$LOG_DIR/$name.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/$name.log" >&2 || true
+    die "$name failed (full output: $LOG_DIR/$name.log)"
+  fi
+}
+
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  if [ "$APT_UPDATED" = 0 ]; then
+    log "apt-get update"
+    # A failed update is not fatal: the cached package lists may still do.
+    apt-get update -qq >"$LOG_DIR/apt-update.log" 2>&1 || log "warning: apt-get update failed; using the cached package lists"
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  quiet apt-install apt-get install -y -q --no-install-recommends "$@"
+}
+
+# wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND every 0.2 s.
+wait_for() {
+  local what=$1 seconds=$2
+  shift 2
+  local i
+  for ((i = 0; i < seconds * 5; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  die "$what is not ready after ${seconds}s"
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+pg_ok() { PGCONNECT_TIMEOUT=3 psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -w -Atqc 'select 1'; }
+pg_ready() { pg_isready -q -h 127.0.0.1 -p 5432; }
+
+ensure_postgres() {
+  if command -v psql >/dev/null && pg_ok >/dev/null 2>&1; then
+    log "PostgreSQL: accepting connections on 127.0.0.1:5432"
+    return
+  fi
+  if ! ls /etc/postgresql/*/main/postgresql.conf >/dev/null 2>&1; then
+    apt_install postgresql
+  fi
+  local version
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  [ -n "$version" ] || die "PostgreSQL: no version under /etc/postgresql"
+  if [ ! -f "/etc/postgresql/$version/main/postgresql.conf" ]; then
+    log "PostgreSQL $version: creating cluster main"
+    quiet pg-createcluster pg_createcluster "$version" main
+  fi
+  if ! pg_ready; then
+    log "PostgreSQL $version: starting cluster main"
+    quiet pg-start pg_ctlcluster --skip-systemctl-redirect "$version" main start
+    wait_for "PostgreSQL" 60 pg_ready
+  fi
+  if ! pg_ok >/dev/null 2>&1; then
+    local hba="/etc/postgresql/$version/main/pg_hba.conf"
+    log "PostgreSQL: trusting connections from 127.0.0.1 (first line of $hba)"
+    grep -q '^host all all 127.0.0.1/32 trust$' "$hba" || sed -i '1i host all all 127.0.0.1/32 trust' "$hba"
+    quiet pg-reload pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+    wait_for "PostgreSQL (user postgres from 127.0.0.1)" 30 pg_ok
+  fi
+  log "PostgreSQL $version: ready on 127.0.0.1:5432"
+}
+
+# ---------------------------------------------------------------- MariaDB
+my_tcp_ok() { mariadb --protocol=tcp -h 127.0.0.1 -P 3306 -u root --password= --connect-timeout=3 -e 'select 1'; }
+# `mariadb-admin ping` succeeds when the server answers, even if it refuses the login.
+my_up() { mariadb-admin --connect-timeout=3 ping; }
+
+ensure_mariadb() {
+  if command -v mariadb >/dev/null && my_tcp_ok >/dev/null 2>&1; then
+    log "MariaDB: accepting connections on 127.0.0.1:3306"
+    return
+  fi
+  [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
+  if ! my_up >/dev/null 2>&1; then
+    install -d -o mysql -g mysql -m 0755 /run/mysqld
+    if [ ! -d /var/lib/mysql/mysql ]; then
+      log "MariaDB: initialising /var/lib/mysql"
+      quiet mariadb-install-db mariadb-install-db --user=mysql --datadir=/var/lib/mysql \
+        --auth-root-authentication-method=normal --skip-test-db
+    fi
+    log "MariaDB: starting"
+    # The pid file keeps a mariadbd of somebody else's (another datadir and port) from passing for ours.
+    start-stop-daemon --start --oknodo --background --pidfile /run/mysqld/mysqld.pid \
+      --exec /usr/sbin/mariadbd -- --user=mysql
+    wait_for "MariaDB" 60 my_up
+  fi
+  if ! my_tcp_ok >/dev/null 2>&1; then
+    # Debian's root@localhost authenticates by unix socket, which works for root here; TCP logins
+    # come from 127.0.0.1, so give that host a root account with an empty password.
+    log "MariaDB: allowing root from 127.0.0.1 with an empty password"
+    quiet mariadb-grant mariadb -u root -e "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+      ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '';
+      GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+      FLUSH PRIVILEGES;"
+  fi
+  if ! my_tcp_ok >/dev/null 2>&1; then
+    # Without skip-name-resolve, a TCP login from 127.0.0.1 may match root@localhost instead.
+    log "MariaDB: also accepting an empty password for root@localhost"
+    quiet mariadb-grant-localhost mariadb -u root -e "ALTER USER 'root'@'localhost'
+      IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); FLUSH PRIVILEGES;"
+  fi
+  wait_for "MariaDB (root over TCP)" 15 my_tcp_ok
+  log "MariaDB: ready on 127.0.0.1:3306"
+}
+
+# ---------------------------------------------------------------- OpenStack clients
+ensure_openstack_clients() {
+  local missing=()
+  [ -x /usr/bin/openstack ] || missing+=(python3-openstackclient python3-cyborgclient)
+  if [ ${#missing[@]} -eq 0 ] && ! dpkg-query -W -f='${Status}' python3-cyborgclient 2>/dev/null | grep -q 'ok installed'; then
+    missing+=(python3-cyborgclient)
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+  [ -x /usr/bin/openstack ] || die "/usr/bin/openstack is still missing"
+  log "OpenStack client: $(/usr/bin/openstack --version 2>&1 | head -n 1)"
+}
+
+ensure_postgres
+ensure_mariadb
+ensure_openstack_clients
+rm -rf "$LOG_DIR"

@@ -1,0 +1,122 @@
+/**
+ * Every configuration option, in one table: the sections and names an OpenStack Cyborg operator
+ * knows from cyborg.conf. The typed `Config`, the validation, the env overrides and
+ * etc/cyborg.conf.sample all derive from this table; an option exists only if it is here.
+ */
+import {
+  bool,
+  databaseUrl,
+  enumOf,
+  int,
+  list,
+  optionalStr,
+  path,
+  port,
+  str,
+  transportUrl,
+  url,
+  type Option,
+} from './options.js'
+
+/** keystoneauth-style options for an outbound client ([placement], [nova]). */
+function keystoneClient(service: string) {
+  return {
+    auth_type: enumOf(['none', 'admin_token', 'password'] as const, {
+      default: 'none',
+      help: `How to authenticate to ${service}: none (no token; use with endpoint_override), admin_token (a static token), or password (Keystone v3 password auth).`,
+    }),
+    auth_url: url({ help: 'Keystone v3 endpoint used to get a token (auth_type = password), e.g. http://keystone:5000/v3.' }),
+    endpoint_override: url({ help: `Use this ${service} URL instead of looking it up in the Keystone catalog.` }),
+    username: optionalStr({ help: 'Keystone user (auth_type = password).' }),
+    password: optionalStr({ help: 'Password of that user.', secret: true }),
+    project_name: optionalStr({ help: 'Project to scope the token to.' }),
+    user_domain_name: str({ default: 'Default', help: 'Domain of the user.' }),
+    project_domain_name: str({ default: 'Default', help: 'Domain of the project.' }),
+    region_name: optionalStr({ help: 'Region to pick the endpoint from in the catalog.' }),
+    token: optionalStr({ help: 'Static token (auth_type = admin_token).', secret: true }),
+  }
+}
+
+export const schema = {
+  DEFAULT: {
+    host: str({
+      default: (ctx) => ctx.hostname,
+      sampleDefault: '<the machine host name>',
+      help: 'Name of this host: agents report their devices under it and are reached at it over RPC. Must be unique per host.',
+    }),
+    state_path: path({
+      default: './.cyborg',
+      help: 'Directory for local state: the SQLite database by default and the agent cache. Relative paths are taken from the working directory.',
+    }),
+    transport_url: transportUrl({
+      help: 'Message bus shared by separate api, conductor and agent processes. Empty means the in-process bus of `cyborg up`. RabbitMQ (rabbit://) arrives with the next milestone.',
+    }),
+    periodic_interval: int({ default: 60, min: 1, help: 'Seconds between two discovery runs of the agent.' }),
+    bind_timeout: int({ default: 60, min: 1, help: 'Seconds to wait for accelerator requests to be bound.' }),
+    debug: bool({ default: false, help: 'Log at debug level (CYBORG_LOG_LEVEL, when set, wins).' }),
+  },
+  api: {
+    host_ip: str({ default: '127.0.0.1', help: 'Address the API listens on; 0.0.0.0 for every interface.' }),
+    port: port({ default: 6666, help: 'Port the API listens on.' }),
+    public_endpoint: url({
+      help: 'Public URL of the API, used in links and version documents when the API sits behind a proxy, e.g. https://cyborg.example.com.',
+    }),
+    api_workers: int({ default: 1, min: 1, help: 'Number of API worker processes.' }),
+    max_arqs_per_request: int({ default: 64, min: 1, help: 'Largest number of accelerator requests one API call may create.' }),
+  },
+  database: {
+    connection: databaseUrl({
+      default: 'sqlite:///$state_path/cyborg.sqlite',
+      help: 'Database URL: sqlite:///path, postgresql://user:pass@host:5432/cyborg or mysql+pymysql://user:pass@host:3306/cyborg.',
+    }),
+    max_pool_size: int({ default: 10, min: 1, help: 'Connections per process to PostgreSQL or MariaDB.' }),
+  },
+  agent: {
+    enabled_drivers: list({ default: ['fake'], help: 'Accelerator drivers the agent runs, comma-separated.' }),
+    resource_provider_name: str({
+      default: '$host',
+      help: 'Name of the compute node resource provider in Placement that device providers hang under.',
+    }),
+    auto_activate: bool({
+      default: false,
+      help: 'Make newly discovered devices active at once instead of waiting for an operator to mark them ready.',
+    }),
+  },
+  conductor: {
+    save_interval_ms: int({
+      default: 2,
+      min: 0,
+      help: 'Milliseconds the conductor gathers writes before committing them in one transaction (0: commit at once).',
+    }),
+    max_batch: int({ default: 64, min: 1, help: 'Most writes committed in one transaction.' }),
+  },
+  placement: keystoneClient('Placement'),
+  nova: keystoneClient('Nova'),
+  keystone_authtoken: {
+    www_authenticate_uri: url({ help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.' }),
+    auth_url: url({ help: 'Keystone endpoint the API uses to validate tokens.' }),
+    auth_type: enumOf(['password', 'admin_token', 'none'] as const, {
+      default: 'password',
+      help: 'How the API authenticates itself to Keystone to validate tokens.',
+    }),
+    username: optionalStr({ help: 'Service user of the API.' }),
+    password: optionalStr({ help: 'Password of the service user.', secret: true }),
+    project_name: optionalStr({ help: 'Project of the service user.' }),
+    user_domain_name: str({ default: 'Default', help: 'Domain of the service user.' }),
+    project_domain_name: str({ default: 'Default', help: 'Domain of the project.' }),
+    region_name: optionalStr({ help: 'Region of the Keystone endpoint.' }),
+    service_token_roles: list({
+      default: ['service'],
+      help: 'Roles a service token must carry to be accepted as a service token.',
+    }),
+    memcached_servers: list({ default: [], help: 'host:port of memcached servers that cache validated tokens.' }),
+  },
+} as const satisfies Record<string, Record<string, Option<unknown>>>
+
+export type Schema = typeof schema
+export type SectionName = keyof Schema
+
+/** The validated configuration: `config.api.port`, `config.DEFAULT.state_path`, … (names as in cyborg.conf). */
+export type Config = {
+  readonly [S in SectionName]: { readonly [O in keyof Schema[S]]: Schema[S][O] extends Option<infer T> ? T : never }
+}

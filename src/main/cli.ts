@@ -1,0 +1,172 @@
+/**
+ * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
+ * `db sync`, `config sample|show` and `version`. Client subcommands (devices, ARQs, …) will live
+ * in src/cli and speak HTTP only.
+ */
+import { Command, Option } from 'commander'
+import type { Logger } from 'pino'
+import { ConfigError } from '../domain/errors.js'
+import { DEFAULT_CONFIG_FILE, loadConfig, redactConfig, resolveConfigFiles, type Config } from '../config/config.js'
+import { renderSample } from '../config/sample.js'
+import { renderEffective } from '../config/show.js'
+import { createLogger } from './logger.js'
+import { errorMessage } from './error-message.js'
+import type * as ServicesModule from './services.js'
+import type { RunningService } from './services.js'
+import { VERSION } from './version.js'
+
+// The service modules (fastify, database drivers) load only for the commands that need them,
+// so that `cyborg version`, `config sample` and `--help` answer at once.
+type Services = typeof ServicesModule
+const services = (): Promise<Services> => import('./services.js')
+const resources = () => import('./resources.js')
+
+/** A shutdown that takes longer than this exits with code 1. */
+const SHUTDOWN_DEADLINE_MS = 30_000
+
+const program = new Command('cyborg')
+  .description('Cyborg: accelerator management for clouds (OpenStack Cyborg v2 API compatible)')
+  .addOption(
+    new Option('--config-file <path>', 'configuration file; repeat to layer several, later files win')
+      .argParser((value: string, previous: string[]) => [...previous, value])
+      .default([], `${DEFAULT_CONFIG_FILE} if it exists`),
+  )
+  .version(VERSION, '-V, --version', 'print the version')
+  .showHelpAfterError()
+
+function configFor(command: Command): Config {
+  const { configFile } = command.optsWithGlobals<{ configFile: string[] }>()
+  return loadConfig({ files: resolveConfigFiles(configFile), env: process.env })
+}
+
+/** Prints the one-line reason a command could not start and exits 1. */
+function fail(name: string, err: unknown, log?: Logger): never {
+  if (log && !(err instanceof ConfigError)) log.error({ err }, 'failed')
+  const line = err instanceof ConfigError ? errorMessage(err) : `cyborg ${name}: ${errorMessage(err)}`
+  process.stderr.write(`${line}\n`)
+  process.exit(1)
+}
+
+/**
+ * Runs a long-lived service until SIGINT or SIGTERM, then stops it in order and exits 0
+ * (1 if a shutdown step failed or took longer than SHUTDOWN_DEADLINE_MS; a second signal exits at once).
+ */
+async function serve(
+  name: string,
+  command: Command,
+  pick: (s: Services) => (config: Config, log: Logger) => Promise<RunningService>,
+) {
+  let log: Logger | undefined
+  let service: RunningService | undefined
+  let signalled: NodeJS.Signals | undefined
+
+  const shutdown = async (signal: NodeJS.Signals) => {
+    log?.info({ signal }, 'shutting down')
+    setTimeout(() => {
+      log?.error(`shutdown did not finish within ${SHUTDOWN_DEADLINE_MS} ms; exiting`)
+      process.exit(1)
+    }, SHUTDOWN_DEADLINE_MS).unref()
+    const ok = (await service?.stop()) ?? true
+    log?.info('stopped')
+    process.exit(ok ? 0 : 1)
+  }
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      log?.warn({ signal }, 'second signal; exiting without finishing the shutdown')
+      process.exit(1)
+    }
+    signalled = signal
+    // While starting, the shutdown waits for the start to finish (below).
+    if (service) void shutdown(signal)
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+  const crash = (err: unknown) => {
+    log?.fatal({ err }, 'uncaught error; exiting')
+    process.stderr.write(`cyborg ${name}: ${errorMessage(err)}\n`)
+    process.exit(1)
+  }
+  process.on('uncaughtException', crash)
+  process.on('unhandledRejection', crash)
+
+  try {
+    const config = configFor(command)
+    log = createLogger(config, { service: name, env: process.env })
+    log.debug({ config: redactConfig(config) }, 'configuration')
+    service = await pick(await services())(config, log)
+  } catch (err) {
+    fail(name, err, log)
+  }
+  if (signalled) await shutdown(signalled)
+}
+
+program
+  .command('up')
+  .description('run API, conductor and agent in one process (migrates the database first)')
+  .action((_opts, command: Command) => serve('up', command, (s) => s.startAllInOne))
+
+program
+  .command('api')
+  .description('run the HTTP API (needs transport_url: a bus shared with the conductor)')
+  .action((_opts, command: Command) => serve('api', command, (s) => s.startApiService))
+
+program
+  .command('conductor')
+  .description('run the conductor (needs transport_url: a bus shared with API and agents)')
+  .action((_opts, command: Command) => serve('conductor', command, (s) => s.startConductorService))
+
+program
+  .command('agent')
+  .description("run this host's agent (needs transport_url: a bus shared with the conductor)")
+  .action((_opts, command: Command) => serve('agent', command, (s) => s.startAgentService))
+
+const db = program.command('db').description('database administration')
+db.command('sync')
+  .description('create or upgrade the schema of [database] connection')
+  .action(async (_opts, command: Command) => {
+    try {
+      const config = configFor(command)
+      const { migrateDatabase, openConfiguredDatabase } = await resources()
+      const handle = await openConfiguredDatabase(config)
+      try {
+        const applied = await migrateDatabase(handle)
+        for (const name of applied) process.stdout.write(`applied ${name}\n`)
+        process.stdout.write(
+          applied.length > 0
+            ? `${handle.safeUrl}: ${applied.length} migration(s) applied; the schema is current\n`
+            : `${handle.safeUrl}: nothing to apply; the schema is current\n`,
+        )
+      } finally {
+        await handle.close()
+      }
+    } catch (err) {
+      fail('db sync', err)
+    }
+  })
+
+const config = program.command('config').description('configuration helpers')
+config
+  .command('sample')
+  .description('print a sample cyborg.conf with every option, its help and its default')
+  .action(() => {
+    process.stdout.write(renderSample())
+  })
+config
+  .command('show')
+  .description('print the effective configuration (files, then environment), secrets masked')
+  .action((_opts, command: Command) => {
+    try {
+      process.stdout.write(renderEffective(configFor(command)))
+    } catch (err) {
+      fail('config show', err)
+    }
+  })
+
+program
+  .command('version')
+  .description('print the version')
+  .action(() => {
+    process.stdout.write(`cyborg ${VERSION}\n`)
+  })
+
+await program.parseAsync(process.argv)

@@ -1,0 +1,42 @@
+/** Starts the HTTP API of a process on `[api] host_ip`:`port`. */
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { optionError, type Config } from '../config/config.js'
+import { createApp } from '../api/app.js'
+import type { DatabaseHandle } from '../db/connection.js'
+import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import { errorMessage } from './error-message.js'
+import { errorCode } from './resources.js'
+
+export interface ListeningApi {
+  app: FastifyInstance
+  /** `http://127.0.0.1:6666`: where clients reach it. */
+  url: string
+}
+
+export async function startHttpApi(
+  config: Config,
+  deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger },
+): Promise<ListeningApi> {
+  const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers } = config.api
+  if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
+  const app = await createApp(
+    { db: deps.db.db, conductor: deps.conductor, log: deps.log },
+    publicEndpoint === undefined ? {} : { publicEndpoint },
+  )
+  try {
+    await app.listen({ host, port })
+  } catch (err) {
+    await app.close().catch(() => {})
+    const code = errorCode(err)
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      throw optionError(config, 'api', 'port', `cannot listen on ${host}:${port}: ${code}`)
+    }
+    if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+      throw optionError(config, 'api', 'host_ip', `cannot listen on ${host}:${port}: ${code}`)
+    }
+    throw new Error(`cannot listen on ${host}:${port}: ${errorMessage(err)}`, { cause: err })
+  }
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+  return { app, url: `http://${shown}:${port}` }
+}

@@ -1,0 +1,168 @@
+/**
+ * The composition roots of the long-running commands: `cyborg up` (all-in-one) and the separate
+ * `cyborg api`, `cyborg conductor` and `cyborg agent` processes. Each builds its adapters from
+ * the Config, starts in dependency order and returns a `stop()` that shuts down in reverse:
+ * stop accepting requests, stop the agent, flush the conductor, close the bus, close the database.
+ */
+import type { Logger } from 'pino'
+import type { Config } from '../config/config.js'
+import type { DatabaseHandle } from '../db/connection.js'
+import { createConductorClient } from '../rpc/conductor-rpc.js'
+import { startCore } from './core.js'
+import { startHttpApi } from './http.js'
+import {
+  agentOptions,
+  conductorOptions,
+  createConfiguredBus,
+  ensureStateDir,
+  migrateDatabase,
+  openConfiguredDatabase,
+} from './resources.js'
+import { VERSION } from './version.js'
+
+export interface RunningService {
+  /** Shuts down in order; resolves false when a step failed (it was logged). */
+  stop(): Promise<boolean>
+}
+
+/** How long `cyborg up` waits for the first discovery before opening the API anyway. */
+const FIRST_DISCOVERY_WAIT_MS = 5000
+
+/** Things to undo, most recent first. A failed start undoes what it had done. */
+class Teardown {
+  readonly #steps: { name: string; run: () => Promise<unknown> }[] = []
+  constructor(readonly log: Logger) {}
+
+  add(name: string, run: () => Promise<unknown>): void {
+    this.#steps.unshift({ name, run })
+  }
+
+  async run(): Promise<boolean> {
+    let ok = true
+    for (const { name, run } of this.#steps.splice(0)) {
+      try {
+        await run()
+        this.log.debug({ step: name }, 'stopped')
+      } catch (err) {
+        ok = false
+        this.log.error({ err, step: name }, `shutdown step failed: ${name}`)
+      }
+    }
+    return ok
+  }
+
+  /** Runs `start`; if it throws, tears down what is registered so far and rethrows. */
+  async guard<T>(start: () => Promise<T>): Promise<T> {
+    try {
+      return await start()
+    } catch (err) {
+      await this.run()
+      throw err
+    }
+  }
+}
+
+/** `cyborg up`: migrate, then conductor, agent and API in one process over the in-process bus. */
+export async function startAllInOne(config: Config, log: Logger): Promise<RunningService & { url: string }> {
+  const agent = agentOptions(config)
+  const bus = createConfiguredBus(config, { shared: false, log })
+  ensureStateDir(config)
+  const down = new Teardown(log)
+  return down.guard(async () => {
+    down.add('bus', () => bus.close())
+    const db = await openConfiguredDatabase(config)
+    down.add('database', () => db.close())
+    log.info({ database: db.safeUrl, bus: 'in-process', state_path: config.DEFAULT.state_path }, 'starting all-in-one')
+    await migrate(db, log)
+    const core = await startCore({
+      db,
+      bus,
+      log,
+      conductor: conductorOptions(config),
+      agent,
+      version: VERSION,
+    })
+    down.add('agent and conductor', () => core.stop())
+    await firstDiscovery(core.agent, log)
+    const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
+    down.add('api', () => api.app.close())
+    log.info({ url: api.url }, `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`)
+    return { url: api.url, stop: () => down.run() }
+  })
+}
+
+/** `cyborg api`: stateless HTTP API; writes go to the conductor over the shared bus. */
+export async function startApiService(config: Config, log: Logger): Promise<RunningService & { url: string }> {
+  const bus = createConfiguredBus(config, { shared: true, log })
+  ensureStateDir(config)
+  const down = new Teardown(log)
+  return down.guard(async () => {
+    down.add('bus', () => bus.close())
+    const db = await openConfiguredDatabase(config)
+    down.add('database', () => db.close())
+    const api = await startHttpApi(config, { db, conductor: createConductorClient(bus), log })
+    down.add('api', () => api.app.close())
+    log.info({ url: api.url, database: db.safeUrl }, `cyborg api is ready at ${api.url}/v2`)
+    return { url: api.url, stop: () => down.run() }
+  })
+}
+
+/** `cyborg conductor`: the single writer, serving RPCs from the shared bus. */
+export async function startConductorService(config: Config, log: Logger): Promise<RunningService> {
+  const bus = createConfiguredBus(config, { shared: true, log })
+  ensureStateDir(config)
+  const down = new Teardown(log)
+  return down.guard(async () => {
+    down.add('bus', () => bus.close())
+    const db = await openConfiguredDatabase(config)
+    down.add('database', () => db.close())
+    const core = await startCore({ db, bus, log, conductor: conductorOptions(config), agent: false, version: VERSION })
+    down.add('conductor', () => core.stop())
+    log.info({ database: db.safeUrl }, 'cyborg conductor is ready')
+    return { stop: () => down.run() }
+  })
+}
+
+/** `cyborg agent`: discovers this host's devices and reports them to the conductor over the shared bus. */
+export async function startAgentService(config: Config, log: Logger): Promise<RunningService> {
+  const agent = agentOptions(config)
+  const bus = createConfiguredBus(config, { shared: true, log })
+  ensureStateDir(config)
+  const down = new Teardown(log)
+  return down.guard(async () => {
+    down.add('bus', () => bus.close())
+    const core = await startCore({ bus, log, conductor: false, agent, version: VERSION })
+    down.add('agent', () => core.stop())
+    log.info({ drivers: agent.enabledDrivers }, 'cyborg agent is ready')
+    return { stop: () => down.run() }
+  })
+}
+
+async function migrate(db: DatabaseHandle, log: Logger): Promise<void> {
+  const applied = await migrateDatabase(db)
+  if (applied.length > 0) log.info({ applied, database: db.safeUrl }, 'database migrated')
+}
+
+/**
+ * Waits (boundedly) for the agent's first report, so that the API shows the devices from its first
+ * answer. A driver failing is not fatal: the agent retries every period.
+ */
+async function firstDiscovery(agent: { discoverNow(): Promise<unknown> } | undefined, log: Logger): Promise<void> {
+  if (!agent) return
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      log.warn(`first discovery still running after ${FIRST_DISCOVERY_WAIT_MS} ms; opening the API anyway`)
+      resolve()
+    }, FIRST_DISCOVERY_WAIT_MS)
+  })
+  const report = agent.discoverNow().then(
+    () => undefined,
+    (err: unknown) => log.warn({ err }, 'first discovery failed; the agent retries every periodic_interval'),
+  )
+  try {
+    await Promise.race([report, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}

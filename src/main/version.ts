@@ -1,0 +1,6 @@
+/** The package version, as `cyborg version` prints it and heartbeats report it. */
+import { readFileSync } from 'node:fs'
+
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version
