@@ -2,12 +2,14 @@
 # Makes sure this machine has what the tests talk to, and does nothing for what already works:
 #   - PostgreSQL on 127.0.0.1:5432, user postgres without a password (trust from 127.0.0.1);
 #   - MariaDB on 127.0.0.1:3306, user root with an empty password over TCP;
+#   - RabbitMQ on 127.0.0.1:5672, user guest/guest (the broker's default, loopback only), and a
+#     working rabbitmqctl, with which the tests make a fresh vhost per run;
 #   - the real OpenStack client with the accelerator plugin (Debian's python3-openstackclient and
 #     python3-cyborgclient), which the end-to-end tests drive.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
-# Prints no secrets: the only credentials involved are the empty/trust ones above.
+# Prints no secrets: the only credentials involved are the empty/trust/guest ones above.
 set -euo pipefail
 
 LOG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/cyborg-ci-services.XXXXXX")
@@ -130,6 +132,32 @@ ensure_mariadb() {
   log "MariaDB: ready on 127.0.0.1:3306"
 }
 
+# ---------------------------------------------------------------- RabbitMQ
+rmq_port_open() { timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5672' 2>/dev/null; }
+rmq_ctl_ok() { timeout 30 rabbitmqctl -q await_startup; }
+
+ensure_rabbitmq() {
+  if command -v rabbitmqctl >/dev/null && rmq_port_open && rmq_ctl_ok >/dev/null 2>&1; then
+    log "RabbitMQ: accepting connections on 127.0.0.1:5672"
+  else
+    [ -x /usr/sbin/rabbitmq-server ] || apt_install rabbitmq-server
+    if ! rmq_port_open; then
+      log "RabbitMQ: starting"
+      # The Debian wrapper drops privileges to the rabbitmq user and returns once the VM is forked.
+      quiet rabbitmq-start rabbitmq-server -detached
+      wait_for "RabbitMQ (port 5672)" 90 rmq_port_open
+    fi
+    quiet rabbitmq-await-startup timeout 120 rabbitmqctl await_startup
+  fi
+  if ! rabbitmqctl -q authenticate_user guest guest >/dev/null 2>&1; then
+    log "RabbitMQ: restoring the default guest/guest user"
+    rabbitmqctl -q add_user guest guest >/dev/null 2>&1 || quiet rabbitmq-guest-password rabbitmqctl change_password guest guest
+    quiet rabbitmq-guest-permissions rabbitmqctl set_permissions -p / guest '.*' '.*' '.*'
+    quiet rabbitmq-guest-tags rabbitmqctl set_user_tags guest administrator
+  fi
+  log "RabbitMQ $(rabbitmqctl -q version 2>/dev/null || echo '?'): ready on 127.0.0.1:5672"
+}
+
 # ---------------------------------------------------------------- OpenStack clients
 ensure_openstack_clients() {
   local missing=()
@@ -144,5 +172,6 @@ ensure_openstack_clients() {
 
 ensure_postgres
 ensure_mariadb
+ensure_rabbitmq
 ensure_openstack_clients
 rm -rf "$LOG_DIR"

@@ -49,7 +49,12 @@ export const schema = {
       help: 'Directory for local state: the SQLite database by default and the agent cache. Relative paths are taken from the working directory.',
     }),
     transport_url: transportUrl({
-      help: 'Message bus shared by separate api, conductor and agent processes. Empty means the in-process bus of `cyborg up`. RabbitMQ (rabbit://) arrives with the next milestone.',
+      help: 'Message bus shared by separate api, conductor and agent processes: rabbit://user:pass@host:5672/vhost (several host:port pairs comma-separated are tried in order). Empty means the in-process bus of `cyborg up`.',
+    }),
+    rpc_response_timeout: int({
+      default: 30,
+      min: 1,
+      help: 'Seconds a caller waits for the reply to an RPC (API and agent to conductor) before giving up; the API answers 503 then.',
     }),
     periodic_interval: int({ default: 60, min: 1, help: 'Seconds between two discovery runs of the agent.' }),
     bind_timeout: int({ default: 60, min: 1, help: 'Seconds to wait for accelerator requests to be bound.' }),

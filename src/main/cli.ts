@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
-import { ConfigError } from '../domain/errors.js'
+import { AppError, ConfigError } from '../domain/errors.js'
 import { DEFAULT_CONFIG_FILE, loadConfig, redactConfig, resolveConfigFiles, type Config } from '../config/config.js'
 import { renderSample } from '../config/sample.js'
 import { renderEffective } from '../config/show.js'
@@ -54,11 +54,13 @@ function fail(name: string, err: unknown, log?: Logger): never {
 async function serve(
   name: string,
   command: Command,
-  pick: (s: Services) => (config: Config, log: Logger) => Promise<RunningService>,
+  pick: (s: Services) => (config: Config, log: Logger, options: { signal: AbortSignal }) => Promise<RunningService>,
 ) {
   let log: Logger | undefined
   let service: RunningService | undefined
   let signalled: NodeJS.Signals | undefined
+  // Aborts a start that waits for the message broker, so that a signal need not wait for it.
+  const starting = new AbortController()
 
   const shutdown = async (signal: NodeJS.Signals) => {
     log?.info({ signal }, 'shutting down')
@@ -78,6 +80,7 @@ async function serve(
     signalled = signal
     // While starting, the shutdown waits for the start to finish (below).
     if (service) void shutdown(signal)
+    else starting.abort(signal)
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
@@ -93,8 +96,13 @@ async function serve(
     const config = configFor(command)
     log = createLogger(config, { service: name, env: process.env })
     log.debug({ config: redactConfig(config) }, 'configuration')
-    service = await pick(await services())(config, log)
+    service = await pick(await services())(config, log, { signal: starting.signal })
   } catch (err) {
+    if (signalled && err instanceof AppError && err.code === 'BUS_CONNECT_ABORTED') {
+      // Stopped while waiting for the broker: nothing was started, so this is a clean exit.
+      log?.info({ signal: signalled }, 'stopped before the message broker answered')
+      process.exit(0)
+    }
     fail(name, err, log)
   }
   if (signalled) await shutdown(signalled)
@@ -107,7 +115,7 @@ program
 
 program
   .command('api')
-  .description('run the HTTP API (needs transport_url: a bus shared with the conductor)')
+  .description('run the HTTP API (needs transport_url: a RabbitMQ bus shared with the conductor)')
   .action((_opts, command: Command) => serve('api', command, (s) => s.startApiService))
 
 program

@@ -9,6 +9,8 @@ import { openDatabase, parseConnectionUrl, type DatabaseHandle } from '../db/con
 import { migrateToLatest } from '../db/migrate.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
+import { createRabbitMqBus } from '../bus/rabbitmq-bus.js'
+import { InvalidInputError } from '../domain/errors.js'
 import { DRIVER_ALIASES, driverNames } from '../drivers/index.js'
 import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
@@ -60,30 +62,59 @@ export interface BusOptions {
    */
   shared: boolean
   log: Logger
+  /** Names this process's connection on the broker (`rabbitmqctl list_connections client_properties`). */
+  service: string
+  /** Stops waiting for an unreachable broker (SIGTERM while starting). */
+  signal?: AbortSignal
 }
 
-/** The message bus `[DEFAULT] transport_url` asks for. */
-export function createConfiguredBus(config: Config, options: BusOptions): MessageBus {
+/** What `[DEFAULT] transport_url` asks for: `in-process` or `rabbitmq`. */
+export function busKind(config: Config): 'in-process' | 'rabbitmq' {
+  return config.DEFAULT.transport_url === '' ? 'in-process' : 'rabbitmq'
+}
+
+/**
+ * The message bus `[DEFAULT] transport_url` asks for: the in-process bus when empty, else RabbitMQ.
+ * An unreachable broker is retried with backoff (logged) until it answers or `signal` aborts.
+ * @throws ConfigError for an empty URL in a separate process, or a URL the bus cannot use
+ */
+export async function createConfiguredBus(config: Config, options: BusOptions): Promise<MessageBus> {
   const url = config.DEFAULT.transport_url
+  const defaultTimeoutMs = rpcTimeoutMs(config)
   if (url === '') {
     if (options.shared) {
       throw optionError(
         config,
         'DEFAULT',
         'transport_url',
-        'separate api, conductor and agent processes need a shared message bus (RabbitMQ, arriving with the next milestone); run `cyborg up` to run them in one process',
+        'separate api, conductor and agent processes need a shared message bus (RabbitMQ: rabbit://user:pass@host:5672/); run `cyborg up` to run them in one process',
       )
     }
     return createInProcessBus({
+      defaultTimeoutMs,
       onError: (err, context) => options.log.warn({ err, ...context }, 'message without a caller failed'),
     })
   }
-  throw optionError(
-    config,
-    'DEFAULT',
-    'transport_url',
-    'the RabbitMQ transport is not yet supported; leave transport_url empty and run `cyborg up` for the in-process bus',
-  )
+  try {
+    return await createRabbitMqBus({
+      url,
+      log: options.log.child({ component: 'bus' }),
+      defaultTimeoutMs,
+      connectionName: `cyborg-${options.service}@${config.DEFAULT.host}`,
+      ...(options.signal ? { signal: options.signal } : {}),
+    })
+  } catch (err) {
+    if (err instanceof InvalidInputError && err.code === 'TRANSPORT_URL_INVALID') {
+      // optionError shows the (masked) URL itself; add only the reason.
+      throw optionError(config, 'DEFAULT', 'transport_url', String(err.details?.reason ?? err.message))
+    }
+    throw err
+  }
+}
+
+/** `[DEFAULT] rpc_response_timeout` in milliseconds. */
+export function rpcTimeoutMs(config: Config): number {
+  return config.DEFAULT.rpc_response_timeout * 1000
 }
 
 export function conductorOptions(config: Config): ConductorOptions {

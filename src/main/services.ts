@@ -12,11 +12,13 @@ import { startCore } from './core.js'
 import { startHttpApi } from './http.js'
 import {
   agentOptions,
+  busKind,
   conductorOptions,
   createConfiguredBus,
   ensureStateDir,
   migrateDatabase,
   openConfiguredDatabase,
+  rpcTimeoutMs,
 } from './resources.js'
 import { VERSION } from './version.js'
 
@@ -62,17 +64,26 @@ class Teardown {
   }
 }
 
-/** `cyborg up`: migrate, then conductor, agent and API in one process over the in-process bus. */
-export async function startAllInOne(config: Config, log: Logger): Promise<RunningService & { url: string }> {
+export interface StartOptions {
+  /** Aborts a start that is still waiting for the message broker (a signal arrived). */
+  signal?: AbortSignal
+}
+
+/** `cyborg up`: migrate, then conductor, agent and API in one process (in-process bus, or RabbitMQ with transport_url). */
+export async function startAllInOne(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningService & { url: string }> {
   const agent = agentOptions(config)
-  const bus = createConfiguredBus(config, { shared: false, log })
-  ensureStateDir(config)
+  const bus = await createConfiguredBus(config, { shared: false, log, service: 'up', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
+    ensureStateDir(config)
     const db = await openConfiguredDatabase(config)
     down.add('database', () => db.close())
-    log.info({ database: db.safeUrl, bus: 'in-process', state_path: config.DEFAULT.state_path }, 'starting all-in-one')
+    log.info({ database: db.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path }, 'starting all-in-one')
     await migrate(db, log)
     const core = await startCore({
       db,
@@ -80,6 +91,7 @@ export async function startAllInOne(config: Config, log: Logger): Promise<Runnin
       log,
       conductor: conductorOptions(config),
       agent,
+      rpcTimeoutMs: rpcTimeoutMs(config),
       version: VERSION,
     })
     down.add('agent and conductor', () => core.stop())
@@ -92,48 +104,61 @@ export async function startAllInOne(config: Config, log: Logger): Promise<Runnin
 }
 
 /** `cyborg api`: stateless HTTP API; writes go to the conductor over the shared bus. */
-export async function startApiService(config: Config, log: Logger): Promise<RunningService & { url: string }> {
-  const bus = createConfiguredBus(config, { shared: true, log })
-  ensureStateDir(config)
+export async function startApiService(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningService & { url: string }> {
+  const bus = await createConfiguredBus(config, { shared: true, log, service: 'api', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
+    ensureStateDir(config)
     const db = await openConfiguredDatabase(config)
     down.add('database', () => db.close())
-    const api = await startHttpApi(config, { db, conductor: createConductorClient(bus), log })
+    const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
+    const api = await startHttpApi(config, { db, conductor, log })
     down.add('api', () => api.app.close())
-    log.info({ url: api.url, database: db.safeUrl }, `cyborg api is ready at ${api.url}/v2`)
+    log.info({ url: api.url, database: db.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
     return { url: api.url, stop: () => down.run() }
   })
 }
 
 /** `cyborg conductor`: the single writer, serving RPCs from the shared bus. */
-export async function startConductorService(config: Config, log: Logger): Promise<RunningService> {
-  const bus = createConfiguredBus(config, { shared: true, log })
-  ensureStateDir(config)
+export async function startConductorService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
+  const bus = await createConfiguredBus(config, { shared: true, log, service: 'conductor', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
+    ensureStateDir(config)
     const db = await openConfiguredDatabase(config)
     down.add('database', () => db.close())
-    const core = await startCore({ db, bus, log, conductor: conductorOptions(config), agent: false, version: VERSION })
+    const core = await startCore({
+      db,
+      bus,
+      log,
+      conductor: conductorOptions(config),
+      agent: false,
+      rpcTimeoutMs: rpcTimeoutMs(config),
+      version: VERSION,
+    })
     down.add('conductor', () => core.stop())
-    log.info({ database: db.safeUrl }, 'cyborg conductor is ready')
+    log.info({ database: db.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
     return { stop: () => down.run() }
   })
 }
 
 /** `cyborg agent`: discovers this host's devices and reports them to the conductor over the shared bus. */
-export async function startAgentService(config: Config, log: Logger): Promise<RunningService> {
+export async function startAgentService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
   const agent = agentOptions(config)
-  const bus = createConfiguredBus(config, { shared: true, log })
-  ensureStateDir(config)
+  const bus = await createConfiguredBus(config, { shared: true, log, service: 'agent', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
-    const core = await startCore({ bus, log, conductor: false, agent, version: VERSION })
+    ensureStateDir(config)
+    const core = await startCore({ bus, log, conductor: false, agent, rpcTimeoutMs: rpcTimeoutMs(config), version: VERSION })
     down.add('agent', () => core.stop())
-    log.info({ drivers: agent.enabledDrivers }, 'cyborg agent is ready')
+    log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
     return { stop: () => down.run() }
   })
 }

@@ -40,10 +40,36 @@ export interface RunningService {
 export interface StartOptions {
   command?: string[]
   env?: Record<string, string>
-  /** Resolves true once the service is ready. @default GET /healthcheck answers 200 */
-  ready?: (url: string) => Promise<boolean>
+  /**
+   * Resolves true once the service is ready, given its URL and what it printed so far.
+   * @default GET /healthcheck answers 200 (see {@link printed} for services without HTTP)
+   */
+  ready?: (url: string, output: string) => Promise<boolean>
   /** @default 30000 */
   timeoutMs?: number
+}
+
+/** A `ready` check for services without HTTP (conductor, agent): a log line matching `pattern`. */
+export const printed =
+  (pattern: RegExp) =>
+  async (_url: string, output: string): Promise<boolean> =>
+    pattern.test(output)
+
+/** Runs a one-shot `cyborg <command>` (e.g. `db sync`) to its end. */
+export async function runCommand(
+  command: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(NODE, ['--import', 'tsx', CLI, ...command], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()))
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)))
+  return { code, output }
 }
 
 export async function startService(options: StartOptions = {}): Promise<RunningService> {
@@ -71,7 +97,7 @@ export async function startService(options: StartOptions = {}): Promise<RunningS
   for (;;) {
     if (child.exitCode !== null) throw new Error(`cyborg exited with ${child.exitCode}:\n${out}`)
     try {
-      if (await ready(url)) break
+      if (await ready(url, out)) break
     } catch {
       // not listening yet
     }
