@@ -13,16 +13,23 @@ import { DriverError, UnavailableError } from '../domain/errors.js'
 import { noopLogger } from '../domain/logger.js'
 import { systemClock } from '../domain/time.js'
 import type { DiscoveredDevice, InventorySnapshot } from '../domain/inventory.js'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createFileAgentCache } from './local-cache.js'
+import { TELEMETRY_TOPIC, type AgentTelemetry } from '../rpc/agent-rpc.js'
+import type { DriverStats } from './telemetry.js'
 
 const fake = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname: 'h1' })
 
 /** A conductor that records calls; `fail` makes them throw. */
-function stubConductor(options: { fail?: boolean } = {}) {
+function stubConductor(options: { fail?: boolean; events?: string[] } = {}) {
   const reports: (InventorySnapshot & { autoActivate: boolean })[] = []
   const heartbeats: unknown[] = []
   const conductor = {
     async reportInventory(req: InventorySnapshot & { autoActivate: boolean }) {
       if (options.fail) throw new UnavailableError('conductor down')
+      options.events?.push(`report ${req.hash.slice(0, 8)}`)
       reports.push(req)
       return { changed: reports.length === 1, added: reports.length === 1 ? 1 : 0, updated: 0, removed: 0 }
     },
@@ -135,5 +142,110 @@ void describe('agent', () => {
     await agent.stop()
     assert.ok(warnings.filter((w) => w.startsWith('inventory report failed')).length >= 2)
     assert.ok(warnings.some((w) => w.startsWith('heartbeat failed')))
+  })
+
+  void it('keeps an unsent report in the outbox and replays it after a restart, before discovering', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-agent-'))
+    try {
+      // First life: the conductor is down; the report stays in the outbox.
+      const down = stubConductor({ fail: true })
+      const first = createAgent({ ...deps(down.conductor), cache: createFileAgentCache(dir, { log: noopLogger }) }, { host: 'h1' })
+      await assert.rejects(first.discoverNow(), { code: 'UNAVAILABLE' })
+      const sent = await createFileAgentCache(dir, { log: noopLogger }).pending()
+      assert.equal(sent.length, 1)
+      const lostHash = sent[0]!.hash
+
+      // Second life on the same directory, the conductor is up, and the host has changed meanwhile.
+      const events: string[] = []
+      const up = stubConductor({ events })
+      const changed = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname: 'h1-renamed' })
+      const observed: AcceleratorDriver = {
+        name: 'fake',
+        deviceType: 'FPGA',
+        discover: async (o) => {
+          events.push('discover')
+          return changed.discover(o)
+        },
+      }
+      const cache = createFileAgentCache(dir, { log: noopLogger })
+      const second = createAgent({ ...deps(up.conductor, [observed]), cache }, { host: 'h1', periodicIntervalMs: 60_000 })
+      await second.start()
+      await second.discoverNow()
+      await second.stop()
+      assert.equal(up.reports[0]?.hash, lostHash, 'the lost report is sent first')
+      assert.equal(events[0], `report ${lostHash.slice(0, 8)}`)
+      assert.equal(events[1], 'discover')
+      assert.deepEqual(await cache.pending(), [])
+      assert.deepEqual(await createFileAgentCache(dir, { log: noopLogger }).pending(), [], 'the outbox is empty on disk too')
+      assert.equal((await cache.driverStates())[0]?.ok, true)
+
+      // A third life (with no drivers, so that any report of lostHash would be a replay) replays nothing.
+      const third = stubConductor()
+      const again = createAgent({ ...deps(third.conductor, []), cache: createFileAgentCache(dir, { log: noopLogger }) }, { host: 'h1' })
+      await again.start()
+      await again.discoverNow()
+      await again.stop()
+      assert.ok(third.reports.length >= 1)
+      assert.ok(third.reports.every((r) => r.hash !== lostHash))
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  void it('publishes telemetry every period, with the stats of drivers that offer them', async () => {
+    const bus = createInProcessBus()
+    try {
+      const received: AgentTelemetry[] = []
+      const sub = await bus.subscribe(TELEMETRY_TOPIC, (m) => void received.push(m as AgentTelemetry))
+      const withStats: AcceleratorDriver & DriverStats = {
+        name: 'busy',
+        deviceType: 'GPU',
+        discover: async () => [],
+        stats: async () => ({ utilizationPercent: 42, nested: { no: 1 } as never, model: 'x' }),
+      }
+      const brokenStats = { ...fake, name: 'flaky', stats: () => Promise.reject(new Error('no')) }
+      const agent = createAgent({ ...deps(stubConductor().conductor, [fake, withStats, brokenStats]), bus }, { host: 'h1', periodicIntervalMs: 20 })
+      await agent.start()
+      await new Promise((r) => setTimeout(r, 60))
+      await agent.stop()
+      await sub.unsubscribe()
+      assert.ok(received.length >= 2, `${received.length} messages`)
+      const [message] = received
+      assert.equal(message!.version, 1)
+      assert.equal(message!.host, 'h1')
+      assert.ok(!Number.isNaN(Date.parse(message!.time)))
+      assert.equal(message!.deviceCount, 2)
+      assert.deepEqual(message!.drivers.map((d) => [d.name, d.ok, d.deviceCount, d.stats]), [
+        ['fake', true, 1, undefined],
+        ['busy', true, 0, { utilizationPercent: 42, model: 'x' }],
+        ['flaky', true, 1, undefined],
+      ])
+      assert.ok(message!.drivers.every((d) => typeof d.durationMs === 'number' && d.durationMs >= 0))
+    } finally {
+      await bus.close()
+    }
+  })
+
+  void it('serves the device operations on its topic, writing through its host probe', async () => {
+    const bus = createInProcessBus()
+    try {
+      const probe = createFixtureHostProbe('/nonexistent')
+      const agent = createAgent({ ...deps(stubConductor().conductor), bus, hostProbe: probe }, { host: 'h1' })
+      await agent.start()
+      const client = createAgentClient(bus, 'h1', { timeoutMs: 1000 })
+      await assert.rejects(client.prepare({ address: '0000:3b:00.1' }), { name: 'NotFoundError', code: 'PCI_DEVICE_NOT_FOUND' })
+      await assert.rejects(client.createMdev({ parent: '0000:3b:00.1', type: '../../x', uuid: 'x' }), {
+        name: 'InvalidInputError',
+        code: 'MDEV_TYPE_INVALID',
+      })
+      assert.deepEqual(await client.removeMdev({ uuid: '5a1f6f3c-3a0e-4c53-9d2a-0a4a5e3f9b11' }), {
+        uuid: '5a1f6f3c-3a0e-4c53-9d2a-0a4a5e3f9b11',
+        changed: false,
+      })
+      await agent.stop()
+      assert.deepEqual(probe.writes, [])
+    } finally {
+      await bus.close()
+    }
   })
 })

@@ -3,29 +3,49 @@
  * snapshot to the conductor, and heartbeats. Runs never overlap. An unreachable conductor is
  * logged and retried next period; a failing driver stops that period's report, because a report
  * without its devices would delete them.
+ *
+ * With a cache (local-cache.ts) every snapshot is saved before it is sent and stays in the outbox
+ * until the conductor acknowledges it; `start()` replays the outbox before its first discovery.
+ * With a bus the agent serves AgentRpc (discover, and the device operations of device-ops.ts over
+ * `deps.hostProbe`) and publishes telemetry on `cyborg.telemetry` every period.
  */
 import type { MessageBus, Subscription } from '../bus/bus.js'
-import type { AcceleratorDriver } from '../drivers/driver.js'
-import { serveAgent } from '../rpc/agent-rpc.js'
+import type { AcceleratorDriver, HostProbe } from '../drivers/driver.js'
+import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidStateError } from '../domain/errors.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
-import { buildSnapshot, discoverAll } from './snapshot.js'
+import { buildSnapshot, discoverAll, type DriverRun } from './snapshot.js'
+import { createDeviceOps } from './device-ops.js'
+import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
 /** The binary name agents heartbeat under. */
 export const AGENT_BINARY = 'cyborg-agent'
 
+/** One driver's last discovery outcome, as the cache keeps it. */
+export interface DriverState extends DriverRun {
+  /** ISO time of the discovery. */
+  at: string
+  /** Why it failed, when it did. */
+  error?: { code: string; message: string }
+}
+
 /**
- * Where the agent keeps what it sends (the crash-proof local cache of seed 000 plugs in here).
- * The default keeps nothing.
+ * Where the agent keeps what it sends (the crash-proof local cache of seed 000,
+ * `createFileAgentCache`, plugs in here). The default keeps nothing. A cache that fails is logged
+ * and never stops a report: it is a safety net.
  */
 export interface AgentCache {
-  /** Called with every snapshot before it is sent. */
+  /** Called with every snapshot before it is sent: it joins the outbox. */
   saveSnapshot(snapshot: InventorySnapshot): Promise<void>
-  /** Called once the conductor has accepted `snapshot`. */
+  /** Called once the conductor has accepted `snapshot`: it (and anything older) leaves the outbox. */
   acknowledge(snapshot: InventorySnapshot, result: InventoryReportResult): Promise<void>
+  /** The outbox, oldest first: `start()` replays it before the first discovery. */
+  pending?(): Promise<InventorySnapshot[]>
+  /** Called after every discovery with each driver's outcome. */
+  saveDriverStates?(states: readonly DriverState[]): Promise<void>
 }
 
 export interface AgentDeps {
@@ -37,6 +57,8 @@ export interface AgentDeps {
   bus?: MessageBus
   /** @default a cache that keeps nothing */
   cache?: AgentCache
+  /** The host the device operations (prepare, release, mdevs) write to; without it they fail. */
+  hostProbe?: HostProbe
 }
 
 export interface AgentOptions {
@@ -50,6 +72,8 @@ export interface AgentOptions {
   version?: string
   /** A driver whose discovery takes longer fails for that run. @default 60000 */
   discoverTimeoutMs?: number
+  /** Time limit of a driver's `stats()` for telemetry. @default 5000 */
+  statsTimeoutMs?: number
 }
 
 export type AgentState = 'idle' | 'running' | 'stopping' | 'stopped'
@@ -77,8 +101,12 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     autoActivate = false,
     version = '0.1.0',
     discoverTimeoutMs = 60_000,
+    statsTimeoutMs = 5000,
   } = options
   const log = deps.log.child({ component: 'agent', host })
+  const deviceOps = createDeviceOps({ host: deps.hostProbe, log })
+  /** The runs of the last discovery, for telemetry. */
+  let lastRuns: DriverRun[] | undefined
   const controller = new AbortController()
   let state: AgentState = 'idle'
   let timer: NodeJS.Timeout | undefined
@@ -93,9 +121,25 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     return run
   }
 
+  /** Runs a cache call; a failing cache is logged, never fatal. */
+  const cached = async (what: string, fn: () => Promise<void> | undefined) => {
+    try {
+      await fn()
+    } catch (err) {
+      log.warn({ err }, `agent cache: ${what} failed; continuing without it`)
+    }
+  }
+
   const runOnce = async (): Promise<InventoryReportResult> => {
     const { signal } = controller
-    const { devices, failures } = await discoverAll(drivers, { signal, timeoutMs: discoverTimeoutMs })
+    const { devices, failures, runs } = await discoverAll(drivers, { signal, timeoutMs: discoverTimeoutMs })
+    lastRuns = runs
+    const at = clock.now().toISOString()
+    const states: DriverState[] = runs.map((run) => {
+      const error = failures.find((f) => f.driver === run.driver)?.error
+      return { ...run, at, ...(error ? { error: { code: error.code, message: error.message } } : {}) }
+    })
+    await cached('saving driver states', () => cache.saveDriverStates?.(states))
     if (failures.length > 0) {
       for (const { driver, error } of failures) log.warn({ driver, err: error }, 'driver discovery failed')
       const names = failures.map((f) => f.driver).join(', ')
@@ -107,9 +151,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       })
     }
     const snapshot = buildSnapshot(host, devices)
-    await cache.saveSnapshot(snapshot)
+    await cached('saving the snapshot', () => cache.saveSnapshot(snapshot))
     const result = await conductor.reportInventory({ ...snapshot, autoActivate })
-    await cache.acknowledge(snapshot, result)
+    await cached('acknowledging the snapshot', () => cache.acknowledge(snapshot, result))
     if (result.changed) log.info({ ...result, hash: snapshot.hash }, 'inventory reported')
     else log.debug({ hash: snapshot.hash }, 'inventory unchanged')
     return result
@@ -120,6 +164,48 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       return Promise.reject(new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STOPPED' }))
     }
     return serialized(runOnce)
+  }
+
+  /**
+   * Sends the outbox (reports saved but never acknowledged: a crash, a lost bus) before anything
+   * new, oldest first. At-least-once: the conductor's hash check makes a repeat cost nothing.
+   * Stops at the first failure; the next discovery's snapshot supersedes what is left.
+   */
+  const replayOutbox = async () => {
+    let pending: InventorySnapshot[] = []
+    await cached('reading the outbox', async () => void (pending = (await cache.pending?.()) ?? []))
+    for (const snapshot of pending) {
+      if (state !== 'running') return
+      if (snapshot.host !== host) {
+        log.warn({ hash: snapshot.hash, reportHost: snapshot.host }, 'outbox holds another host’s report; skipping it')
+        continue
+      }
+      try {
+        const result = await conductor.reportInventory({ ...snapshot, autoActivate })
+        await cached('acknowledging a replayed report', () => cache.acknowledge(snapshot, result))
+        log.info({ ...result, hash: snapshot.hash }, 'replayed an unacknowledged report')
+      } catch (err) {
+        log.warn({ err, hash: snapshot.hash, pending: pending.length }, 'replaying the outbox failed; it stays until a report gets through')
+        return
+      }
+    }
+  }
+
+  const publishTelemetry = async () => {
+    const runs = lastRuns
+    if (!bus || !runs) return
+    const stats = new Map<string, DriverStatsValues>()
+    await Promise.all(
+      drivers.map(async (driver) => {
+        const values = await collectStats(driver, { timeoutMs: statsTimeoutMs, signal: controller.signal })
+        if (values) stats.set(driver.name, values)
+      }),
+    )
+    try {
+      await bus.publish(TELEMETRY_TOPIC, buildTelemetry(host, clock.now(), runs, stats))
+    } catch (err) {
+      log.debug({ err }, 'telemetry not published')
+    }
   }
 
   const heartbeat = async () => {
@@ -137,6 +223,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       if (state === 'running') log.warn({ err }, 'inventory report failed; retrying next period')
     })
     await Promise.all([heartbeat(), report])
+    if (state === 'running') await publishTelemetry()
     if (state !== 'running') return
     const elapsed = clock.now().getTime() - started
     timer = setTimeout(() => void (ticking = tick()), Math.max(0, periodicIntervalMs - elapsed))
@@ -149,8 +236,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     async start() {
       if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow() })
+      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
+      void serialized(replayOutbox)
       ticking = tick()
     },
     async stop() {

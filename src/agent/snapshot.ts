@@ -13,10 +13,19 @@ export interface DriverFailure {
   error: AppError
 }
 
-/** What all drivers found: their devices, and the drivers that failed. */
+/** How one driver's discovery went (for the cache's driver states and telemetry). */
+export interface DriverRun {
+  driver: string
+  ok: boolean
+  deviceCount: number
+  durationMs: number
+}
+
+/** What all drivers found: their devices, the drivers that failed, and how each run went (in driver order). */
 export interface DiscoveryResult {
   devices: DiscoveredDevice[]
   failures: DriverFailure[]
+  runs: DriverRun[]
 }
 
 /**
@@ -27,11 +36,20 @@ export async function discoverAll(
   drivers: readonly AcceleratorDriver[],
   { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number },
 ): Promise<DiscoveryResult> {
-  const settled = await Promise.all(drivers.map((driver) => discoverOne(driver, signal, timeoutMs)))
-  const result: DiscoveryResult = { devices: [], failures: [] }
-  settled.forEach((outcome, i) => {
-    if (Array.isArray(outcome)) result.devices.push(...outcome)
-    else result.failures.push({ driver: drivers[i]!.name, error: outcome })
+  const settled = await Promise.all(
+    drivers.map(async (driver) => {
+      const started = performance.now()
+      const outcome = await discoverOne(driver, signal, timeoutMs)
+      return { outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000 }
+    }),
+  )
+  const result: DiscoveryResult = { devices: [], failures: [], runs: [] }
+  settled.forEach(({ outcome, durationMs }, i) => {
+    const driver = drivers[i]!.name
+    const ok = Array.isArray(outcome)
+    if (ok) result.devices.push(...outcome)
+    else result.failures.push({ driver, error: outcome })
+    result.runs.push({ driver, ok, deviceCount: ok ? outcome.length : 0, durationMs })
   })
   return result
 }

@@ -8,6 +8,7 @@ import type { MessageBus, Subscription } from '../bus/bus.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import { createConductor, type Conductor, type ConductorOptions } from '../conductor/conductor.js'
 import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
+import { createFileAgentCache } from '../agent/local-cache.js'
 import { createDrivers } from '../drivers/index.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
 import type { HostProbe } from '../drivers/driver.js'
@@ -28,8 +29,10 @@ export interface CoreAgentOptions {
   driverOptions?: Record<string, Record<string, string>>
   /** The host the drivers look at. @default the real host (createNodeHostProbe) */
   hostProbe?: HostProbe
-  /** @default a cache that keeps nothing */
+  /** @default a file cache in `stateDir` when given, else a cache that keeps nothing */
   cache?: AgentCache
+  /** The agent's state directory (`<state_path>/agent-<host>/`): its file cache lives there. */
+  stateDir?: string
 }
 
 export interface CoreOptions {
@@ -83,14 +86,12 @@ export async function startCore(options: CoreOptions): Promise<Core> {
       server = await serveConductor(bus, conductor)
     }
     if (agentOptions !== false) {
-      const { host = osHostname(), enabledDrivers = ['fake'], driverOptions = {} } = agentOptions
-      const drivers = createDrivers(
-        enabledDrivers,
-        { host: agentOptions.hostProbe ?? createNodeHostProbe(), hostname: host },
-        driverOptions,
-      )
+      const { host = osHostname(), enabledDrivers = ['fake'], driverOptions = {}, stateDir } = agentOptions
+      const hostProbe = agentOptions.hostProbe ?? createNodeHostProbe()
+      const drivers = createDrivers(enabledDrivers, { host: hostProbe, hostname: host }, driverOptions)
+      const cache = agentOptions.cache ?? (stateDir === undefined ? undefined : createFileAgentCache(stateDir, { log, clock }))
       agent = createAgent(
-        { conductor: conductorClient, drivers, log, clock, bus, cache: agentOptions.cache },
+        { conductor: conductorClient, drivers, log, clock, bus, cache, hostProbe },
         {
           host,
           version,

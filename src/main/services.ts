@@ -4,6 +4,7 @@
  * the Config, starts in dependency order and returns a `stop()` that shuts down in reverse:
  * stop accepting requests, stop the agent, flush the conductor, close the bus, close the database.
  */
+import { join } from 'node:path'
 import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import type { DatabaseHandle } from '../db/connection.js'
@@ -75,7 +76,7 @@ export async function startAllInOne(
   log: Logger,
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
-  const agent = agentOptions(config)
+  const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
   const bus = await createConfiguredBus(config, { shared: false, log, service: 'up', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
@@ -150,7 +151,7 @@ export async function startConductorService(config: Config, log: Logger, options
 
 /** `cyborg agent`: discovers this host's devices and reports them to the conductor over the shared bus. */
 export async function startAgentService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
-  const agent = agentOptions(config)
+  const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
   const bus = await createConfiguredBus(config, { shared: true, log, service: 'agent', ...options })
   const down = new Teardown(log)
   return down.guard(async () => {
@@ -161,6 +162,11 @@ export async function startAgentService(config: Config, log: Logger, options: St
     log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
     return { stop: () => down.run() }
   })
+}
+
+/** The agent's state directory, `<state_path>/agent-<host>/` (its local cache). */
+export function agentStateDir(config: Config): string {
+  return join(config.DEFAULT.state_path, `agent-${config.DEFAULT.host.replace(/[^A-Za-z0-9._-]/g, '_')}`)
 }
 
 async function migrate(db: DatabaseHandle, log: Logger): Promise<void> {

@@ -1,22 +1,91 @@
-/** The agent's RPC contract, one topic per host: `cyborg.agent.<host>`. */
+/**
+ * The agent's RPC contract, one topic per host: `cyborg.agent.<host>`; and the telemetry every
+ * agent publishes on the fanout topic `cyborg.telemetry` (never stored, seed 000).
+ *
+ * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`
+ * (a 1.0 agent answers them with RPC_NO_METHOD).
+ */
 import type { MessageBus } from '../bus/bus.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type { InventoryReportResult } from './conductor-rpc.js'
 
-export const AGENT_RPC_VERSION = '1.0'
+export const AGENT_RPC_VERSION = '1.1'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
+
+/** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
+export const TELEMETRY_TOPIC = 'cyborg.telemetry'
+
+/** One driver's part of a telemetry message. */
+export interface DriverTelemetry {
+  /** The driver's name (`fake`, `nvidia-gpu`, …). */
+  name: string
+  /** False when its last discovery failed. */
+  ok: boolean
+  /** Devices it found in its last discovery (0 when it failed). */
+  deviceCount: number
+  /** How long its last discovery took, in milliseconds. */
+  durationMs: number
+  /** Cheap usage figures, for drivers that offer them (`stats()`); absent otherwise. */
+  stats?: Record<string, number | string | boolean>
+}
+
+/** What an agent publishes on {@link TELEMETRY_TOPIC} every period. */
+export interface AgentTelemetry {
+  /** Format version of this message. */
+  version: 1
+  host: string
+  /** ISO-8601 UTC time the message was built. */
+  time: string
+  /** Devices found by the last discovery, all drivers together. */
+  deviceCount: number
+  drivers: DriverTelemetry[]
+}
+
+/** The answer of `prepare` and `release`. */
+export interface PciBindingResult {
+  /** The PCI address, normalized (lower case). */
+  address: string
+  /** False when the device was already in the asked state: nothing was written. */
+  changed: boolean
+}
+
+/** The answer of `createMdev` and `removeMdev`. */
+export interface MdevResult {
+  uuid: string
+  /** False when the mdev already existed (create) or was already gone (remove). */
+  changed: boolean
+}
 
 export interface AgentRpc {
   /** Discover now and report; resolves with the conductor's answer. */
   discover(req: Record<string, never>): Promise<InventoryReportResult>
+  /**
+   * (1.1) Binds PCI function `address` (`0000:3b:00.1`) to vfio-pci through sysfs driver_override.
+   * Idempotent. @throws InvalidInputError for a malformed address, NotFoundError for a missing device
+   */
+  prepare(req: { address: string }): Promise<PciBindingResult>
+  /** (1.1) Undoes `prepare`: clears driver_override, unbinds from vfio-pci, reprobes. Idempotent. */
+  release(req: { address: string }): Promise<PciBindingResult>
+  /** (1.1) Creates mediated device `uuid` of `type` on PCI function `parent`. Idempotent. */
+  createMdev(req: { parent: string; type: string; uuid: string }): Promise<MdevResult>
+  /** (1.1) Removes mediated device `uuid`. Idempotent. */
+  removeMdev(req: { uuid: string }): Promise<MdevResult>
 }
 
 export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
   return createRpcClient<AgentRpc & Record<string, never>>(bus, agentTopic(host), AGENT_RPC_VERSION, options)
 }
 
+/** Every method of the contract; a `satisfies` check keeps it complete. */
+const AGENT_METHODS = Object.keys({
+  discover: true,
+  prepare: true,
+  release: true,
+  createMdev: true,
+  removeMdev: true,
+} satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
+
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */
 export function serveAgent(bus: MessageBus, host: string, impl: AgentRpc) {
-  const methods = Object.keys({ discover: true } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
-  return serveRpc(bus, agentTopic(host), AGENT_RPC_VERSION, pickMethods(impl, methods))
+  return serveRpc(bus, agentTopic(host), AGENT_RPC_VERSION, pickMethods(impl, AGENT_METHODS))
 }

@@ -1,0 +1,238 @@
+/**
+ * The agent's crash-proof local cache (seed 000: "not losing accelerator state on system
+ * interruption or loss of connection"), in its state directory (`<state_path>/agent-<host>/`):
+ *
+ * - `snapshot.json`: the last snapshot sent, and the last one the conductor acknowledged;
+ * - `drivers.json`:  each driver's last discovery outcome;
+ * - `outbox.json`:   reports saved but not yet acknowledged, oldest first.
+ *
+ * Each file is a header line `cyborg-agent-cache 1 sha256=<hex of the body>` and a JSON body.
+ * Every write is atomic: a temp file in the same directory, fsync, rename over the old file,
+ * fsync of the directory. A file that does not parse or whose checksum does not match is moved
+ * aside (`<name>.corrupt-<time>`) with a warning and treated as missing; leftover temp files of a
+ * crash are deleted when the cache opens. This is the only file of src/agent that uses node:fs:
+ * the agent's own state, not the host's devices (those go through the HostProbe).
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import * as nodeFs from 'node:fs/promises'
+import path from 'node:path'
+import type { InventorySnapshot } from '../domain/inventory.js'
+import type { Logger } from '../domain/logger.js'
+import { systemClock, type Clock } from '../domain/time.js'
+import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
+import type { AgentCache, DriverState } from './agent.js'
+
+/** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
+export type CacheFs = Pick<typeof nodeFs, 'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'>
+
+export interface FileAgentCacheDeps {
+  log: Logger
+  /** @default systemClock */
+  clock?: Clock
+  /** @default node:fs/promises */
+  fs?: Partial<CacheFs>
+}
+
+/** One unacknowledged report. */
+export interface OutboxEntry {
+  hash: string
+  /** ISO time it was saved. */
+  savedAt: string
+  snapshot: InventorySnapshot
+}
+
+interface SnapshotFile {
+  savedAt: string
+  snapshot: InventorySnapshot
+  acknowledged: { hash: string; at: string; result: InventoryReportResult } | null
+}
+
+interface DriversFile {
+  savedAt: string
+  drivers: DriverState[]
+}
+
+interface OutboxFile {
+  entries: OutboxEntry[]
+}
+
+export const CACHE_FILES = { snapshot: 'snapshot.json', drivers: 'drivers.json', outbox: 'outbox.json' } as const
+const HEADER = /^cyborg-agent-cache 1 sha256=([0-9a-f]{64})$/
+
+/** A file agent cache, with read access for `cyborg agent` diagnostics and tests. */
+export interface FileAgentCache extends Required<AgentCache> {
+  readonly dir: string
+  /** The last snapshot saved, if any. */
+  lastSnapshot(): Promise<InventorySnapshot | undefined>
+  /** The hash the conductor last acknowledged, if any. */
+  lastAcknowledgedHash(): Promise<string | undefined>
+  /** Each driver's last discovery outcome. */
+  driverStates(): Promise<DriverState[]>
+}
+
+/** Serializes `body` with its checksum header. */
+export function encodeCacheFile(body: unknown): string {
+  const json = JSON.stringify(body)
+  return `cyborg-agent-cache 1 sha256=${sha256(json)}\n${json}\n`
+}
+
+/** Parses a cache file. @throws Error when the header, the checksum or the JSON is wrong */
+export function decodeCacheFile(text: string): unknown {
+  const newline = text.indexOf('\n')
+  const match = newline < 0 ? null : HEADER.exec(text.slice(0, newline))
+  if (!match) throw new Error('missing or malformed header')
+  const json = text.slice(newline + 1).replace(/\n$/, '')
+  if (sha256(json) !== match[1]) throw new Error('checksum mismatch (torn or edited file)')
+  return JSON.parse(json) as unknown
+}
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex')
+}
+
+/**
+ * Creates the cache over `dir` (created, mode 0750, on first use). Operations run one at a time.
+ * Opening never fails on a bad file: it is moved aside with a warning.
+ */
+export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): FileAgentCache {
+  const fs: CacheFs = { ...nodeFs, ...deps.fs }
+  const clock = deps.clock ?? systemClock
+  const log = deps.log.child({ component: 'agent-cache', dir })
+  let state: Promise<{ snapshot?: SnapshotFile; drivers?: DriversFile; outbox: OutboxEntry[] }> | undefined
+  let queue: Promise<unknown> = Promise.resolve()
+
+  const now = () => clock.now().toISOString()
+
+  const serialized = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = queue.then(fn)
+    queue = run.catch(() => {})
+    return run
+  }
+
+  const fsyncDir = async () => {
+    const handle = await fs.open(dir, 'r')
+    try {
+      await handle.sync()
+    } catch (err) {
+      // Some file systems cannot fsync a directory; the rename is still atomic there.
+      const code = (err as NodeJS.ErrnoException).code
+      if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw err
+    } finally {
+      await handle.close()
+    }
+  }
+
+  const writeAtomic = async (name: string, body: unknown) => {
+    const target = path.join(dir, name)
+    const tmp = path.join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+    const handle = await fs.open(tmp, 'wx', 0o640)
+    try {
+      await handle.writeFile(encodeCacheFile(body), 'utf8')
+      await handle.sync()
+    } finally {
+      await handle.close()
+    }
+    try {
+      await fs.rename(tmp, target)
+    } catch (err) {
+      await fs.unlink(tmp).catch(() => {})
+      throw err
+    }
+    await fsyncDir()
+  }
+
+  const readChecked = async <T>(name: string, valid: (body: unknown) => body is T): Promise<T | undefined> => {
+    const file = path.join(dir, name)
+    let text: string
+    try {
+      text = await fs.readFile(file, 'utf8')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw err
+    }
+    try {
+      const body = decodeCacheFile(text)
+      if (!valid(body)) throw new Error('unexpected content')
+      return body
+    } catch (err) {
+      const aside = `${file}.corrupt-${now().replace(/[:.]/g, '-')}`
+      await fs.rename(file, aside)
+      log.warn({ file, movedTo: aside, reason: (err as Error).message }, 'agent cache file is corrupt; moved aside, starting without it')
+      return undefined
+    }
+  }
+
+  const load = () =>
+    (state ??= (async () => {
+      await fs.mkdir(dir, { recursive: true, mode: 0o750 })
+      for (const name of await fs.readdir(dir)) {
+        if (name.startsWith('.') && name.endsWith('.tmp')) {
+          await fs.unlink(path.join(dir, name)).catch(() => {})
+          log.debug({ file: name }, 'removed a temp file left by an interrupted write')
+        }
+      }
+      const snapshot = await readChecked(CACHE_FILES.snapshot, isSnapshotFile)
+      const drivers = await readChecked(CACHE_FILES.drivers, isDriversFile)
+      const outbox = (await readChecked(CACHE_FILES.outbox, isOutboxFile))?.entries ?? []
+      return { snapshot, drivers, outbox }
+    })().catch((err: unknown) => {
+      state = undefined
+      throw err
+    }))
+
+  return {
+    dir,
+    saveSnapshot: (snapshot) =>
+      serialized(async () => {
+        const s = await load()
+        const savedAt = now()
+        if (s.snapshot?.snapshot.hash !== snapshot.hash) {
+          s.snapshot = { savedAt, snapshot, acknowledged: s.snapshot?.acknowledged ?? null }
+          await writeAtomic(CACHE_FILES.snapshot, s.snapshot)
+        }
+        // The conductor already holds this hash: nothing to lose if the report never arrives.
+        if (s.snapshot?.acknowledged?.hash === snapshot.hash && s.outbox.length === 0) return
+        // Reports are full snapshots: a newer one supersedes whatever is still pending.
+        s.outbox = [{ hash: snapshot.hash, savedAt, snapshot }]
+        await writeAtomic(CACHE_FILES.outbox, { entries: s.outbox } satisfies OutboxFile)
+      }),
+    acknowledge: (snapshot, result) =>
+      serialized(async () => {
+        const s = await load()
+        const at = s.outbox.findIndex((e) => e.hash === snapshot.hash)
+        if (at >= 0) {
+          // This one and everything older is now superseded on the conductor.
+          s.outbox = s.outbox.slice(at + 1)
+          await writeAtomic(CACHE_FILES.outbox, { entries: s.outbox } satisfies OutboxFile)
+        }
+        if (s.snapshot?.acknowledged?.hash === snapshot.hash) return
+        s.snapshot = {
+          savedAt: s.snapshot?.savedAt ?? now(),
+          snapshot: s.snapshot?.snapshot ?? snapshot,
+          acknowledged: { hash: snapshot.hash, at: now(), result },
+        }
+        await writeAtomic(CACHE_FILES.snapshot, s.snapshot)
+      }),
+    pending: () => serialized(async () => (await load()).outbox.map((e) => e.snapshot)),
+    saveDriverStates: (drivers) =>
+      serialized(async () => {
+        const s = await load()
+        s.drivers = { savedAt: now(), drivers: [...drivers] }
+        await writeAtomic(CACHE_FILES.drivers, s.drivers)
+      }),
+    lastSnapshot: () => serialized(async () => (await load()).snapshot?.snapshot),
+    lastAcknowledgedHash: () => serialized(async () => (await load()).snapshot?.acknowledged?.hash),
+    driverStates: () => serialized(async () => (await load()).drivers?.drivers ?? []),
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+const isSnapshot = (v: unknown): v is InventorySnapshot =>
+  isObject(v) && typeof v.host === 'string' && typeof v.hash === 'string' && Array.isArray(v.devices)
+const isSnapshotFile = (v: unknown): v is SnapshotFile =>
+  isObject(v) && typeof v.savedAt === 'string' && isSnapshot(v.snapshot) && (v.acknowledged === null || isObject(v.acknowledged))
+const isDriversFile = (v: unknown): v is DriversFile => isObject(v) && Array.isArray(v.drivers)
+const isOutboxFile = (v: unknown): v is OutboxFile =>
+  isObject(v) &&
+  Array.isArray(v.entries) &&
+  v.entries.every((e) => isObject(e) && typeof e.hash === 'string' && isSnapshot(e.snapshot))
