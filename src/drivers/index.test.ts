@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createDrivers, driverNames } from './index.js'
+import { createDrivers, DRIVER_ALIASES, DRIVERS, driverNames } from './index.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
 import { ConfigError } from '../domain/errors.js'
 
@@ -21,5 +21,13 @@ void describe('driver registry', () => {
       return true
     })
     assert.throws(() => createDrivers(['toString'], deps), ConfigError)
+  })
+
+  void it('maps every Cyborg alias to a registered driver whose name is its registry key', () => {
+    for (const [alias, name] of Object.entries(DRIVER_ALIASES)) {
+      assert.ok(Object.hasOwn(DRIVERS, name), alias)
+      assert.equal(createDrivers([alias], deps)[0]?.name, name)
+    }
+    for (const name of driverNames()) assert.equal(createDrivers([name], deps)[0]?.name, name)
   })
 })

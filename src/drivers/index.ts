@@ -4,11 +4,25 @@
  */
 import type { AcceleratorDriver, DriverDeps, DriverFactory } from './driver.js'
 import { createFakeDriver } from './fake.js'
+import { createPciDriver } from './pci.js'
+import { createNvidiaGpuDriver } from './nvidia-gpu.js'
+import { createNvmeSsdDriver } from './nvme-ssd.js'
+import { createIntelQatDriver } from './intel-qat.js'
+import { createIntelFpgaDriver } from './intel-fpga.js'
+import { createXilinxFpgaDriver } from './xilinx-fpga.js'
+import { createIntelNicDriver } from './intel-nic.js'
 import { ConfigError } from '../domain/errors.js'
 
 /** Every built-in driver by name. */
 export const DRIVERS = {
   fake: createFakeDriver,
+  pci: createPciDriver,
+  'nvidia-gpu': createNvidiaGpuDriver,
+  'nvme-ssd': createNvmeSsdDriver,
+  'intel-qat': createIntelQatDriver,
+  'intel-fpga': createIntelFpgaDriver,
+  'xilinx-fpga': createXilinxFpgaDriver,
+  'intel-nic': createIntelNicDriver,
 } as const satisfies Record<string, DriverFactory>
 
 export type DriverName = keyof typeof DRIVERS
@@ -16,6 +30,11 @@ export type DriverName = keyof typeof DRIVERS
 /** OpenStack Cyborg's entry-point names, accepted so that an existing cyborg.conf keeps working. */
 export const DRIVER_ALIASES: Readonly<Record<string, DriverName>> = {
   fake_driver: 'fake',
+  pci_driver: 'pci',
+  nvidia_gpu_driver: 'nvidia-gpu',
+  intel_qat_driver: 'intel-qat',
+  intel_fpga_driver: 'intel-fpga',
+  xilinx_fpga_driver: 'xilinx-fpga',
 }
 
 /** Valid names, for messages. */

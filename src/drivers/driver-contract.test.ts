@@ -1,0 +1,3 @@
+import { runDriverContract } from './driver-contract.case.js'
+
+runDriverContract()

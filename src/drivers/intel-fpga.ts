@@ -1,0 +1,168 @@
+/**
+ * Intel FPGA (PAC) driver: finds Intel Programmable Acceleration Cards in PCI sysfs and reads the loaded
+ * accelerator function (AFU) and the partial-reconfiguration region id through the FPGA driver's sysfs.
+ *
+ * Two kernel layouts are read, both below the PF's PCI directory `/sys/bus/pci/devices/<bdf>/`:
+ * - upstream DFL (Documentation/fpga/dfl.rst; ABI sysfs-platform-dfl-port, sysfs-class-fpga-region):
+ *   `fpga_region/region<N>/dfl-port.<M>/afu_id` and
+ *   `fpga_region/region<N>/dfl-fme.<M>/dfl-fme-region.<K>/fpga_region/region<J>/compat_id`;
+ * - the out-of-tree OPAE intel-fpga driver (the `/sys/class/fpga/intel-fpga-dev.<N>` devices):
+ *   `fpga/intel-fpga-dev.<N>/intel-fpga-port.<M>/afu_id` and `…/intel-fpga-fme.<M>/pr/interface_id`.
+ * Both ids are 128-bit values printed as 32 hex digits (dashes tolerated).
+ *
+ * A PF without VFs is one deployable with one accelerator and one PCI handle (the PF); a PF with VFs is
+ * one deployable whose accelerators and handles are its VFs. VF functions are never scanned as PFs.
+ */
+import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
+import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import {
+  listPciFunctions,
+  parsePciAddress,
+  parseUeventSlotName,
+  pciHandleInfo,
+  readDirOptional,
+  readOptional,
+  throwIfAborted,
+} from './pci-sysfs.js'
+import { rcAndTraits } from './traits.js'
+
+/** Intel PAC PF device ids (vendor 8086) → model segment of the model trait (drivers/fpga/dfl-pci.c). */
+export const INTEL_FPGA_PF_MODELS: Readonly<Record<string, string>> = {
+  '09c4': 'PAC_ARRIA10',
+  '0b2b': 'PAC_D5005',
+  '0b30': 'PAC_N3000',
+}
+
+/** The resource class of every Intel FPGA deployable. */
+export const INTEL_FPGA_RESOURCE_CLASS = 'FPGA'
+
+/** A 128-bit id (`afu_id`, `interface_id`, `compat_id`) as 32 upper-case hex digits, else undefined. */
+export function parseFpgaId(text: string): string | undefined {
+  const t = text.trim().replace(/-/g, '').toUpperCase()
+  return /^[0-9A-F]{32}$/.test(t) ? t : undefined
+}
+
+/** What discover() learned about one PAC. */
+export interface IntelFpgaPf {
+  /** Canonical PF address. */
+  address: string
+  /** 4 lower-case hex digits. */
+  productId: string
+  /** AFU ids (32 hex digits) of its ports, sorted, each once. */
+  afuIds: string[]
+  /** PR region / interface ids, sorted, each once. */
+  regionIds: string[]
+  /** Canonical VF addresses. */
+  vfs: string[]
+}
+
+/** The traits of a PAC, in this order: vendor, model, function ids, region ids. */
+export function intelFpgaTraits(pf: Omit<IntelFpgaPf, 'vfs' | 'address'>): string[] {
+  return [
+    'CUSTOM_FPGA_INTEL',
+    `CUSTOM_FPGA_INTEL_${INTEL_FPGA_PF_MODELS[pf.productId] ?? pf.productId.toUpperCase()}`,
+    ...pf.afuIds.map((id) => `CUSTOM_FPGA_FUNCTION_ID_INTEL_${id}`),
+    ...pf.regionIds.map((id) => `CUSTOM_FPGA_REGION_INTEL_${id}`),
+  ]
+}
+
+/** Builds the device of one PAC. */
+export function intelFpgaDevice(pf: IntelFpgaPf, hostname: string): DiscoveredDevice {
+  const units = pf.vfs.length > 0 ? pf.vfs : [pf.address]
+  return {
+    type: DeviceType.FPGA,
+    vendor: '0x8086',
+    model: INTEL_FPGA_PF_MODELS[pf.productId] ?? `0x${pf.productId}`,
+    stdBoardInfo: { vendor_id: '0x8086', device_id: `0x${pf.productId}` },
+    vendorBoardInfo: { afu_ids: pf.afuIds, region_ids: pf.regionIds },
+    controlPath: { type: 'PCI', info: parsePciAddress(pf.address)! },
+    deployables: [
+      {
+        name: `${hostname}_${pf.address}`,
+        numAccelerators: units.length,
+        driverName: 'intel-fpga',
+        attributes: rcAndTraits(INTEL_FPGA_RESOURCE_CLASS, intelFpgaTraits(pf)),
+        attachHandles: units.map((u) => ({ type: AttachType.PCI, info: pciHandleInfo(parsePciAddress(u)!) })),
+      },
+    ],
+  }
+}
+
+const uniqSorted = (ids: (string | undefined)[]): string[] =>
+  [...new Set(ids.filter((i): i is string => i !== undefined))].sort()
+
+/** Lists `dir`'s entries matching `re`, as full paths. */
+const children = async (host: HostProbe, dir: string, re: RegExp): Promise<string[]> =>
+  (await readDirOptional(host, dir)).filter((n) => re.test(n)).map((n) => `${dir}/${n}`)
+
+const readId = async (host: HostProbe, path: string): Promise<string | undefined> => {
+  const text = await readOptional(host, path)
+  return text === undefined ? undefined : parseFpgaId(text)
+}
+
+/** Reads AFU and region ids of the PF at `dir` in both the DFL and the OPAE layouts. */
+async function readFpgaIds(host: HostProbe, dir: string): Promise<{ afuIds: string[]; regionIds: string[] }> {
+  const afu: Promise<string | undefined>[] = []
+  const region: Promise<string | undefined>[] = []
+  for (const r of await children(host, `${dir}/fpga_region`, /^region\d+$/)) {
+    for (const port of await children(host, r, /^dfl-port\.\d+$/)) afu.push(readId(host, `${port}/afu_id`))
+    for (const fme of await children(host, r, /^dfl-fme\.\d+$/)) {
+      for (const fr of await children(host, fme, /^dfl-fme-region\.\d+$/)) {
+        for (const sub of await children(host, `${fr}/fpga_region`, /^region\d+$/)) {
+          region.push(readId(host, `${sub}/compat_id`))
+        }
+      }
+    }
+  }
+  for (const dev of await children(host, `${dir}/fpga`, /^intel-fpga-dev\.\d+$/)) {
+    for (const port of await children(host, dev, /^intel-fpga-port\.\d+$/)) afu.push(readId(host, `${port}/afu_id`))
+    for (const fme of await children(host, dev, /^intel-fpga-fme\.\d+$/)) region.push(readId(host, `${fme}/pr/interface_id`))
+  }
+  return { afuIds: uniqSorted(await Promise.all(afu)), regionIds: uniqSorted(await Promise.all(region)) }
+}
+
+/** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
+async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
+  const links = (await readDirOptional(host, dir))
+    .map((n) => /^virtfn(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+  const slots = await Promise.all(
+    links.map(async (m) => {
+      const text = await readOptional(host, `${dir}/${m[0]}/uevent`)
+      return text === undefined ? undefined : parseUeventSlotName(text)
+    }),
+  )
+  return slots.filter((s): s is string => s !== undefined)
+}
+
+/** Creates the `intel-fpga` driver. It takes no options. */
+export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {
+  const { host, hostname } = deps
+  return {
+    name: 'intel-fpga',
+    deviceType: DeviceType.FPGA,
+    async discover(options = {}) {
+      throwIfAborted('intel-fpga', options.signal)
+      const all = await listPciFunctions(host, { signal: options.signal, filter: (f) => f.vendorId === '8086' })
+      const pfSet = new Set(
+        all.filter((f) => Object.hasOwn(INTEL_FPGA_PF_MODELS, f.productId) && f.physfn === undefined).map((f) => f.address),
+      )
+      const claimed = new Set<string>()
+      const devices: DiscoveredDevice[] = []
+      for (const fn of all) {
+        if (!pfSet.has(fn.address)) continue
+        const dir = `/sys/bus/pci/devices/${fn.address}`
+        const [ids, virtfn] = await Promise.all([readFpgaIds(host, dir), readVirtfns(host, dir)])
+        const children = all.filter((f) => f.physfn === fn.address).map((f) => f.address)
+        const vfs = [...new Set([...virtfn, ...children])].filter((vf) => {
+          if (pfSet.has(vf) || claimed.has(vf)) return false
+          claimed.add(vf)
+          return true
+        })
+        devices.push(intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname))
+      }
+      return devices
+    },
+  }
+}

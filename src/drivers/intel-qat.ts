@@ -1,0 +1,162 @@
+/**
+ * Intel QuickAssist (QAT) driver: finds QAT physical functions in PCI sysfs and reports one deployable
+ * per SR-IOV virtual function (or one for the PF itself when it has no VFs), with the services offered.
+ *
+ * Formats read, all through {@link HostProbe} (see pci-sysfs.ts for the generic PCI files):
+ * - `<pf>/virtfn<N>/uevent`: the VF's `PCI_SLOT_NAME=` line (Documentation/ABI/testing/sysfs-bus-pci).
+ *   `virtfn<N>` is a symlink; reading through it needs no readlink, so fixtures store a directory;
+ * - `<vf>/physfn/uevent`: the same, from the VF side (a VF listed at the top level is matched to its PF);
+ * - `<pf>/qat/cfg_services`: `sym;asym`, `dc`, … (Documentation/ABI/testing/sysfs-driver-qat, QAT GEN4+).
+ *   Older generations (DH895xCC, C3xxx, C62x) have no such file; their kernel driver enables every
+ *   service, GEN4+ defaults to `sym;asym`.
+ *
+ * Each VF belongs to one PF and is reported once; a VF whose PF is not on the host (a VF passed into a VM)
+ * is not reported.
+ */
+import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
+import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import {
+  listPciFunctions,
+  parsePciAddress,
+  parseUeventSlotName,
+  pciHandleInfo,
+  readDirOptional,
+  readOptional,
+  throwIfAborted,
+  type PciFunction,
+} from './pci-sysfs.js'
+import { rcAndTraits } from './traits.js'
+
+/** QAT PF device ids (vendor 8086) → model, from the kernel's drivers/crypto/intel/qat. */
+export const QAT_PF_MODELS: Readonly<Record<string, string>> = {
+  '0435': 'DH895XCC',
+  '19e2': 'C3XXX',
+  '37c8': 'C62X',
+  '4940': '4XXX',
+  '4942': '401XX',
+  '4944': '402XX',
+  '4946': '420XX',
+}
+
+/** GEN4+ PFs: they have `qat/cfg_services` and default to `sym;asym`. */
+const GEN4 = new Set(['4940', '4942', '4944', '4946'])
+
+/** The service tokens of sysfs-driver-qat `cfg_services`, in trait order. */
+export const QAT_SERVICES = ['sym', 'asym', 'dc', 'dcc'] as const
+export type QatService = (typeof QAT_SERVICES)[number]
+
+/** The resource class of every QAT deployable. */
+export const QAT_RESOURCE_CLASS = 'CUSTOM_QAT'
+
+/** Placement trait of a service: `sym` → `CUSTOM_QAT_SYM`. */
+export const qatServiceTrait = (service: QatService): string => `CUSTOM_QAT_${service.toUpperCase()}`
+
+/**
+ * Parses sysfs-driver-qat `cfg_services` (`sym;asym`, `asym;dc`, `dcc`, …) into the known services in
+ * canonical order. Unknown tokens are dropped, so the traits stay a fixed, documented set.
+ */
+export function parseQatServices(text: string): QatService[] {
+  const tokens = new Set(text.trim().toLowerCase().split(/[;,\s]+/))
+  return QAT_SERVICES.filter((s) => tokens.has(s))
+}
+
+/** The services of a PF whose `cfg_services` is missing, unreadable or names no known service. */
+export function defaultQatServices(productId: string): QatService[] {
+  return GEN4.has(productId) ? ['sym', 'asym'] : ['sym', 'asym', 'dc']
+}
+
+/** The VF addresses named by `virtfn<N>/uevent` files, in `N` order; garbage entries are skipped. */
+export function parseVirtfnSlots(entries: readonly { name: string; uevent: string | undefined }[]): string[] {
+  return entries
+    .map((e) => ({ n: /^virtfn(\d+)$/.exec(e.name)?.[1], slot: e.uevent === undefined ? undefined : parseUeventSlotName(e.uevent) }))
+    .filter((e): e is { n: string; slot: string } => e.n !== undefined && e.slot !== undefined)
+    .sort((a, b) => Number(a.n) - Number(b.n))
+    .map((e) => e.slot)
+}
+
+/** What discover() learned about one QAT PF. */
+export interface QatPf {
+  /** Canonical PF address. */
+  address: string
+  /** 4 lower-case hex digits. */
+  productId: string
+  services: QatService[]
+  /** Canonical VF addresses, each once. */
+  vfs: string[]
+}
+
+/** Builds the device of one PF: one deployable per VF, or one for the PF when it has none. */
+export function qatDevice(pf: QatPf, hostname: string): DiscoveredDevice {
+  const units = pf.vfs.length > 0 ? pf.vfs : [pf.address]
+  return {
+    type: DeviceType.QAT,
+    vendor: '0x8086',
+    model: QAT_PF_MODELS[pf.productId] ?? pf.productId,
+    stdBoardInfo: { vendor_id: '0x8086', device_id: `0x${pf.productId}` },
+    vendorBoardInfo: { services: pf.services.join(';'), num_vfs: pf.vfs.length },
+    controlPath: { type: 'PCI', info: parsePciAddress(pf.address)! },
+    deployables: units.map((unit) => ({
+      name: `${hostname}_${unit}`,
+      numAccelerators: 1,
+      driverName: 'intel-qat',
+      attributes: rcAndTraits(QAT_RESOURCE_CLASS, pf.services.map(qatServiceTrait)),
+      attachHandles: [{ type: AttachType.PCI, info: pciHandleInfo(parsePciAddress(unit)!) }],
+    })),
+  }
+}
+
+async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
+  const names = (await readDirOptional(host, dir)).filter((n) => /^virtfn\d+$/.test(n))
+  const entries = await Promise.all(
+    names.map(async (name) => ({ name, uevent: await readOptional(host, `${dir}/${name}/uevent`) })),
+  )
+  return parseVirtfnSlots(entries)
+}
+
+/**
+ * Groups QAT functions into PFs. `virtfn` lists the VFs a PF names; `vfs` are the top-level functions
+ * (whose `physfn` names their PF). A VF is given to the first PF (in address order) that claims it.
+ */
+export function groupQatPfs(
+  pfs: readonly { fn: PciFunction; services: QatService[]; virtfn: string[] }[],
+  all: readonly PciFunction[],
+): QatPf[] {
+  const pfAddresses = new Set(pfs.map((p) => p.fn.address))
+  const claimed = new Set<string>()
+  return pfs.map(({ fn, services, virtfn }) => {
+    const fromChildren = all.filter((f) => f.physfn === fn.address).map((f) => f.address)
+    const vfs = [...new Set([...virtfn, ...fromChildren])].filter((vf) => {
+      if (pfAddresses.has(vf) || claimed.has(vf)) return false
+      claimed.add(vf)
+      return true
+    })
+    return { address: fn.address, productId: fn.productId, services, vfs }
+  })
+}
+
+/** Creates the `intel-qat` driver. It takes no options. */
+export function createIntelQatDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {
+  const { host, hostname } = deps
+  return {
+    name: 'intel-qat',
+    deviceType: DeviceType.QAT,
+    async discover(options = {}) {
+      throwIfAborted('intel-qat', options.signal)
+      const all = await listPciFunctions(host, { signal: options.signal, filter: (f) => f.vendorId === '8086' })
+      const pfFns = all.filter((f) => Object.hasOwn(QAT_PF_MODELS, f.productId) && f.physfn === undefined)
+      const pfs = await Promise.all(
+        pfFns.map(async (fn) => {
+          const dir = `/sys/bus/pci/devices/${fn.address}`
+          const cfg = await readOptional(host, `${dir}/qat/cfg_services`)
+          const parsed = cfg === undefined ? [] : parseQatServices(cfg)
+          return {
+            fn,
+            services: parsed.length > 0 ? parsed : defaultQatServices(fn.productId),
+            virtfn: await readVirtfns(host, dir),
+          }
+        }),
+      )
+      return groupQatPfs(pfs, all).map((pf) => qatDevice(pf, hostname))
+    },
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * The NVMe SSD driver: one SSD device per NVMe controller attached over PCIe.
+ *
+ * It reads `/sys/class/nvme/nvme<N>/` (Linux drivers/nvme/host/core.c attributes `model`,
+ * `serial`, `firmware_rev`; Documentation/ABI/testing/sysfs-class-nvme) and the controller's PCI
+ * function through its `device` link: `device/uevent` (`PCI_SLOT_NAME=`), `device/vendor`,
+ * `device/device` (Documentation/ABI/testing/sysfs-bus-pci). Fabrics controllers (NVMe-oF, whose
+ * `device` is not a PCI function) are skipped.
+ */
+import type { AcceleratorDriver, DriverDeps } from './driver.js'
+import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import { parseHexId, parsePciAddress, parseUeventSlotName, pciHandleInfo, readOptional, readScanRoot, throwIfAborted } from './pci-sysfs.js'
+import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './traits.js'
+
+/** The resource class of every NVMe SSD deployable. */
+export const SSD_RESOURCE_CLASS = 'CUSTOM_SSD'
+
+/** Where the kernel lists NVMe controllers. */
+export const NVME_CLASS_ROOT = '/sys/class/nvme'
+
+/** What sysfs says about one NVMe controller. */
+export interface NvmeController {
+  /** `nvme0`. */
+  name: string
+  /** Canonical PCI address of the controller's function. */
+  address: string
+  vendorId: string
+  productId: string
+  model: string
+  serial: string
+  firmwareRev: string
+}
+
+/** A sysfs string attribute (space padded by the kernel, from the Identify Controller data): trimmed, controls removed. */
+export function parseSysfsString(text: string | undefined): string {
+  // eslint-disable-next-line no-control-regex
+  return (text ?? '').replace(/[\u0000-\u001f\u007f]/g, ' ').trim()
+}
+
+/** The traits of an NVMe SSD, in attribute order. */
+export function ssdTraits(vendorId: string, productId: string): string[] {
+  return [OWNER_CYBORG, `CUSTOM_SSD_${vendorTraitName(vendorId)}`, `CUSTOM_SSD_PRODUCT_ID_${traitSegment(productId)}`]
+}
+
+/**
+ * Builds the SSD devices (pure), one per PCI function in address order; a second controller on
+ * the same function is ignored.
+ */
+export function buildNvmeDevices(hostname: string, controllers: readonly NvmeController[]): DiscoveredDevice[] {
+  const byAddress = new Map<string, NvmeController>()
+  for (const c of [...controllers].sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }))) {
+    if (!byAddress.has(c.address)) byAddress.set(c.address, c)
+  }
+  return [...byAddress.values()]
+    .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
+    .map((c) => {
+      const pci = parsePciAddress(c.address)!
+      return {
+        type: DeviceType.SSD,
+        vendor: c.vendorId,
+        model: c.model === '' ? c.productId : c.model,
+        stdBoardInfo: { vendor_id: c.vendorId, product_id: c.productId },
+        vendorBoardInfo: { controller: c.name, serial: c.serial, firmware_rev: c.firmwareRev },
+        controlPath: { type: 'PCI' as const, info: { ...pci } },
+        deployables: [
+          {
+            name: `${hostname}_${c.address}`,
+            numAccelerators: 1,
+            driverName: 'nvme-ssd',
+            attributes: rcAndTraits(SSD_RESOURCE_CLASS, ssdTraits(c.vendorId, c.productId)),
+            attachHandles: [{ type: AttachType.PCI, info: pciHandleInfo(pci) }],
+          },
+        ],
+      }
+    })
+}
+
+/** Reads one controller; undefined if it is not PCI-attached or its ids are unreadable. */
+export async function readNvmeController(deps: DriverDeps, root: string, name: string): Promise<NvmeController | undefined> {
+  if (!/^nvme\d+$/.test(name)) return undefined
+  const dir = `${root}/${name}`
+  const [uevent, vendor, device, model, serial, firmware] = await Promise.all(
+    ['device/uevent', 'device/vendor', 'device/device', 'model', 'serial', 'firmware_rev'].map((f) =>
+      readOptional(deps.host, `${dir}/${f}`),
+    ),
+  )
+  const address = uevent === undefined ? undefined : parseUeventSlotName(uevent)
+  const vendorId = vendor === undefined ? undefined : parseHexId(vendor)
+  const productId = device === undefined ? undefined : parseHexId(device)
+  if (address === undefined || vendorId === undefined || productId === undefined) return undefined
+  return {
+    name,
+    address,
+    vendorId,
+    productId,
+    model: parseSysfsString(model),
+    serial: parseSysfsString(serial),
+    firmwareRev: parseSysfsString(firmware),
+  }
+}
+
+/** Options of the NVMe SSD driver. */
+export interface NvmeSsdDriverOptions {
+  /** The sysfs class directory to scan. @default '/sys/class/nvme' */
+  sysfs_root?: string
+}
+
+/** Creates the NVMe SSD driver. */
+export function createNvmeSsdDriver(deps: DriverDeps, options: NvmeSsdDriverOptions = {}): AcceleratorDriver {
+  const { sysfs_root: root = NVME_CLASS_ROOT } = options
+  return {
+    name: 'nvme-ssd',
+    deviceType: DeviceType.SSD,
+    async discover({ signal } = {}) {
+      throwIfAborted('nvme-ssd', signal)
+      const controllers: NvmeController[] = []
+      for (const name of (await readScanRoot(deps.host, root)).sort()) {
+        throwIfAborted('nvme-ssd', signal)
+        const c = await readNvmeController(deps, root, name)
+        if (c) controllers.push(c)
+      }
+      return buildNvmeDevices(deps.hostname, controllers)
+    },
+  }
+}
