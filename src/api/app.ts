@@ -9,6 +9,7 @@ import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
 import { createBaseUrl } from './links.js'
+import { deferredChildLogger } from './request-logger.js'
 import { rootRoutes } from './versions.js'
 import { v2Plugin } from './v2/index.js'
 import type { ApiDeps, ApiOptions } from './types.js'
@@ -28,9 +29,14 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   const app = Fastify({
     loggerInstance: deps.log,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: deferredChildLogger,
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit,
+    // Requests without Content-Length or Transfer-Encoding have no body: Node then skips the body
+    // stream's machinery (resume, end events, dump). Fastify reads a body only when one of those
+    // headers is present, so nothing changes for it; most API calls are such GETs.
+    http: { optimizeEmptyRequests: true },
     routerOptions: { ignoreTrailingSlash: true },
     // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },

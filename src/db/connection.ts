@@ -5,7 +5,7 @@
  * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`).
  */
 import path from 'node:path'
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect as KyselyDialect } from 'kysely'
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, SqliteDriver, type Dialect as KyselyDialect } from 'kysely'
 import SqliteDatabase from 'better-sqlite3'
 import pg from 'pg'
 import { createPool } from 'mysql2'
@@ -93,25 +93,85 @@ export function redactUrl(url: string): string {
  */
 function withStatementCache(sqlite: SqliteDatabase.Database, max = 256) {
   const cache = new Map<string, SqliteDatabase.Statement>()
+  const prepareNew = (sqlText: string) => {
+    const statement = sqlite.prepare(sqlText)
+    if (cache.size >= max) cache.delete(cache.keys().next().value as string)
+    cache.set(sqlText, statement)
+    return statement
+  }
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
       const hit = cache.get(sqlText)
-      if (hit && !hit.busy) return hit
-      const statement = sqlite.prepare(sqlText)
-      if (!hit) {
-        if (cache.size >= max) cache.delete(cache.keys().next().value as string)
-        cache.set(sqlText, statement)
-      }
-      return statement
+      if (!hit) return prepareNew(sqlText)
+      return hit.busy ? sqlite.prepare(sqlText) : hit
     },
+    /**
+     * For a caller that knows no statement is being iterated (nothing holds the connection; a
+     * Kysely stream holds it until it ends): skips the `busy` check, a native call that costs
+     * about as much as a small read's own binding.
+     */
+    prepareIdle: (sqlText: string) => cache.get(sqlText) ?? prepareNew(sqlText),
   }
+}
+
+/**
+ * Kysely's SQLite driver, telling whether a query or a transaction holds the one connection:
+ * Kysely serialises them with a mutex and calls acquire and release inside it.
+ */
+class TrackingSqliteDriver extends SqliteDriver {
+  #ready = false
+  #held = false
+
+  /** Initialised, not destroyed, and no query or transaction holds the connection. */
+  get idle(): boolean {
+    return this.#ready && !this.#held
+  }
+
+  override async init(options?: Parameters<SqliteDriver['init']>[0]): Promise<void> {
+    await super.init(options)
+    this.#ready = true
+  }
+
+  override async acquireConnection(): ReturnType<SqliteDriver['acquireConnection']> {
+    const connection = await super.acquireConnection()
+    this.#held = true
+    return connection
+  }
+
+  override async releaseConnection(): Promise<void> {
+    this.#held = false
+    await super.releaseConnection()
+  }
+
+  override async destroy(): Promise<void> {
+    this.#ready = false
+    await super.destroy()
+  }
+}
+
+/**
+ * The prepared statement of a read-only `sql`, to run at once on the SQLite connection without
+ * Kysely's executor (connection mutex, several promise hops), when nothing holds the connection:
+ * then no transaction is open on it, so the read sees committed data only, as through Kysely.
+ * Undefined when it may not run so (the connection held, a statement that writes); the caller
+ * then goes through Kysely. The answer holds until the caller yields: run the statement first.
+ */
+export type DirectReader = (sql: string) => SqliteDatabase.Statement | undefined
+
+/** By root Kysely instance of a SQLite database (transactions and plugin instances are others). */
+const directReaders = new WeakMap<object, DirectReader>()
+
+/** The direct reader of `db`: only a SQLite database's root instance has one. */
+export function directReaderOf(db: object): DirectReader | undefined {
+  return directReaders.get(db)
 }
 
 export async function openDatabase(url: string, options: OpenOptions = {}): Promise<DatabaseHandle> {
   const parsed = parseConnectionUrl(url, options.baseDir)
   const { poolSize = 10 } = options
   let dialect: KyselyDialect
+  let directReader: DirectReader | undefined
   if (parsed.dialect === 'sqlite') {
     const file = parsed.file ?? ':memory:'
     const sqlite = new SqliteDatabase(file)
@@ -119,7 +179,18 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma('busy_timeout = 10000')
-    dialect = new SqliteDialect({ database: withStatementCache(sqlite) })
+    const database = withStatementCache(sqlite)
+    const driver = new TrackingSqliteDriver({ database })
+    dialect = new (class extends SqliteDialect {
+      override createDriver() {
+        return driver
+      }
+    })({ database })
+    directReader = (sql) => {
+      if (!driver.idle) return undefined
+      const statement = database.prepareIdle(sql)
+      return statement.reader ? statement : undefined
+    }
   } else if (parsed.dialect === 'postgres') {
     const pool = new pg.Pool({
       host: parsed.host,
@@ -145,5 +216,6 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     dialect = new MysqlDialect({ pool })
   }
   const db = new Kysely<Database>({ dialect })
+  if (directReader) directReaders.set(db, directReader)
   return { db, dialect: parsed.dialect, safeUrl: redactUrl(url), close: () => db.destroy() }
 }

@@ -3,11 +3,16 @@ import type { Kysely } from 'kysely'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import { translateDbError } from './errors.js'
+import { jsonMemo } from './json-memo.js'
+import { precompile } from './precompiled.js'
 import type { Database, DeviceProfileRow } from './schema.js'
+
+/** `profile_json`, parsed once per distinct text (see json-memo.ts). */
+const parseProfileJson = jsonMemo<{ groups?: Record<string, string>[] }>()
 
 /** Maps a `device_profiles` row to the domain type. */
 export function toDeviceProfile(row: DeviceProfileRow): DeviceProfile {
-  const parsed = JSON.parse(row.profile_json) as { groups?: Record<string, string>[] }
+  const parsed = parseProfileJson(row.profile_json)
   return {
     id: row.id,
     uuid: row.uuid,
@@ -19,27 +24,36 @@ export function toDeviceProfile(row: DeviceProfileRow): DeviceProfile {
   }
 }
 
+// The API's fixed-shape reads, precompiled (see precompiled.ts); a name filter varies in length.
+const selectAll = precompile((db: Kysely<Database>) => db.selectFrom('device_profiles').selectAll().orderBy('id'))
+const selectByUuid = precompile((db: Kysely<Database>, uuid: string) =>
+  db.selectFrom('device_profiles').selectAll().where('uuid', '=', uuid),
+)
+const selectByName = precompile((db: Kysely<Database>, name: string) =>
+  db.selectFrom('device_profiles').selectAll().where('name', '=', name),
+)
+
 /** Lists device profiles in id order; `names` keeps only those (an empty list matches none). */
 export async function listDeviceProfiles(
   db: Kysely<Database>,
   filter: { names?: string[] } = {},
 ): Promise<DeviceProfile[]> {
-  if (filter.names !== undefined && filter.names.length === 0) return []
-  let qb = db.selectFrom('device_profiles').selectAll()
-  if (filter.names !== undefined) qb = qb.where('name', 'in', filter.names)
-  return (await qb.orderBy('id').execute()).map(toDeviceProfile)
+  if (filter.names === undefined) return (await selectAll(db)).map(toDeviceProfile)
+  if (filter.names.length === 0) return []
+  const rows = await db.selectFrom('device_profiles').selectAll().where('name', 'in', filter.names).orderBy('id').execute()
+  return rows.map(toDeviceProfile)
 }
 
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */
 export async function getDeviceProfile(db: Kysely<Database>, uuid: string): Promise<DeviceProfile> {
-  const row = await db.selectFrom('device_profiles').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  const row = await selectByUuid.first(db, uuid)
   if (!row) throw notFound('uuid', uuid)
   return toDeviceProfile(row)
 }
 
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */
 export async function getDeviceProfileByName(db: Kysely<Database>, name: string): Promise<DeviceProfile> {
-  const row = await db.selectFrom('device_profiles').selectAll().where('name', '=', name).executeTakeFirst()
+  const row = await selectByName.first(db, name)
   if (!row) throw notFound('name', name)
   return toDeviceProfile(row)
 }

@@ -2,7 +2,9 @@
 import type { Kysely } from 'kysely'
 import { NotFoundError } from '../domain/errors.js'
 import type { Device, DeviceStatus, DeviceType, Health, Lifecycle, PciAddress } from '../domain/inventory.js'
+import { jsonMemo } from './json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
+import { precompile } from './precompiled.js'
 import type { Database, DeviceRow } from './schema.js'
 
 /** Columns a device list may sort by. */
@@ -33,6 +35,9 @@ const PAGE: PageSpec<DeviceSortKey> = {
   notFoundCode: 'DEVICE_NOT_FOUND',
 }
 
+/** A device's control path, parsed once per distinct text (see json-memo.ts). */
+const parseControlPath = jsonMemo<PciAddress>()
+
 /** Maps a `devices` row to the domain type. */
 export function toDevice(row: DeviceRow): Device {
   return {
@@ -48,7 +53,7 @@ export function toDevice(row: DeviceRow): Device {
     lifecycle: row.lifecycle as Lifecycle,
     lifecycleReason: row.lifecycle_reason,
     health: row.health as Health,
-    controlPath: JSON.parse(row.cpid_info) as PciAddress,
+    controlPath: parseControlPath(row.cpid_info),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   }
@@ -68,9 +73,14 @@ export async function listDevices(db: Kysely<Database>, filter: DeviceFilter = {
   return (await qb.execute()).map(toDevice)
 }
 
+// Precompiled: `GET /v2/devices/{uuid}` is the API's hottest read (see precompiled.ts).
+const selectByUuid = precompile((db: Kysely<Database>, uuid: string) =>
+  db.selectFrom('devices').selectAll().where('uuid', '=', uuid),
+)
+
 /** @throws NotFoundError with code DEVICE_NOT_FOUND. */
 export async function getDevice(db: Kysely<Database>, uuid: string): Promise<Device> {
-  const row = await db.selectFrom('devices').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  const row = await selectByUuid.first(db, uuid)
   if (!row) throw deviceNotFound(uuid)
   return toDevice(row)
 }
