@@ -87,6 +87,25 @@ export const schema = {
       help: 'Make newly discovered devices active at once instead of waiting for an operator to mark them ready.',
     }),
   },
+  pci: {
+    device_spec: optionalStr({
+      help: 'Devices the pci driver offers, in Nova\'s [pci] device_spec syntax: a JSON object or a JSON list of objects with vendor_id, product_id, address (glob or regex dict) and physical_network, e.g. {"vendor_id": "10de", "product_id": "1eb8"}. Unset: the pci driver offers nothing.',
+    }),
+  },
+  gpu_devices: {
+    enabled_vgpu_types: list({
+      default: ['*'],
+      help: 'mdev types (e.g. nvidia-471) the nvidia-gpu driver offers as VGPU, comma-separated; * offers every type. A GPU with none of them enabled is offered whole (PGPU).',
+    }),
+  },
+  nic_devices: {
+    physical_device_mappings: optionalStr({
+      help: 'intel-nic: physical networks and the ports on them, physnet:ifname|ifname,… (e.g. physnet1:eth2|eth3). Only ports named here are offered.',
+    }),
+    function_device_mappings: optionalStr({
+      help: 'intel-nic: NIC functions and the ports that have them, FUNCTION:ifname|ifname,… (e.g. GTPV1:eth3).',
+    }),
+  },
   conductor: {
     save_interval_ms: int({
       default: 2,

@@ -77,12 +77,30 @@ function regexField(raw: unknown, what: string, spec: unknown): FieldMatcher {
   }
 }
 
+const SPEC_KEYS = new Set([
+  'vendor_id',
+  'product_id',
+  'address',
+  'physical_network',
+  'trusted',
+  'remote_managed',
+  'resource_class',
+  'traits',
+  'managed',
+  'live_migratable',
+])
+
 function parseOneSpec(entry: unknown): DeviceSpec {
   if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
     throw specError('each entry must be a JSON object', entry)
   }
   const e = entry as Record<string, unknown>
   if (e.devname !== undefined) throw specError('"devname" is not supported; use "address"', entry)
+  // Nova treats other keys as tags; a misspelt "vendor" would then silently widen the match to every
+  // device, so only the matching keys and the tags Nova documents are accepted.
+  for (const key of Object.keys(e)) {
+    if (!SPEC_KEYS.has(key)) throw specError(`unknown key "${key}"; expected ${[...SPEC_KEYS].join(', ')}`, entry)
+  }
   const str = (key: string): string | undefined => {
     const v = e[key]
     if (v === undefined) return undefined
@@ -125,7 +143,7 @@ export function parseDeviceSpec(text: string | undefined): DeviceSpec[] {
   try {
     json = JSON.parse(text)
   } catch (err) {
-    throw new ConfigError(`pci driver option device_spec is not valid JSON: ${(err as Error).message}`, {
+    throw new ConfigError(`pci driver option device_spec: not valid JSON: ${(err as Error).message}`, {
       code: 'INVALID_DEVICE_SPEC',
       details: { field: 'device_spec' },
       cause: err,
