@@ -18,11 +18,11 @@ import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/invento
 import {
   listPciFunctions,
   parsePciAddress,
-  parseUeventSlotName,
   pciHandleInfo,
   readDirOptional,
   readOptional,
   throwIfAborted,
+  readVirtfns,
 } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
 
@@ -121,20 +121,6 @@ async function readFpgaIds(host: HostProbe, dir: string): Promise<{ afuIds: stri
   return { afuIds: uniqSorted(await Promise.all(afu)), regionIds: uniqSorted(await Promise.all(region)) }
 }
 
-/** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
-async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
-  const links = (await readDirOptional(host, dir))
-    .map((n) => /^virtfn(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .sort((a, b) => Number(a[1]) - Number(b[1]))
-  const slots = await Promise.all(
-    links.map(async (m) => {
-      const text = await readOptional(host, `${dir}/${m[0]}/uevent`)
-      return text === undefined ? undefined : parseUeventSlotName(text)
-    }),
-  )
-  return slots.filter((s): s is string => s !== undefined)
-}
 
 /** Creates the `intel-fpga` driver. It takes no options. */
 export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {

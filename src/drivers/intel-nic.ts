@@ -14,16 +14,15 @@
  * - `function_device_mappings`: `GTPV1:eth3|eth2,FOO:eth4`: NIC functions (loaded DDP profiles) per port,
  *   reported as `CUSTOM_<FUNCTION>` traits.
  */
-import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
+import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
 import {
   listPciFunctions,
   parsePciAddress,
-  parseUeventSlotName,
   pciHandleInfo,
   readDirOptional,
-  readOptional,
   throwIfAborted,
+  readVirtfns,
 } from './pci-sysfs.js'
 import { rcAndTraits, traitSegment } from './traits.js'
 
@@ -125,20 +124,6 @@ export function intelNicDevice(port: IntelNicPort, hostname: string): Discovered
   }
 }
 
-/** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
-async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
-  const links = (await readDirOptional(host, dir))
-    .map((n) => /^virtfn(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .sort((a, b) => Number(a[1]) - Number(b[1]))
-  const slots = await Promise.all(
-    links.map(async (m) => {
-      const text = await readOptional(host, `${dir}/${m[0]}/uevent`)
-      return text === undefined ? undefined : parseUeventSlotName(text)
-    }),
-  )
-  return slots.filter((s): s is string => s !== undefined)
-}
 
 /** Creates the `intel-nic` driver. */
 export function createIntelNicDriver(deps: DriverDeps, options: IntelNicDriverOptions = {}): AcceleratorDriver {

@@ -167,3 +167,18 @@ export async function listPciFunctions(
 export function pciHandleInfo(a: PciAddress, extra: Record<string, string> = {}): Record<string, string> {
   return { domain: a.domain, bus: a.bus, device: a.device, function: a.function, ...extra }
 }
+
+/** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
+export async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
+  const links = (await readDirOptional(host, dir))
+    .map((n) => /^virtfn(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+  const slots = await Promise.all(
+    links.map(async (m) => {
+      const text = await readOptional(host, `${dir}/${m[0]}/uevent`)
+      return text === undefined ? undefined : parseUeventSlotName(text)
+    }),
+  )
+  return slots.filter((s): s is string => s !== undefined)
+}
