@@ -85,3 +85,21 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
     },
   }
 }
+
+/**
+ * The fixture's tree with the content of every file (and command output) replaced by one of
+ * `contents`, picked by a hash of the path: for fuzz tests that feed drivers garbage in the places
+ * they read. A path missing from the fixture stays missing.
+ */
+export function garbledFixtureHostProbe(dir: string, contents: readonly string[]): HostProbe {
+  const real = createFixtureHostProbe(dir)
+  const pick = (p: string): string => contents[[...p].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % contents.length]!
+  return {
+    ...real,
+    readFile: async (p) => {
+      await real.readFile(p)
+      return pick(p)
+    },
+    exec: async (c, a) => pick([c, ...a].join(' ')),
+  }
+}

@@ -4,20 +4,13 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import fc from 'fast-check'
 import { createIntelNicDriver, intelNicDevice, intelNicTraits, parseDeviceMappings, type IntelNicPort } from './intel-nic.js'
-import { createFixtureHostProbe } from './fixture-host-probe.js'
-import type { HostProbe } from './driver.js'
+import { createFixtureHostProbe, garbledFixtureHostProbe as garbled } from './fixture-host-probe.js'
 
 const fixtures = path.join(import.meta.dirname, '__fixtures__', 'intel-nic')
 const read = (c: string, f: string): unknown => JSON.parse(readFileSync(path.join(fixtures, c, f), 'utf8'))
 const discover = (c: string) =>
   createIntelNicDriver({ host: createFixtureHostProbe(path.join(fixtures, c)), hostname: 'compute-1' }, read(c, 'options.json') as Record<string, string>).discover()
 
-/** The fixture's tree with every file (and command output) replaced by one of `contents`. */
-function garbled(dir: string, contents: readonly string[]): HostProbe {
-  const real = createFixtureHostProbe(dir)
-  const pick = (p: string): string => contents[[...p].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % contents.length]!
-  return { ...real, readFile: async (p) => { await real.readFile(p); return pick(p) }, exec: async (c, a) => pick([c, ...a].join(' ')) }
-}
 const junk = fc.oneof(
   fc.uint8Array({ maxLength: 48 }).map((b) => Buffer.from(b).toString('latin1')),
   fc.string({ maxLength: 48 }),
