@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import type { DatabaseHandle } from '../db/connection.js'
+import type { MessageBus } from '../bus/bus.js'
 import { createConductorClient } from '../rpc/conductor-rpc.js'
 import { startCore } from './core.js'
 import { startHttpApi } from './http.js'
@@ -70,6 +71,39 @@ export interface StartOptions {
   signal?: AbortSignal
 }
 
+interface Resources {
+  bus: MessageBus
+  down: Teardown
+  /** Present when the service asked for the database. */
+  db: DatabaseHandle | undefined
+}
+
+/**
+ * The common start of every service: connect the bus, create the state dir, open the database
+ * when asked, registering each for teardown; then `body`. A failed start undoes what was done.
+ */
+async function withResources<T>(
+  config: Config,
+  log: Logger,
+  options: StartOptions,
+  what: { service: string; shared: boolean; database: boolean },
+  body: (r: Resources) => Promise<T>,
+): Promise<T> {
+  const bus = await createConfiguredBus(config, { shared: what.shared, log, service: what.service, ...options })
+  const down = new Teardown(log)
+  return down.guard(async () => {
+    down.add('bus', () => bus.close())
+    ensureStateDir(config)
+    let db: DatabaseHandle | undefined
+    if (what.database) {
+      const opened = await openConfiguredDatabase(config)
+      down.add('database', () => opened.close())
+      db = opened
+    }
+    return body({ bus, down, db })
+  })
+}
+
 /** `cyborg up`: migrate, then conductor, agent and API in one process (in-process bus, or RabbitMQ with transport_url). */
 export async function startAllInOne(
   config: Config,
@@ -77,17 +111,12 @@ export async function startAllInOne(
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
-  const bus = await createConfiguredBus(config, { shared: false, log, service: 'up', ...options })
-  const down = new Teardown(log)
-  return down.guard(async () => {
-    down.add('bus', () => bus.close())
-    ensureStateDir(config)
-    const db = await openConfiguredDatabase(config)
-    down.add('database', () => db.close())
-    log.info({ database: db.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path }, 'starting all-in-one')
-    await migrate(db, log)
+  return withResources(config, log, options, { service: 'up', shared: false, database: true }, async ({ bus, down, db }) => {
+    const database = db!
+    log.info({ database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path }, 'starting all-in-one')
+    await migrate(database, log)
     const core = await startCore({
-      db,
+      db: database,
       bus,
       log,
       conductor: conductorOptions(config),
@@ -97,7 +126,7 @@ export async function startAllInOne(
     })
     down.add('agent and conductor', () => core.stop())
     await firstDiscovery(core.agent, log)
-    const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
+    const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log })
     down.add('api', () => api.app.close())
     log.info({ url: api.url }, `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`)
     return { url: api.url, stop: () => down.run() }
@@ -110,32 +139,20 @@ export async function startApiService(
   log: Logger,
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
-  const bus = await createConfiguredBus(config, { shared: true, log, service: 'api', ...options })
-  const down = new Teardown(log)
-  return down.guard(async () => {
-    down.add('bus', () => bus.close())
-    ensureStateDir(config)
-    const db = await openConfiguredDatabase(config)
-    down.add('database', () => db.close())
+  return withResources(config, log, options, { service: 'api', shared: true, database: true }, async ({ bus, down, db }) => {
     const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
-    const api = await startHttpApi(config, { db, conductor, log })
+    const api = await startHttpApi(config, { db: db!, conductor, log })
     down.add('api', () => api.app.close())
-    log.info({ url: api.url, database: db.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
+    log.info({ url: api.url, database: db!.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
     return { url: api.url, stop: () => down.run() }
   })
 }
 
 /** `cyborg conductor`: the single writer, serving RPCs from the shared bus. */
 export async function startConductorService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
-  const bus = await createConfiguredBus(config, { shared: true, log, service: 'conductor', ...options })
-  const down = new Teardown(log)
-  return down.guard(async () => {
-    down.add('bus', () => bus.close())
-    ensureStateDir(config)
-    const db = await openConfiguredDatabase(config)
-    down.add('database', () => db.close())
+  return withResources(config, log, options, { service: 'conductor', shared: true, database: true }, async ({ bus, down, db }) => {
     const core = await startCore({
-      db,
+      db: db!,
       bus,
       log,
       conductor: conductorOptions(config),
@@ -144,7 +161,7 @@ export async function startConductorService(config: Config, log: Logger, options
       version: VERSION,
     })
     down.add('conductor', () => core.stop())
-    log.info({ database: db.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
+    log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
     return { stop: () => down.run() }
   })
 }
@@ -152,11 +169,7 @@ export async function startConductorService(config: Config, log: Logger, options
 /** `cyborg agent`: discovers this host's devices and reports them to the conductor over the shared bus. */
 export async function startAgentService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
-  const bus = await createConfiguredBus(config, { shared: true, log, service: 'agent', ...options })
-  const down = new Teardown(log)
-  return down.guard(async () => {
-    down.add('bus', () => bus.close())
-    ensureStateDir(config)
+  return withResources(config, log, options, { service: 'agent', shared: true, database: false }, async ({ bus, down }) => {
     const core = await startCore({ bus, log, conductor: false, agent, rpcTimeoutMs: rpcTimeoutMs(config), version: VERSION })
     down.add('agent', () => core.stop())
     log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
