@@ -5,7 +5,9 @@
 #   - RabbitMQ on 127.0.0.1:5672, user guest/guest (the broker's default, loopback only), and a
 #     working rabbitmqctl, with which the tests make a fresh vhost per run;
 #   - the real OpenStack client with the accelerator plugin (Debian's python3-openstackclient and
-#     python3-cyborgclient), which the end-to-end tests drive.
+#     python3-cyborgclient), which the end-to-end tests drive;
+#   - real OpenStack Placement (Debian's placement-api under uwsgi), installed but not started:
+#     each test run starts its own on a free loopback port with scripts/placement.sh.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
@@ -170,8 +172,26 @@ ensure_openstack_clients() {
   log "OpenStack client: $(/usr/bin/openstack --version 2>&1 | head -n 1)"
 }
 
+# ---------------------------------------------------------------- Placement
+ensure_placement() {
+  local p missing=()
+  for p in placement-api python3-placement uwsgi-plugin-python3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    # No dbconfig database and no Keystone endpoint registration: the tests configure it themselves.
+    printf '%s\n' \
+      'placement-common placement-common/dbconfig-install boolean false' \
+      'placement-api placement/register-endpoint boolean false' | debconf-set-selections
+    apt_install "${missing[@]}"
+  fi
+  [ -x /usr/bin/placement-api ] || die "/usr/bin/placement-api is still missing"
+  log "Placement: $(dpkg-query -W -f='${Version}' placement-api) installed (started per test run)"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_rabbitmq
 ensure_openstack_clients
+ensure_placement
 rm -rf "$LOG_DIR"

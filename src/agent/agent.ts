@@ -6,11 +6,13 @@
  *
  * With a cache (local-cache.ts) every snapshot is saved before it is sent and stays in the outbox
  * until the conductor acknowledges it; `start()` replays the outbox before its first discovery.
- * With a bus the agent serves AgentRpc (discover, and the device operations of device-ops.ts over
- * `deps.hostProbe`) and publishes telemetry on `cyborg.telemetry` every period.
+ * With a bus the agent serves AgentRpc (discover, the device operations of device-ops.ts over
+ * `deps.hostProbe`, and install, FPGA programming and runtime driver management of
+ * driver-admin.ts) and publishes telemetry on `cyborg.telemetry` every period.
  */
 import type { MessageBus, Subscription } from '../bus/bus.js'
-import type { AcceleratorDriver, HostProbe } from '../drivers/driver.js'
+import type { AcceleratorDriver, DriverFactory, HostProbe } from '../drivers/driver.js'
+import { DRIVERS } from '../drivers/index.js'
 import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidStateError } from '../domain/errors.js'
@@ -19,6 +21,7 @@ import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
 import { buildSnapshot, discoverAll, type DriverRun } from './snapshot.js'
 import { createDeviceOps } from './device-ops.js'
+import { createDriverAdmin, type DriverSettings } from './driver-admin.js'
 import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
 /** The binary name agents heartbeat under. */
@@ -46,6 +49,10 @@ export interface AgentCache {
   pending?(): Promise<InventorySnapshot[]>
   /** Called after every discovery with each driver's outcome. */
   saveDriverStates?(states: readonly DriverState[]): Promise<void>
+  /** The runtime driver settings (enabled, option overrides) last saved; read once, before the first discovery. */
+  driverSettings?(): Promise<DriverSettings | undefined>
+  /** Saves the runtime driver settings; a failure fails the RPC that changed them. */
+  saveDriverSettings?(settings: DriverSettings): Promise<void>
 }
 
 export interface AgentDeps {
@@ -59,6 +66,10 @@ export interface AgentDeps {
   cache?: AgentCache
   /** The host the device operations (prepare, release, mdevs) write to; without it they fail. */
   hostProbe?: HostProbe
+  /** The options `drivers` were built with, by driver name (`updateDriverOptions` merges over them). @default {} */
+  driverOptions?: Readonly<Record<string, Readonly<Record<string, string>>>>
+  /** Factories to rebuild drivers with new options, by name. @default DRIVERS (src/drivers/index.ts) */
+  driverFactories?: Readonly<Record<string, DriverFactory>>
 }
 
 export interface AgentOptions {
@@ -74,6 +85,8 @@ export interface AgentOptions {
   discoverTimeoutMs?: number
   /** Time limit of a driver's `stats()` for telemetry. @default 5000 */
   statsTimeoutMs?: number
+  /** The compute node provider in Placement that this host's devices hang under, when resolved. */
+  resourceProvider?: { name: string; uuid: string } | undefined
 }
 
 export type AgentState = 'idle' | 'running' | 'stopping' | 'stopped'
@@ -104,7 +117,20 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     statsTimeoutMs = 5000,
   } = options
   const log = deps.log.child({ component: 'agent', host })
+  const placementRoot = options.resourceProvider ? { resourceProvider: options.resourceProvider } : {}
   const deviceOps = createDeviceOps({ host: deps.hostProbe, log })
+  const admin = createDriverAdmin({
+    drivers,
+    factories: deps.driverFactories ?? DRIVERS,
+    baseOptions: deps.driverOptions ?? {},
+    driverDeps: deps.hostProbe && { host: deps.hostProbe, hostname: host },
+    store: {
+      load: async () => cache.driverSettings?.(),
+      save: async (settings) => cache.saveDriverSettings?.(settings),
+    },
+    rediscover: () => discoverNow(),
+    log,
+  })
   /** The runs of the last discovery, for telemetry. */
   let lastRuns: DriverRun[] | undefined
   const controller = new AbortController()
@@ -132,7 +158,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
 
   const runOnce = async (): Promise<InventoryReportResult> => {
     const { signal } = controller
-    const { devices, failures, runs } = await discoverAll(drivers, { signal, timeoutMs: discoverTimeoutMs })
+    await admin.ready()
+    const { devices, failures, runs, byDriver } = await discoverAll(admin.enabled(), { signal, timeoutMs: discoverTimeoutMs })
+    admin.recordDiscovery(byDriver)
     lastRuns = runs
     const at = clock.now().toISOString()
     const states: DriverState[] = runs.map((run) => {
@@ -152,7 +180,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     }
     const snapshot = buildSnapshot(host, devices)
     await cached('saving the snapshot', () => cache.saveSnapshot(snapshot))
-    const result = await conductor.reportInventory({ ...snapshot, autoActivate })
+    const result = await conductor.reportInventory({ ...snapshot, autoActivate, ...placementRoot })
     await cached('acknowledging the snapshot', () => cache.acknowledge(snapshot, result))
     if (result.changed) log.info({ ...result, hash: snapshot.hash }, 'inventory reported')
     else log.debug({ hash: snapshot.hash }, 'inventory unchanged')
@@ -181,7 +209,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
         continue
       }
       try {
-        const result = await conductor.reportInventory({ ...snapshot, autoActivate })
+        const result = await conductor.reportInventory({ ...snapshot, autoActivate, ...placementRoot })
         await cached('acknowledging a replayed report', () => cache.acknowledge(snapshot, result))
         log.info({ ...result, hash: snapshot.hash }, 'replayed an unacknowledged report')
       } catch (err) {
@@ -196,7 +224,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     if (!bus || !runs) return
     const stats = new Map<string, DriverStatsValues>()
     await Promise.all(
-      drivers.map(async (driver) => {
+      admin.enabled().map(async (driver) => {
         const values = await collectStats(driver, { timeoutMs: statsTimeoutMs, signal: controller.signal })
         if (values) stats.set(driver.name, values)
       }),
@@ -236,7 +264,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     async start() {
       if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps })
+      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()

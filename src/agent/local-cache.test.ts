@@ -11,7 +11,7 @@ import { noopLogger } from '../domain/logger.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 
 const devicesOf = (hostname: string) => createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname }).discover()
-const unchanged = { changed: false, added: 0, updated: 0, removed: 0 }
+const unchanged = { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
 
 function warnings() {
   const lines: { obj: unknown; msg: string }[] = []
@@ -33,13 +33,17 @@ void describe('file agent cache', () => {
   })
   after(() => rm(root, { recursive: true, force: true }))
 
-  void it('keeps snapshot, driver states and outbox across instances; acknowledging empties the outbox', async () => {
+  void it('keeps snapshot, driver states, driver settings and outbox across instances; acknowledging empties the outbox', async () => {
     const dir = newDir()
     const cache = createFileAgentCache(dir, { log: noopLogger })
     assert.deepEqual(await cache.pending(), [])
     await cache.saveSnapshot(a)
     await cache.saveDriverStates([{ driver: 'fake', ok: true, deviceCount: 1, durationMs: 0.5, at: '2026-01-01T00:00:00.000Z' }])
+    assert.equal(await cache.driverSettings(), undefined)
+    const settings = { fake: { enabled: false, options: {} }, pci: { enabled: true, options: { device_spec: '[]' } } }
+    await cache.saveDriverSettings(settings)
     const reopened = createFileAgentCache(dir, { log: noopLogger })
+    assert.deepEqual(await reopened.driverSettings(), settings)
     assert.deepEqual(await reopened.pending(), [a])
     assert.deepEqual(await reopened.lastSnapshot(), a)
     assert.equal((await reopened.driverStates())[0]?.driver, 'fake')
@@ -89,15 +93,19 @@ void describe('file agent cache', () => {
     const good = await readFile(outbox, 'utf8')
     await writeFile(outbox, good.slice(0, good.length - 40)) // torn write
     await writeFile(path.join(dir, CACHE_FILES.drivers), '{"not": "a cache file"') // garbage
+    const wrongShape = { savedAt: 'x', drivers: { fake: { enabled: 'yes', options: {} } } }
+    await writeFile(path.join(dir, CACHE_FILES.driverSettings), encodeCacheFile(wrongShape)) // checksum fine, shape not
     const { log, lines } = warnings()
     const cache = createFileAgentCache(dir, { log })
     assert.deepEqual(await cache.pending(), [])
     assert.deepEqual(await cache.lastSnapshot(), a, 'the intact file is still read')
-    assert.equal(lines.length, 2)
+    assert.equal(await cache.driverSettings(), undefined)
+    assert.equal(lines.length, 3)
     assert.ok(lines.every((l) => l.msg.startsWith('agent cache file is corrupt')))
     const files = await readdir(dir)
     assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.outbox}.corrupt-`)).length, 1)
     assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.drivers}.corrupt-`)).length, 1)
+    assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.driverSettings}.corrupt-`)).length, 1)
     await cache.saveSnapshot(b) // and keeps working
     assert.deepEqual((await createFileAgentCache(dir, { log: noopLogger }).pending()).map((s) => s.hash), [b.hash])
   })

@@ -4,7 +4,8 @@
  *
  * - `snapshot.json`: the last snapshot sent, and the last one the conductor acknowledged;
  * - `drivers.json`:  each driver's last discovery outcome;
- * - `outbox.json`:   reports saved but not yet acknowledged, oldest first.
+ * - `outbox.json`:   reports saved but not yet acknowledged, oldest first;
+ * - `driver-settings.json`: runtime driver settings (enabled, option overrides; AgentRpc 1.2).
  *
  * Each file is a header line `cyborg-agent-cache 1 sha256=<hex of the body>` and a JSON body.
  * Every write is atomic: a temp file in the same directory, fsync, rename over the old file,
@@ -21,6 +22,7 @@ import type { Logger } from '../domain/logger.js'
 import { systemClock, type Clock } from '../domain/time.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { AgentCache, DriverState } from './agent.js'
+import type { DriverSettings } from './driver-admin.js'
 
 /** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
 export type CacheFs = Pick<typeof nodeFs, 'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'>
@@ -56,7 +58,17 @@ interface OutboxFile {
   entries: OutboxEntry[]
 }
 
-export const CACHE_FILES = { snapshot: 'snapshot.json', drivers: 'drivers.json', outbox: 'outbox.json' } as const
+interface DriverSettingsFile {
+  savedAt: string
+  drivers: DriverSettings
+}
+
+export const CACHE_FILES = {
+  snapshot: 'snapshot.json',
+  drivers: 'drivers.json',
+  outbox: 'outbox.json',
+  driverSettings: 'driver-settings.json',
+} as const
 const HEADER = /^cyborg-agent-cache 1 sha256=([0-9a-f]{64})$/
 
 /** A file agent cache, with read access for `cyborg agent` diagnostics and tests. */
@@ -98,7 +110,9 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
   const fs: CacheFs = { ...nodeFs, ...deps.fs }
   const clock = deps.clock ?? systemClock
   const log = deps.log.child({ component: 'agent-cache', dir })
-  let state: Promise<{ snapshot?: SnapshotFile; drivers?: DriversFile; outbox: OutboxEntry[] }> | undefined
+  let state:
+    | Promise<{ snapshot?: SnapshotFile; drivers?: DriversFile; outbox: OutboxEntry[]; settings?: DriverSettingsFile }>
+    | undefined
   let queue: Promise<unknown> = Promise.resolve()
 
   const now = () => clock.now().toISOString()
@@ -174,7 +188,8 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
       const snapshot = await readChecked(CACHE_FILES.snapshot, isSnapshotFile)
       const drivers = await readChecked(CACHE_FILES.drivers, isDriversFile)
       const outbox = (await readChecked(CACHE_FILES.outbox, isOutboxFile))?.entries ?? []
-      return { snapshot, drivers, outbox }
+      const settings = await readChecked(CACHE_FILES.driverSettings, isDriverSettingsFile)
+      return { snapshot, drivers, outbox, settings }
     })().catch((err: unknown) => {
       state = undefined
       throw err
@@ -220,6 +235,14 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
         s.drivers = { savedAt: now(), drivers: [...drivers] }
         await writeAtomic(CACHE_FILES.drivers, s.drivers)
       }),
+    driverSettings: () => serialized(async () => (await load()).settings?.drivers),
+    saveDriverSettings: (drivers) =>
+      serialized(async () => {
+        const s = await load()
+        const file: DriverSettingsFile = { savedAt: now(), drivers: structuredClone(drivers) }
+        await writeAtomic(CACHE_FILES.driverSettings, file)
+        s.settings = file
+      }),
     lastSnapshot: () => serialized(async () => (await load()).snapshot?.snapshot),
     lastAcknowledgedHash: () => serialized(async () => (await load()).snapshot?.acknowledged?.hash),
     driverStates: () => serialized(async () => (await load()).drivers?.drivers ?? []),
@@ -232,6 +255,13 @@ const isSnapshot = (v: unknown): v is InventorySnapshot =>
 const isSnapshotFile = (v: unknown): v is SnapshotFile =>
   isObject(v) && typeof v.savedAt === 'string' && isSnapshot(v.snapshot) && (v.acknowledged === null || isObject(v.acknowledged))
 const isDriversFile = (v: unknown): v is DriversFile => isObject(v) && Array.isArray(v.drivers)
+const isStringMap = (v: unknown): v is Record<string, string> =>
+  isObject(v) && Object.values(v).every((x) => typeof x === 'string')
+const isDriverSettingsFile = (v: unknown): v is DriverSettingsFile =>
+  isObject(v) &&
+  typeof v.savedAt === 'string' &&
+  isObject(v.drivers) &&
+  Object.values(v.drivers).every((d) => isObject(d) && typeof d.enabled === 'boolean' && isStringMap(d.options))
 const isOutboxFile = (v: unknown): v is OutboxFile =>
   isObject(v) &&
   Array.isArray(v.entries) &&

@@ -26,6 +26,8 @@ export interface DiscoveryResult {
   devices: DiscoveredDevice[]
   failures: DriverFailure[]
   runs: DriverRun[]
+  /** The devices of each driver that succeeded, by driver name (to find a device's driver). */
+  byDriver: Map<string, DiscoveredDevice[]>
 }
 
 /**
@@ -43,12 +45,14 @@ export async function discoverAll(
       return { outcome, durationMs: Math.round((performance.now() - started) * 1000) / 1000 }
     }),
   )
-  const result: DiscoveryResult = { devices: [], failures: [], runs: [] }
+  const result: DiscoveryResult = { devices: [], failures: [], runs: [], byDriver: new Map() }
   settled.forEach(({ outcome, durationMs }, i) => {
     const driver = drivers[i]!.name
     const ok = Array.isArray(outcome)
-    if (ok) result.devices.push(...outcome)
-    else result.failures.push({ driver, error: outcome })
+    if (ok) {
+      result.devices.push(...outcome)
+      result.byDriver.set(driver, outcome)
+    } else result.failures.push({ driver, error: outcome })
     result.runs.push({ driver, ok, deviceCount: ok ? outcome.length : 0, durationMs })
   })
   return result

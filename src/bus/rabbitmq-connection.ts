@@ -24,7 +24,7 @@ export interface ReconnectingConnectionOptions<S> {
   log: Logger
   /** @default 250 */
   initialDelayMs?: number
-  /** @default 10000 */
+  /** Longest pause between attempts: a broker that is back is found within about this long. @default 2000 */
   maxDelayMs?: number
   /** AMQP heartbeat: a silent peer is declared dead after about twice this. @default 30 */
   heartbeatSeconds?: number
@@ -115,7 +115,7 @@ export class ReconnectingConnection<S> {
   }
 
   async #loop(): Promise<void> {
-    const { brokers, log, initialDelayMs = 250, maxDelayMs = 10_000 } = this.#o
+    const { brokers, log, initialDelayMs = 250, maxDelayMs = 2000 } = this.#o
     for (let attempt = 0; !this.#closed; attempt++) {
       const failures: string[] = []
       for (const broker of brokers) {

@@ -51,12 +51,12 @@ void describe('conductor (sqlite)', () => {
 
   void it('diffs reports, and skips the write when the hash is unchanged', async () => {
     const first = [device('0', 'h1_0000:3b:00.0'), device('1', 'h1_0000:3b:00.1')]
-    assert.deepEqual(await conductor.reportInventory(report('h1', first)), { changed: true, added: 2, updated: 0, removed: 0 })
+    assert.deepEqual(await conductor.reportInventory(report('h1', first)), { changed: true, added: 2, updated: 0, removed: 0, pending: 0 })
     const batches = conductor.stats().batches
     assert.equal((await conductor.reportInventory(report('h1', first))).changed, false)
     assert.equal(conductor.stats().batches, batches)
     const second = [device('1', 'h1_0000:3b:00.1')]
-    assert.deepEqual(await conductor.reportInventory(report('h1', second)), { changed: true, added: 0, updated: 0, removed: 1 })
+    assert.deepEqual(await conductor.reportInventory(report('h1', second)), { changed: true, added: 0, updated: 0, removed: 1, pending: 0 })
     const rows = await handle.db.selectFrom('devices').select(['hostname', 'created_at']).execute()
     assert.deepEqual(rows, [{ hostname: 'h1', created_at: '2024-05-01T10:00:00.000000+00:00' }])
   })

@@ -11,6 +11,11 @@ import { createDeviceProfile, deleteDeviceProfiles } from '../db/device-profiles
 import { createAttribute, deleteAttribute } from '../db/attributes.js'
 import { setDeviceStatus } from '../db/devices.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
+import type { AgentRpc } from '../rpc/agent-rpc.js'
+import { createLifecycle } from './lifecycle.js'
+import { UnavailableError } from '../domain/errors.js'
+import type { PlacementClient } from '../openstack/placement.js'
+import { createPlacementSync, type RootHint } from './placement-sync.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
@@ -31,6 +36,10 @@ export interface ConductorDeps {
   clock: Clock
   /** Id generator for new rows. @default newUuid */
   uuid?: () => string
+  /** The agent of a host, for the lifecycle (`createAgentClient(bus, host, …)`); without it `markDeviceReady` fails. */
+  agentFor?: (host: string) => Pick<AgentRpc, 'install'>
+  /** Placement to keep in step; absent in embedded mode. */
+  placement?: { client: PlacementClient; createRootProvider: boolean }
 }
 
 export interface ConductorOptions {
@@ -54,23 +63,76 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const log = deps.log.child({ component: 'conductor' })
   const committer = createGroupCommitter(db, { intervalMs: saveIntervalMs, maxBatch })
   const now = () => formatTimestamp(clock.now())
+  const placement =
+    deps.placement &&
+    createPlacementSync({
+      db,
+      placement: deps.placement.client,
+      write: (fn) => committer.run(fn),
+      log,
+      createRootProvider: deps.placement.createRootProvider,
+    })
+
+  // A lifecycle change (ready → installing → active | error) changes what is offered: sync after it.
+  const lifecycle =
+    deps.agentFor &&
+    createLifecycle({
+      db,
+      committer,
+      agentFor: deps.agentFor,
+      log,
+      clock,
+      onInventoryChanged: async (host) => void (await syncPlacement(host)),
+    })
+
+  /**
+   * Brings Placement in step with `host` after a change. True when nothing is left over; else the
+   * host's report hash is cleared, so that its next report (unchanged or not) tries again.
+   */
+  const syncPlacement = async (host: string, root?: RootHint): Promise<{ complete: boolean; deleted: number }> => {
+    if (!placement) return { complete: true, deleted: 0 }
+    try {
+      const outcome = await placement.syncHost(host, root)
+      if (outcome.written + outcome.deleted > 0) log.info({ host, ...outcome }, 'placement synced')
+      if (!outcome.complete) await committer.run((trx) => setReportHash(trx, host, null, now()))
+      return outcome
+    } catch (err) {
+      log.warn({ err, host }, 'placement sync failed; the next report of the host retries it')
+    }
+    await committer.run((trx) => setReportHash(trx, host, null, now()))
+    return { complete: false, deleted: 0 }
+  }
 
   return {
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)
-      const { host, hash, devices, autoActivate } = req
-      const unchanged = { changed: false, added: 0, updated: 0, removed: 0 }
+      const { host, hash, devices, autoActivate, resourceProvider } = req
+      const unchanged = { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
       // The common case, an unchanged inventory, costs one read and no write at all.
       if ((await getReportHash(db.db, host)) === hash) return unchanged
-      const result = await committer.run(async (trx) => {
-        // A concurrent identical report may have landed while this one waited for its batch.
-        if ((await getReportHash(trx, host)) === hash) return unchanged
-        const at = now()
-        const counts = await syncHostInventory(trx, { host, hash, devices }, { autoActivate, now: at, uuid })
-        await setReportHash(trx, host, hash, at)
-        return { changed: true, ...counts }
-      })
-      if (result.changed) log.info({ host, hash, ...result }, 'inventory changed')
+      const snapshot = { host, hash, devices }
+      /** Diffs the snapshot in; the hash is kept only when nothing is left to do (else: null, retry). */
+      const apply = (keepHash: boolean, skipIfCurrent = false) =>
+        committer.run(async (trx) => {
+          // A concurrent identical report may have landed while this one waited for its batch.
+          if (skipIfCurrent && (await getReportHash(trx, host)) === hash) return undefined
+          const at = now()
+          const counts = await syncHostInventory(trx, snapshot, { autoActivate, now: at, uuid })
+          await setReportHash(trx, host, keepHash && counts.pending === 0 ? hash : null, at)
+          return counts
+        })
+      let counts = await apply(!placement, true)
+      if (!counts) return unchanged
+      if (placement) {
+        const synced = await syncPlacement(host, resourceProvider)
+        // Providers deleted from Placement free their pending rows: diff again to remove them.
+        if (synced.complete || synced.deleted > 0) {
+          const again = (await apply(synced.complete))!
+          counts = { ...counts, removed: counts.removed + again.removed, pending: again.pending }
+        }
+      }
+      const result = { changed: true, ...counts }
+      log.info({ host, hash, ...result }, 'inventory changed')
       return result
     },
 
@@ -123,7 +185,13 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       const status = checkOneOf(req.status, Object.values(DeviceStatus), 'status')
       const device = await committer.run((trx) => setDeviceStatus(trx, id, status, now()))
       log.info({ uuid: id, status }, 'device status set')
+      await syncPlacement(device.hostname)
       return device
+    },
+
+    async markDeviceReady(req) {
+      if (!lifecycle) throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
+      return lifecycle.markDeviceReady(req?.uuid)
     },
 
     async stop() {

@@ -68,10 +68,16 @@ function checkObjectOrNull(value: unknown, field: string): void {
  * Checks an agent's snapshot: shapes, unique control paths and deployable names, and that the
  * hash really is the hash of the devices (the conductor skips writes on an equal hash).
  */
-export function checkSnapshot(req: InventorySnapshot & { autoActivate: boolean }): void {
+export function checkSnapshot(
+  req: InventorySnapshot & { autoActivate: boolean; resourceProvider?: { name: string; uuid?: string } },
+): void {
   if (req === null || typeof req !== 'object') invalid('snapshot', 'must be an object')
   checkString(req.host, 'host')
   if (typeof req.autoActivate !== 'boolean') invalid('autoActivate', 'must be a boolean')
+  if (req.resourceProvider !== undefined) {
+    checkString(req.resourceProvider?.name, 'resourceProvider.name')
+    if (req.resourceProvider.uuid !== undefined) checkUuid(req.resourceProvider.uuid, 'resourceProvider.uuid')
+  }
   const devices = checkArray(req.devices, 'devices') as DiscoveredDevice[]
   const paths = new Set<string>()
   const names = new Set<string>()

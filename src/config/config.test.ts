@@ -49,7 +49,7 @@ void describe('defaults', () => {
     assert.equal(c.DEFAULT.debug, false)
     assert.deepEqual(c.api, { host_ip: '127.0.0.1', port: 6666, public_endpoint: undefined, api_workers: 1, max_arqs_per_request: 64 })
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
-    assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: 'node-1', auto_activate: false })
+    assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: 'node-1', host_root: '/', auto_activate: false })
     assert.deepEqual(c.conductor, { save_interval_ms: 2, max_batch: 64 })
     assert.equal(c.placement.auth_type, 'none')
     assert.equal(c.placement.password, undefined)

@@ -82,6 +82,10 @@ export const schema = {
       default: '$host',
       help: 'Name of the compute node resource provider in Placement that device providers hang under.',
     }),
+    host_root: path({
+      default: '/',
+      help: "Where the agent sees the host's file system: / normally; the mount point of the host's root (its /sys) when the agent runs in a container. Drivers read sysfs under it.",
+    }),
     auto_activate: bool({
       default: false,
       help: 'Make newly discovered devices active at once instead of waiting for an operator to mark them ready.',
@@ -114,7 +118,14 @@ export const schema = {
     }),
     max_batch: int({ default: 64, min: 1, help: 'Most writes committed in one transaction.' }),
   },
-  placement: keystoneClient('Placement'),
+  placement: {
+    ...keystoneClient('Placement'),
+    create_root_provider: bool({
+      default: false,
+      help: 'Create the compute node resource provider when Placement has none named [agent] resource_provider_name (standalone clouds without nova-compute). Otherwise the agent waits for it and then stops with a message naming what is missing.',
+    }),
+    timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Placement answer.' }),
+  },
   nova: keystoneClient('Nova'),
   keystone_authtoken: {
     www_authenticate_uri: url({ help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.' }),

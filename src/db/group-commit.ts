@@ -20,6 +20,9 @@ export interface GroupCommitOptions {
   maxBatch: number
 }
 
+/** Runs one write in a transaction (the group committer's `run`). */
+export type WriteRunner = <T>(fn: (trx: Kysely<Database>) => Promise<T>) => Promise<T>
+
 export interface GroupCommitter {
   /**
    * Runs `fn` inside the next batch's transaction and settles after that transaction commits.

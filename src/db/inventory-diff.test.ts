@@ -28,6 +28,8 @@ function rowsFrom(devices: DiscoveredDevice[], next = { id: 1 }): CurrentDevice[
       driverName: dep.driverName,
       rpUuid: deployableRpUuid(HOST, dep.name),
       inUse: false,
+      inPlacement: false,
+      removalPending: false,
       attributes: dep.attributes.map((a) => ({ id: next.id++, ...a })),
       handles: dep.attachHandles.map((h) => ({ id: next.id++, type: h.type, info: canonicalJson(h.info), inUse: false })),
     })),
@@ -51,9 +53,13 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
   for (const u of diff.updateDeployables) Object.assign(deps().find((d) => d.id === u.id)!, u.set)
   for (const u of diff.updateAttributes) deps().flatMap((d) => d.attributes).find((a) => a.id === u.id)!.value = u.value
   for (const u of diff.updateHandles) deps().flatMap((d) => d.handles).find((h) => h.id === u.id)!.type = u.type
+  for (const id of diff.markRemovalPending) deps().find((d) => d.id === id)!.removalPending = true
+  for (const id of diff.clearRemovalPending) deps().find((d) => d.id === id)!.removalPending = false
   const newDep = (dep: InventoryDiff['addDeployables'][number] | InventoryDiff['addDevices'][number]['deployables'][number]) => ({
     id: next.id++, name: dep.name, numAccelerators: dep.numAccelerators, driverName: dep.driverName, rpUuid: dep.rpUuid,
     inUse: false,
+    inPlacement: false,
+    removalPending: false,
     attributes: dep.attributes.map((a) => ({ id: next.id++, ...a })),
     handles: dep.handles.map((h) => ({ id: next.id++, ...h, inUse: false })),
   })
@@ -88,11 +94,11 @@ const writes = (diff: InventoryDiff) =>
 await test('diff: first report adds everything, the same report again writes nothing', () => {
   const devices = [sampleDevice(HOST, 0), sampleDevice(HOST, 1)]
   const first = diffInventory(HOST, [], devices)
-  assert.deepEqual(first.counts, { added: 2, updated: 0, removed: 0 })
+  assert.deepEqual(first.counts, { added: 2, updated: 0, removed: 0, pending: 0 })
   assert.equal(first.addDevices[0]!.deployables[0]!.rpUuid, deployableRpUuid(HOST, devices[0]!.deployables[0]!.name))
   const again = diffInventory(HOST, rowsFrom(devices), devices)
   assert.equal(writes(again), 0)
-  assert.deepEqual(again.counts, { added: 0, updated: 0, removed: 0 })
+  assert.deepEqual(again.counts, { added: 0, updated: 0, removed: 0, pending: 0 })
 })
 
 await test('diff: changes land in the right lists, removals list children first', () => {
@@ -114,7 +120,7 @@ await test('diff: changes land in the right lists, removals list children first'
   assert.deepEqual(diff.removeHandles, d1.handles.map((h) => h.id))
   assert.deepEqual(diff.removeDeployables, [d1.id])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
-  assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1 })
+  assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1, pending: 0 })
 })
 
 await test('diff: in-use things are kept and their device marked failed', () => {
@@ -124,12 +130,33 @@ await test('diff: in-use things are kept and their device marked failed', () => 
   const diff = diffInventory(HOST, rows, [])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
   assert.deepEqual(diff.updateDevices, [{ id: rows[0]!.id, set: { health: 'failed', lifecycleReason: MISSING_REASON } }])
-  assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1 })
-  // Already marked: nothing to write. Back in the report: healthy again.
+  assert.deepEqual(diff.markRemovalPending, [rows[0]!.deployables[0]!.id])
+  assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1, pending: 1 })
+  // Already marked: nothing to write. Back in the report: healthy again, no longer pending.
   Object.assign(rows[0]!, { health: 'failed', lifecycleReason: MISSING_REASON })
+  rows[0]!.deployables[0]!.removalPending = true
   assert.equal(writes(diffInventory(HOST, rows.slice(0, 1), [])), 0)
   const back = diffInventory(HOST, rows.slice(0, 1), before.slice(0, 1))
   assert.deepEqual(back.updateDevices, [{ id: rows[0]!.id, set: { health: 'ok', lifecycleReason: null } }])
+  assert.deepEqual(back.clearRemovalPending, [rows[0]!.deployables[0]!.id])
+})
+
+await test('diff: a vanished deployable with a Placement provider waits for the provider to go', () => {
+  const before = [sampleDevice(HOST, 0)]
+  const rows = rowsFrom(before)
+  const dep = rows[0]!.deployables[0]!
+  dep.inPlacement = true
+  const diff = diffInventory(HOST, rows, [])
+  assert.deepEqual(diff.removeDevices, [])
+  assert.deepEqual(diff.removeDeployables, [])
+  assert.deepEqual(diff.markRemovalPending, [dep.id])
+  assert.equal(diff.counts.pending, 1)
+  // Once the conductor has deleted the provider (placement_hash cleared), the rows go.
+  dep.inPlacement = false
+  dep.removalPending = true
+  const freed = diffInventory(HOST, rows, [])
+  assert.deepEqual(freed.removeDevices, [rows[0]!.id])
+  assert.equal(freed.counts.pending, 0)
 })
 
 await test('diff: a snapshot that repeats a key is refused', () => {

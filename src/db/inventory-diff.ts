@@ -3,9 +3,10 @@
  * its agent's snapshot (cyborg-v2-facts §4.1). No I/O; `inventory-sync.ts` loads and applies.
  *
  * Keys: devices by canonical control path, deployables by name (within the device), attributes by
- * key, attach handles by canonical info. Anything in use (a handle held by an ARQ, or a deployable an
- * ARQ names) is never removed: it stays, and its device is marked failed until a later report either
- * shows it again or finds it free.
+ * key, attach handles by canonical info. A vanished deployable that is still held (an ARQ holds it
+ * or one of its handles, or it has a provider in Placement that may carry allocations) is never
+ * removed here: it is marked `removal_pending`, its device is marked failed, and it goes once freed
+ * (the conductor deletes the provider first, then a later diff removes the rows).
  */
 import { InvalidInputError } from '../domain/errors.js'
 import { deployableRpUuid } from '../domain/ids.js'
@@ -31,6 +32,9 @@ export interface CurrentDeployable {
   rpUuid: string | null
   /** Named by an accelerator request (`accelerator_requests.deployable_id`). */
   inUse: boolean
+  /** Has a resource provider in Placement (`placement_hash` is set). */
+  inPlacement: boolean
+  removalPending: boolean
   attributes: { id: number; key: string; value: string }[]
   handles: CurrentHandle[]
 }
@@ -83,13 +87,16 @@ export interface InventoryDiff {
   updateAttributes: { id: number; value: string }[]
   addHandles: { deployableId: number; type: string; info: string }[]
   updateHandles: { id: number; type: string }[]
+  /** Deployables that vanished but are still held, to mark `removal_pending`; and ones back again. */
+  markRemovalPending: number[]
+  clearRemovalPending: number[]
   /** Ids to delete; children of removed parents are listed too (delete attributes/handles first). */
   removeAttributes: number[]
   removeHandles: number[]
   removeDeployables: number[]
   removeDevices: number[]
-  /** Devices added, updated (any change beneath the device) and removed. */
-  counts: { added: number; updated: number; removed: number }
+  /** Devices added, updated (any change beneath the device) and removed; deployables pending removal. */
+  counts: { added: number; updated: number; removed: number; pending: number }
 }
 
 const emptyDiff = (): InventoryDiff => ({
@@ -101,15 +108,19 @@ const emptyDiff = (): InventoryDiff => ({
   updateAttributes: [],
   addHandles: [],
   updateHandles: [],
+  markRemovalPending: [],
+  clearRemovalPending: [],
   removeAttributes: [],
   removeHandles: [],
   removeDeployables: [],
   removeDevices: [],
-  counts: { added: 0, updated: 0, removed: 0 },
+  counts: { added: 0, updated: 0, removed: 0, pending: 0 },
 })
 
 const jsonOrNull = (v: Record<string, unknown> | null) => (v === null ? null : canonicalJson(v))
 const busy = (d: CurrentDeployable) => d.inUse || d.handles.some((h) => h.inUse)
+/** Still held somewhere: cannot be deleted yet. */
+const held = (d: CurrentDeployable) => busy(d) || d.inPlacement
 
 /**
  * Computes the writes that turn `current` (one host's rows) into `devices` (its agent's snapshot).
@@ -135,8 +146,11 @@ export function diffInventory(host: string, current: CurrentDevice[], devices: D
   }
   for (const cur of current) {
     if (seen.has(cur.key)) continue
-    if (cur.deployables.some(busy)) {
-      if (markMissing(diff, cur, true)) diff.counts.updated++
+    if (cur.deployables.some(held)) {
+      const before = writeCount(diff)
+      for (const dep of cur.deployables) vanished(diff, dep)
+      markMissing(diff, cur, true)
+      if (writeCount(diff) > before) diff.counts.updated++
     } else {
       for (const dep of cur.deployables) removeDeployable(diff, dep)
       diff.removeDevices.push(cur.id)
@@ -167,7 +181,7 @@ function diffDevice(diff: InventoryDiff, host: string, cur: CurrentDevice, devic
   for (const old of cur.deployables) {
     if (names.has(old.name)) continue
     if (busy(old)) missing = true
-    else removeDeployable(diff, old)
+    vanished(diff, old)
   }
   markMissing(diff, cur, missing)
   return writeCount(diff) > before
@@ -186,6 +200,7 @@ function diffDeployable(
   if (cur.driverName !== want.driverName) set.driverName = want.driverName
   if (cur.rpUuid !== want.rpUuid) set.rpUuid = want.rpUuid
   if (Object.keys(set).length > 0) diff.updateDeployables.push({ id: cur.id, set })
+  if (cur.removalPending) diff.clearRemovalPending.push(cur.id)
 
   const attrs = new Map(cur.attributes.map((a) => [a.key, a]))
   for (const { key, value } of want.attributes) {
@@ -222,6 +237,13 @@ function markMissing(diff: InventoryDiff, cur: CurrentDevice, missing: boolean):
   if (existing) Object.assign(existing.set, set)
   else diff.updateDevices.push({ id: cur.id, set })
   return true
+}
+
+/** A deployable missing from the report: removed when nothing holds it, else (still) pending removal. */
+function vanished(diff: InventoryDiff, dep: CurrentDeployable): void {
+  if (!held(dep)) return removeDeployable(diff, dep)
+  diff.counts.pending++
+  if (!dep.removalPending) diff.markRemovalPending.push(dep.id)
 }
 
 function removeDeployable(diff: InventoryDiff, dep: CurrentDeployable): void {

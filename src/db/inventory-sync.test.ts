@@ -40,7 +40,7 @@ for (const dialect of await testDialects()) {
       try {
         const { db } = handle
         const snap = sampleSnapshot('h1', 3)
-        assert.deepEqual(await sync(db, snap), { added: 3, updated: 0, removed: 0 })
+        assert.deepEqual(await sync(db, snap), { added: 3, updated: 0, removed: 0, pending: 0 })
         assert.deepEqual(await counts(db), [3, 3, 6, 6])
         const devices = await db.selectFrom('devices').selectAll().orderBy('id').execute()
         assert.deepEqual(devices.map((d) => [d.lifecycle, d.health, d.cpid_type]), Array(3).fill(['inactive', 'ok', 'PCI']))
@@ -51,7 +51,7 @@ for (const dialect of await testDialects()) {
 
         // The same snapshot again: nothing changes, not even updated_at.
         const { db: cdb, seen } = counting(db)
-        assert.deepEqual(await sync(cdb, snap, T1), { added: 0, updated: 0, removed: 0 })
+        assert.deepEqual(await sync(cdb, snap, T1), { added: 0, updated: 0, removed: 0, pending: 0 })
         assert.ok(seen.queries <= 5, `an unchanged report took ${seen.queries} queries`)
         assert.deepEqual(await db.selectFrom('devices').selectAll().orderBy('id').execute(), devices)
 
@@ -64,7 +64,7 @@ for (const dialect of await testDialects()) {
           info: { domain: '0000', bus: '12', device: '00', function: '7' },
         })
         changed.devices[2]!.vendor = 'beef'
-        assert.deepEqual(await sync(db, changed, T1), { added: 0, updated: 3, removed: 0 })
+        assert.deepEqual(await sync(db, changed, T1), { added: 0, updated: 3, removed: 0, pending: 0 })
         assert.deepEqual(await counts(db), [3, 3, 6, 7])
         const dep0 = await db.selectFrom('deployables').selectAll().where('id', '=', deps[0]!.id).executeTakeFirstOrThrow()
         assert.deepEqual([dep0.num_accelerators, dep0.updated_at, dep0.uuid], [4, T1, deps[0]!.uuid])
@@ -76,14 +76,14 @@ for (const dialect of await testDialects()) {
         // Remove device 2: its deployable, attributes and handles go with it.
         const fewer = structuredClone(changed)
         fewer.devices.pop()
-        assert.deepEqual(await sync(db, fewer, T1), { added: 0, updated: 0, removed: 1 })
+        assert.deepEqual(await sync(db, fewer, T1), { added: 0, updated: 0, removed: 1, pending: 0 })
         assert.deepEqual(await counts(db), [2, 2, 4, 4])
 
         // Another host's report leaves h1 alone; autoActivate makes its devices active.
-        assert.deepEqual(await sync(db, sampleSnapshot('h2', 1), T1, true), { added: 1, updated: 0, removed: 0 })
+        assert.deepEqual(await sync(db, sampleSnapshot('h2', 1), T1, true), { added: 1, updated: 0, removed: 0, pending: 0 })
         const h2 = await db.selectFrom('devices').select('lifecycle').where('hostname', '=', 'h2').execute()
         assert.deepEqual(h2, [{ lifecycle: 'active' }])
-        assert.deepEqual(await sync(db, { host: 'h1', hash: 'empty', devices: [] }, T1), { added: 0, updated: 0, removed: 2 })
+        assert.deepEqual(await sync(db, { host: 'h1', hash: 'empty', devices: [] }, T1), { added: 0, updated: 0, removed: 2, pending: 0 })
         assert.deepEqual(await counts(db), [1, 1, 2, 2])
       } finally {
         await handle.close()
@@ -116,7 +116,7 @@ for (const dialect of await testDialects()) {
 
         // Report without devices 0 and 1: both are kept and marked failed; device 2 stays untouched.
         const onlyLast = { ...snap, devices: [snap.devices[2]!] }
-        assert.deepEqual(await sync(db, onlyLast, T1), { added: 0, updated: 2, removed: 0 })
+        assert.deepEqual(await sync(db, onlyLast, T1), { added: 0, updated: 2, removed: 0, pending: 2 })
         assert.deepEqual(await counts(db), [3, 3, 6, 6])
         const health = async () =>
           (await db.selectFrom('devices').select(['health', 'lifecycle_reason']).orderBy('id').execute()).map((d) => [
@@ -125,7 +125,7 @@ for (const dialect of await testDialects()) {
           ])
         assert.deepEqual(await health(), [['failed', MISSING_REASON], ['failed', MISSING_REASON], ['ok', null]])
         // The same report again changes nothing.
-        assert.deepEqual(await sync(db, onlyLast, T1), { added: 0, updated: 0, removed: 0 })
+        assert.deepEqual(await sync(db, onlyLast, T1), { added: 0, updated: 0, removed: 0, pending: 2 })
 
         // Device 1 frees its handle: the next report removes it. Device 0 comes back: it is healthy again.
         await db.updateTable('attach_handles').set({ in_use: 0 }).where('id', '=', handles[2]!.id).execute()
@@ -133,6 +133,7 @@ for (const dialect of await testDialects()) {
           added: 0,
           updated: 1,
           removed: 1,
+          pending: 0,
         })
         assert.deepEqual(await health(), [['ok', null], ['ok', null]])
         assert.deepEqual((await db.selectFrom('devices').select('id').orderBy('id').execute()).map((d) => d.id), [
@@ -144,7 +145,7 @@ for (const dialect of await testDialects()) {
         const lessHandles = structuredClone(snap)
         lessHandles.devices[0]!.deployables[0]!.attachHandles = []
         lessHandles.devices.splice(1, 1)
-        assert.deepEqual(await sync(db, lessHandles, T1), { added: 0, updated: 1, removed: 0 })
+        assert.deepEqual(await sync(db, lessHandles, T1), { added: 0, updated: 1, removed: 0, pending: 0 })
         const kept = await db.selectFrom('attach_handles').select('id').where('deployable_id', '=', handles[0]!.deployable_id).execute()
         assert.deepEqual(kept, [{ id: handles[0]!.id }])
         assert.deepEqual((await health())[0], ['failed', MISSING_REASON])

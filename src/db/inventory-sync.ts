@@ -26,6 +26,8 @@ export interface SyncResult {
   added: number
   updated: number
   removed: number
+  /** Deployables missing from the report but kept (removal_pending) because something holds them. */
+  pending: number
 }
 
 /** Diffs one host's full snapshot into the tables; returns how many devices were added, updated, removed. */
@@ -90,6 +92,8 @@ export async function loadHostInventory(db: Kysely<Database>, host: string): Pro
       driverName: d.driver_name,
       rpUuid: d.rp_uuid,
       inUse: namedDeployables.has(d.id),
+      inPlacement: d.placement_hash !== null,
+      removalPending: Number(d.removal_pending) === 1,
       attributes: [],
       handles: [],
     }
@@ -153,6 +157,14 @@ export async function applyInventoryDiff(
   }
   for (const { id, value } of diff.updateAttributes) {
     await db.updateTable('attributes').set({ value, updated_at: now }).where('id', '=', id).execute()
+  }
+  for (const [ids, flag] of [
+    [diff.markRemovalPending, 1],
+    [diff.clearRemovalPending, 0],
+  ] as const) {
+    await deleteIn(ids, (chunk) =>
+      db.updateTable('deployables').set({ removal_pending: flag, updated_at: now }).where('id', 'in', chunk).execute(),
+    )
   }
   for (const { id, type } of diff.updateHandles) {
     await db

@@ -3,9 +3,10 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import { UnavailableError } from '../domain/errors.js'
 import type { DatabaseHandle } from './connection.js'
 import { initialMigration } from './migrations/0001-initial.js'
+import { placementMigration } from './migrations/0002-placement.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
-  return { '0001-initial': initialMigration(handle.dialect) }
+  return { '0001-initial': initialMigration(handle.dialect), '0002-placement': placementMigration }
 }
 
 export interface MigrationReport {

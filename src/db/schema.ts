@@ -49,6 +49,10 @@ export interface DeployablesTable {
   rp_uuid: string | null
   driver_name: string | null
   bitstream_id: string | null
+  /** Hash of the provider state last confirmed in Placement; null = not in Placement. */
+  placement_hash: Generated<string | null>
+  /** 1 while it vanished from its host's report but is still held (ARQ or Placement allocations). */
+  removal_pending: Generated<number>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

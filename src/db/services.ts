@@ -57,7 +57,8 @@ export async function getReportHash(db: Kysely<Database>, host: string): Promise
 }
 
 /** Stores the hash of an accepted report (a report also counts as a sign of life). */
-export async function setReportHash(db: Kysely<Database>, host: string, hash: string, now: string): Promise<void> {
+/** Stores the hash of an accepted report, or null so that the next report is diffed again. */
+export async function setReportHash(db: Kysely<Database>, host: string, hash: string | null, now: string): Promise<void> {
   await upsert(db, host, AGENT_BINARY, { report_hash: hash, last_seen: now, updated_at: now }, { version: '' })
 }
 

@@ -64,5 +64,7 @@ export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
       }
       return [device]
     },
+    /** Programming the fake FPGA does nothing (and records nothing): it exercises the agent's path. */
+    async program() {},
   }
 }

@@ -29,8 +29,22 @@ void describe('fixture host probe', () => {
       assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override'), 'vfio-pci')
       assert.deepEqual(probe.writes, [{ path: '/sys/bus/pci/devices/0000:0c:00.0/driver_override', data: 'vfio-pci' }])
       assert.equal(commandSlug('nvidia-smi', ['-q', '-x']), 'nvidia-smi-q-x')
+      assert.deepEqual(
+        probe.execs.map((e) => [e.command, ...e.args].join(' ')),
+        ['lspci -nnn -D', 'nvidia-smi -q -x', 'lspci -k'],
+      )
     } finally {
       await rm(dir, { recursive: true })
     }
+  })
+
+  void it('answers given outputs and records every exec with its options', async () => {
+    const probe = createFixtureHostProbe('/nonexistent', { outputs: { 'fpgaconf /x.gbs': 'ok\n' } })
+    assert.equal(await probe.exec('fpgaconf', ['/x.gbs'], { timeoutMs: 5 }), 'ok\n')
+    await assert.rejects(probe.exec('fpgaconf', ['/y.gbs']), { name: 'DriverError' })
+    assert.deepEqual(probe.execs, [
+      { command: 'fpgaconf', args: ['/x.gbs'], options: { timeoutMs: 5 } },
+      { command: 'fpgaconf', args: ['/y.gbs'] },
+    ])
   })
 })

@@ -7,10 +7,13 @@
  *   (`{ "lspci -nnn -D": "lspci-nnn-D.txt" }`), else the file in `<dir>` whose name without its
  *   extension is the command line with spaces and dashes collapsed (`lspci-nnn-D.txt`);
  *   an unrecorded command fails like a missing one (COMMAND_NOT_FOUND);
+ * - a command line given in `options.outputs` answers that text (for commands that change the
+ *   host, such as FPGA programming tools, whose output is not worth a recording);
+ * - every `exec` is recorded in `execs` (answered or not), with its options;
  * - writes are recorded in `writes` and read back, never written to the fixture.
  */
 import path from 'node:path'
-import type { HostProbe } from './driver.js'
+import type { ExecOptions, HostProbe } from './driver.js'
 import { createNodeHostProbe } from './node-host-probe.js'
 import { DriverError } from '../domain/errors.js'
 
@@ -18,12 +21,16 @@ import { DriverError } from '../domain/errors.js'
 export interface FixtureHostProbe extends HostProbe {
   /** Every `writeFile`, in order. */
   readonly writes: readonly { path: string; data: string }[]
+  /** Every `exec`, in order, including the ones that failed. */
+  readonly execs: readonly { command: string; args: string[]; options?: ExecOptions }[]
 }
 
 /** Options of {@link createFixtureHostProbe}. */
 export interface FixtureHostProbeOptions {
   /** Command line → file (relative to the fixture dir); merged over `commands.json`. @default {} */
   commands?: Record<string, string>
+  /** Command line → its stdout, answered without a recording file. @default {} */
+  outputs?: Record<string, string>
 }
 
 /** The file name a command line replays from: `nvidia-smi -q -x` → `nvidia-smi-q-x`. */
@@ -37,6 +44,7 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
   const real = createNodeHostProbe({ execTimeoutMs: 5000 })
   const overlay = new Map<string, string>()
   const writes: { path: string; data: string }[] = []
+  const execs: { command: string; args: string[]; options?: ExecOptions }[] = []
   let commands: Promise<Record<string, string>> | undefined
 
   /** Maps a host path into the fixture; refuses relative paths and escapes. */
@@ -55,6 +63,7 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
 
   return {
     writes,
+    execs,
     async readFile(hostPath) {
       const written = overlay.get(path.posix.normalize(hostPath))
       return written ?? real.readFile(inFixture(hostPath))
@@ -70,9 +79,12 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
       overlay.set(path.posix.normalize(hostPath), data)
       writes.push({ path: hostPath, data })
     },
-    async exec(command, args) {
-      commands ??= loadCommands()
+    async exec(command, args, execOptions) {
+      execs.push({ command, args: [...args], ...(execOptions ? { options: execOptions } : {}) })
       const line = [command, ...args].join(' ')
+      const output = options.outputs?.[line]
+      if (output !== undefined) return output
+      commands ??= loadCommands()
       const named = (await commands)[line]
       if (named !== undefined) return real.readFile(path.join(root, named))
       const slug = commandSlug(command, args)

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import fc from 'fast-check'
-import { createIntelFpgaDriver, intelFpgaDevice, intelFpgaTraits, parseFpgaId } from './intel-fpga.js'
+import { createIntelFpgaDriver, fpgaconfArgs, intelFpgaDevice, intelFpgaTraits, parseFpgaId } from './intel-fpga.js'
 import { createFixtureHostProbe, garbledFixtureHostProbe as garbled } from './fixture-host-probe.js'
 
 const fixtures = path.join(import.meta.dirname, '__fixtures__', 'intel-fpga')
@@ -81,5 +81,20 @@ void describe('intel-fpga discover', () => {
       }),
       { numRuns: 60 },
     )
+  })
+
+  void it('programs with fpgaconf, the PCI numbers in 0x form, with a long time limit', async () => {
+    const line = '/usr/bin/fpgaconf --bus 0x5e --device 0x00 --function 0x0 /var/lib/cyborg/images/crc.gbs'
+    const host = createFixtureHostProbe(path.join(fixtures, 'typical'), { outputs: { [line]: '' } })
+    const driver = createIntelFpgaDriver({ host, hostname: 'compute-1' })
+    await driver.program!('0000:5e:00.0', '/var/lib/cyborg/images/crc.gbs')
+    assert.deepEqual(host.execs, [
+      { command: '/usr/bin/fpgaconf', args: line.split(' ').slice(1), options: { timeoutMs: 30 * 60_000 } },
+    ])
+    assert.deepEqual(fpgaconfArgs({ domain: '0000', bus: '10', device: '1f', function: '7' }, '/i.gbs'), [
+      '--bus', '0x10', '--device', '0x1f', '--function', '0x7', '/i.gbs',
+    ])
+    await assert.rejects(driver.program!('0000:3b:00.0', '/missing.gbs'), { name: 'DriverError', code: 'PROGRAM_FAILED', message: /0000:3b:00\.0 with \/missing\.gbs/ })
+    await assert.rejects(driver.program!('not-an-address', '/i.gbs'), { name: 'InvalidInputError', code: 'PCI_ADDRESS_INVALID' })
   })
 })

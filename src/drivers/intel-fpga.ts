@@ -14,7 +14,7 @@
  * one deployable whose accelerators and handles are its VFs. VF functions are never scanned as PFs.
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import { AttachType, DeviceType, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
 import {
   listPciFunctions,
   parsePciAddress,
@@ -25,6 +25,19 @@ import {
   readVirtfns,
 } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
+import { programTarget, runProgrammer } from './fpga-program.js'
+
+/** OPAE's programming tool (opae-sdk tools/fpgaconf), the one OpenStack Cyborg's intel driver runs. */
+export const FPGACONF = '/usr/bin/fpgaconf'
+
+/**
+ * fpgaconf's arguments: `--bus 0x3b --device 0x00 --function 0x0 <image>`. fpgaconf reads the
+ * numbers with `strtoul(…, 0)`, so they must carry `0x`: a bare `3b` is refused ("invalid bus")
+ * and a bare `10` would be read as decimal. The domain is not passed, as in Cyborg's driver.
+ */
+export function fpgaconfArgs(pci: PciAddress, imagePath: string): string[] {
+  return ['--bus', `0x${pci.bus}`, '--device', `0x${pci.device}`, '--function', `0x${pci.function}`, imagePath]
+}
 
 /** Intel PAC PF device ids (vendor 8086) → model segment of the model trait (drivers/fpga/dfl-pci.c). */
 export const INTEL_FPGA_PF_MODELS: Readonly<Record<string, string>> = {
@@ -121,7 +134,6 @@ async function readFpgaIds(host: HostProbe, dir: string): Promise<{ afuIds: stri
   return { afuIds: uniqSorted(await Promise.all(afu)), regionIds: uniqSorted(await Promise.all(region)) }
 }
 
-
 /** Creates the `intel-fpga` driver. It takes no options. */
 export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {
   const { host, hostname } = deps
@@ -149,6 +161,10 @@ export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string,
         devices.push(intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname))
       }
       return devices
+    },
+    async program(address, imagePath) {
+      const pci = programTarget('intel-fpga', address)
+      await runProgrammer(host, { driver: 'intel-fpga', pci, imagePath, command: FPGACONF, args: fpgaconfArgs(pci, imagePath) })
     },
   }
 }

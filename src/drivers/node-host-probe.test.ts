@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createNodeHostProbe } from './node-host-probe.js'
@@ -40,5 +40,30 @@ void describe('node host probe', () => {
   void it('kills a command that runs too long', async () => {
     const quick = createNodeHostProbe({ execTimeoutMs: 100 })
     await assert.rejects(quick.exec(node, ['-e', 'setTimeout(() => {}, 5000)']), { code: 'COMMAND_TIMEOUT' })
+  })
+
+  void it('lets one call ask for a longer or shorter time limit', async () => {
+    const quick = createNodeHostProbe({ execTimeoutMs: 100 })
+    const slow = ['-e', 'setTimeout(() => process.stdout.write("done"), 300)']
+    assert.equal(await quick.exec(node, slow, { timeoutMs: 3000 }), 'done')
+    await assert.rejects(probe.exec(node, slow, { timeoutMs: 50 }), { code: 'COMMAND_TIMEOUT', message: /50 ms/ })
+  })
+})
+
+void describe('node host probe under a host root ([agent] host_root)', () => {
+  void it('reads and writes host paths under the root', async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'probe-root-'))
+    try {
+      const probe = createNodeHostProbe({ root })
+      await mkdir(path.join(root, 'sys/bus/pci/devices/0000:3b:00.0'), { recursive: true })
+      await probe.writeFile('/sys/bus/pci/devices/0000:3b:00.0/vendor', '0x10de\n')
+      assert.equal(await readFile(path.join(root, 'sys/bus/pci/devices/0000:3b:00.0/vendor'), 'utf8'), '0x10de\n')
+      assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:3b:00.0/vendor'), '0x10de\n')
+      assert.deepEqual(await probe.readDir('/sys/bus/pci/devices'), ['0000:3b:00.0'])
+      assert.equal(await probe.exists('/sys/bus/pci/devices/0000:3b:00.0'), true)
+      assert.equal(await probe.exists('/sys/class/nvme'), false)
+    } finally {
+      await rm(root, { recursive: true, force: true })
+    }
   })
 })

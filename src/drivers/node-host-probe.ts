@@ -4,57 +4,66 @@
  */
 import { access, readdir, readFile, writeFile } from 'node:fs/promises'
 import { execFile, type ExecFileException } from 'node:child_process'
+import { join } from 'node:path'
 import type { HostProbe } from './driver.js'
 import { DriverError } from '../domain/errors.js'
 
 /** Options of {@link createNodeHostProbe}. */
 export interface NodeHostProbeOptions {
-  /** A command running longer is killed and fails with code COMMAND_TIMEOUT. @default 30000 */
+  /** A command running longer is killed and fails with code COMMAND_TIMEOUT (a call may ask for more). @default 30000 */
   execTimeoutMs?: number
   /** Largest stdout accepted from a command, in bytes. @default 16777216 */
   maxOutputBytes?: number
+  /**
+   * Where the host's file system is seen (`[agent] host_root`): `/` normally; the mount point of the
+   * host's root when the agent runs in a container. Files are read and written under it; commands
+   * run as they are. @default '/'
+   */
+  root?: string
 }
 
 /** Creates a HostProbe over the real host. */
 export function createNodeHostProbe(options: NodeHostProbeOptions = {}): HostProbe {
-  const { execTimeoutMs = 30_000, maxOutputBytes = 16 * 1024 * 1024 } = options
+  const { execTimeoutMs = 30_000, maxOutputBytes = 16 * 1024 * 1024, root = '/' } = options
+  const at = root === '/' ? (p: string) => p : (p: string) => join(root, p)
   return {
     async readFile(path) {
       try {
-        return await readFile(path, 'utf8')
+        return await readFile(at(path), 'utf8')
       } catch (err) {
         throw fsError('read', path, err)
       }
     },
     async readDir(path) {
       try {
-        return (await readdir(path)).sort()
+        return (await readdir(at(path))).sort()
       } catch (err) {
         throw fsError('list', path, err)
       }
     },
     async exists(path) {
-      return access(path).then(
+      return access(at(path)).then(
         () => true,
         () => false,
       )
     },
     async writeFile(path, data) {
       try {
-        await writeFile(path, data, 'utf8')
+        await writeFile(at(path), data, 'utf8')
       } catch (err) {
         throw fsError('write', path, err)
       }
     },
-    exec(command, args) {
+    exec(command, args, execOptions = {}) {
+      const timeoutMs = execOptions.timeoutMs ?? execTimeoutMs
       return new Promise((resolve, reject) => {
         execFile(
           command,
           [...args],
-          { shell: false, timeout: execTimeoutMs, maxBuffer: maxOutputBytes, encoding: 'utf8', windowsHide: true },
+          { shell: false, timeout: timeoutMs, maxBuffer: maxOutputBytes, encoding: 'utf8', windowsHide: true },
           (err, stdout, stderr) => {
             if (!err) return resolve(stdout)
-            reject(execError(command, args, err, stderr, execTimeoutMs))
+            reject(execError(command, args, err, stderr, timeoutMs))
           },
         )
       })

@@ -6,19 +6,9 @@
  * profiles, so every trait a driver emits is documented in docs/drivers.md and must not change.
  */
 
-/** What Placement accepts as a trait name. */
-export const TRAIT_PATTERN = /^[A-Z0-9_]+$/
+import { isValidTrait } from '../domain/placement.js'
 
-/** Placement's limit on a trait name. */
-export const TRAIT_MAX_LENGTH = 255
-
-/** The trait every Cyborg-managed resource provider carries. */
-export const OWNER_CYBORG = 'OWNER_CYBORG'
-
-/** True if Placement accepts `name` as a trait. */
-export function isValidTrait(name: string): boolean {
-  return name.length > 0 && name.length <= TRAIT_MAX_LENGTH && TRAIT_PATTERN.test(name)
-}
+export { isValidTrait, OWNER_CYBORG, TRAIT_MAX_LENGTH, TRAIT_PATTERN } from '../domain/placement.js'
 
 /**
  * Turns free text into a trait-name segment: upper case, every run of characters outside

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import fc from 'fast-check'
-import { createXilinxFpgaDriver, groupXilinxCards, parseLspciNnk, xilinxDevice } from './xilinx-fpga.js'
+import { createXilinxFpgaDriver, groupXilinxCards, parseLspciNnk, XBMGMT, xilinxDevice } from './xilinx-fpga.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
 import type { HostProbe } from './driver.js'
 import { DriverError } from '../domain/errors.js'
@@ -103,5 +103,15 @@ void describe('xilinx-fpga discover', () => {
       }),
       { numRuns: 100 },
     )
+  })
+
+  void it('programs with xbmgmt program --base, the management PF as a BDF', async () => {
+    const line = `${XBMGMT} program --device 0000:3b:00.0 --base --image /opt/xilinx/firmware/u200/base.xsabin`
+    const host = createFixtureHostProbe(path.join(fixtures, 'typical'), { outputs: { [line]: 'done\n' } })
+    const driver = createXilinxFpgaDriver({ host, hostname: 'compute-1' })
+    await driver.program!('0000:3B:00.0', '/opt/xilinx/firmware/u200/base.xsabin')
+    assert.equal(host.execs.length, 1)
+    assert.equal([host.execs[0]!.command, ...host.execs[0]!.args].join(' '), line)
+    await assert.rejects(driver.program!('0000:3b:00.0', '/other.xsabin'), { name: 'DriverError', code: 'PROGRAM_FAILED' })
   })
 })

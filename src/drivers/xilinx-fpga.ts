@@ -14,6 +14,19 @@ import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/invento
 import { AppError, DriverError } from '../domain/errors.js'
 import { formatPciAddress, parsePciAddress, pciHandleInfo, throwIfAborted } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
+import { programTarget, runProgrammer } from './fpga-program.js'
+
+/** XRT's management tool, the one OpenStack Cyborg's xilinx driver runs. */
+export const XBMGMT = '/opt/xilinx/xrt/bin/xbmgmt'
+
+/**
+ * `xbmgmt program --device 0000:3b:00.0 --base --image <image>` (XRT xbmgmt(1); `--base` flashes
+ * the shell). The device is the management PF in `dddd:bb:dd.f` form; Cyborg joins all four parts
+ * with `:`, which is not a BDF xbmgmt accepts.
+ */
+export function xbmgmtArgs(bdf: string, imagePath: string): string[] {
+  return ['program', '--device', bdf, '--base', '--image', imagePath]
+}
 
 /** HostProbe error codes that mean "no lspci here" (the fixture probe reports a missing host dir as a path). */
 const EMPTY_HOST_CODES = new Set(['COMMAND_NOT_FOUND', 'HOST_PATH_NOT_FOUND'])
@@ -153,6 +166,11 @@ export function createXilinxFpgaDriver(deps: DriverDeps, options: Record<string,
         throw new DriverError('xilinx-fpga: lspci failed', { code: 'LSPCI_FAILED', cause: err })
       }
       return groupXilinxCards(parseLspciNnk(typeof text === 'string' ? text : '')).map((c) => xilinxDevice(c, hostname))
+    },
+    async program(address, imagePath) {
+      const pci = programTarget('xilinx-fpga', address)
+      const args = xbmgmtArgs(formatPciAddress(pci), imagePath)
+      await runProgrammer(host, { driver: 'xilinx-fpga', pci, imagePath, command: XBMGMT, args })
     },
   }
 }

@@ -13,7 +13,10 @@ import { createDrivers } from '../drivers/index.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
 import type { HostProbe } from '../drivers/driver.js'
 import { createConductorClient, serveConductor, type ConductorRpc } from '../rpc/conductor-rpc.js'
+import { createAgentClient } from '../rpc/agent-rpc.js'
 import type { Logger } from '../domain/logger.js'
+import type { PlacementClient } from '../openstack/placement.js'
+import { findRootProvider } from '../openstack/root-provider.js'
 import { systemClock, type Clock } from '../domain/time.js'
 
 export interface CoreAgentOptions {
@@ -27,12 +30,25 @@ export interface CoreAgentOptions {
   enabledDrivers?: string[]
   /** Per-driver options, by driver name. @default {} */
   driverOptions?: Record<string, Record<string, string>>
-  /** The host the drivers look at. @default the real host (createNodeHostProbe) */
+  /** Where the host's file system is seen (`[agent] host_root`). @default '/' */
+  hostRoot?: string
+  /** The host the drivers look at. @default the real host (createNodeHostProbe under hostRoot) */
   hostProbe?: HostProbe
   /** @default a file cache in `stateDir` when given, else a cache that keeps nothing */
   cache?: AgentCache
   /** The agent's state directory (`<state_path>/agent-<host>/`): its file cache lives there. */
   stateDir?: string
+  /**
+   * Names the compute node may have in Placement, tried in order when Placement is configured
+   * (`[agent] resource_provider_name`, then `[DEFAULT] host`). @default [host]
+   */
+  resourceProviderNames?: string[]
+}
+
+/** Placement, when configured (`[placement]`). */
+export interface CorePlacement {
+  client: PlacementClient
+  createRootProvider: boolean
 }
 
 export interface CoreOptions {
@@ -50,6 +66,8 @@ export interface CoreOptions {
   rpcTimeoutMs?: number
   /** Version reported in heartbeats. @default '0.1.0' */
   version?: string
+  /** Placement to keep in step (conductor) and to find the compute node in (agent). */
+  placement?: CorePlacement
 }
 
 export interface Core {
@@ -82,21 +100,33 @@ export async function startCore(options: CoreOptions): Promise<Core> {
   try {
     if (conductorOptions !== false) {
       if (!db) throw new TypeError('startCore: a conductor needs options.db')
-      conductor = createConductor({ db, log, clock }, conductorOptions)
+      const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: rpcTimeoutMs })
+      conductor = createConductor({ db, log, clock, placement: options.placement, agentFor }, conductorOptions)
       server = await serveConductor(bus, conductor)
     }
     if (agentOptions !== false) {
       const { host = osHostname(), enabledDrivers = ['fake'], driverOptions = {}, stateDir } = agentOptions
-      const hostProbe = agentOptions.hostProbe ?? createNodeHostProbe()
+      const { placement } = options
+      // With Placement, the compute node must exist before any device provider can hang under it.
+      const resourceProvider =
+        placement &&
+        (await findRootProvider({
+          placement: placement.client,
+          names: agentOptions.resourceProviderNames ?? [host],
+          create: placement.createRootProvider,
+          log,
+        }))
+      const hostProbe = agentOptions.hostProbe ?? createNodeHostProbe({ root: agentOptions.hostRoot })
       const drivers = createDrivers(enabledDrivers, { host: hostProbe, hostname: host }, driverOptions)
       const cache = agentOptions.cache ?? (stateDir === undefined ? undefined : createFileAgentCache(stateDir, { log, clock }))
       agent = createAgent(
-        { conductor: conductorClient, drivers, log, clock, bus, cache, hostProbe },
+        { conductor: conductorClient, drivers, driverOptions, log, clock, bus, cache, hostProbe },
         {
           host,
           version,
           periodicIntervalMs: agentOptions.periodicIntervalMs,
           autoActivate: agentOptions.autoActivate,
+          resourceProvider,
         },
       )
       await agent.start()

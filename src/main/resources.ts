@@ -17,6 +17,9 @@ import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
 import type { Logger } from '../domain/logger.js'
 import { errorMessage } from './error-message.js'
+import { ConfigError } from '../domain/errors.js'
+import { createPlacementClient, placementSettings } from '../openstack/placement.js'
+import type { CorePlacement } from './core.js'
 
 /** Creates `[DEFAULT] state_path` (mode 0750) if missing. */
 export function ensureStateDir(config: Config): string {
@@ -122,6 +125,22 @@ export function conductorOptions(config: Config): ConductorOptions {
   return { saveIntervalMs: config.conductor.save_interval_ms, maxBatch: config.conductor.max_batch }
 }
 
+/**
+ * The Placement client from `[placement]`, or undefined when it is not configured (no
+ * endpoint_override: embedded mode). @throws ConfigError naming the option
+ */
+export function placementOptions(config: Config): CorePlacement | undefined {
+  try {
+    const settings = placementSettings(config.placement)
+    if (!settings) return undefined
+    return { client: createPlacementClient(settings), createRootProvider: config.placement.create_root_provider }
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    const option = /\[placement\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
+    throw optionError(config, 'placement', option, err.message.replace(/^\[placement\] \w+ /, ''))
+  }
+}
+
 /** @throws ConfigError naming the file and line of `[agent] enabled_drivers` for an unknown driver */
 export function agentOptions(config: Config): CoreAgentOptions {
   const known = driverNames()
@@ -136,6 +155,8 @@ export function agentOptions(config: Config): CoreAgentOptions {
     autoActivate: config.agent.auto_activate,
     enabledDrivers: [...config.agent.enabled_drivers],
     driverOptions: driverOptions(config),
+    resourceProviderNames: [config.agent.resource_provider_name, config.DEFAULT.host],
+    hostRoot: config.agent.host_root,
   }
 }
 

@@ -20,6 +20,7 @@ import {
   ensureStateDir,
   migrateDatabase,
   openConfiguredDatabase,
+  placementOptions,
   rpcTimeoutMs,
 } from './resources.js'
 import { VERSION } from './version.js'
@@ -123,6 +124,7 @@ export async function startAllInOne(
       agent,
       rpcTimeoutMs: rpcTimeoutMs(config),
       version: VERSION,
+      placement: placementOptions(config),
     })
     down.add('agent and conductor', () => core.stop())
     await firstDiscovery(core.agent, log)
@@ -159,6 +161,7 @@ export async function startConductorService(config: Config, log: Logger, options
       agent: false,
       rpcTimeoutMs: rpcTimeoutMs(config),
       version: VERSION,
+      placement: placementOptions(config),
     })
     down.add('conductor', () => core.stop())
     log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
@@ -170,7 +173,15 @@ export async function startConductorService(config: Config, log: Logger, options
 export async function startAgentService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
   return withResources(config, log, options, { service: 'agent', shared: true, database: false }, async ({ bus, down }) => {
-    const core = await startCore({ bus, log, conductor: false, agent, rpcTimeoutMs: rpcTimeoutMs(config), version: VERSION })
+    const core = await startCore({
+      bus,
+      log,
+      conductor: false,
+      agent,
+      rpcTimeoutMs: rpcTimeoutMs(config),
+      version: VERSION,
+      placement: placementOptions(config),
+    })
     down.add('agent', () => core.stop())
     log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
     return { stop: () => down.run() }

@@ -2,14 +2,16 @@
  * The agent's RPC contract, one topic per host: `cyborg.agent.<host>`; and the telemetry every
  * agent publishes on the fanout topic `cyborg.telemetry` (never stored, seed 000).
  *
- * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`
- * (a 1.0 agent answers them with RPC_NO_METHOD).
+ * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
+ * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`. An older agent
+ * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { MessageBus } from '../bus/bus.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type { InventoryReportResult } from './conductor-rpc.js'
+import type { PciAddress } from '../domain/inventory.js'
 
-export const AGENT_RPC_VERSION = '1.1'
+export const AGENT_RPC_VERSION = '1.2'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -56,6 +58,28 @@ export interface MdevResult {
   changed: boolean
 }
 
+/** The answer of `install` and `programFpga`. */
+export interface DeviceActionResult {
+  ok: true
+  /** The driver that owns the device. */
+  driver: string
+  /** The device's control path (its PF), `dddd:bb:dd.f`. */
+  address: string
+}
+
+/** A driver's runtime state on one agent: the answer of `setDriverEnabled` and `updateDriverOptions`. */
+export interface DriverAdminState {
+  driver: string
+  /** False when discovery skips it (its devices leave the next report). */
+  enabled: boolean
+  /** The options the running instance was built with: the configured ones, then the overrides. */
+  options: Record<string, string>
+  /** The runtime overrides only (what the agent's cache keeps). */
+  overrides: Record<string, string>
+  /** The rediscovery run after the change: the conductor's answer, or why it failed (the change stands). */
+  report: { ok: true; result: InventoryReportResult } | { ok: false; code: string; message: string }
+}
+
 export interface AgentRpc {
   /** Discover now and report; resolves with the conductor's answer. */
   discover(req: Record<string, never>): Promise<InventoryReportResult>
@@ -70,6 +94,25 @@ export interface AgentRpc {
   createMdev(req: { parent: string; type: string; uuid: string }): Promise<MdevResult>
   /** (1.1) Removes mediated device `uuid`. Idempotent. */
   removeMdev(req: { uuid: string }): Promise<MdevResult>
+  /**
+   * (1.2) Runs the install step of the driver that reported the device with this control path
+   * (seed 000 lifecycle); a driver without one succeeds at once.
+   * @throws NotFoundError when no enabled driver reported it, DriverError (INSTALL_FAILED) when the step failed
+   */
+  install(req: { controlPath: PciAddress }): Promise<DeviceActionResult>
+  /**
+   * (1.2) Programs the FPGA at PCI function `address` with the bitstream at absolute path `imagePath`.
+   * @throws InvalidInputError for a bad address or path, or a driver that cannot program;
+   *   NotFoundError when no enabled driver owns the address; DriverError when the tool failed
+   */
+  programFpga(req: { address: string; imagePath: string }): Promise<DeviceActionResult>
+  /** (1.2) Enables or disables a driver of this agent, persistently, then rediscovers. @throws NotFoundError for an unknown driver */
+  setDriverEnabled(req: { driver: string; enabled: boolean }): Promise<DriverAdminState>
+  /**
+   * (1.2) Merges `options` into the driver's overrides, rebuilds it through its factory, persists the
+   * overrides and rediscovers. @throws NotFoundError for an unknown driver, InvalidInputError for options its factory refuses
+   */
+  updateDriverOptions(req: { driver: string; options: Record<string, string> }): Promise<DriverAdminState>
 }
 
 export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
@@ -83,6 +126,10 @@ const AGENT_METHODS = Object.keys({
   release: true,
   createMdev: true,
   removeMdev: true,
+  install: true,
+  programFpga: true,
+  setDriverEnabled: true,
+  updateDriverOptions: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */

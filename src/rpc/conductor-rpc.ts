@@ -9,7 +9,8 @@ import type { DeviceProfile } from '../domain/device-profile.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
-export const CONDUCTOR_RPC_VERSION = '1.0'
+/** 1.0; 1.1 adds `markDeviceReady`. */
+export const CONDUCTOR_RPC_VERSION = '1.1'
 
 export interface InventoryReportResult {
   /** False when the snapshot hash matched the last accepted one: nothing was written. */
@@ -17,11 +18,19 @@ export interface InventoryReportResult {
   added: number
   updated: number
   removed: number
+  /** Deployables missing from the report but kept (removal_pending) until nothing holds them. */
+  pending: number
 }
 
 export interface ConductorRpc {
   /** An agent's full inventory snapshot, diffed into the database by control path. */
-  reportInventory(req: InventorySnapshot & { autoActivate: boolean }): Promise<InventoryReportResult>
+  reportInventory(
+    req: InventorySnapshot & {
+      autoActivate: boolean
+      /** The compute node provider in Placement, as the agent resolved it (name, and uuid if known). */
+      resourceProvider?: { name: string; uuid?: string }
+    },
+  ): Promise<InventoryReportResult>
   /** A service's heartbeat (services table). */
   heartbeat(req: { host: string; binary: string; version: string }): Promise<void>
   createDeviceProfile(req: {
@@ -35,6 +44,12 @@ export interface ConductorRpc {
   createAttribute(req: { deployableId: number; key: string; value: string }): Promise<Attribute>
   deleteAttribute(req: { uuid: string }): Promise<void>
   setDeviceStatus(req: { uuid: string; status: DeviceStatus }): Promise<Device>
+  /**
+   * (1.1) Seed 000 lifecycle: marks an inactive or error device ready and has its agent install it;
+   * resolves with the device as saved, `active` or `error` (with `lifecycleReason`).
+   * @throws NotFoundError, ConflictError (DEVICE_LIFECYCLE_CONFLICT) for any other lifecycle
+   */
+  markDeviceReady(req: { uuid: string }): Promise<Device>
 }
 
 export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
@@ -50,6 +65,7 @@ const CONDUCTOR_METHODS = Object.keys({
   createAttribute: true,
   deleteAttribute: true,
   setDeviceStatus: true,
+  markDeviceReady: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**

@@ -48,7 +48,7 @@ for (const dialect of await testDialects()) {
         { conductor: core.conductorClient, drivers: [createFakeDriver({ host: noHost, hostname: host })], log: noopLogger, clock: systemClock },
         { host },
       )
-      assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0 })
+      assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0, pending: 0 })
 
       const { db } = handle
       const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).execute()
@@ -72,7 +72,7 @@ for (const dialect of await testDialects()) {
 
       const before = await dumpTables(handle)
       const stats = core.conductor!.stats()
-      assert.deepEqual(await agent.discoverNow(), { changed: false, added: 0, updated: 0, removed: 0 })
+      assert.deepEqual(await agent.discoverNow(), { changed: false, added: 0, updated: 0, removed: 0, pending: 0 })
       assert.deepEqual(core.conductor!.stats(), stats, 'no write transaction for an unchanged report')
       assert.deepEqual(await dumpTables(handle), before)
     })

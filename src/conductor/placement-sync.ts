@@ -1,0 +1,196 @@
+/**
+ * Keeps Placement in step with one host's deployables (cyborg-v2-facts §4.2, with its gaps fixed):
+ * one child provider per deployable under the compute node, inventory with `reserved = total`
+ * while a device is not offered, traits, and custom classes and traits created as needed.
+ *
+ * - Only what changed is sent: each deployable keeps the hash of the provider state last
+ *   confirmed written (`placement_hash`); a host whose hashes all match costs no call.
+ * - Writes carry the provider generation; a 409 re-reads it and retries.
+ * - A provider is deleted only when nothing in Cyborg holds its deployable; Placement refuses
+ *   while allocations remain (409), and the deletion waits for a later sync.
+ * - After writing, the sync re-reads the rows and goes again if they changed meanwhile (another
+ *   conductor, an operator), so the last writer always leaves Placement matching the database.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import { loadPlacementRows, setPlacementHashes } from '../db/placement-rows.js'
+import type { WriteRunner } from '../db/group-commit.js'
+import { NotFoundError } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
+import { isCustomName } from '../domain/placement.js'
+import { GenerationConflict, type Inventory, type PlacementClient } from '../openstack/placement.js'
+import { findRootProvider } from '../openstack/root-provider.js'
+import { planHost, type ProviderWrite } from './placement-plan.js'
+
+/** Sync rounds per call: the first, plus re-runs when the rows changed while it wrote. */
+const MAX_ROUNDS = 3
+/** Attempts of one generation-checked write. */
+const MAX_ATTEMPTS = 5
+
+export interface PlacementSyncDeps {
+  db: DatabaseHandle
+  placement: PlacementClient
+  /** The conductor's group committer. */
+  write: WriteRunner
+  log: Logger
+  /** `[placement] create_root_provider`. */
+  createRootProvider: boolean
+}
+
+/** The compute node provider a host's deployables hang under, as the agent resolved it. */
+export interface RootHint {
+  name: string
+  uuid?: string | undefined
+}
+
+export interface HostSyncOutcome {
+  written: number
+  deleted: number
+  /** False when something is left for a later sync (Placement down, a provider still in use). */
+  complete: boolean
+}
+
+export interface PlacementSync {
+  syncHost(host: string, root?: RootHint): Promise<HostSyncOutcome>
+}
+
+export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
+  const { db, placement, write } = deps
+  const log = deps.log.child({ component: 'placement' })
+  /** Generations this process last saw; a stale one costs a 409 and a re-read, never a wrong write. */
+  const generations = new Map<string, number>()
+  /** Custom classes and traits known to exist (they are never deleted by us). */
+  const known = new Set<string>()
+  const roots = new Map<string, string>()
+
+  const generationOf = async (uuid: string): Promise<number | undefined> => {
+    const cached = generations.get(uuid)
+    if (cached !== undefined) return cached
+    const p = await placement.getProvider(uuid)
+    if (p) generations.set(uuid, p.generation)
+    return p?.generation
+  }
+
+  /** Runs a generation-checked write, re-reading the generation after each conflict. */
+  const withGeneration = async (uuid: string, fn: (generation: number) => Promise<number | void>) => {
+    for (let attempt = 1; ; attempt++) {
+      const generation = await generationOf(uuid)
+      if (generation === undefined) throw new NotFoundError(`resource provider ${uuid} vanished from Placement`)
+      try {
+        const next = await fn(generation)
+        if (typeof next === 'number') generations.set(uuid, next)
+        else generations.delete(uuid)
+        return
+      } catch (err) {
+        generations.delete(uuid)
+        if (!(err instanceof GenerationConflict) || attempt >= MAX_ATTEMPTS) throw err
+      }
+    }
+  }
+
+  /** The compute node provider: as the agent resolved it, else looked up (once per process) by name. */
+  const rootUuid = async (host: string, hint?: RootHint): Promise<string> => {
+    if (hint?.uuid) return hint.uuid
+    const name = hint?.name ?? host
+    const cached = roots.get(name)
+    if (cached) return cached
+    const root = await findRootProvider({ placement, names: [name], create: deps.createRootProvider, log, backoffMs: [] })
+    roots.set(name, root.uuid)
+    return root.uuid
+  }
+
+  const ensureNames = async (writes: ProviderWrite[]) => {
+    for (const w of writes) {
+      if (isCustomName(w.state.resourceClass) && !known.has(w.state.resourceClass)) {
+        await placement.ensureResourceClass(w.state.resourceClass)
+        known.add(w.state.resourceClass)
+      }
+      for (const t of w.state.traits) {
+        if (!isCustomName(t) || known.has(t)) continue
+        await placement.ensureTrait(t)
+        known.add(t)
+      }
+    }
+  }
+
+  const inventoryOf = (w: ProviderWrite): Record<string, Inventory> => ({
+    [w.state.resourceClass]: { total: w.state.total, max_unit: w.state.total, reserved: w.state.reserved },
+  })
+
+  const push = async (host: string, hint: RootHint | undefined, writes: ProviderWrite[]) => {
+    await ensureNames(writes)
+    for (const w of writes) {
+      const exists = !w.create && (await generationOf(w.state.uuid)) !== undefined
+      if (exists) continue
+      const parentUuid = await rootUuid(host, hint)
+      const created = await placement.createProvider({ uuid: w.state.uuid, name: w.state.name, parentUuid })
+      if (created) generations.set(created.uuid, created.generation)
+      else if ((await generationOf(w.state.uuid)) === undefined) {
+        throw new NotFoundError(`Placement refused provider ${w.state.name}: the name is taken by another uuid`)
+      }
+    }
+    for (const w of writes) {
+      await withGeneration(w.state.uuid, (g) => placement.setTraits(w.state.uuid, g, w.state.traits))
+    }
+    if (writes.length === 1) {
+      const [w] = writes as [ProviderWrite]
+      await withGeneration(w.state.uuid, (g) => placement.setInventory(w.state.uuid, g, inventoryOf(w)))
+      return
+    }
+    // Many providers: one reshaper call replaces all their inventories (no allocations move).
+    try {
+      const entries = []
+      for (const w of writes) {
+        const generation = await generationOf(w.state.uuid)
+        if (generation === undefined) throw new NotFoundError(`resource provider ${w.state.uuid} vanished`)
+        entries.push({ uuid: w.state.uuid, generation, inventories: inventoryOf(w) })
+      }
+      await placement.setInventories(entries)
+      for (const w of writes) generations.delete(w.state.uuid)
+    } catch (err) {
+      if (!(err instanceof GenerationConflict)) throw err
+      for (const w of writes) {
+        generations.delete(w.state.uuid)
+        await withGeneration(w.state.uuid, (g) => placement.setInventory(w.state.uuid, g, inventoryOf(w)))
+      }
+    }
+  }
+
+  return {
+    async syncHost(host, hint) {
+      const outcome: HostSyncOutcome = { written: 0, deleted: 0, complete: true }
+      for (let round = 1; ; round++) {
+        const plan = planHost(await loadPlacementRows(db.db, host))
+        for (const problem of plan.problems) log.warn({ host }, problem)
+        if (plan.writes.length === 0 && plan.deletes.length === 0) return outcome
+        if (round > MAX_ROUNDS) {
+          log.warn({ host }, `Placement sync still changing after ${MAX_ROUNDS} rounds; the next report continues`)
+          return { ...outcome, complete: false }
+        }
+        const marks: { id: number; hash: string | null }[] = []
+        let held = false
+        const writes = [...plan.writes]
+        for (const d of plan.deletes) {
+          const result = await placement.deleteProvider(d.uuid)
+          generations.delete(d.uuid)
+          if (result === 'in-use') {
+            held = true
+            if (d.fallback) writes.push(d.fallback)
+            log.info({ host, deployable: d.name, rp: d.uuid }, 'provider still has allocations; removal stays pending')
+          } else marks.push({ id: d.id, hash: null })
+        }
+        const deleted = marks.length
+        try {
+          if (writes.length > 0) await push(host, hint, writes)
+          marks.push(...writes.map((w) => ({ id: w.id, hash: w.hash })))
+        } catch (err) {
+          if (marks.length > 0) await write((trx) => setPlacementHashes(trx, marks))
+          throw err
+        }
+        await write((trx) => setPlacementHashes(trx, marks))
+        outcome.written += writes.length
+        outcome.deleted += deleted
+        if (held) return { ...outcome, complete: false }
+      }
+    },
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Device lifecycle writes (seed 000: inactive → ready → installing → active | error). Every
+ * transition is a conditional UPDATE (`… WHERE lifecycle IN (<from>)`), so two conductors racing
+ * on one device cannot both move it: the loser updates no row and learns it from the answer.
+ */
+import type { Kysely } from 'kysely'
+import type { Lifecycle } from '../domain/inventory.js'
+import type { Database } from './schema.js'
+
+/** lifecycle_reason is text; a reason longer than this is cut (a tool's whole stderr is not a reason). */
+export const MAX_LIFECYCLE_REASON = 2000
+
+/**
+ * Moves device `uuid` to `to` (with `reason`, null to clear it) if its lifecycle is one of `from`.
+ * @returns false when no device with that uuid is in one of `from` (missing, or moved by someone else)
+ */
+export async function transitionLifecycle(
+  db: Kysely<Database>,
+  uuid: string,
+  change: { from: readonly Lifecycle[]; to: Lifecycle; reason: string | null },
+  now: string,
+): Promise<boolean> {
+  const reason = change.reason === null ? null : change.reason.slice(0, MAX_LIFECYCLE_REASON)
+  const result = await db
+    .updateTable('devices')
+    .set({ lifecycle: change.to, lifecycle_reason: reason, updated_at: now })
+    .where('uuid', '=', uuid)
+    .where('lifecycle', 'in', [...change.from])
+    .executeTakeFirst()
+  return result.numUpdatedRows > 0n
+}

@@ -1,0 +1,201 @@
+/**
+ * The Placement client: resource providers, inventories, traits and resource classes, at one
+ * microversion (1.39, the newest of Placement 8.0.0). Generation conflicts surface as
+ * GenerationConflict so that the caller can re-read and retry; everything else as in `http.ts`.
+ */
+import { ConfigError } from '../domain/errors.js'
+import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+
+export const PLACEMENT_MICROVERSION = '1.39'
+
+export interface ResourceProvider {
+  uuid: string
+  name: string
+  generation: number
+  parentProviderUuid: string | null
+}
+
+/** One resource class's inventory; Placement defaults the rest (min_unit 1, step 1, ratio 1). */
+export interface Inventory {
+  total: number
+  max_unit: number
+  reserved: number
+}
+
+/** A write lost a race: the provider's generation changed since it was read. */
+export class GenerationConflict extends OpenStackHttpError {}
+
+export interface PlacementSettings {
+  endpoint: string
+  /** `admin_token`: sent as X-Auth-Token. Undefined for auth_type = none. */
+  token?: string
+  timeoutMs: number
+  onCall?: ServiceEndpoint['onCall']
+}
+
+export interface PlacementClient {
+  readonly endpoint: string
+  findProviderByName(name: string): Promise<ResourceProvider | null>
+  getProvider(uuid: string): Promise<ResourceProvider | null>
+  /** Creates a provider; answers null when that uuid or name exists already. */
+  createProvider(p: { uuid: string; name: string; parentUuid?: string | null }): Promise<ResourceProvider | null>
+  /** Replaces the provider's traits; returns its new generation. */
+  setTraits(uuid: string, generation: number, traits: string[]): Promise<number>
+  /** Replaces the provider's inventory; returns its new generation. */
+  setInventory(uuid: string, generation: number, inventories: Record<string, Inventory>): Promise<number>
+  /** Replaces the inventories of many providers in one call (POST /reshaper, no allocations moved). */
+  setInventories(entries: { uuid: string; generation: number; inventories: Record<string, Inventory> }[]): Promise<void>
+  /** Deletes a provider: `deleted`, `gone` (404), or `in-use` (409: allocations or children remain). */
+  deleteProvider(uuid: string): Promise<'deleted' | 'gone' | 'in-use'>
+  ensureTrait(name: string): Promise<void>
+  ensureResourceClass(name: string): Promise<void>
+  getTraits(uuid: string): Promise<string[]>
+  getInventories(uuid: string): Promise<Record<string, Inventory>>
+  /** Providers of the tree that `uuid` belongs to. */
+  listTree(uuid: string): Promise<ResourceProvider[]>
+}
+
+export function createPlacementClient(settings: PlacementSettings): PlacementClient {
+  const ep: ServiceEndpoint = {
+    service: 'Placement',
+    url: settings.endpoint.replace(/\/+$/, ''),
+    headers: {
+      'openstack-api-version': `placement ${PLACEMENT_MICROVERSION}`,
+      ...(settings.token === undefined ? {} : { 'x-auth-token': settings.token }),
+    },
+    timeoutMs: settings.timeoutMs,
+    onCall: settings.onCall,
+  }
+  const call = (method: string, path: string, body?: unknown) => requestJson(ep, method, path, body)
+  /** Runs a generation-checked write; a 409 concurrent_update becomes GenerationConflict. */
+  const write = async (method: string, path: string, body: unknown) => {
+    try {
+      return await call(method, path, body)
+    } catch (err) {
+      if (err instanceof OpenStackHttpError && err.status === 409 && err.apiCode === 'placement.concurrent_update') {
+        throw new GenerationConflict(err.message, err.status, err.apiCode)
+      }
+      throw err
+    }
+  }
+  const orNull = async <T>(fn: () => Promise<T>): Promise<T | null> => {
+    try {
+      return await fn()
+    } catch (err) {
+      if (err instanceof OpenStackHttpError && err.status === 404) return null
+      throw err
+    }
+  }
+  const enc = encodeURIComponent
+
+  return {
+    endpoint: ep.url,
+    async findProviderByName(name) {
+      const { body } = await call('GET', `/resource_providers?name=${enc(name)}`)
+      const first = (body as { resource_providers: RawProvider[] }).resource_providers[0]
+      return first ? toProvider(first) : null
+    },
+    getProvider: (uuid) => orNull(async () => toProvider((await call('GET', `/resource_providers/${uuid}`)).body)),
+    async createProvider({ uuid, name, parentUuid }) {
+      const body = { uuid, name, ...(parentUuid ? { parent_provider_uuid: parentUuid } : {}) }
+      try {
+        return toProvider((await call('POST', '/resource_providers', body)).body)
+      } catch (err) {
+        if (err instanceof OpenStackHttpError && err.status === 409) return null
+        throw err
+      }
+    },
+    async setTraits(uuid, generation, traits) {
+      const { body } = await write('PUT', `/resource_providers/${uuid}/traits`, {
+        resource_provider_generation: generation,
+        traits,
+      })
+      return (body as { resource_provider_generation: number }).resource_provider_generation
+    },
+    async setInventory(uuid, generation, inventories) {
+      const { body } = await write('PUT', `/resource_providers/${uuid}/inventories`, {
+        resource_provider_generation: generation,
+        inventories,
+      })
+      return (body as { resource_provider_generation: number }).resource_provider_generation
+    },
+    async setInventories(entries) {
+      const inventories = Object.fromEntries(
+        entries.map((e) => [e.uuid, { resource_provider_generation: e.generation, inventories: e.inventories }]),
+      )
+      await write('POST', '/reshaper', { inventories, allocations: {} })
+    },
+    async deleteProvider(uuid) {
+      try {
+        await call('DELETE', `/resource_providers/${uuid}`)
+        return 'deleted'
+      } catch (err) {
+        if (err instanceof OpenStackHttpError && err.status === 404) return 'gone'
+        if (err instanceof OpenStackHttpError && err.status === 409) return 'in-use'
+        throw err
+      }
+    },
+    async ensureTrait(name) {
+      await call('PUT', `/traits/${enc(name)}`)
+    },
+    async ensureResourceClass(name) {
+      await call('PUT', `/resource_classes/${enc(name)}`)
+    },
+    async getTraits(uuid) {
+      const { body } = await call('GET', `/resource_providers/${uuid}/traits`)
+      return (body as { traits: string[] }).traits
+    },
+    async getInventories(uuid) {
+      const { body } = await call('GET', `/resource_providers/${uuid}/inventories`)
+      return (body as { inventories: Record<string, Inventory> }).inventories
+    },
+    async listTree(uuid) {
+      const { body } = await call('GET', `/resource_providers?in_tree=${uuid}`)
+      return (body as { resource_providers: RawProvider[] }).resource_providers.map(toProvider)
+    },
+  }
+}
+
+interface RawProvider {
+  uuid: string
+  name: string
+  generation: number
+  parent_provider_uuid?: string | null
+}
+
+function toProvider(raw: unknown): ResourceProvider {
+  const p = raw as RawProvider
+  return { uuid: p.uuid, name: p.name, generation: p.generation, parentProviderUuid: p.parent_provider_uuid ?? null }
+}
+
+/** The `[placement]` options this client reads (a structural subset of the Config section). */
+export interface PlacementOptions {
+  auth_type: 'none' | 'admin_token' | 'password'
+  endpoint_override?: string | undefined
+  token?: string | undefined
+  timeout: number
+}
+
+/**
+ * Settings from `[placement]`, or null when Placement is not configured (no endpoint_override:
+ * embedded mode). @throws ConfigError for what this release cannot do yet, naming the option.
+ */
+export function placementSettings(opts: PlacementOptions): PlacementSettings | null {
+  if (!opts.endpoint_override) {
+    if (opts.auth_type === 'none') return null
+    throw new ConfigError(
+      `[placement] endpoint_override is required: the Keystone catalog lookup for auth_type = ${opts.auth_type} is not supported yet`,
+    )
+  }
+  if (opts.auth_type === 'password') {
+    throw new ConfigError('[placement] auth_type = password is not supported yet; use admin_token or none')
+  }
+  if (opts.auth_type === 'admin_token' && !opts.token) {
+    throw new ConfigError('[placement] token is required when auth_type = admin_token')
+  }
+  return {
+    endpoint: opts.endpoint_override,
+    token: opts.auth_type === 'admin_token' ? opts.token : undefined,
+    timeoutMs: opts.timeout * 1000,
+  }
+}
