@@ -6,6 +6,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import { createGroupCommitter } from '../db/group-commit.js'
 import { syncHostInventory } from '../db/inventory-sync.js'
+import { isUniqueViolation } from '../db/errors.js'
 import { getReportHash, recordHeartbeat, setReportHash } from '../db/services.js'
 import { createDeviceProfile, deleteDeviceProfiles } from '../db/device-profiles.js'
 import { createAttribute, deleteAttribute } from '../db/attributes.js'
@@ -103,6 +104,21 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     return { complete: false, deleted: 0 }
   }
 
+  /**
+   * Runs a report's diff; when another conductor wrote the same host's rows first (the same report
+   * delivered twice, or an outbox replay), diffs again against what it wrote.
+   */
+  const applyOnce = async <T>(apply: () => Promise<T>): Promise<T> => {
+    try {
+      return await apply()
+    } catch (err) {
+      const raced = isUniqueViolation(err) || isUniqueViolation((err as { cause?: unknown }).cause)
+      if (!raced) throw err
+      log.debug({ err }, 'another conductor wrote this host meanwhile; diffing again')
+      return apply()
+    }
+  }
+
   return {
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)
@@ -121,7 +137,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
           await setReportHash(trx, host, keepHash && counts.pending === 0 ? hash : null, at)
           return counts
         })
-      let counts = await apply(!placement, true)
+      let counts = await applyOnce(() => apply(!placement, true))
       if (!counts) return unchanged
       if (placement) {
         const synced = await syncPlacement(host, resourceProvider)

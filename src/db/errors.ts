@@ -27,6 +27,23 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
+ * True when the database gave up on a statement because of another transaction, and running the
+ * same work again in a new transaction may well succeed: a deadlock (PostgreSQL 40P01, MySQL 1213),
+ * a serialization failure (40001), a lock timeout (PostgreSQL 55P03, MySQL 1205), SQLite busy.
+ */
+export function isTransientLockError(err: unknown): boolean {
+  const { code, errno } = asDriverError(err)
+  return (
+    code === '40P01' ||
+    code === '40001' ||
+    code === '55P03' ||
+    code === 'SQLITE_BUSY' ||
+    errno === 1213 ||
+    errno === 1205
+  )
+}
+
+/**
  * True for a foreign-key violation on any of the three databases, in either direction:
  * a child naming a missing parent (MySQL 1452, 1216) or a parent still referenced (MySQL 1451, 1217).
  */

@@ -10,6 +10,7 @@
  */
 import type { ControlledTransaction, Kysely } from 'kysely'
 import { UnavailableError } from '../domain/errors.js'
+import { isTransientLockError } from './errors.js'
 import type { DatabaseHandle } from './connection.js'
 import type { Database } from './schema.js'
 
@@ -37,8 +38,13 @@ export interface GroupCommitter {
   stats(): { batches: number; ops: number }
 }
 
+/** Runs of one op that lost a lock race (deadlock, serialization failure) before it gives up. */
+const MAX_ATTEMPTS = 5
+
 interface Op {
   fn: (trx: Kysely<Database>) => Promise<unknown>
+  /** Runs that failed on a transient lock error so far. */
+  attempts: number
   resolve(value: unknown): void
   reject(err: unknown): void
 }
@@ -71,11 +77,16 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
     const batch = queue.splice(0, maxBatch)
     batches++
     ops += batch.length
-    inFlight = runBatch(db, batch).finally(() => {
+    inFlight = runBatch(db, batch, requeue).finally(() => {
       inFlight = undefined
       // Whatever arrived meanwhile has waited long enough: it goes now, as the next batch.
       if (queue.length > 0) flush()
     })
+  }
+
+  /** Ops that lost a lock race go first in the next batch, after this one has released its locks. */
+  const requeue = (lost: Op[]) => {
+    queue.unshift(...lost)
   }
 
   const schedule = () => {
@@ -88,7 +99,7 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
     run<T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
       if (closed) return Promise.reject(new UnavailableError('group committer is closed'))
       return new Promise<T>((resolve, reject) => {
-        queue.push({ fn, resolve: resolve as (v: unknown) => void, reject })
+        queue.push({ fn, attempts: 0, resolve: resolve as (v: unknown) => void, reject })
         schedule()
       })
     },
@@ -101,8 +112,11 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
   }
 }
 
-/** Runs one batch; every op's promise is settled when this resolves (it never rejects). */
-async function runBatch(db: Kysely<Database>, batch: Op[]): Promise<void> {
+/**
+ * Runs one batch; when this resolves, every op's promise is settled or (lost a lock race to
+ * another process's transaction) handed to `requeue`. Never rejects.
+ */
+async function runBatch(db: Kysely<Database>, batch: Op[], requeue: (ops: Op[]) => void): Promise<void> {
   let trx: Trx
   try {
     trx = (await db.startTransaction().execute()) as unknown as Trx
@@ -112,6 +126,7 @@ async function runBatch(db: Kysely<Database>, batch: Op[]): Promise<void> {
   const done: { op: Op; value: unknown }[] = []
   const failed: { op: Op; err: unknown }[] = []
   const retry: Op[] = []
+  const lost: Op[] = []
   for (const [i, op] of batch.entries()) {
     if (retry.length > 0) {
       retry.push(op)
@@ -132,7 +147,9 @@ async function runBatch(db: Kysely<Database>, batch: Op[]): Promise<void> {
       try {
         await trx.rollbackToSavepoint(name).execute()
         await trx.releaseSavepoint(name).execute()
-        failed.push({ op, err })
+        // Retrying in this transaction would wait on the same locks again: next batch instead.
+        if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) lost.push(op)
+        else failed.push({ op, err })
       } catch {
         retry.push(op) // cannot tell the op's failure from the transaction's
       }
@@ -141,7 +158,7 @@ async function runBatch(db: Kysely<Database>, batch: Op[]): Promise<void> {
   if (retry.length > 0) {
     await trx.rollback().execute().catch(() => {})
     for (const { op, err } of failed) op.reject(err)
-    return runAlone(db, [...done.map((d) => d.op), ...retry])
+    return runAlone(db, [...done.map((d) => d.op), ...lost, ...retry])
   }
   try {
     await trx.commit().execute()
@@ -149,19 +166,28 @@ async function runBatch(db: Kysely<Database>, batch: Op[]): Promise<void> {
     // Kysely keeps the connection after a failed COMMIT unless the database aborted; release it.
     await trx.rollback().execute().catch(() => {})
     for (const { op, err } of failed) op.reject(err)
-    return runAlone(db, done.map((d) => d.op))
+    return runAlone(db, [...done.map((d) => d.op), ...lost])
   }
   for (const { op, value } of done) op.resolve(value)
   for (const { op, err } of failed) op.reject(err)
+  if (lost.length > 0) requeue(lost)
 }
 
-/** The fallback: each op in its own transaction, one after another. */
+/** The fallback: each op in its own transaction, one after another; lock races are retried. */
 async function runAlone(db: Kysely<Database>, batch: Op[]): Promise<void> {
   for (const op of batch) {
-    try {
-      op.resolve(await db.transaction().execute((trx) => op.fn(trx)))
-    } catch (err) {
-      op.reject(err)
+    for (;;) {
+      try {
+        op.resolve(await db.transaction().execute((trx) => op.fn(trx)))
+        break
+      } catch (err) {
+        if (!isTransientLockError(err) || ++op.attempts >= MAX_ATTEMPTS) {
+          op.reject(err)
+          break
+        }
+        // MySQL rolls back the whole transaction of a deadlock victim: wait a little and run again.
+        await new Promise((r) => setTimeout(r, 5 * op.attempts + Math.random() * 20))
+      }
     }
   }
 }
