@@ -2,8 +2,10 @@
  * RSS of agent processes for bench/discovery.ts: runs bench/discovery-agent.ts in child processes,
  * under tsx or bundled by esbuild for plain Node, and serves the conductor the RabbitMQ mode reports to.
  */
-import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { execFile, spawn } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { setTimeout as sleep } from 'node:timers/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { NODE, ROOT } from '../test/support/service.js'
@@ -54,6 +56,7 @@ export async function rabbitMqAgentRss(dir: string, repeats: number) {
   const bundle = await bundleAgent()
   try {
     return {
+      cyborgAgent: await cliAgentRss(dir, vhost.url, repeats),
       tsx: await childRss(dir, 'rabbitmq', repeats, [vhost.url]),
       bundledPlainNode: await childRss(dir, 'rabbitmq', repeats, [vhost.url], bundle.file),
     }
@@ -64,4 +67,43 @@ export async function rabbitMqAgentRss(dir: string, repeats: number) {
     await db.close()
     await vhost.drop()
   }
+}
+
+/**
+ * The real `cyborg agent` process (bin/cyborg, under tsx) over RabbitMQ, its drivers reading the
+ * fixture host through `[agent] host_root`, discovering every second: VmRSS 8 s after it is ready
+ * (`reports`: changed reports it logged; the later ones are unchanged).
+ */
+async function cliAgentRss(dir: string, url: string, repeats: number) {
+  const { ENABLED_DRIVERS, DRIVER_OPTIONS } = await import('./host-fixture.js')
+  const samples: { rssMb: number; reports: number }[] = []
+  for (let i = 0; i < repeats; i++) {
+    const state = await mkdtemp(path.join(tmpdir(), 'cyborg-bench-agent-'))
+    const child = spawn(path.join(ROOT, 'bin/cyborg'), ['agent'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        CYBORG_DEFAULT__TRANSPORT_URL: url,
+        CYBORG_DEFAULT__HOST: `bench-cli-${i}`,
+        CYBORG_DEFAULT__STATE_PATH: state,
+        CYBORG_DEFAULT__PERIODIC_INTERVAL: '1',
+        CYBORG_AGENT__HOST_ROOT: dir,
+        CYBORG_AGENT__ENABLED_DRIVERS: ENABLED_DRIVERS.join(','),
+        CYBORG_PCI__DEVICE_SPEC: DRIVER_OPTIONS.pci.device_spec,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    const reports = () => (out.match(/"msg":"inventory reported"/g) ?? []).length
+    const started = Date.now()
+    while (Date.now() - started < 30_000 && (out.match(/cyborg agent is ready/g) ?? []).length === 0) await sleep(100)
+    await sleep(8000)
+    const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
+    samples.push({ rssMb: Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 102.4) / 10, reports: reports() })
+    child.kill('SIGTERM')
+    await new Promise((r) => child.once('close', r))
+    await rm(state, { recursive: true, force: true })
+  }
+  samples.sort((a, b) => a.rssMb - b.rssMb)
+  return { rssMb: samples[Math.floor(samples.length / 2)]!.rssMb, rssRangeMb: [samples[0]!.rssMb, samples.at(-1)!.rssMb], samples }
 }

@@ -66,6 +66,8 @@ export interface AgentDeps {
   cache?: AgentCache
   /** The host the device operations (prepare, release, mdevs) write to; without it they fail. */
   hostProbe?: HostProbe
+  /** Called before each discovery (core: forget the caching probe's reads, so each run sees the host anew). */
+  beforeDiscovery?: () => void
   /** The options `drivers` were built with, by driver name (`updateDriverOptions` merges over them). @default {} */
   driverOptions?: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** Factories to rebuild drivers with new options, by name. @default DRIVERS (src/drivers/index.ts) */
@@ -159,6 +161,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const runOnce = async (): Promise<InventoryReportResult> => {
     const { signal } = controller
     await admin.ready()
+    deps.beforeDiscovery?.()
     const { devices, failures, runs, byDriver } = await discoverAll(admin.enabled(), { signal, timeoutMs: discoverTimeoutMs })
     admin.recordDiscovery(byDriver)
     lastRuns = runs

@@ -58,8 +58,8 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
   const log = deps.log.child({ component: 'placement' })
   /** Generations this process last saw; a stale one costs a 409 and a re-read, never a wrong write. */
   const generations = new Map<string, number>()
-  /** Custom classes and traits known to exist (they are never deleted by us). */
-  const known = new Set<string>()
+  /** Custom classes and traits created or being created (never deleted by us); one call each per process. */
+  const known = new Map<string, Promise<void>>()
   const roots = new Map<string, string>()
 
   const generationOf = async (uuid: string): Promise<number | undefined> => {
@@ -98,17 +98,20 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
     return root.uuid
   }
 
+  const ensure = (name: string, create: (name: string) => Promise<void>) => {
+    let pending = known.get(name)
+    if (!pending) {
+      pending = create(name)
+      known.set(name, pending)
+      pending.catch(() => known.delete(name)) // a failure is tried again by the next sync
+    }
+    return pending
+  }
   const ensureNames = async (writes: ProviderWrite[]) => {
     for (const w of writes) {
-      if (isCustomName(w.state.resourceClass) && !known.has(w.state.resourceClass)) {
-        await placement.ensureResourceClass(w.state.resourceClass)
-        known.add(w.state.resourceClass)
-      }
-      for (const t of w.state.traits) {
-        if (!isCustomName(t) || known.has(t)) continue
-        await placement.ensureTrait(t)
-        known.add(t)
-      }
+      const rc = w.state.resourceClass
+      if (isCustomName(rc)) await ensure(`rc:${rc}`, () => placement.ensureResourceClass(rc))
+      for (const t of w.state.traits) if (isCustomName(t)) await ensure(`trait:${t}`, () => placement.ensureTrait(t))
     }
   }
 

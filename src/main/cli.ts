@@ -19,7 +19,7 @@ import { VERSION } from './version.js'
 // so that `cyborg version`, `config sample` and `--help` answer at once.
 type Services = typeof ServicesModule
 const services = (): Promise<Services> => import('./services.js')
-const resources = () => import('./resources.js')
+const database = () => import('./database.js')
 
 /** A shutdown that takes longer than this exits with code 1. */
 const SHUTDOWN_DEADLINE_MS = 30_000
@@ -134,7 +134,7 @@ db.command('sync')
   .action(async (_opts, command: Command) => {
     try {
       const config = configFor(command)
-      const { migrateDatabase, openConfiguredDatabase } = await resources()
+      const { migrateDatabase, openConfiguredDatabase } = await database()
       const handle = await openConfiguredDatabase(config)
       try {
         const applied = await migrateDatabase(handle)

@@ -6,11 +6,12 @@
 import { hostname as osHostname } from 'node:os'
 import type { MessageBus, Subscription } from '../bus/bus.js'
 import type { DatabaseHandle } from '../db/connection.js'
-import { createConductor, type Conductor, type ConductorOptions } from '../conductor/conductor.js'
+import type { Conductor, ConductorOptions } from '../conductor/conductor.js'
 import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
 import { createFileAgentCache } from '../agent/local-cache.js'
 import { createDrivers } from '../drivers/index.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
+import { createCachingHostProbe } from '../drivers/caching-host-probe.js'
 import type { HostProbe } from '../drivers/driver.js'
 import { createConductorClient, serveConductor, type ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createAgentClient } from '../rpc/agent-rpc.js'
@@ -101,6 +102,8 @@ export async function startCore(options: CoreOptions): Promise<Core> {
     if (conductorOptions !== false) {
       if (!db) throw new TypeError('startCore: a conductor needs options.db')
       const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: rpcTimeoutMs })
+      // Loaded only where a conductor runs: an agent process never loads the database modules.
+      const { createConductor } = await import('../conductor/conductor.js')
       conductor = createConductor({ db, log, clock, placement: options.placement, agentFor }, conductorOptions)
       server = await serveConductor(bus, conductor)
     }
@@ -116,11 +119,22 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           create: placement.createRootProvider,
           log,
         }))
-      const hostProbe = agentOptions.hostProbe ?? createNodeHostProbe({ root: agentOptions.hostRoot })
+      // Drivers share one probe that reads each file once per discovery (several walk the same PCI tree).
+      const hostProbe = createCachingHostProbe(agentOptions.hostProbe ?? createNodeHostProbe({ root: agentOptions.hostRoot }))
       const drivers = createDrivers(enabledDrivers, { host: hostProbe, hostname: host }, driverOptions)
       const cache = agentOptions.cache ?? (stateDir === undefined ? undefined : createFileAgentCache(stateDir, { log, clock }))
       agent = createAgent(
-        { conductor: conductorClient, drivers, driverOptions, log, clock, bus, cache, hostProbe },
+        {
+          conductor: conductorClient,
+          drivers,
+          driverOptions,
+          log,
+          clock,
+          bus,
+          cache,
+          hostProbe,
+          beforeDiscovery: hostProbe.reset,
+        },
         {
           host,
           version,

@@ -3,10 +3,7 @@
  * the option objects of the core. Only src/main constructs adapters (docs/ARCHITECTURE.md).
  */
 import { mkdirSync } from 'node:fs'
-import { dirname } from 'node:path'
 import { optionError, type Config } from '../config/config.js'
-import { openDatabase, parseConnectionUrl, type DatabaseHandle } from '../db/connection.js'
-import { migrateToLatest } from '../db/migrate.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
 import { createRabbitMqBus } from '../bus/rabbitmq-bus.js'
@@ -32,32 +29,6 @@ export function ensureStateDir(config: Config): string {
   return dir
 }
 
-/** Opens `[database] connection`, creating the directory of an SQLite file first. */
-export async function openConfiguredDatabase(config: Config): Promise<DatabaseHandle> {
-  const url = config.database.connection
-  const parsed = parseConnectionUrl(url)
-  if (parsed.dialect === 'sqlite' && parsed.file !== undefined && parsed.file !== ':memory:') {
-    try {
-      mkdirSync(dirname(parsed.file), { recursive: true, mode: 0o750 })
-    } catch (err) {
-      throw optionError(config, 'database', 'connection', `cannot create the directory of the SQLite file: ${errorCode(err)}`)
-    }
-  }
-  try {
-    return await openDatabase(url, { poolSize: config.database.max_pool_size })
-  } catch (err) {
-    throw optionError(config, 'database', 'connection', `cannot open the database: ${errorMessage(err)}`)
-  }
-}
-
-/** Brings the schema up to date; returns the names of the migrations applied. */
-export async function migrateDatabase(db: DatabaseHandle): Promise<string[]> {
-  try {
-    return (await migrateToLatest(db)).applied
-  } catch (err) {
-    throw new Error(`cannot migrate ${db.safeUrl}: ${errorMessage(err)}`, { cause: err })
-  }
-}
 
 export interface BusOptions {
   /**

@@ -11,15 +11,12 @@ import type { DatabaseHandle } from '../db/connection.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createConductorClient } from '../rpc/conductor-rpc.js'
 import { startCore } from './core.js'
-import { startHttpApi } from './http.js'
 import {
   agentOptions,
   busKind,
   conductorOptions,
   createConfiguredBus,
   ensureStateDir,
-  migrateDatabase,
-  openConfiguredDatabase,
   placementOptions,
   rpcTimeoutMs,
 } from './resources.js'
@@ -97,6 +94,8 @@ async function withResources<T>(
     ensureStateDir(config)
     let db: DatabaseHandle | undefined
     if (what.database) {
+      // Loaded here, so that a process without a database (the agent) never loads the drivers.
+      const { openConfiguredDatabase } = await import('./database.js')
       const opened = await openConfiguredDatabase(config)
       down.add('database', () => opened.close())
       db = opened
@@ -128,6 +127,7 @@ export async function startAllInOne(
     })
     down.add('agent and conductor', () => core.stop())
     await firstDiscovery(core.agent, log)
+    const { startHttpApi } = await import('./http.js')
     const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log })
     down.add('api', () => api.app.close())
     log.info({ url: api.url }, `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`)
@@ -143,6 +143,7 @@ export async function startApiService(
 ): Promise<RunningService & { url: string }> {
   return withResources(config, log, options, { service: 'api', shared: true, database: true }, async ({ bus, down, db }) => {
     const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
+    const { startHttpApi } = await import('./http.js')
     const api = await startHttpApi(config, { db: db!, conductor, log })
     down.add('api', () => api.app.close())
     log.info({ url: api.url, database: db!.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
@@ -194,6 +195,7 @@ export function agentStateDir(config: Config): string {
 }
 
 async function migrate(db: DatabaseHandle, log: Logger): Promise<void> {
+  const { migrateDatabase } = await import('./database.js')
   const applied = await migrateDatabase(db)
   if (applied.length > 0) log.info({ applied, database: db.safeUrl }, 'database migrated')
 }
