@@ -41,12 +41,13 @@ export interface PeriodOutcome {
 
 /**
  * Sends every host's report once, host `i` not before `start + i/hosts × periodMs`, with at most
- * `inFlight` calls outstanding. Resolves when every call has answered.
+ * `inFlight` calls outstanding. Resolves when every call has answered. `accepted` (host → hash the
+ * conductor took in full) carries over between periods, like an agent's memory.
  */
 export async function playPeriod(
   client: ConductorRpc,
   snapshots: readonly InventorySnapshot[],
-  { periodMs, inFlight }: { periodMs: number; inFlight: number },
+  { periodMs, inFlight, accepted }: { periodMs: number; inFlight: number; accepted: Map<string, string> },
 ): Promise<PeriodOutcome> {
   const hosts = snapshots.length
   const start = performance.now()
@@ -65,8 +66,19 @@ export async function playPeriod(
       const sent = performance.now()
       maxLagMs = Math.max(maxLagMs, sent - due)
       try {
-        const result: InventoryReportResult = await client.reportInventory({ ...snapshots[i]!, autoActivate: false })
-        if (result.changed) changed++
+        // As the agent does: a hash the conductor accepted last time is confirmed, not resent.
+        const snapshot = snapshots[i]!
+        const current =
+          accepted.get(snapshot.host) === snapshot.hash &&
+          (await client.heartbeat({ host: snapshot.host, binary: 'cyborg-agent', version: 'bench', inventoryHash: snapshot.hash }))
+            ?.inventoryCurrent === true
+        if (!current) {
+          const result: InventoryReportResult = await client.reportInventory({ ...snapshot, autoActivate: false })
+          accepted.set(snapshot.host, snapshot.hash)
+          if (result.changed) changed++
+          // Every agent heartbeats once a period; an unchanged one did it above, with its hash.
+          await client.heartbeat({ host: snapshot.host, binary: 'cyborg-agent', version: 'bench' })
+        }
       } catch (err) {
         errors++
         firstError ??= (err as Error).message

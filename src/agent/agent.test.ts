@@ -26,19 +26,23 @@ const fake = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), ho
 function stubConductor(options: { fail?: boolean; events?: string[] } = {}) {
   const reports: (InventorySnapshot & { autoActivate: boolean })[] = []
   const heartbeats: unknown[] = []
+  const confirms: { host: string; hash: string }[] = []
   const conductor = {
     async reportInventory(req: InventorySnapshot & { autoActivate: boolean }) {
       if (options.fail) throw new UnavailableError('conductor down')
       options.events?.push(`report ${req.hash.slice(0, 8)}`)
       reports.push(req)
-      return { changed: reports.length === 1, added: reports.length === 1 ? 1 : 0, updated: 0, removed: 0 }
+      return { changed: reports.length === 1, added: reports.length === 1 ? 1 : 0, updated: 0, removed: 0, pending: 0 }
     },
-    async heartbeat(req: unknown) {
+    async heartbeat(req: { host: string; inventoryHash?: string }) {
       if (options.fail) throw new UnavailableError('conductor down')
       heartbeats.push(req)
+      if (req.inventoryHash === undefined) return undefined
+      confirms.push({ host: req.host, hash: req.inventoryHash })
+      return { inventoryCurrent: req.inventoryHash === reports.at(-1)?.hash }
     },
   } as unknown as ConductorRpc
-  return { conductor, reports, heartbeats }
+  return { conductor, reports, heartbeats, confirms }
 }
 
 const deps = (conductor: ConductorRpc, drivers: AcceleratorDriver[] = [fake]): AgentDeps => ({
@@ -56,7 +60,7 @@ void describe('agent', () => {
   void it('reports every driver’s devices with a hash that ignores their order', async () => {
     const stub = stubConductor()
     const agent = createAgent(deps(stub.conductor), { host: 'h1', autoActivate: true })
-    assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0 })
+    assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0, pending: 0 })
     const [report] = stub.reports
     assert.ok(report)
     assert.equal(report.host, 'h1')
@@ -68,6 +72,21 @@ void describe('agent', () => {
       deployables: d.deployables.map((dep) => ({ ...dep, attachHandles: [...dep.attachHandles].reverse(), attributes: [...dep.attributes].reverse() })),
     }))
     assert.equal(buildSnapshot('h1', shuffled).hash, report.hash)
+  })
+
+  void it('confirms an unchanged inventory by its hash instead of resending it, unless the conductor lost it', async () => {
+    const stub = stubConductor()
+    const agent = createAgent(deps(stub.conductor), { host: 'h1' })
+    await agent.discoverNow()
+    assert.equal((await agent.discoverNow()).changed, false)
+    assert.equal(stub.reports.length, 1)
+    assert.deepEqual(stub.confirms, [{ host: 'h1', hash: stub.reports[0]!.hash }])
+    // The conductor no longer holds that hash (cleared for a retry, or a new database): full report.
+    stub.reports.push({ ...stub.reports[0]!, hash: 'something else' })
+    await agent.discoverNow()
+    assert.equal(stub.confirms.length, 2)
+    assert.equal(stub.reports.length, 3)
+    assert.equal(stub.reports[2]!.hash, stub.reports[0]!.hash)
   })
 
   void it('does not report when a driver fails, and says which', async () => {
@@ -118,12 +137,14 @@ void describe('agent', () => {
       await new Promise((r) => setTimeout(r, 70))
       await agent.stop()
       assert.equal(agent.state, 'stopped')
-      assert.ok(stub.reports.length >= 3, `${stub.reports.length} reports`)
+      // One full report, then unchanged runs that only confirm its hash.
+      assert.equal(stub.reports.length, 1)
+      assert.ok(stub.confirms.length >= 2, `${stub.confirms.length} confirmations`)
       assert.ok(stub.heartbeats.length >= 2, `${stub.heartbeats.length} heartbeats`)
       assert.deepEqual(stub.heartbeats[0], { host: 'h1', binary: 'cyborg-agent', version: '9.9' })
-      const count = stub.reports.length
+      const count = stub.confirms.length
       await new Promise((r) => setTimeout(r, 50))
-      assert.equal(stub.reports.length, count, 'no run after stop')
+      assert.equal(stub.confirms.length, count, 'no run after stop')
       await assert.rejects(agent.discoverNow(), { code: 'AGENT_STOPPED' })
       await assert.rejects(createAgentClient(bus, 'h1', { timeoutMs: 50 }).discover({}), { name: 'TimeoutError' })
     } finally {

@@ -158,6 +158,17 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     }
   }
 
+  /** The hash of the last report the conductor accepted in full, as far as this process knows. */
+  let accepted: string | undefined
+  /** Whether this period's heartbeat went out already (carrying the inventory hash). */
+  let beat = false
+  /** Heartbeats with `hash`: true when the conductor still holds it (never from a conductor older than 1.2). */
+  const confirmed = async (hash: string): Promise<boolean> => {
+    const answer = await conductor.heartbeat({ host, binary: AGENT_BINARY, version, inventoryHash: hash })
+    beat = true
+    return answer?.inventoryCurrent === true
+  }
+
   const runOnce = async (): Promise<InventoryReportResult> => {
     const { signal } = controller
     await admin.ready()
@@ -182,8 +193,14 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       })
     }
     const snapshot = buildSnapshot(host, devices)
+    // Nothing changed since the conductor's last answer: confirm the hash instead of resending it all.
+    if (snapshot.hash === accepted && (await confirmed(snapshot.hash))) {
+      log.debug({ hash: snapshot.hash }, 'inventory unchanged (confirmed)')
+      return { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
+    }
     await cached('saving the snapshot', () => cache.saveSnapshot(snapshot))
     const result = await conductor.reportInventory({ ...snapshot, autoActivate, ...placementRoot })
+    accepted = result.pending === 0 ? snapshot.hash : undefined
     await cached('acknowledging the snapshot', () => cache.acknowledge(snapshot, result))
     if (result.changed) log.info({ ...result, hash: snapshot.hash }, 'inventory reported')
     else log.debug({ hash: snapshot.hash }, 'inventory unchanged')
@@ -253,7 +270,10 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     const report = discoverNow().catch((err: unknown) => {
       if (state === 'running') log.warn({ err }, 'inventory report failed; retrying next period')
     })
-    await Promise.all([heartbeat(), report])
+    beat = false
+    await report
+    // An unchanged inventory was confirmed by the heartbeat itself; otherwise send a plain one.
+    if (!beat) await heartbeat()
     if (state === 'running') await publishTelemetry()
     if (state !== 'running') return
     const elapsed = clock.now().getTime() - started

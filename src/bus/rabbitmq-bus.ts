@@ -26,7 +26,7 @@ export interface RabbitMqBusOptions {
   defaultTimeoutMs?: number
   /** The exchange of publish/subscribe. @default 'cyborg' */
   exchange?: string
-  /** Backoff between connection attempts, doubling from initialDelayMs. @default { initialDelayMs: 250, maxDelayMs: 10000 } */
+  /** Backoff between connection attempts, doubling from initialDelayMs (docs/bus.md). @default { initialDelayMs: 250, maxDelayMs: 2000 } */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
   /** Requests one server works on at once (AMQP prefetch). @default 64 */
   prefetch?: number
@@ -51,7 +51,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     log = noopLogger,
     defaultTimeoutMs = 30_000,
     exchange = 'cyborg',
-    reconnect: { initialDelayMs = 250, maxDelayMs = 10_000 } = {},
+    reconnect: { initialDelayMs = 250, maxDelayMs = 2000 } = {},
     prefetch = 64,
     drainTimeoutMs = 5000,
   } = options

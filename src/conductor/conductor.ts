@@ -158,7 +158,13 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
         binary: checkString(req.binary, 'binary', { max: 64 }),
         version: checkString(req.version, 'version', { max: 64, allowEmpty: true }),
       }
-      await committer.run((trx) => recordHeartbeat(trx, service, now()))
+      if (req.inventoryHash === undefined) {
+        await committer.run((trx) => recordHeartbeat(trx, service, now()))
+        return undefined
+      }
+      const hash = checkString(req.inventoryHash, 'inventoryHash', { max: 64 })
+      const inventoryCurrent = await committer.run((trx) => recordHeartbeat(trx, service, now(), hash))
+      return { inventoryCurrent }
     },
 
     async createDeviceProfile(req) {

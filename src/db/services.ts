@@ -35,14 +35,31 @@ export function toService(row: ServiceRow): Service {
   }
 }
 
-/** Records a heartbeat: creates the service row on first sight, else refreshes version and last_seen. */
+/**
+ * Records a heartbeat: creates the service row on first sight, else refreshes version and last_seen.
+ * With `reportHash`, first tries one UPDATE that also checks the stored report hash: true when it
+ * matched (the common case of an unchanged inventory: one statement in all).
+ */
 export async function recordHeartbeat(
   db: Kysely<Database>,
   service: { host: string; binary: string; version: string },
   now: string,
-): Promise<void> {
+  reportHash?: string,
+): Promise<boolean> {
   const { host, binary, version } = service
-  await upsert(db, host, binary, { version, last_seen: now, updated_at: now }, { version, report_hash: null })
+  const changes = { version, last_seen: now, updated_at: now }
+  if (reportHash !== undefined) {
+    const matched = await db
+      .updateTable('services')
+      .set(changes)
+      .where('host', '=', host)
+      .where('binary', '=', binary)
+      .where('report_hash', '=', reportHash)
+      .executeTakeFirst()
+    if (Number(matched.numUpdatedRows) > 0) return true
+  }
+  await upsert(db, host, binary, changes, { version, report_hash: null })
+  return false
 }
 
 /** The last accepted inventory hash of a host's agent, or null when none was accepted yet. */

@@ -9,8 +9,8 @@ import type { DeviceProfile } from '../domain/device-profile.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
-/** 1.0; 1.1 adds `markDeviceReady`. */
-export const CONDUCTOR_RPC_VERSION = '1.1'
+/** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`. */
+export const CONDUCTOR_RPC_VERSION = '1.2'
 
 export interface InventoryReportResult {
   /** False when the snapshot hash matched the last accepted one: nothing was written. */
@@ -31,8 +31,19 @@ export interface ConductorRpc {
       resourceProvider?: { name: string; uuid?: string }
     },
   ): Promise<InventoryReportResult>
-  /** A service's heartbeat (services table). */
-  heartbeat(req: { host: string; binary: string; version: string }): Promise<void>
+  /**
+   * A service's heartbeat (services table). (1.2) An agent whose inventory is unchanged sends its
+   * hash along: `inventoryCurrent` says whether that is the last report the conductor accepted for
+   * the host, checked by the heartbeat's own UPDATE, so an unchanged inventory costs no statement
+   * and no snapshot on the wire. When false (never accepted, or cleared for a retry) the agent
+   * sends the full report. A 1.1 conductor ignores the hash and answers nothing.
+   */
+  heartbeat(req: {
+    host: string
+    binary: string
+    version: string
+    inventoryHash?: string
+  }): Promise<{ inventoryCurrent: boolean } | undefined>
   createDeviceProfile(req: {
     name: string
     description: string | null
