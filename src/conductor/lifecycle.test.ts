@@ -43,7 +43,7 @@ void describe('device lifecycle, conductor side (sqlite; no agent on the host)',
     db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
     const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: 150 })
     conductor = createConductor({ db, log: noopLogger, clock, agentFor }, { saveIntervalMs: 1, maxBatch: 8 })
-    const devices = ['3b', '5e', 'af', 'd8'].map((b) => device('ghost', b))
+    const devices = ['3b', '5e', 'af', 'd8', 'e1'].map((b) => device('ghost', b))
     await conductor.reportInventory({ host: 'ghost', hash: inventoryHash(devices), devices, autoActivate: false })
   })
   after(async () => {
@@ -64,13 +64,25 @@ void describe('device lifecycle, conductor side (sqlite; no agent on the host)',
     await assert.rejects(conductor.markDeviceReady({ uuid }), (err) => {
       assert.ok(err instanceof ConflictError)
       assert.equal(err.code, 'DEVICE_LIFECYCLE_CONFLICT')
-      assert.equal(err.message, `device ${uuid} is active; only an inactive or error device can be marked ready`)
+      assert.match(err.message, new RegExp(`^device ${uuid} is active; only an inactive or error device`))
       assert.deepEqual(err.details, { uuid, lifecycle: 'active' })
       return true
     })
     assert.equal((await getDevice(db.db, uuid)).updatedAt, '2026-01-01T00:00:00.000000+00:00', 'nothing written')
     await assert.rejects(conductor.markDeviceReady({ uuid: crypto.randomUUID() }), NotFoundError)
     await assert.rejects(conductor.markDeviceReady({ uuid: 'nope' }), { name: 'InvalidInputError' })
+  })
+
+  void it('takes over a device left installing by a conductor that died, but not a fresh install', async () => {
+    const uuid = await uuidOf('e1')
+    // Installing for 5 minutes: another conductor may still be waiting for the agent.
+    await transitionLifecycle(db.db, uuid, { from: ['inactive'], to: 'installing', reason: null }, '2026-11-22T05:55:00.000000+00:00')
+    await assert.rejects(conductor.markDeviceReady({ uuid }), { code: 'DEVICE_LIFECYCLE_CONFLICT' })
+    // Installing for an hour: nobody settles it any more; marking it ready installs again.
+    await db.db.updateTable('devices').set({ updated_at: '2026-11-22T05:00:00.000000+00:00' }).where('uuid', '=', uuid).execute()
+    const saved = await conductor.markDeviceReady({ uuid })
+    assert.equal(saved.lifecycle, 'error')
+    assert.match(saved.lifecycleReason ?? '', /agent on ghost did not answer/)
   })
 
   void it('lets only one of two concurrent calls claim the device, and reports the change once', async () => {

@@ -30,6 +30,12 @@ export interface LifecycleDeps {
   clock: Clock
   /** Called after a device's lifecycle settled (the Placement sync hooks in here); errors are logged. @default no-op */
   onInventoryChanged?: (host: string) => Promise<void>
+  /**
+   * An `installing` device untouched for this long was left by a conductor that died mid-install
+   * (a live one settles it within its agent call's timeout): it may be marked ready again.
+   * @default 600000 (10 minutes)
+   */
+  staleInstallMs?: number
 }
 
 export interface DeviceLifecycle {
@@ -53,13 +59,13 @@ export function failureReason(host: string, err: unknown): string {
 }
 
 export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
-  const { db, agentFor, clock, onInventoryChanged = async () => {} } = deps
+  const { db, agentFor, clock, onInventoryChanged = async () => {}, staleInstallMs = 600_000 } = deps
   const log = deps.log.child({ component: 'lifecycle' })
   const run = deps.committer ? deps.committer.run.bind(deps.committer) : <T>(fn: (trx: DatabaseHandle['db']) => Promise<T>) => fn(db.db)
   const now = () => formatTimestamp(clock.now())
 
   const conflict = (device: Device) =>
-    new ConflictError(`device ${device.uuid} is ${device.lifecycle}; only an inactive or error device can be marked ready`, {
+    new ConflictError(`device ${device.uuid} is ${device.lifecycle}; only an inactive or error device (or one left installing for ${staleInstallMs / 1000} s) can be marked ready`, {
       code: 'DEVICE_LIFECYCLE_CONFLICT',
       details: { uuid: device.uuid, lifecycle: device.lifecycle },
     })
@@ -79,12 +85,19 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
     async markDeviceReady(uuid) {
       const id = checkUuid(uuid, 'uuid')
       const device = await getDevice(db.db, id)
-      if (!READY_FROM.includes(device.lifecycle)) throw conflict(device)
+      const staleBefore = formatTimestamp(new Date(clock.now().getTime() - staleInstallMs))
+      const stale = device.lifecycle === Lifecycle.installing && (device.updatedAt ?? device.createdAt) < staleBefore
+      if (!READY_FROM.includes(device.lifecycle) && !stale) throw conflict(device)
       const claimed = await run(async (trx) => {
         const at = now()
+        if (stale) {
+          const change = { from: [Lifecycle.installing], to: Lifecycle.installing, reason: null, updatedBefore: staleBefore }
+          return transitionLifecycle(trx, id, change, at)
+        }
         if (!(await transitionLifecycle(trx, id, { from: READY_FROM, to: Lifecycle.ready, reason: null }, at))) return false
         return transitionLifecycle(trx, id, { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null }, at)
       })
+      if (stale) log.warn({ uuid: id, since: device.updatedAt }, 'device was left installing by a conductor that stopped; installing again')
       if (!claimed) throw conflict(await getDevice(db.db, id))
       log.info({ uuid: id, host: device.hostname }, 'device marked ready; installing')
 

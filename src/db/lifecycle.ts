@@ -17,15 +17,17 @@ export const MAX_LIFECYCLE_REASON = 2000
 export async function transitionLifecycle(
   db: Kysely<Database>,
   uuid: string,
-  change: { from: readonly Lifecycle[]; to: Lifecycle; reason: string | null },
+  change: { from: readonly Lifecycle[]; to: Lifecycle; reason: string | null; updatedBefore?: string },
   now: string,
 ): Promise<boolean> {
   const reason = change.reason === null ? null : change.reason.slice(0, MAX_LIFECYCLE_REASON)
-  const result = await db
+  let query = db
     .updateTable('devices')
     .set({ lifecycle: change.to, lifecycle_reason: reason, updated_at: now })
     .where('uuid', '=', uuid)
     .where('lifecycle', 'in', [...change.from])
-    .executeTakeFirst()
+  // Timestamps are fixed-width ISO text: they compare as text.
+  if (change.updatedBefore !== undefined) query = query.where('updated_at', '<', change.updatedBefore)
+  const result = await query.executeTakeFirst()
   return result.numUpdatedRows > 0n
 }
