@@ -47,6 +47,11 @@ export interface StartOptions {
   ready?: (url: string, output: string) => Promise<boolean>
   /** @default 30000 */
   timeoutMs?: number
+  /**
+   * `[DEFAULT] state_path`, e.g. the one of a killed process to restart with its cache; the caller
+   * owns it (stop() leaves it). @default a new temporary directory, removed by stop()
+   */
+  stateDir?: string
 }
 
 /** A `ready` check for services without HTTP (conductor, agent): a log line matching `pattern`. */
@@ -76,7 +81,7 @@ export async function startService(options: StartOptions = {}): Promise<RunningS
   const { command = ['up'], env = {}, timeoutMs = 30_000 } = options
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'cyborg-test-'))
+  const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'cyborg-test-')))
   const child = spawn(NODE, ['--import', 'tsx', CLI, ...command], {
     cwd: ROOT,
     env: {
@@ -116,7 +121,7 @@ export async function startService(options: StartOptions = {}): Promise<RunningS
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM')
       const code = await exited
-      await rm(stateDir, { recursive: true, force: true })
+      if (options.stateDir === undefined) await rm(stateDir, { recursive: true, force: true })
       return code
     },
   }
