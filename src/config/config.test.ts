@@ -49,7 +49,7 @@ void describe('defaults', () => {
     assert.equal(c.DEFAULT.debug, false)
     assert.deepEqual(c.api, { host_ip: '127.0.0.1', port: 6666, public_endpoint: undefined, api_workers: 1, max_arqs_per_request: 64 })
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
-    assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: 'node-1', host_root: '/', auto_activate: false })
+    assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: undefined, host_root: '/', auto_activate: false })
     assert.deepEqual(c.conductor, { save_interval_ms: 2, max_batch: 64 })
     assert.equal(c.placement.auth_type, 'none')
     assert.equal(c.placement.password, undefined)
@@ -86,7 +86,7 @@ void describe('files and environment', () => {
     assert.equal(c.api.port, 6667)
     assert.equal(c.api.host_ip, '0.0.0.0')
     assert.equal(c.DEFAULT.host, 'from-env')
-    assert.equal(c.agent.resource_provider_name, 'from-env')
+    assert.equal(c.agent.resource_provider_name, undefined, 'unset: the agent derives it from the host')
     assert.deepEqual(c.keystone_authtoken.memcached_servers, ['m1:11211', 'm2:11211'])
     assert.equal(optionSource(c, 'api', 'port'), 'CYBORG_API__PORT')
   })
@@ -175,6 +175,8 @@ void describe('interpolation', () => {
         'host = h-${api.port}',
         '[database]',
         'connection = sqlite:///${state_path}/db-$$1.sqlite',
+        '[agent]',
+        'resource_provider_name = $host',
       ].join('\n'),
     )
     const c = load({ files: [p] })

@@ -78,9 +78,8 @@ export const schema = {
   },
   agent: {
     enabled_drivers: list({ default: ['fake'], help: 'Accelerator drivers the agent runs, comma-separated.' }),
-    resource_provider_name: str({
-      default: '$host',
-      help: 'Name of the compute node resource provider in Placement that device providers hang under.',
+    resource_provider_name: optionalStr({
+      help: "Name of the compute node resource provider in Placement that device providers hang under. Unset: the fully qualified name of [DEFAULT] host as the resolver knows it, then [DEFAULT] host itself (tried in that order).",
     }),
     host_root: path({
       default: '/',

@@ -18,6 +18,7 @@ import { createAgentClient } from '../rpc/agent-rpc.js'
 import type { Logger } from '../domain/logger.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { findRootProvider } from '../openstack/root-provider.js'
+import { fullyQualifiedName } from './fqdn.js'
 import { systemClock, type Clock } from '../domain/time.js'
 
 export interface CoreAgentOptions {
@@ -41,7 +42,7 @@ export interface CoreAgentOptions {
   stateDir?: string
   /**
    * Names the compute node may have in Placement, tried in order when Placement is configured
-   * (`[agent] resource_provider_name`, then `[DEFAULT] host`). @default [host]
+   * (`[agent] resource_provider_name`, then `[DEFAULT] host`). @default [the host's FQDN, host]
    */
   resourceProviderNames?: string[]
 }
@@ -115,7 +116,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
         placement &&
         (await findRootProvider({
           placement: placement.client,
-          names: agentOptions.resourceProviderNames ?? [host],
+          names: agentOptions.resourceProviderNames ?? [await fullyQualifiedName(host), host],
           create: placement.createRootProvider,
           log,
         }))

@@ -126,7 +126,9 @@ export function agentOptions(config: Config): CoreAgentOptions {
     autoActivate: config.agent.auto_activate,
     enabledDrivers: [...config.agent.enabled_drivers],
     driverOptions: driverOptions(config),
-    resourceProviderNames: [config.agent.resource_provider_name, config.DEFAULT.host],
+    // Unset: the host's FQDN, then the host (resolved when the agent starts, see core.ts).
+    resourceProviderNames:
+      config.agent.resource_provider_name === undefined ? undefined : [config.agent.resource_provider_name, config.DEFAULT.host],
     hostRoot: config.agent.host_root,
   }
 }
