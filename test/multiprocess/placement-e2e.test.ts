@@ -107,6 +107,30 @@ else void describe(title, { timeout: 180_000 }, () => {
     assert.equal(initial.deployables.length, 6)
   })
 
+  void it('POST /v2/devices/{uuid}/disable and enable move reserved in Placement', async () => {
+    const { devices } = (await (await fetch(`${api()}/v2/devices?hostname=${hostA.host}`)).json()) as { devices: { uuid: string }[] }
+    const uuid = devices[0]!.uuid
+    const { deployables } = (await (await fetch(`${api()}/v2/deployables`)).json()) as {
+      deployables: { rp_uuid: string; name: string }[]
+    }
+    const reservedOf = async () => {
+      const mine = deployables.filter((d) => d.name.startsWith(`${hostA.host}_`))
+      const rows = await Promise.all(mine.map(async (d) => Object.values(await placement.client.getInventories(d.rp_uuid))[0]!))
+      return rows.map((inv) => inv.reserved === inv.total)
+    }
+    const before = await reservedOf()
+    assert.ok(before.every((r) => !r), 'host A is active: nothing reserved')
+    for (const [action, reserved] of [['disable', true], ['enable', false]] as const) {
+      const res = await fetch(`${api()}/v2/devices/${uuid}/${action}`, { method: 'POST' })
+      assert.equal(res.status, 200, `${action}: ${await res.text()}`)
+      // The API answers once Placement is written: the device's own providers (host A has two
+      // devices) are fully reserved while it is disabled, and none once it is enabled again.
+      const flipped = (await reservedOf()).filter((r) => r).length
+      if (reserved) assert.ok(flipped > 0 && flipped < before.length, `${flipped} of ${before.length} reserved`)
+      else assert.equal(flipped, 0)
+    }
+  })
+
   void it('kill -9 of agent A around a changed report, restarted on its state dir: API and Placement converge', async (t) => {
     const agentA = services.get('agent-a')!
     const reports = () => agentA.output().split('"msg":"inventory reported"').length
