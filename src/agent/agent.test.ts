@@ -165,6 +165,17 @@ void describe('agent', () => {
     assert.ok(warnings.some((w) => w.startsWith('heartbeat failed')))
   })
 
+  void it('stops within its grace period while a report waits on a conductor that never answers', async () => {
+    const hung = { ...stubConductor().conductor, reportInventory: () => new Promise<never>(() => {}) } as unknown as ConductorRpc
+    const agent = createAgent(deps(hung), { host: 'h1', periodicIntervalMs: 3_600_000, stopGraceMs: 50 })
+    await agent.start()
+    await new Promise((r) => setTimeout(r, 20))
+    const started = Date.now()
+    await agent.stop()
+    assert.equal(agent.state, 'stopped')
+    assert.ok(Date.now() - started < 1000, `stop took ${Date.now() - started} ms`)
+  })
+
   void it('keeps an unsent report in the outbox and replays it after a restart, before discovering', async () => {
     const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-agent-'))
     try {

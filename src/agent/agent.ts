@@ -87,6 +87,8 @@ export interface AgentOptions {
   discoverTimeoutMs?: number
   /** Time limit of a driver's `stats()` for telemetry. @default 5000 */
   statsTimeoutMs?: number
+  /** How long `stop()` waits for a running discovery and report before it gives up on them. @default 5000 */
+  stopGraceMs?: number
   /** The compute node provider in Placement that this host's devices hang under, when resolved. */
   resourceProvider?: { name: string; uuid: string } | undefined
 }
@@ -117,6 +119,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     version = '0.1.0',
     discoverTimeoutMs = 60_000,
     statsTimeoutMs = 5000,
+    stopGraceMs = 5000,
   } = options
   const log = deps.log.child({ component: 'agent', host })
   const placementRoot = options.resourceProvider ? { resourceProvider: options.resourceProvider } : {}
@@ -298,7 +301,12 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       clearTimeout(timer)
       controller.abort(new InvalidStateError(`agent ${host} is stopping`, { code: 'AGENT_STOPPED' }))
       await server?.unsubscribe()
-      await Promise.all([ticking, queue])
+      // A report waiting on a conductor that does not answer would hold SIGTERM for a whole RPC
+      // timeout; after the grace period stop anyway: the outbox keeps the report for the next start.
+      let grace: NodeJS.Timeout | undefined
+      const waited = new Promise<void>((resolve) => (grace = setTimeout(resolve, stopGraceMs)))
+      await Promise.race([Promise.all([ticking, queue]), waited])
+      clearTimeout(grace)
       state = 'stopped'
       log.info('agent stopped')
     },
