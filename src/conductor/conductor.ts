@@ -87,7 +87,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     })
 
   /**
-   * Brings Placement in step with `host` after a change. True when nothing is left over; else the
+   * Brings Placement in step with `host` after a change. `complete` when nothing is left over; else the
    * host's report hash is cleared, so that its next report (unchanged or not) tries again.
    */
   const syncPlacement = async (host: string, root?: RootHint): Promise<{ complete: boolean; deleted: number }> => {
