@@ -5,7 +5,8 @@
 #   - RabbitMQ on 127.0.0.1:5672, user guest/guest (the broker's default, loopback only), and a
 #     working rabbitmqctl, with which the tests make a fresh vhost per run;
 #   - the real OpenStack client with the accelerator plugin (Debian's python3-openstackclient and
-#     python3-cyborgclient), which the end-to-end tests drive;
+#     python3-cyborgclient), and real Nova's Cyborg client (python3-nova), which the end-to-end
+#     tests drive;
 #   - real OpenStack Placement (Debian's placement-api under uwsgi), installed but not started:
 #     each test run starts its own on a free loopback port with scripts/placement.sh.
 # A server that is installed but stopped is started; one that is not installed is installed from
@@ -170,6 +171,9 @@ ensure_openstack_clients() {
   if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
   [ -x /usr/bin/openstack ] || die "/usr/bin/openstack is still missing"
   log "OpenStack client: $(/usr/bin/openstack --version 2>&1 | head -n 1)"
+  # Real Nova's Cyborg client (nova.accelerator.cyborg), which test/e2e/nova-client.py drives.
+  if ! dpkg-query -W -f='${Status}' python3-nova 2>/dev/null | grep -q 'ok installed'; then apt_install python3-nova; fi
+  log "Nova client: python3-nova $(dpkg-query -W -f='${Version}' python3-nova)"
 }
 
 # ---------------------------------------------------------------- Placement
