@@ -4,9 +4,14 @@ import { UnavailableError } from '../domain/errors.js'
 import type { DatabaseHandle } from './connection.js'
 import { initialMigration } from './migrations/0001-initial.js'
 import { placementMigration } from './migrations/0002-placement.js'
+import { arqsMigration } from './migrations/0003-arqs.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
-  return { '0001-initial': initialMigration(handle.dialect), '0002-placement': placementMigration }
+  return {
+    '0001-initial': initialMigration(handle.dialect),
+    '0002-placement': placementMigration,
+    '0003-arqs': arqsMigration(handle.dialect),
+  }
 }
 
 export interface MigrationReport {
