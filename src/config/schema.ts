@@ -125,7 +125,11 @@ export const schema = {
     }),
     timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Placement answer.' }),
   },
-  nova: keystoneClient('Nova'),
+  nova: {
+    ...keystoneClient('Nova'),
+    service_token: optionalStr({ help: 'Static service token sent as X-Service-Token with every call to Nova (optional).', secret: true }),
+    timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Nova answer.' }),
+  },
   keystone_authtoken: {
     www_authenticate_uri: url({ help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.' }),
     auth_url: url({ help: 'Keystone endpoint the API uses to validate tokens.' }),
