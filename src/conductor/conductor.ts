@@ -17,6 +17,8 @@ import { createLifecycle } from './lifecycle.js'
 import { UnavailableError } from '../domain/errors.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
+import type { NovaClient } from '../openstack/nova.js'
+import { createArqService } from './arqs.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
@@ -37,8 +39,13 @@ export interface ConductorDeps {
   clock: Clock
   /** Id generator for new rows. @default newUuid */
   uuid?: () => string
-  /** The agent of a host, for the lifecycle (`createAgentClient(bus, host, …)`); without it `markDeviceReady` fails. */
-  agentFor?: (host: string) => Pick<AgentRpc, 'install'>
+  /**
+   * The agent of a host (`createAgentClient(bus, host, …)`), for the lifecycle and for preparing
+   * bound devices; without it `markDeviceReady` fails and only TEST_PCI handles bind.
+   */
+  agentFor?: (host: string) => Pick<AgentRpc, 'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev'>
+  /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
+  nova?: NovaClient
   /** Placement to keep in step; absent in embedded mode. */
   placement?: { client: PlacementClient; createRootProvider: boolean }
 }
@@ -119,7 +126,11 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     }
   }
 
+  const arqs = createArqService({ db, committer, agentFor: deps.agentFor, nova: deps.nova, log, clock })
+
   return {
+    ...arqs,
+
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)
       const { host, hash, devices, autoActivate, resourceProvider } = req

@@ -3,6 +3,7 @@
  * conductor is the last line before the database and also serves agents and other callers, so it
  * trusts nobody: each failure is an InvalidInputError whose `details.field` names the field.
  */
+import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
 import { InvalidInputError } from '../domain/errors.js'
 import {
   AttachType,
@@ -125,4 +126,23 @@ export function checkSnapshot(
   if (typeof req.hash !== 'string' || req.hash !== inventoryHash(devices)) {
     invalid('hash', 'is not the sha256 of the canonical JSON of devices')
   }
+}
+
+/** Nova's and the CLI's bindings, keyed by ARQ uuid. */
+export function checkArqBindings(value: unknown): Record<string, ArqBindRequest> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) invalid('bindings', 'must be an object keyed by ARQ uuid')
+  const entries = Object.entries(value as Record<string, unknown>)
+  if (entries.length === 0) invalid('bindings', 'must name at least one accelerator request')
+  const out: Record<string, ArqBindRequest> = {}
+  for (const [uuid, raw] of entries) {
+    checkUuid(uuid, 'uuid')
+    const b = (raw ?? {}) as Record<string, unknown>
+    out[uuid] = {
+      hostname: checkString(b.hostname, `${uuid}.hostname`),
+      instanceUuid: checkUuid(b.instanceUuid, `${uuid}.instance_uuid`),
+      ...(b.deviceRpUuid === undefined ? {} : { deviceRpUuid: checkUuid(b.deviceRpUuid, `${uuid}.device_rp_uuid`) }),
+      ...(b.projectId === undefined ? {} : { projectId: checkString(b.projectId, `${uuid}.project_id`) }),
+    }
+  }
+  return out
 }

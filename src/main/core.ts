@@ -17,6 +17,7 @@ import { createConductorClient, serveConductor, type ConductorRpc } from '../rpc
 import { createAgentClient } from '../rpc/agent-rpc.js'
 import type { Logger } from '../domain/logger.js'
 import type { PlacementClient } from '../openstack/placement.js'
+import type { NovaClient } from '../openstack/nova.js'
 import { findRootProvider } from '../openstack/root-provider.js'
 import { fullyQualifiedName } from './fqdn.js'
 import { systemClock, type Clock } from '../domain/time.js'
@@ -70,6 +71,8 @@ export interface CoreOptions {
   version?: string
   /** Placement to keep in step (conductor) and to find the compute node in (agent). */
   placement?: CorePlacement
+  /** Nova, told by the conductor when accelerator requests resolve. */
+  nova?: NovaClient
 }
 
 export interface Core {
@@ -105,7 +108,10 @@ export async function startCore(options: CoreOptions): Promise<Core> {
       const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: rpcTimeoutMs })
       // Loaded only where a conductor runs: an agent process never loads the database modules.
       const { createConductor } = await import('../conductor/conductor.js')
-      conductor = createConductor({ db, log, clock, placement: options.placement, agentFor }, conductorOptions)
+      conductor = createConductor(
+        { db, log, clock, placement: options.placement, nova: options.nova, agentFor },
+        conductorOptions,
+      )
       server = await serveConductor(bus, conductor)
     }
     if (agentOptions !== false) {

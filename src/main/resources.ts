@@ -16,6 +16,7 @@ import type { Logger } from '../domain/logger.js'
 import { errorMessage } from './error-message.js'
 import { ConfigError } from '../domain/errors.js'
 import { createPlacementClient, placementSettings } from '../openstack/placement.js'
+import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
 import type { CorePlacement } from './core.js'
 
 /** Creates `[DEFAULT] state_path` (mode 0750) if missing. */
@@ -109,6 +110,18 @@ export function placementOptions(config: Config): CorePlacement | undefined {
     if (!(err instanceof ConfigError)) throw err
     const option = /\[placement\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
     throw optionError(config, 'placement', option, err.message.replace(/^\[placement\] \w+ /, ''))
+  }
+}
+
+/** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
+export function novaOptions(config: Config): NovaClient | undefined {
+  try {
+    const settings = novaSettings(config.nova)
+    return settings ? createNovaClient(settings) : undefined
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    const option = /\[nova\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
+    throw optionError(config, 'nova', option, err.message.replace(/^\[nova\] \w+ /, ''))
   }
 }
 

@@ -17,6 +17,7 @@ import {
   conductorOptions,
   createConfiguredBus,
   ensureStateDir,
+  novaOptions,
   placementOptions,
   rpcTimeoutMs,
 } from './resources.js'
@@ -124,6 +125,7 @@ export async function startAllInOne(
       rpcTimeoutMs: rpcTimeoutMs(config),
       version: VERSION,
       placement: placementOptions(config),
+      nova: novaOptions(config),
     })
     down.add('agent and conductor', () => core.stop())
     await firstDiscovery(core.agent, log)
@@ -163,6 +165,7 @@ export async function startConductorService(config: Config, log: Logger, options
       rpcTimeoutMs: rpcTimeoutMs(config),
       version: VERSION,
       placement: placementOptions(config),
+      nova: novaOptions(config),
     })
     down.add('conductor', () => core.stop())
     log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')

@@ -6,11 +6,12 @@
 import type { MessageBus } from '../bus/bus.js'
 import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
+import type { Arq, ArqState } from '../domain/arq.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
-/** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`. */
-export const CONDUCTOR_RPC_VERSION = '1.2'
+/** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods. */
+export const CONDUCTOR_RPC_VERSION = '1.3'
 
 export interface InventoryReportResult {
   /** False when the snapshot hash matched the last accepted one: nothing was written. */
@@ -20,6 +21,23 @@ export interface InventoryReportResult {
   removed: number
   /** Deployables missing from the report but kept (removal_pending) until nothing holds them. */
   pending: number
+}
+
+/** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
+export interface ArqBindRequest {
+  hostname: string
+  /** The deployable's provider that Placement allocated; absent in standalone mode (the conductor chooses). */
+  deviceRpUuid?: string
+  instanceUuid: string
+  projectId?: string
+}
+
+/** What became of one ARQ of a bind. */
+export interface ArqBindOutcome {
+  uuid: string
+  state: ArqState
+  /** Why it is BindFailed. */
+  reason?: string
 }
 
 export interface ConductorRpc {
@@ -61,6 +79,26 @@ export interface ConductorRpc {
    * @throws NotFoundError, ConflictError (DEVICE_LIFECYCLE_CONFLICT) for any other lifecycle
    */
   markDeviceReady(req: { uuid: string }): Promise<Device>
+  /**
+   * (1.3) Creates one ARQ per requested unit of each group of the device profile, all in one write.
+   * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
+   *   than `maxArqs` units
+   */
+  createArqs(req: { deviceProfileName: string; projectId: string | null; maxArqs: number }): Promise<Arq[]>
+  /**
+   * (1.3) Binds ARQs: Initial|Unbound → BindStarted → Bound | BindFailed. Resolves once every ARQ
+   * is resolved (Nova is told in one event batch when `[nova]` is set).
+   * @throws NotFoundError for an unknown ARQ, ConflictError when an ARQ is not bindable or the
+   *   instance already has bound ARQs (nothing is changed then)
+   */
+  bindArqs(req: { bindings: Record<string, ArqBindRequest> }): Promise<ArqBindOutcome[]>
+  /** (1.3) Unbinds: frees the handle, has the agent release the device; → Unbound. Idempotent. */
+  unbindArqs(req: { uuids: string[] }): Promise<ArqBindOutcome[]>
+  /**
+   * (1.3) Unbinds and deletes ARQs by uuid (NotFoundError for unknown ones, after deleting the rest)
+   * or by instance (idempotent).
+   */
+  deleteArqs(req: { uuids: string[] } | { instanceUuid: string }): Promise<{ deleted: string[] }>
 }
 
 export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
@@ -77,6 +115,10 @@ const CONDUCTOR_METHODS = Object.keys({
   deleteAttribute: true,
   setDeviceStatus: true,
   markDeviceReady: true,
+  createArqs: true,
+  bindArqs: true,
+  unbindArqs: true,
+  deleteArqs: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**

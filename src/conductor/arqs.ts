@@ -1,0 +1,247 @@
+/**
+ * Accelerator requests, conductor side (cyborg-v2-facts §2.3, with its gaps fixed): create from a
+ * device profile, bind (Initial|Unbound → BindStarted → Bound | BindFailed), unbind, delete.
+ *
+ * - Every state change is a conditional UPDATE checked against the one transition table.
+ * - A handle is claimed with `claimHandle` (SKIP LOCKED) and recorded on the ARQ in the same
+ *   transaction, so two binders never share a handle and a crash never leaks one.
+ * - The device is prepared by the agent of its host (vfio-pci for PCI, an mdev for MDEV) before
+ *   the ARQ is Bound; a failure is BindFailed and frees the handle.
+ * - When Nova is configured, the ARQs of one bind are announced in one event batch.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import type { GroupCommitter } from '../db/group-commit.js'
+import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import type { BindTarget } from '../db/arq-targets.js'
+import { getDeviceProfileByName } from '../db/device-profiles.js'
+import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
+import { ConflictError, NotFoundError } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
+import { formatTimestamp, type Clock } from '../domain/time.js'
+import type { NovaClient } from '../openstack/nova.js'
+import type { AgentRpc } from '../rpc/agent-rpc.js'
+import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
+import { checkArqBindings, checkPositiveInt, checkString, checkUuid } from './validate.js'
+
+export interface ArqDeps {
+  db: DatabaseHandle
+  committer: Pick<GroupCommitter, 'run'>
+  /** The agent of a host; without it only handles that need no preparation (TEST_PCI) bind. */
+  agentFor?: (host: string) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev'>
+  nova?: NovaClient
+  log: Logger
+  clock: Clock
+}
+
+type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 'deleteArqs'>
+
+const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
+
+export function createArqService(deps: ArqDeps): ArqMethods {
+  const { db, committer } = deps
+  const log = deps.log.child({ component: 'arqs' })
+  const now = () => formatTimestamp(deps.clock.now())
+
+  /** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
+  const fits = (target: BindTarget, spec: ArqSpec | undefined) => {
+    if (!target.offered) return false
+    if (!spec) return true
+    const traits = new Set(target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value))
+    const rc = target.attributes.find((a) => a.key === 'rc')?.value
+    return rc === spec.resourceClass && spec.requiredTraits.every((t) => traits.has(t)) && !spec.forbiddenTraits.some((t) => traits.has(t))
+  }
+
+  /** Claims a handle of the first fitting target and records it on the ARQ, in one transaction. */
+  const claim = (arq: Arq, targets: BindTarget[]) =>
+    committer.run(async (trx) => {
+      for (const target of targets) {
+        const handle = await claimHandle(trx, target.deployableId, { now: now() })
+        if (!handle) continue
+        if (!(await attachHandleToArq(trx, arq.uuid, handle, now()))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
+        return handle
+      }
+      return undefined
+    })
+
+  /** Has the host's agent make the device ready for the VM; nothing for TEST_PCI. */
+  const prepare = async (host: string, handle: { uuid: string; type: string; info: Record<string, string> }) => {
+    if (handle.type === 'TEST_PCI') return
+    if (!deps.agentFor) throw new Error(`no agent RPC to prepare ${handle.type} handles`)
+    const agent = deps.agentFor(host)
+    if (handle.type === 'PCI') await agent.prepare({ address: pciAddress(handle.info) })
+    else if (handle.type === 'MDEV') await agent.createMdev({ parent: pciAddress(handle.info), type: handle.info.asked_type ?? '', uuid: handle.uuid })
+  }
+
+  const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
+    await committer.run(async (trx) => {
+      await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+      if (handleId !== undefined) await releaseHandle(trx, handleId, { now: now() })
+    })
+    log.warn({ arq: arq.uuid, reason }, 'bind failed')
+    return { uuid: arq.uuid, state: 'BindFailed', reason }
+  }
+
+  const bindOne = async (arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined): Promise<ArqBindOutcome> => {
+    let targets: BindTarget[]
+    if (binding.deviceRpUuid) {
+      const target = await targetByProvider(db.db, binding.deviceRpUuid)
+      if (!target) return fail(arq, `no deployable has resource provider ${binding.deviceRpUuid}`)
+      if (target.hostname !== binding.hostname) return fail(arq, `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}`)
+      if (!target.offered) return fail(arq, `deployable ${target.name} is not active and enabled`)
+      targets = [target]
+    } else {
+      targets = (await targetsOnHost(db.db, binding.hostname)).filter((t) => fits(t, spec))
+      if (targets.length === 0) return fail(arq, `no active deployable on ${binding.hostname} fits the request group`)
+    }
+    const handle = await claim(arq, targets)
+    if (!handle) return fail(arq, `no free attach handle on ${targets.map((t) => t.name).join(', ')}`)
+    try {
+      await prepare(binding.hostname, handle)
+    } catch (err) {
+      return fail(arq, `preparing ${pciAddress(handle.info)} failed: ${err instanceof Error ? err.message : String(err)}`, handle.id)
+    }
+    const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
+    if (count === 0) return fail(arq, 'the request changed while binding (unbound or deleted)', handle.id)
+    return { uuid: arq.uuid, state: 'Bound' }
+  }
+
+  /** Tells Nova, in one batch, how the ARQs of one bind ended (best effort; logged). */
+  const notify = async (outcomes: ArqBindOutcome[], bindings: Record<string, ArqBindRequest>) => {
+    if (!deps.nova || outcomes.length === 0) return
+    const events = outcomes.map((o) => ({
+      instanceUuid: bindings[o.uuid]!.instanceUuid,
+      arqUuid: o.uuid,
+      status: o.state === 'Bound' ? ('completed' as const) : ('failed' as const),
+    }))
+    try {
+      const result = await deps.nova.sendArqBoundEvents(events)
+      if (!result.ok) log.warn({ result }, 'Nova refused some accelerator-request-bound events')
+    } catch (err) {
+      log.error({ err, events: events.length }, 'could not tell Nova that accelerator requests resolved')
+    }
+  }
+
+  /** Frees what an ARQ holds (agent release, handle) and moves it to Unbound with its binding cleared. */
+  const unbindOne = async (arq: Arq): Promise<ArqBindOutcome> => {
+    if (arq.attachHandleId !== null && arq.hostname !== null) {
+      const handle = await handleById(db.db, arq.attachHandleId)
+      try {
+        if (handle && handle.type !== 'TEST_PCI' && deps.agentFor) {
+          const agent = deps.agentFor(arq.hostname)
+          if (handle.type === 'PCI') await agent.release({ address: pciAddress(handle.info) })
+          if (handle.type === 'MDEV') await agent.removeMdev({ uuid: handle.uuid })
+        }
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err)
+        await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
+        log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
+        return { uuid: arq.uuid, state: 'UnbindFailed', reason }
+      }
+    }
+    const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }
+    await committer.run(async (trx) => {
+      await transitionArqs(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
+      if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
+    })
+    return { uuid: arq.uuid, state: 'Unbound' }
+  }
+
+  return {
+    async createArqs(req) {
+      const name = checkString(req?.deviceProfileName, 'device_profile_name')
+      const maxArqs = checkPositiveInt(req.maxArqs, 'maxArqs')
+      const profile = await getDeviceProfileByName(db.db, name)
+      const specs = expandProfileGroups(profile.groups, maxArqs)
+      const projectId = req.projectId === null ? null : checkString(req.projectId, 'project_id')
+      const arqs = await committer.run((trx) => createArqs(trx, { profileId: profile.id, specs, projectId }, { now: now() }))
+      log.info({ profile: name, arqs: arqs.length }, 'accelerator requests created')
+      return arqs
+    },
+
+    async bindArqs(req) {
+      const bindings = checkArqBindings(req?.bindings)
+      const uuids = Object.keys(bindings)
+      // Phase 1, all or nothing: every ARQ bindable, no instance bound twice; then BindStarted.
+      const started = await committer.run(async (trx) => {
+        const arqs = await Promise.all(uuids.map((u) => getArq(trx, u)))
+        for (const arq of arqs) {
+          if (!allowedFrom('BindStarted').includes(arq.state)) {
+            throw new ConflictError(`accelerator request ${arq.uuid} is ${arq.state}; only Initial or Unbound requests can be bound`, {
+              code: 'ARQ_BAD_STATE',
+              details: { uuid: arq.uuid, state: arq.state },
+            })
+          }
+        }
+        for (const instance of new Set(uuids.map((u) => bindings[u]!.instanceUuid))) {
+          const others = await boundArqsOfInstance(trx, instance, uuids)
+          if (others.length > 0) {
+            throw new ConflictError(`instance ${instance} already has bound accelerator requests: ${others.join(', ')}`, {
+              code: 'INSTANCE_ALREADY_BOUND',
+              details: { field: 'instance_uuid', instance },
+            })
+          }
+        }
+        for (const arq of arqs) {
+          const b = bindings[arq.uuid]!
+          const set = { hostname: b.hostname, deviceRpUuid: b.deviceRpUuid ?? null, instanceUuid: b.instanceUuid, projectId: b.projectId ?? arq.projectId }
+          const { count } = await transitionArqs(trx, [arq.uuid], 'BindStarted', { now: now(), set })
+          if (count !== 1) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, { code: 'ARQ_BAD_STATE' })
+        }
+        return arqs
+      })
+      const profileIds = new Set(started.map((a) => a.deviceProfileId))
+      const specsByProfile = new Map<number, ArqSpec[]>()
+      for (const id of profileIds) {
+        const row = await db.db.selectFrom('device_profiles').select('name').where('id', '=', id).executeTakeFirstOrThrow()
+        const profile = await getDeviceProfileByName(db.db, row.name)
+        specsByProfile.set(id, expandProfileGroups(profile.groups, Number.MAX_SAFE_INTEGER))
+      }
+      const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId)?.find((s) => s.groupId === arq.deviceProfileGroupId)
+      // Phase 2: each ARQ on its own, at once.
+      const outcomes = await Promise.all(
+        started.map((arq) =>
+          bindOne(arq, bindings[arq.uuid]!, specFor(arq)).catch((err: unknown) => fail(arq, err instanceof Error ? err.message : String(err))),
+        ),
+      )
+      await notify(outcomes, bindings)
+      log.info({ bound: outcomes.filter((o) => o.state === 'Bound').length, failed: outcomes.filter((o) => o.state !== 'Bound').length }, 'bind finished')
+      return outcomes
+    },
+
+    async unbindArqs(req) {
+      const uuids = checkUuidList(req?.uuids)
+      const arqs = await Promise.all(uuids.map((u) => getArq(db.db, u)))
+      return Promise.all(arqs.map(unbindOne))
+    },
+
+    async deleteArqs(req) {
+      const byInstance = req !== null && typeof req === 'object' && 'instanceUuid' in req
+      const arqs = byInstance
+        ? await listArqs(db.db, { instanceUuid: checkUuid(req.instanceUuid, 'instance') })
+        : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => getArq(db.db, u).catch(() => undefined)))
+      const found = arqs.filter((a): a is Arq => a !== undefined)
+      // What holds a device is released first; one whose release failed stays (UnbindFailed), so
+      // that its handle is never freed while a VM may still use it.
+      const kept = new Set<string>()
+      for (const arq of found) {
+        if (arq.attachHandleId === null) continue
+        if ((await unbindOne(arq)).state === 'UnbindFailed') kept.add(arq.uuid)
+      }
+      const deletable = found.filter((a) => !kept.has(a.uuid)).map((a) => a.uuid)
+      const deleted = await committer.run((trx) => deleteArqs(trx, { uuids: deletable }))
+      if (!byInstance) {
+        const missing = (req as { uuids: string[] }).uuids.filter((u) => !found.some((a) => a.uuid === u))
+        if (missing.length > 0) {
+          throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, { code: 'ARQ_NOT_FOUND', details: { uuids: missing } })
+        }
+      }
+      return { deleted: deleted.map((a) => a.uuid) }
+    },
+  }
+}
+
+function checkUuidList(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0) return [checkUuid(undefined, 'arqs')]
+  return value.map((u, i) => checkUuid(u, `arqs[${i}]`))
+}

@@ -1,0 +1,94 @@
+/**
+ * Where an ARQ may be bound: the deployable behind a Placement provider (Nova's path), or the
+ * offered deployables of a host that satisfy a request group (standalone). Read-only.
+ */
+import type { Kysely } from 'kysely'
+import type { Database } from './schema.js'
+
+export interface BindTarget {
+  deployableId: number
+  name: string
+  hostname: string
+  /** Active, enabled, healthy and not pending removal. */
+  offered: boolean
+  attributes: { key: string; value: string }[]
+}
+
+const base = (db: Kysely<Database>) =>
+  db
+    .selectFrom('deployables as p')
+    .innerJoin('devices as d', 'd.id', 'p.device_id')
+    .select(['p.id', 'p.name', 'p.removal_pending', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+
+type Row = { id: number; name: string; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
+
+async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTarget[]> {
+  if (rows.length === 0) return []
+  const attrs = await db
+    .selectFrom('attributes')
+    .select(['deployable_id', 'key', 'value'])
+    .where('deployable_id', 'in', rows.map((r) => r.id))
+    .orderBy('id')
+    .execute()
+  return rows.map((r) => ({
+    deployableId: r.id,
+    name: r.name,
+    hostname: r.hostname,
+    offered: r.lifecycle === 'active' && r.status === 'enabled' && r.health === 'ok' && Number(r.removal_pending) === 0,
+    attributes: attrs.filter((a) => a.deployable_id === r.id).map(({ key, value }) => ({ key, value })),
+  }))
+}
+
+/** The deployable whose resource provider is `rpUuid`, or undefined. */
+export async function targetByProvider(db: Kysely<Database>, rpUuid: string): Promise<BindTarget | undefined> {
+  const rows = await base(db).where('p.rp_uuid', '=', rpUuid).execute()
+  return (await withAttributes(db, rows))[0]
+}
+
+/** Every deployable of `host`, in id order (the caller filters by resource class and traits). */
+export async function targetsOnHost(db: Kysely<Database>, host: string): Promise<BindTarget[]> {
+  return withAttributes(db, await base(db).where('d.hostname', '=', host).orderBy('p.id').execute())
+}
+
+/** ARQs of `instanceUuid` other than `except` that hold a binding (BindStarted or Bound). */
+export async function boundArqsOfInstance(
+  db: Kysely<Database>,
+  instanceUuid: string,
+  except: readonly string[],
+): Promise<string[]> {
+  let qb = db
+    .selectFrom('accelerator_requests')
+    .select('uuid')
+    .where('instance_uuid', '=', instanceUuid)
+    .where('state', 'in', ['BindStarted', 'Bound'])
+  if (except.length > 0) qb = qb.where('uuid', 'not in', [...except])
+  return (await qb.execute()).map((r) => r.uuid)
+}
+
+/**
+ * Records the claimed handle on an ARQ that is still BindStarted, in the claim's transaction, so a
+ * crash never leaves a handle in use that no ARQ names. False when the ARQ moved meanwhile.
+ */
+export async function attachHandleToArq(
+  db: Kysely<Database>,
+  uuid: string,
+  handle: { id: number; deployableId: number },
+  now: string,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('accelerator_requests')
+    .set({ attach_handle_id: handle.id, deployable_id: handle.deployableId, updated_at: now })
+    .where('uuid', '=', uuid)
+    .where('state', '=', 'BindStarted')
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
+}
+
+/** One attach handle by id (type and parsed info), or undefined. */
+export async function handleById(
+  db: Kysely<Database>,
+  id: number,
+): Promise<{ id: number; uuid: string; type: string; info: Record<string, string> } | undefined> {
+  const row = await db.selectFrom('attach_handles').select(['id', 'uuid', 'attach_type', 'attach_info']).where('id', '=', id).executeTakeFirst()
+  return row && { id: row.id, uuid: row.uuid, type: row.attach_type, info: JSON.parse(row.attach_info) as Record<string, string> }
+}
