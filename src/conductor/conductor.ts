@@ -19,6 +19,7 @@ import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
+import { reapStaleBinds } from './arq-reaper.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
@@ -55,6 +56,10 @@ export interface ConductorOptions {
   saveIntervalMs?: number
   /** A batch is written at once when this many writes wait (`[conductor] max_batch`). @default 64 */
   maxBatch?: number
+  /** `[DEFAULT] bind_timeout`: a request in BindStarted longer than this is BindFailed. @default 60000 */
+  bindTimeoutMs?: number
+  /** How often the stale-bind reaper runs; 0 for never. @default bindTimeoutMs / 4 */
+  reapIntervalMs?: number
 }
 
 /** The conductor: the RPC implementation plus its lifecycle. Serve only the RPC methods on the bus. */
@@ -127,6 +132,14 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   }
 
   const arqs = createArqService({ db, committer, agentFor: deps.agentFor, nova: deps.nova, log, clock })
+  const { bindTimeoutMs = 60_000 } = options
+  const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
+  const reap = () =>
+    reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs }).catch((err: unknown) =>
+      log.warn({ err }, 'stale-bind reaper failed; next pass retries'),
+    )
+  const reaper = reapIntervalMs > 0 ? setInterval(() => void reap(), reapIntervalMs) : undefined
+  reaper?.unref()
 
   return {
     ...arqs,
@@ -228,6 +241,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     },
 
     async stop() {
+      clearInterval(reaper)
       await committer.close()
       log.info(committer.stats(), 'conductor stopped')
     },

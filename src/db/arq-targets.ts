@@ -92,3 +92,20 @@ export async function handleById(
   const row = await db.selectFrom('attach_handles').select(['id', 'uuid', 'attach_type', 'attach_info']).where('id', '=', id).executeTakeFirst()
   return row && { id: row.id, uuid: row.uuid, type: row.attach_type, info: JSON.parse(row.attach_info) as Record<string, string> }
 }
+
+/** ARQs stuck in BindStarted since before `cutoff` (a conductor died, or an agent never answered). */
+export async function staleBinds(
+  db: Kysely<Database>,
+  cutoff: string,
+  limit = 500,
+): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null }[]> {
+  const rows = await db
+    .selectFrom('accelerator_requests')
+    .select(['uuid', 'attach_handle_id', 'instance_uuid'])
+    .where('state', '=', 'BindStarted')
+    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid }))
+}

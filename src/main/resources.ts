@@ -94,7 +94,11 @@ export function rpcTimeoutMs(config: Config): number {
 }
 
 export function conductorOptions(config: Config): ConductorOptions {
-  return { saveIntervalMs: config.conductor.save_interval_ms, maxBatch: config.conductor.max_batch }
+  return {
+    saveIntervalMs: config.conductor.save_interval_ms,
+    maxBatch: config.conductor.max_batch,
+    bindTimeoutMs: config.DEFAULT.bind_timeout * 1000,
+  }
 }
 
 /**

@@ -12,6 +12,7 @@ import { ConflictError, InvalidInputError, NotFoundError } from '../../src/domai
 import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { createNovaClient } from '../../src/openstack/nova.js'
+import { reapStaleBinds } from '../../src/conductor/arq-reaper.js'
 
 const INSTANCE = (n: number) => `0b9c0d1e-0000-4000-8000-${String(n).padStart(12, '0')}`
 
@@ -21,6 +22,7 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
   let nova: Server
   const batches: { path: string; version: string | undefined; events: { name: string; server_uuid: string; tag: string; status: string }[] }[] = []
   let rpUuid: string
+  let novaUrl: string
 
   before(async () => {
     nova = createServer((req, res) => {
@@ -33,6 +35,7 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
     })
     await new Promise<void>((r) => nova.listen(0, '127.0.0.1', r))
     const port = (nova.address() as { port: number }).port
+    novaUrl = `http://127.0.0.1:${port}/v2.1`
     db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
     core = await startCore({
       db,
@@ -118,5 +121,31 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
     const missing = '0b9c0d1e-0000-4000-8000-99999999999a'
     await assert.rejects(c().deleteArqs({ uuids: [one, missing] }), (err) => err instanceof NotFoundError && err.message.includes(missing))
     assert.equal((await db.db.selectFrom('accelerator_requests').select('id').where('uuid', '=', one).execute()).length, 0, 'the known one was deleted')
+  })
+
+  void it('reaps a bind left in BindStarted past bind_timeout: BindFailed, handle freed, Nova told', async () => {
+    const [arq] = await create('one-fpga')
+    const handle = (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 0).orderBy('id').executeTakeFirstOrThrow()).id
+    // What a conductor killed between its claim and the agent's answer leaves behind.
+    await db.db.updateTable('attach_handles').set({ in_use: 1 }).where('id', '=', handle).execute()
+    await db.db
+      .updateTable('accelerator_requests')
+      .set({ state: 'BindStarted', attach_handle_id: handle, instance_uuid: INSTANCE(7), hostname: 'node1', updated_at: '2026-11-22T06:00:00.000000+00:00' })
+      .where('uuid', '=', arq!.uuid)
+      .execute()
+    const committer = { run: <T>(fn: (trx: typeof db.db) => Promise<T>) => db.db.transaction().execute(fn) }
+    const novaClient = createNovaClient({ endpoint: novaUrl, token: 'admin', timeoutMs: 5000 })
+    const at = (iso: string) => ({ now: () => new Date(iso) })
+    const deps = { db, committer, nova: novaClient, log: noopLogger, bindTimeoutMs: 60_000 }
+    // 30 s later: still within the timeout, nothing happens.
+    assert.deepEqual(await reapStaleBinds({ ...deps, clock: at('2026-11-22T06:00:30.000Z') }), [])
+    batches.length = 0
+    assert.deepEqual(await reapStaleBinds({ ...deps, clock: at('2026-11-22T06:01:30.000Z') }), [arq!.uuid])
+    const row = await db.db.selectFrom('accelerator_requests').select(['state', 'attach_handle_id']).where('uuid', '=', arq!.uuid).executeTakeFirstOrThrow()
+    assert.deepEqual(row, { state: 'BindFailed', attach_handle_id: null })
+    assert.equal(Number((await db.db.selectFrom('attach_handles').select('in_use').where('id', '=', handle).executeTakeFirstOrThrow()).in_use), 0)
+    assert.deepEqual(batches[0]!.events, [{ name: 'accelerator-request-bound', server_uuid: INSTANCE(7), tag: arq!.uuid, status: 'failed' }])
+    // A second pass (another conductor) finds nothing to do.
+    assert.deepEqual(await reapStaleBinds({ ...deps, clock: at('2026-11-22T06:02:30.000Z') }), [])
   })
 })

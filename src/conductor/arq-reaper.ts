@@ -1,0 +1,46 @@
+/**
+ * Moves accelerator requests left in BindStarted past `[DEFAULT] bind_timeout` to BindFailed: a
+ * conductor died mid-bind, or an agent never answered. Their handles are freed in the same
+ * transaction, and Nova hears "failed". Any conductor may run it: the state change is conditional,
+ * so two reapers (or a late binder) never both act on one request.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import type { GroupCommitter } from '../db/group-commit.js'
+import { releaseHandle, transitionArqs } from '../db/arqs.js'
+import { staleBinds } from '../db/arq-targets.js'
+import type { Logger } from '../domain/logger.js'
+import { formatTimestamp, type Clock } from '../domain/time.js'
+import type { NovaClient } from '../openstack/nova.js'
+
+export interface ReaperDeps {
+  db: DatabaseHandle
+  committer: Pick<GroupCommitter, 'run'>
+  nova?: NovaClient
+  log: Logger
+  clock: Clock
+  /** `[DEFAULT] bind_timeout` in milliseconds. */
+  bindTimeoutMs: number
+}
+
+/** One pass; resolves with the uuids it moved to BindFailed. */
+export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
+  const nowMs = deps.clock.now().getTime()
+  const cutoff = formatTimestamp(new Date(nowMs - deps.bindTimeoutMs))
+  const stale = await staleBinds(deps.db.db, cutoff)
+  if (stale.length === 0) return []
+  const moved = await deps.committer.run(async (trx) => {
+    const now = formatTimestamp(new Date(nowMs))
+    const set = { attachHandleId: null, deployableId: null }
+    const result = await transitionArqs(trx, stale.map((s) => s.uuid), 'BindFailed', { now, set })
+    const movedUuids = new Set(result.moved.map((a) => a.uuid))
+    for (const s of stale) if (movedUuids.has(s.uuid) && s.attachHandleId !== null) await releaseHandle(trx, s.attachHandleId, { now })
+    return stale.filter((s) => movedUuids.has(s.uuid))
+  })
+  if (moved.length === 0) return []
+  deps.log.warn({ arqs: moved.map((m) => m.uuid) }, `accelerator requests stuck binding for over ${deps.bindTimeoutMs / 1000} s: BindFailed`)
+  const events = moved.flatMap((m) => (m.instanceUuid ? [{ instanceUuid: m.instanceUuid, arqUuid: m.uuid, status: 'failed' as const }] : []))
+  if (deps.nova && events.length > 0) {
+    await deps.nova.sendArqBoundEvents(events).catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))
+  }
+  return moved.map((m) => m.uuid)
+}

@@ -1,0 +1,98 @@
+/**
+ * The boot-storm race, through the conductor: two conductors on one database, 50 concurrent
+ * binders, 1,000 accelerator requests, 100 handles. Exactly 100 bind, the rest fail cleanly, and
+ * no handle is ever held twice.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
+import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
+import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import type { DiscoveredDevice } from '../../src/domain/inventory.js'
+import { noopLogger } from '../../src/domain/logger.js'
+import { inventoryHash } from '../../src/rpc/inventory-hash.js'
+
+const HOST = 'storm-host'
+const clock = { now: () => new Date() }
+
+/** 10 devices × 10 TEST_PCI handles: 100 handles, no agent preparation needed. */
+function devices(): DiscoveredDevice[] {
+  return Array.from({ length: 10 }, (_, d) => {
+    const bus = (0x20 + d).toString(16)
+    return {
+      type: 'FPGA',
+      vendor: 'abcd',
+      model: 'storm',
+      stdBoardInfo: null,
+      vendorBoardInfo: null,
+      controlPath: { type: 'PCI', info: { domain: '0000', bus, device: '00', function: '0' } },
+      deployables: [
+        {
+          name: `${HOST}_0000:${bus}:00.0`,
+          numAccelerators: 10,
+          driverName: 'fake',
+          attributes: [{ key: 'rc', value: 'FPGA' }],
+          attachHandles: Array.from({ length: 10 }, (_, h) => ({
+            type: 'TEST_PCI' as const,
+            info: { domain: '0000', bus, device: String(h >> 3), function: String(h & 7) },
+          })),
+        },
+      ],
+    }
+  })
+}
+
+for (const dialect of await testDialects()) {
+  void describe(`ARQ bind race, two conductors on ${dialect.name}`, { skip: dialect.skip, timeout: 120_000 }, () => {
+    let db: TestDatabase
+    let second: DatabaseHandle
+    let conductors: Conductor[]
+
+    before(async () => {
+      db = await dialect.create()
+      second = dialect.name === 'sqlite' ? db : await openDatabase(db.url, { poolSize: 8 })
+      conductors = [db, second].map((h) => createConductor({ db: h, log: noopLogger, clock }, { saveIntervalMs: 1, reapIntervalMs: 0 }))
+      const list = devices()
+      await conductors[0]!.reportInventory({ host: HOST, hash: inventoryHash(list), devices: list, autoActivate: true })
+      await conductors[0]!.createDeviceProfile({ name: 'one', description: null, groups: [{ 'resources:FPGA': '1' }] })
+    })
+    after(async () => {
+      for (const c of conductors ?? []) await c.stop()
+      if (second !== db) await second?.close()
+      await db?.close()
+    })
+
+    void it('1,000 requests, 100 handles, 50 binders: exactly 100 bound, no handle held twice', async () => {
+      // The profile asks for one unit: each create makes one ARQ, 8 at a time, on both conductors.
+      const arqs: { uuid: string }[] = []
+      while (arqs.length < 1000) {
+        const created = await Promise.all(
+          Array.from({ length: 8 }, (_, i) => conductors[i % 2]!.createArqs({ deviceProfileName: 'one', projectId: null, maxArqs: 64 })),
+        )
+        arqs.push(...created.flat())
+      }
+      let next = 0
+      const outcomes: string[] = []
+      const binder = async (b: number) => {
+        while (next < arqs.length) {
+          const arq = arqs[next++]!
+          const [out] = await conductors[b % 2]!.bindArqs({
+            bindings: { [arq.uuid]: { hostname: HOST, instanceUuid: `5707a000-0000-4000-8000-${String(next).padStart(12, '0')}` } },
+          })
+          outcomes.push(out!.state)
+        }
+      }
+      await Promise.all(Array.from({ length: 50 }, (_, b) => binder(b)))
+      assert.equal(outcomes.length, arqs.length)
+      assert.equal(outcomes.filter((s) => s === 'Bound').length, 100)
+      assert.equal(outcomes.filter((s) => s === 'BindFailed').length, arqs.length - 100)
+      // The invariant, from the database: 100 handles in use, each named by exactly one Bound ARQ.
+      const bound = await db.db.selectFrom('accelerator_requests').select('attach_handle_id').where('state', '=', 'Bound').execute()
+      assert.equal(new Set(bound.map((r) => r.attach_handle_id)).size, 100)
+      const inUse = await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()
+      assert.deepEqual(new Set(inUse.map((h) => h.id)), new Set(bound.map((r) => r.attach_handle_id)))
+      const stuck = await db.db.selectFrom('accelerator_requests').select('uuid').where('state', 'in', ['Initial', 'BindStarted']).execute()
+      assert.deepEqual(stuck, [])
+    })
+  })
+}
