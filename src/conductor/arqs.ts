@@ -12,7 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -20,6 +20,8 @@ import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
+import type { PlacementClient } from '../openstack/placement.js'
+import { createArqAllocator } from './arq-placement.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
 import { checkArqBindings, checkPositiveInt, checkString, checkUuid } from './validate.js'
@@ -30,6 +32,8 @@ export interface ArqDeps {
   /** The agent of a host; without it only handles that need no preparation (TEST_PCI) bind. */
   agentFor?: (host: string) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev'>
   nova?: NovaClient
+  /** With Placement and without Nova, bound accelerators are allocated in Placement by the conductor. */
+  placement?: PlacementClient
   log: Logger
   clock: Clock
 }
@@ -42,6 +46,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
   const { db, committer } = deps
   const log = deps.log.child({ component: 'arqs' })
   const now = () => formatTimestamp(deps.clock.now())
+  // Nova allocates through its scheduler; without Nova, Placement hears it from us.
+  const allocator = deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
+  const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?.value
 
   /** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
   const fits = (target: BindTarget, spec: ArqSpec | undefined) => {
@@ -96,13 +103,25 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     }
     const handle = await claim(arq, targets)
     if (!handle) return fail(arq, `no free attach handle on ${targets.map((t) => t.name).join(', ')}`)
+    const target = targets.find((t) => t.deployableId === handle.deployableId)!
     try {
       await prepare(binding.hostname, handle)
     } catch (err) {
       return fail(arq, `preparing ${pciAddress(handle.info)} failed: ${err instanceof Error ? err.message : String(err)}`, handle.id)
     }
+    const rc = rcOf(target)
+    if (allocator && target.rpUuid && rc) {
+      try {
+        await allocator.allocate(binding.instanceUuid, target.rpUuid, rc, binding.projectId ?? arq.projectId)
+      } catch (err) {
+        return fail(arq, `Placement refused the allocation: ${err instanceof Error ? err.message : String(err)}`, handle.id)
+      }
+    }
     const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
-    if (count === 0) return fail(arq, 'the request changed while binding (unbound or deleted)', handle.id)
+    if (count === 0) {
+      if (allocator && target.rpUuid && rc) await allocator.release(binding.instanceUuid, target.rpUuid, rc).catch(() => {})
+      return fail(arq, 'the request changed while binding (unbound or deleted)', handle.id)
+    }
     return { uuid: arq.uuid, state: 'Bound' }
   }
 
@@ -137,6 +156,15 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
         log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
         return { uuid: arq.uuid, state: 'UnbindFailed', reason }
+      }
+    }
+    if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) {
+      const target = await targetById(db.db, arq.deployableId)
+      const rc = target && rcOf(target)
+      if (target?.rpUuid && rc) {
+        await allocator.release(arq.instanceUuid, target.rpUuid, rc).catch((err: unknown) =>
+          log.warn({ err, arq: arq.uuid }, 'could not take the allocation back from Placement'),
+        )
       }
     }
     const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }

@@ -131,7 +131,15 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     }
   }
 
-  const arqs = createArqService({ db, committer, agentFor: deps.agentFor, nova: deps.nova, log, clock })
+  const arqs = createArqService({
+    db,
+    committer,
+    agentFor: deps.agentFor,
+    nova: deps.nova,
+    placement: deps.placement?.client,
+    log,
+    clock,
+  })
   const { bindTimeoutMs = 60_000 } = options
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
   const reap = () =>

@@ -7,6 +7,7 @@ import type { Database } from './schema.js'
 
 export interface BindTarget {
   deployableId: number
+  rpUuid: string | null
   name: string
   hostname: string
   /** Active, enabled, healthy and not pending removal. */
@@ -18,9 +19,9 @@ const base = (db: Kysely<Database>) =>
   db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .select(['p.id', 'p.name', 'p.removal_pending', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+    .select(['p.id', 'p.name', 'p.rp_uuid', 'p.removal_pending', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
 
-type Row = { id: number; name: string; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
+type Row = { id: number; name: string; rp_uuid: string | null; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
 
 async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTarget[]> {
   if (rows.length === 0) return []
@@ -32,6 +33,7 @@ async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTa
     .execute()
   return rows.map((r) => ({
     deployableId: r.id,
+    rpUuid: r.rp_uuid,
     name: r.name,
     hostname: r.hostname,
     offered: r.lifecycle === 'active' && r.status === 'enabled' && r.health === 'ok' && Number(r.removal_pending) === 0,
@@ -43,6 +45,11 @@ async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTa
 export async function targetByProvider(db: Kysely<Database>, rpUuid: string): Promise<BindTarget | undefined> {
   const rows = await base(db).where('p.rp_uuid', '=', rpUuid).execute()
   return (await withAttributes(db, rows))[0]
+}
+
+/** The deployable with id `id`, or undefined. */
+export async function targetById(db: Kysely<Database>, id: number): Promise<BindTarget | undefined> {
+  return (await withAttributes(db, await base(db).where('p.id', '=', id).execute()))[0]
 }
 
 /** Every deployable of `host`, in id order (the caller filters by resource class and traits). */

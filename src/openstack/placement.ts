@@ -53,6 +53,23 @@ export interface PlacementClient {
   getInventories(uuid: string): Promise<Record<string, Inventory>>
   /** Providers of the tree that `uuid` belongs to. */
   listTree(uuid: string): Promise<ResourceProvider[]>
+  /** A consumer's allocations, with its generation (null when it has none). */
+  getAllocations(consumer: string): Promise<ConsumerAllocations>
+  /**
+   * Replaces a consumer's allocations (empty: deletes them), checked against `generation`.
+   * @throws GenerationConflict when the consumer changed meanwhile; OpenStackHttpError otherwise
+   *   (e.g. 409 placement.undefined_code when a provider lacks capacity)
+   */
+  setAllocations(consumer: string, allocations: ConsumerAllocations): Promise<void>
+}
+
+/** `GET /allocations/{consumer}` at 1.39, trimmed to what a writer needs. */
+export interface ConsumerAllocations {
+  /** Provider uuid → resource class → amount. */
+  allocations: Record<string, Record<string, number>>
+  generation: number | null
+  projectId: string
+  userId: string
 }
 
 export function createPlacementClient(settings: PlacementSettings): PlacementClient {
@@ -152,6 +169,35 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
     async listTree(uuid) {
       const { body } = await call('GET', `/resource_providers?in_tree=${uuid}`)
       return (body as { resource_providers: RawProvider[] }).resource_providers.map(toProvider)
+    },
+    async getAllocations(consumer) {
+      const { body } = await call('GET', `/allocations/${consumer}`)
+      const raw = body as {
+        allocations: Record<string, { resources: Record<string, number> }>
+        consumer_generation?: number
+        project_id?: string
+        user_id?: string
+      }
+      return {
+        allocations: Object.fromEntries(Object.entries(raw.allocations).map(([rp, a]) => [rp, a.resources])),
+        generation: raw.consumer_generation ?? null,
+        projectId: raw.project_id ?? '',
+        userId: raw.user_id ?? '',
+      }
+    },
+    async setAllocations(consumer, a) {
+      const allocations = Object.fromEntries(
+        Object.entries(a.allocations)
+          .filter(([, resources]) => Object.keys(resources).length > 0)
+          .map(([rp, resources]) => [rp, { resources }]),
+      )
+      await write('PUT', `/allocations/${consumer}`, {
+        allocations,
+        consumer_generation: a.generation,
+        project_id: a.projectId,
+        user_id: a.userId,
+        consumer_type: 'INSTANCE',
+      })
     },
   }
 }
