@@ -18,6 +18,8 @@ export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
 
 /** 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
+/** `[api] max_arqs_per_request`'s default. */
+export const DEFAULT_MAX_ARQS = 64
 
 /**
  * Builds the app; the caller listens (`app.listen`) or injects (`app.inject`) and closes it.
@@ -25,7 +27,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
  * request is written, carrying `request_id`.
  */
 export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promise<FastifyInstance> {
-  const { bodyLimit = DEFAULT_BODY_LIMIT } = options
+  const { bodyLimit = DEFAULT_BODY_LIMIT, maxArqsPerRequest = DEFAULT_MAX_ARQS } = options
   const app = Fastify({
     loggerInstance: deps.log,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
@@ -60,7 +62,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   const baseUrl = createBaseUrl(options.publicEndpoint)
   rootRoutes(app, baseUrl)
   healthcheckRoutes(app, deps.db)
-  const env = { db: deps.db, conductor: deps.conductor, baseUrl }
+  const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
   await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
   await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })
   return app

@@ -26,6 +26,8 @@ export interface ApiOptions {
   publicEndpoint?: string
   /** Largest accepted request body in bytes; bigger bodies get 413. @default 1048576 */
   bodyLimit?: number
+  /** `[api] max_arqs_per_request`: most accelerator requests one POST may create. @default 64 */
+  maxArqsPerRequest?: number
 }
 
 /** Who is calling. With noauth every caller is an admin; Keystone fills it in later. */

@@ -18,11 +18,11 @@ export async function startHttpApi(
   config: Config,
   deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger },
 ): Promise<ListeningApi> {
-  const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers } = config.api
+  const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
   const app = await createApp(
     { db: deps.db.db, conductor: deps.conductor, log: deps.log },
-    publicEndpoint === undefined ? {} : { publicEndpoint },
+    { maxArqsPerRequest: max_arqs_per_request, ...(publicEndpoint === undefined ? {} : { publicEndpoint }) },
   )
   try {
     await app.listen({ host, port })

@@ -24,7 +24,8 @@ export interface Stack {
   close(): Promise<void>
 }
 
-export async function startStack(options: ApiOptions = {}): Promise<Stack> {
+/** `autoActivate`: node1's fake device lands active (bindable) instead of inactive. */
+export async function startStack({ autoActivate = false, ...options }: ApiOptions & { autoActivate?: boolean } = {}): Promise<Stack> {
   const [sqlite] = await testDialects()
   const db = await sqlite!.create()
   const bus = createInProcessBus()
@@ -34,7 +35,7 @@ export async function startStack(options: ApiOptions = {}): Promise<Stack> {
     bus,
     log,
     conductor: { saveIntervalMs: 1, maxBatch: 64 },
-    agent: { host: 'node1', enabledDrivers: ['fake'], periodicIntervalMs: 3_600_000 },
+    agent: { host: 'node1', enabledDrivers: ['fake'], autoActivate, periodicIntervalMs: 3_600_000 },
   })
   const app = await createApp({ db: db.db, conductor: core.conductorClient, log }, options)
   const stack: Stack = {

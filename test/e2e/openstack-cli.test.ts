@@ -50,7 +50,7 @@ describe('openstack accelerator CLI against cyborg up', { skip: !present && `${O
   let service: RunningService
   before(async () => {
     service = await startService({
-      env: { CYBORG_DEFAULT__HOST: HOST },
+      env: { CYBORG_DEFAULT__HOST: HOST, CYBORG_AGENT__AUTO_ACTIVATE: 'true' },
       ready: async (url) => {
         const r = await fetch(`${url}/v2/devices`)
         return r.ok && ((await r.json()) as { devices: unknown[] }).devices.length > 0
@@ -116,5 +116,40 @@ describe('openstack accelerator CLI against cyborg up', { skip: !present && `${O
     const del = await openstack(service, ['device', 'profile', 'delete', 'e2e-dp'])
     assert.equal(del.code, 0, del.stderr)
     assert.deepEqual(await json<Row[]>(service, ['device', 'profile', 'list']), [])
+  })
+
+  test('arq create, list, show, bind, unbind, delete', async () => {
+    const groups = '[{"resources:FPGA": "1", "trait:CUSTOM_FAKE_DEVICE": "required"}]'
+    assert.equal((await openstack(service, ['device', 'profile', 'create', 'e2e-arq-dp', groups])).code, 0)
+    const created = await json<Row>(service, ['arq', 'create', 'e2e-arq-dp'])
+    const uuid = String(created.uuid)
+    assert.match(uuid, /^[0-9a-f-]{36}$/)
+    assert.equal(created.state, 'Initial')
+    const withGroup = await json<Row>(service, ['arq', 'create', 'e2e-arq-dp', '--group-id', '0'])
+    assert.equal(withGroup.device_profile_name, 'e2e-arq-dp')
+
+    const list = await json<Row[]>(service, ['arq', 'list'])
+    assert.deepEqual(list.map((a) => a.UUID ?? a.uuid).sort(), [uuid, String(withGroup.uuid)].sort())
+
+    const rp = ((await (await fetch(`${service.url}/v2/deployables`)).json()) as { deployables: { rp_uuid: string }[] }).deployables[0]!.rp_uuid
+    const instance = '5f0c7e55-1d2b-4c3a-8e9f-123456789abc'
+    const bind = await openstack(service, ['arq', 'bind', uuid, HOST, instance, rp, 'project1'])
+    assert.equal(bind.code, 0, bind.stderr)
+    const bound = await json<Row>(service, ['arq', 'show', uuid])
+    assert.equal(bound.state, 'Bound')
+    assert.equal(bound.instance_uuid, instance)
+    assert.equal(bound.attach_handle_type, 'TEST_PCI')
+
+    const unbind = await openstack(service, ['arq', 'unbind', uuid])
+    assert.equal(unbind.code, 0, unbind.stderr)
+    assert.equal((await json<Row>(service, ['arq', 'show', uuid])).state, 'Unbound')
+
+    const del = await openstack(service, ['arq', 'delete', uuid, String(withGroup.uuid)])
+    assert.equal(del.code, 0, del.stderr)
+    const again = await openstack(service, ['arq', 'delete', uuid])
+    assert.notEqual(again.code, 0)
+    const missing = await openstack(service, ['arq', 'show', uuid])
+    assert.notEqual(missing.code, 0)
+    assert.match(missing.stderr, /not found/i)
   })
 })

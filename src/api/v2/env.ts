@@ -8,4 +8,6 @@ export interface V2Env {
   conductor: ConductorRpc
   /** The base URL of links for this request (no trailing slash). */
   baseUrl: (request: FastifyRequest) => string
+  /** `[api] max_arqs_per_request`. */
+  maxArqsPerRequest: number
 }

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { ApiError } from '../errors.js'
 import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from '../microversion.js'
 import { v2DocRoutes } from '../versions.js'
+import { arqRoutes } from './arqs.js'
 import { attributeRoutes } from './attributes.js'
 import { deployableRoutes } from './deployables.js'
 import { deviceProfileRoutes } from './device-profiles.js'
@@ -37,4 +38,5 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   deviceRoutes(app, options)
   deployableRoutes(app, options)
   attributeRoutes(app, options)
+  arqRoutes(app, options)
 }

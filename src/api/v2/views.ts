@@ -1,5 +1,6 @@
 /** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
 import type { Attribute, Deployable, Device } from '../../domain/inventory.js'
+import type { ArqDetail } from '../../db/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
 import { selfLink, type Link } from '../links.js'
 
@@ -84,5 +85,26 @@ export function deviceProfileView(p: DeviceProfile, base: string) {
     created_at: p.createdAt,
     updated_at: p.updatedAt,
     links: [selfLink(base, 'device_profiles', p.uuid)],
+  }
+}
+
+/** An ARQ: the handle's type, uuid and info are shown only while it is Bound. */
+export function arqView(a: ArqDetail, base: string) {
+  const handle = a.state === 'Bound' ? a.attachHandle : null
+  return {
+    uuid: a.uuid,
+    state: a.state,
+    device_profile_name: a.deviceProfileName,
+    device_profile_group_id: a.deviceProfileGroupId,
+    hostname: a.hostname,
+    device_rp_uuid: a.deviceRpUuid,
+    instance_uuid: a.instanceUuid,
+    project_id: a.projectId,
+    attach_handle_type: handle?.type ?? '',
+    attach_handle_uuid: handle?.uuid ?? null,
+    attach_handle_info: handle?.info ?? {},
+    created_at: a.createdAt,
+    updated_at: a.updatedAt,
+    links: [selfLink(base, 'accelerator_requests', a.uuid)],
   }
 }

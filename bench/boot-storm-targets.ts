@@ -1,0 +1,80 @@
+/** The servers bench/boot-storm.ts storms: the embedded one, and api + N conductors. */
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
+import { testBroker } from '../src/bus/rabbitmq-testing.js'
+import { testDialects } from '../src/db/testing.js'
+import { createConductorClient } from '../src/rpc/conductor-rpc.js'
+import { NODE, ROOT, freePort, printed, runCommand, startService, type RunningService } from '../test/support/service.js'
+import { STORM_HOST, seedStorm } from './boot-storm-inventory.js'
+
+export interface StormTarget {
+  url: string
+  /** The storm host's deployable providers, as Placement would hand them to Nova. */
+  rps: string[]
+  stop(): Promise<void>
+}
+
+async function providers(url: string): Promise<string[]> {
+  const res = await fetch(`${url}/v2/deployables`)
+  const { deployables } = (await res.json()) as { deployables: { name: string; rp_uuid: string }[] }
+  return deployables.filter((d) => d.name.startsWith(`${STORM_HOST}_`)).map((d) => d.rp_uuid)
+}
+
+export async function startEmbedded(): Promise<StormTarget> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-storm-'))
+  const port = await freePort()
+  const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench/boot-storm-embedded.ts'), dir, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      const m = /ready (\S+)/.exec(d.toString())
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`embedded server exited with ${code}`)))
+  })
+  return {
+    url,
+    rps: await providers(url),
+    async stop() {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('exit', r))
+      await rm(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+export async function startMulti(conductors: number): Promise<StormTarget> {
+  const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
+  const broker = await testBroker()
+  if (postgres.skip || broker.skip) throw new Error(`multi-process storm needs PostgreSQL and RabbitMQ: ${postgres.skip ?? broker.skip}`)
+  const [db, vhost] = await Promise.all([postgres.create(), broker.createVhost()])
+  const env = {
+    CYBORG_DATABASE__CONNECTION: db.url,
+    CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
+    CYBORG_LOG_LEVEL: 'warn',
+  }
+  const started: RunningService[] = []
+  const sync = await runCommand(['db', 'sync'], env)
+  if (sync.code !== 0) throw new Error(`db sync: ${sync.output}`)
+  for (let i = 0; i < conductors; i++) {
+    started.push(await startService({ command: ['conductor'], env: { ...env, CYBORG_LOG_LEVEL: 'info' }, ready: printed(/cyborg conductor is ready/) }))
+  }
+  const api = await startService({ command: ['api'], env })
+  started.push(api)
+  const bus = await createRabbitMqBus({ url: vhost.url })
+  await seedStorm(createConductorClient(bus, { timeoutMs: 30_000 }))
+  await bus.close()
+  return {
+    url: api.url,
+    rps: await providers(api.url),
+    async stop() {
+      await Promise.all(started.map((s) => s.stop()))
+      await vhost.drop()
+      await db.close()
+    },
+  }
+}

@@ -1,0 +1,146 @@
+/**
+ * Accelerator requests, as Nova and the openstack CLI call them (wire-nova.md,
+ * wire-openstack-cli.md): `POST /accelerator_requests` → 201 `{arqs}`; `GET /accelerator_requests`
+ * (?instance=, ?bind_state=resolved → 423 while the instance's ARQs are not all resolved; paging);
+ * `GET /accelerator_requests/{uuid}`; `PATCH /accelerator_requests[/{uuid}]` (bind or unbind) → 202;
+ * `DELETE /accelerator_requests?instance=|?arqs=u1,u2` and `DELETE /accelerator_requests/{uuid}` → 204.
+ */
+import { Type, type Static } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ARQ_SORT_KEYS, getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from '../../db/arq-views.js'
+import { isUuidLike } from '../../domain/device-profile.js'
+import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { listParam, markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
+import { resource } from '../routing.js'
+import { ArqPatchBody, parseArqPatch } from './arq-patch.js'
+import type { V2Env } from './env.js'
+import { arqView } from './views.js'
+
+/**
+ * POST body. The openstack CLI also sends `device_profile_group_id` (null, or a string of digits
+ * with `--group-id`); OpenStack Cyborg ignores it and creates the ARQs of every group, and so do we.
+ */
+const ArqCreateBody = Type.Object(
+  {
+    device_profile_name: Type.String({ minLength: 1, maxLength: 255 }),
+    device_profile_group_id: Type.Optional(
+      Type.Unsafe<number | string | null>({ type: ['integer', 'string', 'null'], minimum: 0, pattern: '^[0-9]{1,9}$' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+function invalid(field: string, problem: string): InvalidInputError {
+  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
+}
+
+const notFound = (uuid: string) =>
+  new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+
+/** The `:uuid` path parameter, lower-cased; a malformed one is 404 like an unknown one. */
+function uuidParam(request: FastifyRequest): string {
+  const { uuid } = request.params as { uuid: string }
+  if (!isUuidLike(uuid)) throw notFound(uuid)
+  return uuid.toLowerCase()
+}
+
+/** A query parameter that must be a UUID when given. */
+function uuidQuery(query: Query, name: string): string | undefined {
+  const v = stringParam(query, name)
+  if (v !== undefined && !isUuidLike(v)) throw invalid(name, `must be a UUID, got ${JSON.stringify(v)}`)
+  return v?.toLowerCase()
+}
+
+export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArqsPerRequest }: V2Env): void {
+  const patch = async (request: FastifyRequest, reply: FastifyReply, pathUuid?: string) => {
+    const parsed = parseArqPatch(request.body as ArqPatchBody, {
+      apiMinor: request.apiMinor,
+      isAdmin: request.ctx.isAdmin,
+      ...(pathUuid === undefined ? {} : { pathUuid }),
+    })
+    if (parsed.kind === 'bind') await conductor.bindArqs({ bindings: parsed.bindings })
+    else await conductor.unbindArqs({ uuids: parsed.uuids })
+    // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
+    return reply.code(202).send()
+  }
+
+  resource(app, '/accelerator_requests', {
+    POST: {
+      schema: { body: ArqCreateBody },
+      handler: async (request, reply) => {
+        const { device_profile_name: name } = request.body as Static<typeof ArqCreateBody>
+        const arqs = await conductor.createArqs({
+          deviceProfileName: name,
+          projectId: request.ctx.projectId ?? null,
+          maxArqs: maxArqsPerRequest,
+        })
+        const base = baseUrl(request)
+        const views = arqs.map((a) => arqView({ ...a, deviceProfileName: name, attachHandle: null }, base))
+        return reply.code(201).send({ arqs: views })
+      },
+    },
+    GET: {
+      handler: async (request, reply) => {
+        const query = request.query as Query
+        const instanceUuid = uuidQuery(query, 'instance')
+        const bindState = stringParam(query, 'bind_state')
+        if (bindState !== undefined && bindState !== 'resolved') {
+          throw invalid('bind_state', `must be "resolved", got ${JSON.stringify(bindState)}`)
+        }
+        const paging = pagingParams(query, ARQ_SORT_KEYS)
+        // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
+        if (instanceUuid !== undefined && bindState === 'resolved' && (await hasUnresolvedArqs(db, instanceUuid))) {
+          return reply.code(423).send()
+        }
+        const filter = { instanceUuid, states: bindState === undefined ? undefined : RESOLVED_STATES, ...paging }
+        const arqs = await listArqDetails(db, filter).catch((err: unknown) => {
+          throw markerNotFoundToInvalid(err)
+        })
+        const base = baseUrl(request)
+        return { arqs: arqs.map((a) => arqView(a, base)) }
+      },
+    },
+    PATCH: {
+      schema: { body: ArqPatchBody },
+      handler: async (request, reply) => patch(request, reply),
+    },
+    DELETE: {
+      handler: async (request, reply) => {
+        const query = request.query as Query
+        const instanceUuid = uuidQuery(query, 'instance')
+        const uuids = listParam(query, 'arqs')
+        if ((instanceUuid === undefined) === (uuids === undefined)) {
+          throw new InvalidInputError(
+            "Invalid input for fields 'instance' and 'arqs': give exactly one of ?instance=<uuid> or ?arqs=<uuid>,<uuid>",
+            { details: { field: 'instance' } },
+          )
+        }
+        if (instanceUuid !== undefined) {
+          await conductor.deleteArqs({ instanceUuid })
+        } else {
+          if (uuids!.length === 0) throw invalid('arqs', 'name at least one accelerator request uuid')
+          const bad = uuids!.find((u) => !isUuidLike(u))
+          if (bad !== undefined) throw invalid('arqs', `${JSON.stringify(bad)} is not a UUID`)
+          await conductor.deleteArqs({ uuids: [...new Set(uuids!.map((u) => u.toLowerCase()))] })
+        }
+        return reply.code(204).send()
+      },
+    },
+  })
+
+  resource(app, '/accelerator_requests/:uuid', {
+    GET: {
+      handler: async (request: FastifyRequest) => arqView(await getArqDetail(db, uuidParam(request)), baseUrl(request)),
+    },
+    PATCH: {
+      schema: { body: ArqPatchBody },
+      handler: async (request, reply) => patch(request, reply, uuidParam(request)),
+    },
+    DELETE: {
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        await conductor.deleteArqs({ uuids: [uuidParam(request)] })
+        return reply.code(204).send()
+      },
+    },
+  })
+}
