@@ -15,7 +15,7 @@ import { seedStorm } from './boot-storm-inventory.js'
 const [stateDir, port] = process.argv.slice(2)
 const config = loadConfig({
   files: [],
-  env: { CYBORG_DEFAULT__STATE_PATH: stateDir!, CYBORG_API__PORT: port!, CYBORG_LOG_LEVEL: 'warn' },
+  env: { CYBORG_DEFAULT__STATE_PATH: stateDir!, CYBORG_API__PORT: port!, CYBORG_LOG_LEVEL: 'warn', ...(process.env.STORM_SAVE_INTERVAL_MS ? { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: process.env.STORM_SAVE_INTERVAL_MS } : {}) },
 })
 const log = createLogger(config, { service: 'bench-embedded', env: { CYBORG_LOG_LEVEL: 'warn' } })
 const db = await openConfiguredDatabase(config)

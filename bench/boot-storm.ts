@@ -79,8 +79,10 @@ async function storm(api: string, concurrency: number, rps: string[]) {
         if (held.has(a.attach_handle_uuid)) doubles++
         held.set(a.attach_handle_uuid, instance)
       }
-      const deleted = await timed('delete', () => call('DELETE', `${api}/v2/accelerator_requests?instance=${instance}`))
+      // Held exclusively from the bound answer until the DELETE leaves (the server may free the handle
+      // as soon as it receives it): another VM seeing it inside that window is a double allocation.
       for (const a of got) if (a.attach_handle_uuid) held.delete(a.attach_handle_uuid)
+      const deleted = await timed('delete', () => call('DELETE', `${api}/v2/accelerator_requests?instance=${instance}`))
       if (deleted.status !== 204) { fail(`delete ${deleted.status}`); continue }
       times.cycle.push(performance.now() - started)
       cycles++
