@@ -113,7 +113,7 @@ export const schema = {
     save_interval_ms: int({
       default: 2,
       min: 0,
-      help: 'Milliseconds the conductor gathers writes before committing them in one transaction (0: commit at once).',
+      help: 'Milliseconds the conductor gathers writes before committing them in one transaction, under load (after a batch of 4 or more); a write that finds little company commits at once. 0: never wait.',
     }),
     max_batch: int({ default: 64, min: 1, help: 'Most writes committed in one transaction.' }),
   },

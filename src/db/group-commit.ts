@@ -38,6 +38,9 @@ export interface GroupCommitter {
   stats(): { batches: number; ops: number }
 }
 
+/** The last batch must have had this many writes for the next one to wait `intervalMs` for company. */
+const WAIT_AFTER_BATCH_OF = 4
+
 /** Runs of one op that lost a lock race (deadlock, serialization failure) before it gives up. */
 const MAX_ATTEMPTS = 5
 
@@ -62,10 +65,13 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
   let closed = false
   let batches = 0
   let ops = 0
+  /** Size of the last batch: a small one means little company is coming, so the next write need not wait. */
+  let lastBatchSize = 0
+  let timerIsImmediate = false
 
   const clearTimer = () => {
     if (timer === undefined) return
-    if (intervalMs === 0) clearImmediate(timer as NodeJS.Immediate)
+    if (timerIsImmediate) clearImmediate(timer as NodeJS.Immediate)
     else clearTimeout(timer as NodeJS.Timeout)
     timer = undefined
   }
@@ -75,6 +81,7 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
     clearTimer()
     if (inFlight || queue.length === 0) return
     const batch = queue.splice(0, maxBatch)
+    lastBatchSize = batch.length
     batches++
     ops += batch.length
     inFlight = runBatch(db, batch, requeue).finally(() => {
@@ -92,7 +99,11 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
   const schedule = () => {
     if (queue.length >= maxBatch) return flush()
     if (timer !== undefined || inFlight) return
-    timer = intervalMs === 0 ? setImmediate(flush) : setTimeout(flush, intervalMs)
+    // Waiting for company pays only under load (PostgreSQL's commit_delay waits only with
+    // commit_siblings others active): after a small batch, go at once (the writes of this same
+    // tick still share it); under load, batches fill up while waiting.
+    timerIsImmediate = lastBatchSize < WAIT_AFTER_BATCH_OF || intervalMs === 0
+    timer = timerIsImmediate ? setImmediate(flush) : setTimeout(flush, intervalMs)
   }
 
   return {
