@@ -8,7 +8,8 @@
 #     python3-cyborgclient), and real Nova's Cyborg client (python3-nova), which the end-to-end
 #     tests drive;
 #   - real OpenStack Placement (Debian's placement-api under uwsgi), installed but not started:
-#     each test run starts its own on a free loopback port with scripts/placement.sh.
+#     each test run starts its own on a free loopback port with scripts/placement.sh;
+#   - real OpenStack Glance (Debian's glance-api), installed but not started (scripts/glance.sh).
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
@@ -193,9 +194,23 @@ ensure_placement() {
   log "Placement: $(dpkg-query -W -f='${Version}' placement-api) installed (started per test run)"
 }
 
+# ---------------------------------------------------------------- Glance
+ensure_glance() {
+  if ! dpkg-query -W -f='${Status}' glance-api 2>/dev/null | grep -q 'ok installed'; then
+    # No dbconfig database and no Keystone endpoint registration: scripts/glance.sh configures it.
+    printf '%s\n' \
+      'glance-common glance/configure_db boolean false' \
+      'glance-api glance/register-endpoint boolean false' | debconf-set-selections
+    apt_install glance-api
+  fi
+  [ -x /usr/bin/glance-api ] || die "/usr/bin/glance-api is still missing"
+  log "Glance: $(dpkg-query -W -f='${Version}' glance-api) installed (started per test run)"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_rabbitmq
 ensure_openstack_clients
 ensure_placement
+ensure_glance
 rm -rf "$LOG_DIR"

@@ -22,6 +22,7 @@ import type { Clock } from '../domain/time.js'
 import { buildSnapshot, discoverAll, type DriverRun } from './snapshot.js'
 import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin, type DriverSettings } from './driver-admin.js'
+import { createFpgaImages, type ImageSource } from './fpga-images.js'
 import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
 /** The binary name agents heartbeat under. */
@@ -66,6 +67,8 @@ export interface AgentDeps {
   cache?: AgentCache
   /** The host the device operations (prepare, release, mdevs) write to; without it they fail. */
   hostProbe?: HostProbe
+  /** Where FPGA bitstreams come from (`[glance]`); without it `programFpgaImage` is unavailable. */
+  images?: ImageSource
   /** Called before each discovery (core: forget the caching probe's reads, so each run sees the host anew). */
   beforeDiscovery?: () => void
   /** The options `drivers` were built with, by driver name (`updateDriverOptions` merges over them). @default {} */
@@ -290,7 +293,8 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     async start() {
       if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin })
+      const images = createFpgaImages({ images: deps.images, program: (req) => admin.programFpga(req), log })
+      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()

@@ -12,7 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, setBitstream, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -30,7 +30,7 @@ export interface ArqDeps {
   db: DatabaseHandle
   committer: Pick<GroupCommitter, 'run'>
   /** The agent of a host; without it only handles that need no preparation (TEST_PCI) bind. */
-  agentFor?: (host: string) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev'>
+  agentFor?: (host: string) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage'>
   nova?: NovaClient
   /** With Placement and without Nova, bound accelerators are allocated in Placement by the conductor. */
   placement?: PlacementClient
@@ -80,6 +80,29 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     else if (handle.type === 'MDEV') await agent.createMdev({ parent: pciAddress(handle.info), type: handle.info.asked_type ?? '', uuid: handle.uuid })
   }
 
+  /**
+   * Programs the FPGA when the group names a bitstream (`accel:bitstream_id`, a Glance image id) or
+   * a function (`accel:function_id`), unless it already runs that image. The agent downloads the
+   * image and checks it against Glance's hash. Resolves with a failure reason, or undefined.
+   */
+  const program = async (host: string, target: BindTarget, spec: ArqSpec | undefined): Promise<string | undefined> => {
+    const { bitstream_id: imageId, function_id: functionId } = spec?.accel ?? {}
+    if (imageId === undefined && functionId === undefined) return undefined
+    if (imageId !== undefined && functionId !== undefined) return 'a group may name accel:bitstream_id or accel:function_id, not both'
+    if (imageId !== undefined && target.bitstreamId === imageId) return undefined
+    if (!deps.agentFor) return 'no agent RPC to program FPGAs'
+    const address = pciAddress(JSON.parse(target.controlPath) as Record<string, string>)
+    try {
+      const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
+      const done = await deps.agentFor(host).programFpgaImage({ address, image })
+      await committer.run((trx) => setBitstream(trx, target.deployableId, done.imageId, now()))
+      log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
+      return undefined
+    } catch (err) {
+      return `programming ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`
+    }
+  }
+
   const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
     await committer.run(async (trx) => {
       await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
@@ -104,6 +127,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     const handle = await claim(arq, targets)
     if (!handle) return fail(arq, `no free attach handle on ${targets.map((t) => t.name).join(', ')}`)
     const target = targets.find((t) => t.deployableId === handle.deployableId)!
+    const programmed = await program(binding.hostname, target, spec)
+    if (programmed !== undefined) return fail(arq, programmed, handle.id)
     try {
       await prepare(binding.hostname, handle)
     } catch (err) {

@@ -44,7 +44,7 @@ export interface ConductorDeps {
    * The agent of a host (`createAgentClient(bus, host, …)`), for the lifecycle and for preparing
    * bound devices; without it `markDeviceReady` fails and only TEST_PCI handles bind.
    */
-  agentFor?: (host: string) => Pick<AgentRpc, 'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev'>
+  agentFor?: (host: string) => Pick<AgentRpc, 'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage'>
   /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
   nova?: NovaClient
   /** Placement to keep in step; absent in embedded mode. */

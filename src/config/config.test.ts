@@ -268,13 +268,13 @@ void describe('errors: one line naming where, section, option, value and the exp
 
   void test('unknown sections and options', () => {
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_policy]\n')
-    rejects({ files: [s] }, `${s}:4: [oslo_policy]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, nova, keystone_authtoken`)
+    rejects({ files: [s] }, `${s}:4: [oslo_policy]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, keystone_authtoken`)
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')
     rejects({ files: [w] }, `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch`)
     rejects({ env: { CYBORG_API__NOPE: '1' } }, /^CYBORG_API__NOPE: \[api\] nope: unknown option; options of \[api\] are host_ip, port/)
-    rejects({ env: { CYBORG_GLANCE__NUM_RETRIES: '1' } }, /^CYBORG_GLANCE__NUM_RETRIES: \[glance\]: unknown section/)
+    rejects({ env: { CYBORG_SWIFT__NUM_RETRIES: '1' } }, /^CYBORG_SWIFT__NUM_RETRIES: \[swift\]: unknown section/)
   })
 
   void test('syntax errors do not echo the line', () => {

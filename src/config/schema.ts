@@ -125,6 +125,10 @@ export const schema = {
     }),
     timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Placement answer.' }),
   },
+  glance: {
+    ...keystoneClient('Glance'),
+    timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Glance answer (downloads get ten times as long).' }),
+  },
   nova: {
     ...keystoneClient('Nova'),
     service_token: optionalStr({ help: 'Static service token sent as X-Service-Token with every call to Nova (optional).', secret: true }),

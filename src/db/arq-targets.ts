@@ -8,6 +8,10 @@ import type { Database } from './schema.js'
 export interface BindTarget {
   deployableId: number
   rpUuid: string | null
+  /** The device's control path (canonical JSON of its PCI address): what FPGA programming targets. */
+  controlPath: string
+  /** The image the FPGA was last programmed with, if any. */
+  bitstreamId: string | null
   name: string
   hostname: string
   /** Active, enabled, healthy and not pending removal. */
@@ -19,9 +23,9 @@ const base = (db: Kysely<Database>) =>
   db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .select(['p.id', 'p.name', 'p.rp_uuid', 'p.removal_pending', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+    .select(['p.id', 'p.name', 'p.rp_uuid', 'p.bitstream_id', 'p.removal_pending', 'd.cpid_info', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
 
-type Row = { id: number; name: string; rp_uuid: string | null; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
+type Row = { id: number; name: string; rp_uuid: string | null; bitstream_id: string | null; cpid_info: string; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
 
 async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTarget[]> {
   if (rows.length === 0) return []
@@ -34,6 +38,8 @@ async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTa
   return rows.map((r) => ({
     deployableId: r.id,
     rpUuid: r.rp_uuid,
+    controlPath: r.cpid_info,
+    bitstreamId: r.bitstream_id,
     name: r.name,
     hostname: r.hostname,
     offered: r.lifecycle === 'active' && r.status === 'enabled' && r.health === 'ok' && Number(r.removal_pending) === 0,
@@ -115,4 +121,9 @@ export async function staleBinds(
     .limit(limit)
     .execute()
   return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid }))
+}
+
+/** Records the image a deployable's FPGA now runs. */
+export async function setBitstream(db: Kysely<Database>, deployableId: number, imageId: string, now: string): Promise<void> {
+  await db.updateTable('deployables').set({ bitstream_id: imageId, updated_at: now }).where('id', '=', deployableId).execute()
 }

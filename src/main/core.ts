@@ -8,6 +8,7 @@ import type { MessageBus, Subscription } from '../bus/bus.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { Conductor, ConductorOptions } from '../conductor/conductor.js'
 import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
+import type { ImageSource } from '../agent/fpga-images.js'
 import { createFileAgentCache } from '../agent/local-cache.js'
 import { createDrivers } from '../drivers/index.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
@@ -35,6 +36,8 @@ export interface CoreAgentOptions {
   driverOptions?: Record<string, Record<string, string>>
   /** Where the host's file system is seen (`[agent] host_root`). @default '/' */
   hostRoot?: string
+  /** Where FPGA bitstreams come from (`[glance]`). */
+  images?: ImageSource
   /** The host the drivers look at. @default the real host (createNodeHostProbe under hostRoot) */
   hostProbe?: HostProbe
   /** @default a file cache in `stateDir` when given, else a cache that keeps nothing */
@@ -141,6 +144,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           cache,
           hostProbe,
           beforeDiscovery: hostProbe.reset,
+          images: agentOptions.images,
         },
         {
           host,

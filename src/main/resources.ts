@@ -17,6 +17,9 @@ import { errorMessage } from './error-message.js'
 import { ConfigError } from '../domain/errors.js'
 import { createPlacementClient, placementSettings } from '../openstack/placement.js'
 import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
+import { createGlanceClient, type GlanceClient } from '../openstack/glance.js'
+import { keystoneSettings } from '../openstack/http.js'
+import type { ImageSource } from '../agent/fpga-images.js'
 import type { CorePlacement } from './core.js'
 
 /** Creates `[DEFAULT] state_path` (mode 0750) if missing. */
@@ -117,6 +120,33 @@ export function placementOptions(config: Config): CorePlacement | undefined {
   }
 }
 
+/** FPGA bitstreams from Glance (`[glance]`), for the agent; undefined without `endpoint_override`. */
+export function glanceImages(config: Config): ImageSource | undefined {
+  let settings
+  try {
+    settings = keystoneSettings('glance', config.glance)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    const option = /\[glance\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
+    throw optionError(config, 'glance', option, err.message.replace(/^\[glance\] \w+ /, ''))
+  }
+  if (!settings) return undefined
+  return glanceImageSource(
+    createGlanceClient({ endpoint: settings.endpoint, timeoutMs: settings.timeoutMs, ...(settings.token ? { token: settings.token } : {}) }),
+  )
+}
+
+/** The agent's image port, served by Glance: resolve the image, then download and verify it. */
+export function glanceImageSource(glance: GlanceClient): ImageSource {
+  return {
+    async fetch(ref, dest) {
+      const image = await glance.resolve(ref)
+      await glance.download(image, dest)
+      return { id: image.id }
+    },
+  }
+}
+
 /** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
 export function novaOptions(config: Config): NovaClient | undefined {
   try {
@@ -147,6 +177,7 @@ export function agentOptions(config: Config): CoreAgentOptions {
     resourceProviderNames:
       config.agent.resource_provider_name === undefined ? undefined : [config.agent.resource_provider_name, config.DEFAULT.host],
     hostRoot: config.agent.host_root,
+    images: glanceImages(config),
   }
 }
 

@@ -2,7 +2,7 @@
  * One JSON request to an OpenStack service with the built-in `fetch`: auth header, microversion,
  * timeout, and errors mapped to domain errors that name the service, the call and its answer.
  */
-import { AppError, UnavailableError } from '../domain/errors.js'
+import { AppError, ConfigError, UnavailableError } from '../domain/errors.js'
 
 /** A non-2xx answer other than 5xx: the caller decides (409 conflict, 404 gone, 400 bad input). */
 export class OpenStackHttpError extends AppError {
@@ -94,4 +94,32 @@ function errorOf(parsed: unknown, text: string): { detail: string; code: string 
 const errText = (err: unknown) => {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
+}
+
+/**
+ * Client settings from a keystoneauth-style section (`[placement]`, `[glance]`), or null when it
+ * names no endpoint: the service is not used. @throws ConfigError naming the option for what this
+ * release cannot do yet.
+ */
+export function keystoneSettings(
+  section: string,
+  opts: { auth_type: 'none' | 'admin_token' | 'password'; endpoint_override?: string | undefined; token?: string | undefined; timeout: number },
+): { endpoint: string; token: string | undefined; timeoutMs: number } | null {
+  if (!opts.endpoint_override) {
+    if (opts.auth_type === 'none') return null
+    throw new ConfigError(
+      `[${section}] endpoint_override is required: the Keystone catalog lookup for auth_type = ${opts.auth_type} is not supported yet`,
+    )
+  }
+  if (opts.auth_type === 'password') {
+    throw new ConfigError(`[${section}] auth_type = password is not supported yet; use admin_token or none`)
+  }
+  if (opts.auth_type === 'admin_token' && !opts.token) {
+    throw new ConfigError(`[${section}] token is required when auth_type = admin_token`)
+  }
+  return {
+    endpoint: opts.endpoint_override,
+    token: opts.auth_type === 'admin_token' ? opts.token : undefined,
+    timeoutMs: opts.timeout * 1000,
+  }
 }

@@ -3,8 +3,7 @@
  * microversion (1.39, the newest of Placement 8.0.0). Generation conflicts surface as
  * GenerationConflict so that the caller can re-read and retry; everything else as in `http.ts`.
  */
-import { ConfigError } from '../domain/errors.js'
-import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+import { keystoneSettings, OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
 
 export const PLACEMENT_MICROVERSION = '1.39'
 
@@ -222,26 +221,5 @@ export interface PlacementOptions {
   timeout: number
 }
 
-/**
- * Settings from `[placement]`, or null when Placement is not configured (no endpoint_override:
- * embedded mode). @throws ConfigError for what this release cannot do yet, naming the option.
- */
-export function placementSettings(opts: PlacementOptions): PlacementSettings | null {
-  if (!opts.endpoint_override) {
-    if (opts.auth_type === 'none') return null
-    throw new ConfigError(
-      `[placement] endpoint_override is required: the Keystone catalog lookup for auth_type = ${opts.auth_type} is not supported yet`,
-    )
-  }
-  if (opts.auth_type === 'password') {
-    throw new ConfigError('[placement] auth_type = password is not supported yet; use admin_token or none')
-  }
-  if (opts.auth_type === 'admin_token' && !opts.token) {
-    throw new ConfigError('[placement] token is required when auth_type = admin_token')
-  }
-  return {
-    endpoint: opts.endpoint_override,
-    token: opts.auth_type === 'admin_token' ? opts.token : undefined,
-    timeoutMs: opts.timeout * 1000,
-  }
-}
+/** Settings from `[placement]`, or null when Placement is not configured (embedded mode). */
+export const placementSettings = (opts: PlacementOptions): PlacementSettings | null => keystoneSettings('placement', opts)

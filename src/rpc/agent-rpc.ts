@@ -3,7 +3,7 @@
  * agent publishes on the fanout topic `cyborg.telemetry` (never stored, seed 000).
  *
  * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
- * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`. An older agent
+ * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`. An older agent
  * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { MessageBus } from '../bus/bus.js'
@@ -11,7 +11,7 @@ import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from '.
 import type { InventoryReportResult } from './conductor-rpc.js'
 import type { PciAddress } from '../domain/inventory.js'
 
-export const AGENT_RPC_VERSION = '1.2'
+export const AGENT_RPC_VERSION = '1.3'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -106,6 +106,13 @@ export interface AgentRpc {
    *   NotFoundError when no enabled driver owns the address; DriverError when the tool failed
    */
   programFpga(req: { address: string; imagePath: string }): Promise<DeviceActionResult>
+  /**
+   * (1.3) Programs the FPGA at `address` with a Glance image, by id (`accel:bitstream_id`) or by its
+   * `accel:function_id` property: downloads it, verifies its hash, programs, deletes the file.
+   * @throws InvalidInputError (IMAGE_HASH_MISMATCH) for an image whose bytes do not match Glance's
+   *   hash; UnavailableError when this agent has no `[glance]`
+   */
+  programFpgaImage(req: { address: string; image: { imageId?: string; functionId?: string } }): Promise<DeviceActionResult & { imageId: string }>
   /** (1.2) Enables or disables a driver of this agent, persistently, then rediscovers. @throws NotFoundError for an unknown driver */
   setDriverEnabled(req: { driver: string; enabled: boolean }): Promise<DriverAdminState>
   /**
@@ -128,6 +135,7 @@ const AGENT_METHODS = Object.keys({
   removeMdev: true,
   install: true,
   programFpga: true,
+  programFpgaImage: true,
   setDriverEnabled: true,
   updateDriverOptions: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]

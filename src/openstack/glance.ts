@@ -1,0 +1,101 @@
+/**
+ * The Glance client of FPGA programming: find a bitstream image by id, or by its `accel:function_id`
+ * property (exactly one active image must carry it), and download it to a file while hashing it.
+ * The file is kept only when its hash matches the one Glance recorded at upload
+ * (`os_hash_algo` / `os_hash_value`: sha512 by default, sha256 if Glance is so configured).
+ */
+import { createHash } from 'node:crypto'
+import { createWriteStream } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
+import { requestJson, type ServiceEndpoint } from './http.js'
+
+export interface GlanceSettings {
+  endpoint: string
+  token?: string
+  timeoutMs: number
+}
+
+export interface ImageRef {
+  /** `accel:bitstream_id`: the Glance image id. */
+  imageId?: string
+  /** `accel:function_id`: the image whose property `accel:function_id` has this value. */
+  functionId?: string
+}
+
+export interface GlanceClient {
+  /** The image `ref` names. @throws NotFoundError, InvalidInputError (ambiguous or both given) */
+  resolve(ref: ImageRef): Promise<{ id: string; hashAlgo: string; hashValue: string; size: number }>
+  /** Downloads image `id` to `dest`; a hash mismatch deletes the file and throws InvalidInputError. */
+  download(image: { id: string; hashAlgo: string; hashValue: string }, dest: string): Promise<void>
+}
+
+interface RawImage {
+  id: string
+  status: string
+  os_hash_algo?: string | null
+  os_hash_value?: string | null
+  size?: number | null
+}
+
+export function createGlanceClient(settings: GlanceSettings): GlanceClient {
+  const headers: Record<string, string> = settings.token === undefined ? {} : { 'x-auth-token': settings.token }
+  const ep: ServiceEndpoint = { service: 'Glance', url: settings.endpoint.replace(/\/+$/, ''), headers, timeoutMs: settings.timeoutMs }
+  const usable = (raw: RawImage) => {
+    if (raw.status !== 'active') throw new InvalidInputError(`image ${raw.id} is ${raw.status}, not active`, { details: { field: 'image' } })
+    if (!raw.os_hash_algo || !raw.os_hash_value) {
+      throw new InvalidInputError(`image ${raw.id} has no recorded hash (os_hash_value): it cannot be verified`, { details: { field: 'image' } })
+    }
+    return { id: raw.id, hashAlgo: raw.os_hash_algo, hashValue: raw.os_hash_value, size: raw.size ?? 0 }
+  }
+  return {
+    async resolve(ref) {
+      if ((ref.imageId === undefined) === (ref.functionId === undefined)) {
+        throw new InvalidInputError('name exactly one of accel:bitstream_id and accel:function_id', { details: { field: 'accel:bitstream_id' } })
+      }
+      if (ref.imageId !== undefined) {
+        const raw = await requestJson(ep, 'GET', `/v2/images/${encodeURIComponent(ref.imageId)}`).catch((err: unknown) => {
+          if ((err as { status?: number }).status === 404) throw new NotFoundError(`Glance has no image ${ref.imageId}`, { code: 'IMAGE_NOT_FOUND' })
+          throw err
+        })
+        return usable(raw.body as RawImage)
+      }
+      const query = new URLSearchParams({ 'accel:function_id': ref.functionId!, status: 'active' })
+      const { body } = await requestJson(ep, 'GET', `/v2/images?${query}`)
+      const images = (body as { images: RawImage[] }).images
+      if (images.length !== 1) {
+        throw new InvalidInputError(`expected exactly 1 active image with accel:function_id ${ref.functionId}, found ${images.length}`, {
+          details: { field: 'accel:function_id' },
+        })
+      }
+      return usable(images[0]!)
+    },
+    async download(image, dest) {
+      let res: Response
+      try {
+        res = await fetch(`${ep.url}/v2/images/${image.id}/file`, { headers, signal: AbortSignal.timeout(settings.timeoutMs * 10) })
+      } catch (err) {
+        throw new UnavailableError(`Glance GET /v2/images/${image.id}/file: ${(err as Error).message}`, { cause: err })
+      }
+      if (!res.ok || !res.body) throw new UnavailableError(`Glance GET /v2/images/${image.id}/file answered ${res.status}`)
+      const hash = createHash(image.hashAlgo)
+      const tap = new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          hash.update(chunk)
+          done(null, chunk)
+        },
+      })
+      await pipeline(Readable.fromWeb(res.body as never), tap, createWriteStream(dest, { mode: 0o600 }))
+      const got = hash.digest('hex')
+      if (got !== image.hashValue) {
+        await rm(dest, { force: true })
+        throw new InvalidInputError(
+          `image ${image.id} failed verification: its ${image.hashAlgo} is ${got.slice(0, 16)}…, Glance recorded ${image.hashValue.slice(0, 16)}…`,
+          { code: 'IMAGE_HASH_MISMATCH', details: { field: 'image', image: image.id } },
+        )
+      }
+    },
+  }
+}
