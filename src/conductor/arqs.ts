@@ -12,7 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, setBitstream, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -38,7 +38,10 @@ export interface ArqDeps {
   clock: Clock
 }
 
-type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 'deleteArqs'>
+type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 'deleteArqs'> & {
+  /** Finishes requests left Deleting since before `cutoff`; resolves with their uuids. The reaper calls it. */
+  finishStaleDeletes(cutoff: string): Promise<string[]>
+}
 
 const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
 
@@ -166,8 +169,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     }
   }
 
-  /** Frees what an ARQ holds (agent release, handle) and moves it to Unbound with its binding cleared. */
-  const unbindOne = async (arq: Arq): Promise<ArqBindOutcome> => {
+  /**
+   * Has the agent give the device back (vfio-pci, mdev) and, for a Bound request in standalone mode
+   * with Placement, takes its allocation back. Resolves with a failure reason, or undefined.
+   */
+  const releaseDevice = async (arq: Arq): Promise<string | undefined> => {
     if (arq.attachHandleId !== null && arq.hostname !== null) {
       const handle = await handleById(db.db, arq.attachHandleId)
       try {
@@ -177,10 +183,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
           if (handle.type === 'MDEV') await agent.removeMdev({ uuid: handle.uuid })
         }
       } catch (err) {
-        const reason = err instanceof Error ? err.message : String(err)
-        await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
-        log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
-        return { uuid: arq.uuid, state: 'UnbindFailed', reason }
+        return err instanceof Error ? err.message : String(err)
       }
     }
     if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) {
@@ -192,6 +195,17 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         )
       }
     }
+    return undefined
+  }
+
+  /** Frees what an ARQ holds and moves it to Unbound with its binding cleared (UnbindFailed if the agent failed). */
+  const unbindOne = async (arq: Arq): Promise<ArqBindOutcome> => {
+    const reason = await releaseDevice(arq)
+    if (reason !== undefined) {
+      await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
+      log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
+      return { uuid: arq.uuid, state: 'UnbindFailed', reason }
+    }
     const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }
     await committer.run(async (trx) => {
       await transitionArqs(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
@@ -200,7 +214,31 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     return { uuid: arq.uuid, state: 'Unbound' }
   }
 
+  /**
+   * Releases what Deleting requests hold, then frees their handles and deletes the rows, in one
+   * transaction. One whose device the agent could not release stays Deleting (retried by the reaper).
+   */
+  const finishDeleting = async (arqs: Arq[]): Promise<Arq[]> => {
+    const ready: Arq[] = []
+    for (const arq of arqs) {
+      const reason = await releaseDevice(arq)
+      if (reason === undefined) ready.push(arq)
+      else log.warn({ arq: arq.uuid, reason }, 'could not release the device; the request stays Deleting')
+    }
+    if (ready.length === 0) return []
+    return committer.run(async (trx) => {
+      // Rows first: a handle is freed only once no request names it.
+      const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
+      for (const arq of ready) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
+      return deleted
+    })
+  }
+
   return {
+    async finishStaleDeletes(cutoff) {
+      return (await finishDeleting(await staleDeletes(db.db, cutoff))).map((a) => a.uuid)
+    },
+
     async createArqs(req) {
       const name = checkString(req?.deviceProfileName, 'device_profile_name')
       const maxArqs = checkPositiveInt(req.maxArqs, 'maxArqs')
@@ -274,15 +312,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         ? await listArqs(db.db, { instanceUuid: checkUuid(req.instanceUuid, 'instance') })
         : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => getArq(db.db, u).catch(() => undefined)))
       const found = arqs.filter((a): a is Arq => a !== undefined)
-      // What holds a device is released first; one whose release failed stays (UnbindFailed), so
-      // that its handle is never freed while a VM may still use it.
-      const kept = new Set<string>()
-      for (const arq of found) {
-        if (arq.attachHandleId === null) continue
-        if ((await unbindOne(arq)).state === 'UnbindFailed') kept.add(arq.uuid)
-      }
-      const deletable = found.filter((a) => !kept.has(a.uuid)).map((a) => a.uuid)
-      const deleted = await committer.run((trx) => deleteArqs(trx, { uuids: deletable }))
+      // First Deleting, persisted: a crash from here on leaves requests the reaper finishes. An
+      // UnbindFailed one stays as it is: it must be unbound first.
+      const marked = await committer.run((trx) => transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() }))
+      const moved = new Set(marked.moved.map((a) => a.uuid))
+      const deleted = await finishDeleting(found.filter((a) => moved.has(a.uuid)))
       if (!byInstance) {
         const missing = (req as { uuids: string[] }).uuids.filter((u) => !found.some((a) => a.uuid === u))
         if (missing.length > 0) {

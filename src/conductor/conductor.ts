@@ -131,7 +131,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     }
   }
 
-  const arqs = createArqService({
+  const { finishStaleDeletes, ...arqs } = createArqService({
     db,
     committer,
     agentFor: deps.agentFor,
@@ -142,10 +142,15 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   })
   const { bindTimeoutMs = 60_000 } = options
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
-  const reap = () =>
-    reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs }).catch((err: unknown) =>
-      log.warn({ err }, 'stale-bind reaper failed; next pass retries'),
-    )
+  const reap = async () => {
+    try {
+      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs })
+      const finished = await finishStaleDeletes(formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)))
+      if (finished.length > 0) log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
+    } catch (err) {
+      log.warn({ err }, 'stale-bind reaper failed; next pass retries')
+    }
+  }
   const reaper = reapIntervalMs > 0 ? setInterval(() => void reap(), reapIntervalMs) : undefined
   reaper?.unref()
 

@@ -3,6 +3,8 @@
  * offered deployables of a host that satisfy a request group (standalone). Read-only.
  */
 import type { Kysely } from 'kysely'
+import type { Arq } from '../domain/arq.js'
+import { toArq } from './arqs.js'
 import type { Database } from './schema.js'
 
 export interface BindTarget {
@@ -126,4 +128,17 @@ export async function staleBinds(
 /** Records the image a deployable's FPGA now runs. */
 export async function setBitstream(db: Kysely<Database>, deployableId: number, imageId: string, now: string): Promise<void> {
   await db.updateTable('deployables').set({ bitstream_id: imageId, updated_at: now }).where('id', '=', deployableId).execute()
+}
+
+/** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
+export async function staleDeletes(db: Kysely<Database>, cutoff: string, limit = 500): Promise<Arq[]> {
+  const rows = await db
+    .selectFrom('accelerator_requests')
+    .selectAll()
+    .where('state', '=', 'Deleting')
+    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map(toArq)
 }

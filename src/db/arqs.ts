@@ -279,7 +279,11 @@ export async function claimHandle(
   }
 }
 
-/** Marks a handle free again; returns false when it was not in use (or does not exist). */
+/**
+ * Marks a handle free again, unless an accelerator request still names it (so a late release can
+ * never free a handle that another request has claimed meanwhile). Returns false when it was not
+ * in use, does not exist, or is still named.
+ */
 export async function releaseHandle(
   db: Kysely<Database>,
   handleId: number,
@@ -291,6 +295,9 @@ export async function releaseHandle(
     .set(set)
     .where('id', '=', handleId)
     .where('in_use', '=', 1)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('accelerator_requests').select('id').where('attach_handle_id', '=', handleId))),
+    )
     .executeTakeFirst()
   return Number(res.numUpdatedRows) === 1
 }

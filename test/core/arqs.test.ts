@@ -13,6 +13,7 @@ import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { createNovaClient } from '../../src/openstack/nova.js'
 import { reapStaleBinds } from '../../src/conductor/arq-reaper.js'
+import { createConductor } from '../../src/conductor/conductor.js'
 
 const INSTANCE = (n: number) => `0b9c0d1e-0000-4000-8000-${String(n).padStart(12, '0')}`
 
@@ -147,5 +148,29 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
     assert.deepEqual(batches[0]!.events, [{ name: 'accelerator-request-bound', server_uuid: INSTANCE(7), tag: arq!.uuid, status: 'failed' }])
     // A second pass (another conductor) finds nothing to do.
     assert.deepEqual(await reapStaleBinds({ ...deps, clock: at('2026-11-22T06:02:30.000Z') }), [])
+  })
+
+  void it('finishes a delete that a crash left Deleting: row gone, handle freed', async () => {
+    const [arq] = await create('one-fpga')
+    const handle = (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 0).orderBy('id').executeTakeFirstOrThrow()).id
+    await db.db.updateTable('attach_handles').set({ in_use: 1 }).where('id', '=', handle).execute()
+    await db.db
+      .updateTable('accelerator_requests')
+      .set({ state: 'Deleting', attach_handle_id: handle, hostname: 'node1', updated_at: '2026-01-01T00:00:00.000000+00:00' })
+      .where('uuid', '=', arq!.uuid)
+      .execute()
+    // Another conductor with a short bind_timeout runs its reaper every 25 ms.
+    const other = createConductor({ db, log: noopLogger, clock: { now: () => new Date() } }, { bindTimeoutMs: 100, reapIntervalMs: 25 })
+    try {
+      for (let i = 0; i < 100; i++) {
+        const left = await db.db.selectFrom('accelerator_requests').select('id').where('uuid', '=', arq!.uuid).execute()
+        if (left.length === 0) break
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    } finally {
+      await other.stop()
+    }
+    assert.deepEqual(await db.db.selectFrom('accelerator_requests').select('id').where('uuid', '=', arq!.uuid).execute(), [])
+    assert.equal(Number((await db.db.selectFrom('attach_handles').select('in_use').where('id', '=', handle).executeTakeFirstOrThrow()).in_use), 0)
   })
 })
