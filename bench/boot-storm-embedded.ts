@@ -10,7 +10,7 @@ import { startCore } from '../src/main/core.js'
 import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
 import { conductorOptions } from '../src/main/resources.js'
-import { seedStorm } from './boot-storm-inventory.js'
+import { seedStorm } from '../test/support/storm-inventory.js'
 
 const [stateDir, port] = process.argv.slice(2)
 const config = loadConfig({

@@ -8,7 +8,7 @@ import { testBroker } from '../src/bus/rabbitmq-testing.js'
 import { testDialects } from '../src/db/testing.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
 import { NODE, ROOT, freePort, printed, runCommand, startService, type RunningService } from '../test/support/service.js'
-import { STORM_HOST, seedStorm } from './boot-storm-inventory.js'
+import { STORM_HOST, seedStorm } from '../test/support/storm-inventory.js'
 
 export interface StormTarget {
   url: string

@@ -8,7 +8,7 @@
  */
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
-import { STORM_HOST, STORM_PROFILE } from './boot-storm-inventory.js'
+import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
 import { startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
 
 const { values } = parseArgs({

@@ -14,7 +14,7 @@ import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
 import { attachHandleToArq, boundArqsOfInstance, handleById, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
-import { getDeviceProfileByName } from '../db/device-profiles.js'
+import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -281,13 +281,10 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         }
         return arqs
       })
-      const profileIds = new Set(started.map((a) => a.deviceProfileId))
-      const specsByProfile = new Map<number, ArqSpec[]>()
-      for (const id of profileIds) {
-        const row = await db.db.selectFrom('device_profiles').select('name').where('id', '=', id).executeTakeFirstOrThrow()
-        const profile = await getDeviceProfileByName(db.db, row.name)
-        specsByProfile.set(id, expandProfileGroups(profile.groups, Number.MAX_SAFE_INTEGER))
-      }
+      // The request groups, for standalone placement and FPGA programming. Their sizes were bounded
+      // when the requests were created, so expanding them again is cheap.
+      const profiles = await listDeviceProfilesById(db.db, [...new Set(started.map((a) => a.deviceProfileId))])
+      const specsByProfile = new Map(profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]))
       const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId)?.find((s) => s.groupId === arq.deviceProfileGroupId)
       // Phase 2: each ARQ on its own, at once.
       const outcomes = await Promise.all(

@@ -5,6 +5,7 @@
  */
 import { desiredProvider, providerHash, type ProviderState } from '../domain/placement.js'
 import type { PlacementRow } from '../db/placement-rows.js'
+import { isOffered } from '../domain/inventory.js'
 
 export interface ProviderWrite {
   id: number
@@ -26,10 +27,7 @@ export interface HostPlan {
 }
 
 /** Active, enabled, healthy and not going away: the only state in which accelerators are offered. */
-export function isOffered(row: PlacementRow): boolean {
-  const { lifecycle, status, health } = row.device
-  return lifecycle === 'active' && status === 'enabled' && health === 'ok' && !row.removalPending
-}
+const isOfferedRow = (row: PlacementRow): boolean => isOffered({ ...row.device, removalPending: row.removalPending })
 
 export function planHost(rows: readonly PlacementRow[]): HostPlan {
   const plan: HostPlan = { writes: [], deletes: [], problems: [] }
@@ -52,7 +50,7 @@ function desiredWrite(row: PlacementRow, rpUuid: string, problems: string[]): Pr
     name: row.name,
     numAccelerators: row.numAccelerators,
     attributes: row.attributes,
-    offered: isOffered(row),
+    offered: isOfferedRow(row),
   })
   if ('problem' in desired) {
     problems.push(desired.problem)

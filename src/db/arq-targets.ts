@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely'
 import type { Arq } from '../domain/arq.js'
+import { isOffered } from '../domain/inventory.js'
 import { toArq } from './arqs.js'
 import type { Database } from './schema.js'
 
@@ -44,7 +45,7 @@ async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTa
     bitstreamId: r.bitstream_id,
     name: r.name,
     hostname: r.hostname,
-    offered: r.lifecycle === 'active' && r.status === 'enabled' && r.health === 'ok' && Number(r.removal_pending) === 0,
+    offered: isOffered({ lifecycle: r.lifecycle, status: r.status, health: r.health, removalPending: Number(r.removal_pending) === 1 }),
     attributes: attrs.filter((a) => a.deployable_id === r.id).map(({ key, value }) => ({ key, value })),
   }))
 }

@@ -51,6 +51,13 @@ export async function getDeviceProfile(db: Kysely<Database>, uuid: string): Prom
   return toDeviceProfile(row)
 }
 
+/** The profiles with these row ids (accelerator requests name theirs by id), in id order. */
+export async function listDeviceProfilesById(db: Kysely<Database>, ids: readonly number[]): Promise<DeviceProfile[]> {
+  if (ids.length === 0) return []
+  const rows = await db.selectFrom('device_profiles').selectAll().where('id', 'in', [...ids]).orderBy('id').execute()
+  return rows.map(toDeviceProfile)
+}
+
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */
 export async function getDeviceProfileByName(db: Kysely<Database>, name: string): Promise<DeviceProfile> {
   const row = await selectByName.first(db, name)

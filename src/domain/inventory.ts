@@ -147,3 +147,12 @@ function sortKeys(value: unknown): unknown {
   }
   return value
 }
+
+/**
+ * Whether a device's accelerators may be allocated: active (seed 000), enabled by the operator,
+ * healthy, and not pending removal. Placement gets `reserved = total` otherwise, and a standalone
+ * bind never picks it.
+ */
+export function isOffered(d: { lifecycle: string; status: string; health: string; removalPending: boolean }): boolean {
+  return d.lifecycle === Lifecycle.active && d.status === DeviceStatus.enabled && d.health === Health.ok && !d.removalPending
+}

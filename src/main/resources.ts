@@ -105,31 +105,30 @@ export function conductorOptions(config: Config): ConductorOptions {
 }
 
 /**
- * The Placement client from `[placement]`, or undefined when it is not configured (no
- * endpoint_override: embedded mode). @throws ConfigError naming the option
+ * Reads a service section's client settings with `read`, turning its ConfigError (`[section]
+ * option …`) into the one-line config error that names the file and line of that option.
  */
-export function placementOptions(config: Config): CorePlacement | undefined {
+function serviceSettings<T>(config: Config, section: 'placement' | 'glance' | 'nova', read: () => T): T {
   try {
-    const settings = placementSettings(config.placement)
-    if (!settings) return undefined
-    return { client: createPlacementClient(settings), createRootProvider: config.placement.create_root_provider }
+    return read()
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    const option = /\[placement\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
-    throw optionError(config, 'placement', option, err.message.replace(/^\[placement\] \w+ /, ''))
+    const prefix = new RegExp(`^\\[${section}\\] (\\w+) `)
+    const option = prefix.exec(err.message)?.[1] ?? 'endpoint_override'
+    throw optionError(config, section, option, err.message.replace(prefix, ''))
   }
+}
+
+/** The Placement client from `[placement]`, or undefined when it is not configured (embedded mode). */
+export function placementOptions(config: Config): CorePlacement | undefined {
+  const settings = serviceSettings(config, 'placement', () => placementSettings(config.placement))
+  if (!settings) return undefined
+  return { client: createPlacementClient(settings), createRootProvider: config.placement.create_root_provider }
 }
 
 /** FPGA bitstreams from Glance (`[glance]`), for the agent; undefined without `endpoint_override`. */
 export function glanceImages(config: Config): ImageSource | undefined {
-  let settings
-  try {
-    settings = keystoneSettings('glance', config.glance)
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err
-    const option = /\[glance\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
-    throw optionError(config, 'glance', option, err.message.replace(/^\[glance\] \w+ /, ''))
-  }
+  const settings = serviceSettings(config, 'glance', () => keystoneSettings('glance', config.glance))
   if (!settings) return undefined
   return glanceImageSource(
     createGlanceClient({ endpoint: settings.endpoint, timeoutMs: settings.timeoutMs, ...(settings.token ? { token: settings.token } : {}) }),
@@ -149,14 +148,8 @@ export function glanceImageSource(glance: GlanceClient): ImageSource {
 
 /** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
 export function novaOptions(config: Config): NovaClient | undefined {
-  try {
-    const settings = novaSettings(config.nova)
-    return settings ? createNovaClient(settings) : undefined
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err
-    const option = /\[nova\] (\w+)/.exec(err.message)?.[1] ?? 'endpoint_override'
-    throw optionError(config, 'nova', option, err.message.replace(/^\[nova\] \w+ /, ''))
-  }
+  const settings = serviceSettings(config, 'nova', () => novaSettings(config.nova))
+  return settings ? createNovaClient(settings) : undefined
 }
 
 /** @throws ConfigError naming the file and line of `[agent] enabled_drivers` for an unknown driver */

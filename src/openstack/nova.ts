@@ -5,7 +5,7 @@
  * What Nova answers is documented in docs/nova.md.
  */
 import { ConfigError, UnavailableError } from '../domain/errors.js'
-import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+import { keystoneSettings, OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
 
 /** The first compute microversion that accepts the `accelerator-request-bound` event. */
 export const NOVA_MICROVERSION = '2.82'
@@ -142,38 +142,30 @@ export interface NovaOptions {
   auth_type: 'none' | 'admin_token' | 'password'
   endpoint_override?: string | undefined
   token?: string | undefined
-  /** Not in `[nova]` yet (docs/nova.md). */
+  /** Sent as X-Service-Token when set. */
   service_token?: string | undefined
-  /** Seconds per answer; not in `[nova]` yet. @default 30 */
+  /** Seconds per answer. @default 30 */
   timeout?: number | undefined
 }
 
 /**
  * Settings from `[nova]`, or null when Nova is not configured (no endpoint_override: embedded
- * mode, nobody to notify). @throws ConfigError for what this release cannot do yet, naming the option.
+ * mode, nobody to notify). The rules of every keystoneauth-style section (`keystoneSettings`),
+ * plus: the endpoint must include the compute API version path.
+ * @throws ConfigError for what this release cannot do yet, naming the option.
  */
 export function novaSettings(opts: NovaOptions): NovaSettings | null {
-  if (!opts.endpoint_override) {
-    if (opts.auth_type === 'none') return null
+  const base = keystoneSettings('nova', { ...opts, timeout: opts.timeout ?? 30 })
+  if (!base) return null
+  if (new URL(base.endpoint).pathname.replace(/\/+$/, '') === '') {
     throw new ConfigError(
-      `[nova] endpoint_override is required: the Keystone catalog lookup for auth_type = ${opts.auth_type} is not supported yet`,
+      `[nova] endpoint_override must include the compute API version path, e.g. ${base.endpoint.replace(/\/+$/, '')}/v2.1`,
     )
-  }
-  if (new URL(opts.endpoint_override).pathname.replace(/\/+$/, '') === '') {
-    throw new ConfigError(
-      `[nova] endpoint_override must include the compute API version path, e.g. ${opts.endpoint_override.replace(/\/+$/, '')}/v2.1`,
-    )
-  }
-  if (opts.auth_type === 'password') {
-    throw new ConfigError('[nova] auth_type = password is not supported yet; use admin_token or none')
-  }
-  if (opts.auth_type === 'admin_token' && !opts.token) {
-    throw new ConfigError('[nova] token is required when auth_type = admin_token')
   }
   return {
-    endpoint: opts.endpoint_override,
-    ...(opts.auth_type === 'admin_token' ? { token: opts.token } : {}),
+    endpoint: base.endpoint,
+    ...(base.token === undefined ? {} : { token: base.token }),
     ...(opts.service_token ? { serviceToken: opts.service_token } : {}),
-    timeoutMs: (opts.timeout ?? 30) * 1000,
+    timeoutMs: base.timeoutMs,
   }
 }

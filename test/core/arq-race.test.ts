@@ -8,39 +8,11 @@ import assert from 'node:assert/strict'
 import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
-import type { DiscoveredDevice } from '../../src/domain/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
+import { STORM_HOST as HOST, stormDevices } from '../support/storm-inventory.js'
 
-const HOST = 'storm-host'
 const clock = { now: () => new Date() }
-
-/** 10 devices × 10 TEST_PCI handles: 100 handles, no agent preparation needed. */
-function devices(): DiscoveredDevice[] {
-  return Array.from({ length: 10 }, (_, d) => {
-    const bus = (0x20 + d).toString(16)
-    return {
-      type: 'FPGA',
-      vendor: 'abcd',
-      model: 'storm',
-      stdBoardInfo: null,
-      vendorBoardInfo: null,
-      controlPath: { type: 'PCI', info: { domain: '0000', bus, device: '00', function: '0' } },
-      deployables: [
-        {
-          name: `${HOST}_0000:${bus}:00.0`,
-          numAccelerators: 10,
-          driverName: 'fake',
-          attributes: [{ key: 'rc', value: 'FPGA' }],
-          attachHandles: Array.from({ length: 10 }, (_, h) => ({
-            type: 'TEST_PCI' as const,
-            info: { domain: '0000', bus, device: String(h >> 3), function: String(h & 7) },
-          })),
-        },
-      ],
-    }
-  })
-}
 
 for (const dialect of await testDialects()) {
   void describe(`ARQ bind race, two conductors on ${dialect.name}`, { skip: dialect.skip, timeout: 120_000 }, () => {
@@ -52,7 +24,7 @@ for (const dialect of await testDialects()) {
       db = await dialect.create()
       second = dialect.name === 'sqlite' ? db : await openDatabase(db.url, { poolSize: 8 })
       conductors = [db, second].map((h) => createConductor({ db: h, log: noopLogger, clock }, { saveIntervalMs: 1, reapIntervalMs: 0 }))
-      const list = devices()
+      const list = stormDevices(10, 10) // 100 TEST_PCI handles, no agent preparation needed
       await conductors[0]!.reportInventory({ host: HOST, hash: inventoryHash(list), devices: list, autoActivate: true })
       await conductors[0]!.createDeviceProfile({ name: 'one', description: null, groups: [{ 'resources:FPGA': '1' }] })
     })

@@ -6,15 +6,11 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import path from 'node:path'
-import { ROOT, startService, type RunningService } from '../support/service.js'
+import { startService, type RunningService } from '../support/service.js'
+import { novaClientSkip, novaStep } from '../support/nova-client.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
-const NOVA = '/usr/lib/python3/dist-packages/nova/accelerator/cyborg.py'
-if (!existsSync(NOVA) && process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`${NOVA} is missing (install python3-nova)`)
-const skip = existsSync(NOVA) ? await placementSkip() : 'python3-nova not installed'
+const skip = novaClientSkip() ?? (await placementSkip())
 const HOST = 'nova-boot.example'
 const VM = '9e7b0000-0000-4000-8000-000000000042'
 
@@ -23,18 +19,7 @@ type Arq = { uuid: string; state: string; device_profile_group_id: number; attac
 void describe('a VM boot with real Nova’s cyborg client and real Placement', { skip }, () => {
   let placement: RunningPlacement
   let service: RunningService
-  const nova = (args: string[]) =>
-    new Promise<{ code: number; out: unknown; stderr: string }>((resolve) => {
-      execFile('/usr/bin/python3', [path.join(ROOT, 'test/e2e/nova-client.py'), `${service.url}/v2`, ...args], { env: { PATH: '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8' }, timeout: 60_000 }, (err, stdout, stderr) => {
-        let out: unknown = stdout
-        try {
-          out = JSON.parse(stdout)
-        } catch {
-          // keep the text
-        }
-        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, out, stderr })
-      })
-    })
+  const nova = (args: string[]) => novaStep(service.url, args)
 
   before(async () => {
     placement = await startPlacement()

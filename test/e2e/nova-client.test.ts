@@ -6,37 +6,13 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import path from 'node:path'
-import { ROOT, startService, type RunningService } from '../support/service.js'
+import { startService, type RunningService } from '../support/service.js'
+import { novaClientSkip, novaStep } from '../support/nova-client.js'
 
-const NOVA = '/usr/lib/python3/dist-packages/nova/accelerator/cyborg.py'
-const present = existsSync(NOVA)
-if (!present && process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`${NOVA} is missing (install python3-nova)`)
+const skip = novaClientSkip()
+const nova = (service: RunningService, args: string[]) => novaStep(service.url, args)
 
-/** Runs one step of the script; resolves with its exit code and parsed JSON output. */
-function nova(service: RunningService, args: string[]): Promise<{ code: number; out: unknown; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      '/usr/bin/python3',
-      [path.join(ROOT, 'test/e2e/nova-client.py'), `${service.url}/v2`, ...args],
-      { env: { PATH: '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8' }, timeout: 60_000 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0
-        let out: unknown
-        try {
-          out = JSON.parse(stdout)
-        } catch {
-          out = stdout
-        }
-        resolve({ code, out, stderr })
-      },
-    )
-  })
-}
-
-void describe('real Nova cyborg client against cyborg up', { skip: !present && 'python3-nova not installed' }, () => {
+void describe('real Nova cyborg client against cyborg up', { skip }, () => {
   let service: RunningService
   before(async () => {
     service = await startService({ env: { CYBORG_DEFAULT__HOST: 'nova-e2e.example', CYBORG_AGENT__AUTO_ACTIVATE: 'true' } })

@@ -10,7 +10,7 @@ import { testDialects, type TestDatabase } from '../../src/db/testing.js'
 import { testBroker, type TestVhost } from '../../src/bus/rabbitmq-testing.js'
 import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
-import { STORM_HOST, STORM_PROFILE, seedStorm } from '../../bench/boot-storm-inventory.js'
+import { STORM_HOST, STORM_PROFILE, seedStorm } from '../support/storm-inventory.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 
 const [dialects, broker] = await Promise.all([testDialects(), testBroker()])
