@@ -12,7 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, lockInstances, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -254,7 +254,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const bindings = checkArqBindings(req?.bindings)
       const uuids = Object.keys(bindings)
       // Phase 1, all or nothing: every ARQ bindable, no instance bound twice; then BindStarted.
+      const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
       const started = await committer.run(async (trx) => {
+        // The instances' bind locks first: a concurrent bind of the same instance, through any
+        // conductor, waits for this one to commit and then sees its requests.
+        await lockInstances(trx, db.dialect, instances, now())
         const arqs = await Promise.all(uuids.map((u) => getArq(trx, u)))
         for (const arq of arqs) {
           if (!allowedFrom('BindStarted').includes(arq.state)) {
@@ -264,8 +268,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             })
           }
         }
-        for (const instance of new Set(uuids.map((u) => bindings[u]!.instanceUuid))) {
-          const others = await boundArqsOfInstance(trx, instance, uuids)
+        for (const instance of instances) {
+          // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
+          // are read afresh as well (this batch's own writes are visible only through trx).
+          const others = [...(await boundArqsOfInstance(trx, instance, uuids))]
+          if (db.dialect === 'mysql') others.push(...(await boundArqsOfInstance(db.db, instance, uuids)))
           if (others.length > 0) {
             throw new ConflictError(`instance ${instance} already has bound accelerator requests: ${others.join(', ')}`, {
               code: 'INSTANCE_ALREADY_BOUND',

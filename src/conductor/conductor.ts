@@ -20,6 +20,7 @@ import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
 import { reapStaleBinds } from './arq-reaper.js'
+import { sweepInstanceLocks } from '../db/arq-targets.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
@@ -147,6 +148,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs })
       const finished = await finishStaleDeletes(formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)))
       if (finished.length > 0) log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
+      const cutoff = formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs))
+      await committer.run((trx) => sweepInstanceLocks(trx, cutoff))
     } catch (err) {
       log.warn({ err }, 'stale-bind reaper failed; next pass retries')
     }

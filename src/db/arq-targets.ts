@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely'
 import type { Arq } from '../domain/arq.js'
 import { isOffered } from '../domain/inventory.js'
 import { toArq } from './arqs.js'
+import type { DialectName } from './connection.js'
 import type { Database } from './schema.js'
 
 export interface BindTarget {
@@ -64,6 +65,33 @@ export async function targetById(db: Kysely<Database>, id: number): Promise<Bind
 /** Every deployable of `host`, in id order (the caller filters by resource class and traits). */
 export async function targetsOnHost(db: Kysely<Database>, host: string): Promise<BindTarget[]> {
   return withAttributes(db, await base(db).where('d.hostname', '=', host).orderBy('p.id').execute())
+}
+
+/**
+ * Takes the bind lock of each instance (an upsert of its `arq_instances` row, in sorted order), so
+ * that binds naming one instance run one after the other, through any number of conductors. Run it
+ * in the bind's transaction, before `boundArqsOfInstance`; the lock holds until that commits.
+ */
+export async function lockInstances(db: Kysely<Database>, dialect: DialectName, instances: Iterable<string>, now: string): Promise<void> {
+  for (const instance of [...new Set(instances)].sort()) {
+    const insert = db.insertInto('arq_instances').values({ instance_uuid: instance, updated_at: now })
+    await (dialect === 'mysql'
+      ? insert.onDuplicateKeyUpdate({ updated_at: now })
+      : insert.onConflict((oc) => oc.column('instance_uuid').doUpdateSet({ updated_at: now }))
+    ).execute()
+  }
+}
+
+/** Deletes the bind locks of instances that no request names and no bind touched since `cutoff`. */
+export async function sweepInstanceLocks(db: Kysely<Database>, cutoff: string): Promise<number> {
+  const res = await db
+    .deleteFrom('arq_instances')
+    .where('updated_at', '<', cutoff)
+    .where(({ not, exists, selectFrom, ref }) =>
+      not(exists(selectFrom('accelerator_requests').select('id').where('instance_uuid', '=', ref('arq_instances.instance_uuid')))),
+    )
+    .executeTakeFirst()
+  return Number(res.numDeletedRows)
 }
 
 /** ARQs of `instanceUuid` other than `except` that hold a binding (BindStarted or Bound). */

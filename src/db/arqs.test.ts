@@ -12,6 +12,7 @@ import {
   releaseHandle,
   transitionArqs,
 } from './arqs.js'
+import { lockInstances, sweepInstanceLocks } from './arq-targets.js'
 import { openDatabase } from './connection.js'
 import { createDeviceProfile } from './device-profiles.js'
 import type { Database } from './schema.js'
@@ -181,4 +182,23 @@ for (const dialect of await testDialects()) {
       await other?.close()
     }
   }))
+}
+
+for (const dialect of await testDialects()) {
+  await test(`arqs: instance bind locks upsert and are swept once unused on ${dialect.name}`, { skip: dialect.skip }, () =>
+    withDb(() => dialect.create(), async (db, handle) => {
+      const OTHER = 'aaaaaaaa-0000-4000-8000-000000000002'
+      await lockInstances(db, handle.dialect, [OTHER, INSTANCE, INSTANCE], T0)
+      await lockInstances(db, handle.dialect, [INSTANCE], T1) // the second lock of one instance updates its row
+      const rows = () => db.selectFrom('arq_instances').selectAll().orderBy('instance_uuid').execute()
+      assert.deepEqual(await rows(), [{ instance_uuid: INSTANCE, updated_at: T1 }, { instance_uuid: OTHER, updated_at: T0 }])
+      const [arq] = await seedArqs(db, [{ 'resources:FPGA': '1' }])
+      await transitionArqs(db, [arq!.uuid], 'BindStarted', { now: T0, set: { instanceUuid: OTHER } })
+      // Only rows older than the cutoff that no request names go.
+      assert.equal(await sweepInstanceLocks(db, '2030-01-01T00:00:00.000000+00:00'), 1)
+      assert.deepEqual((await rows()).map((r) => r.instance_uuid), [OTHER])
+      await deleteArqs(db, { uuids: [arq!.uuid] })
+      assert.equal(await sweepInstanceLocks(db, T0), 0, 'not older than the cutoff')
+      assert.equal(await sweepInstanceLocks(db, T1), 1)
+    }))
 }

@@ -5,12 +5,14 @@ import type { DatabaseHandle } from './connection.js'
 import { initialMigration } from './migrations/0001-initial.js'
 import { placementMigration } from './migrations/0002-placement.js'
 import { arqsMigration } from './migrations/0003-arqs.js'
+import { arqInstancesMigration } from './migrations/0004-arq-instances.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
     '0001-initial': initialMigration(handle.dialect),
     '0002-placement': placementMigration,
     '0003-arqs': arqsMigration(handle.dialect),
+    '0004-arq-instances': arqInstancesMigration,
   }
 }
 

@@ -110,6 +110,12 @@ export interface AcceleratorRequestsTable {
   updated_at: UpdatedAt
 }
 
+/** A lock row per instance a bind has named (migration 0004). */
+export interface ArqInstancesTable {
+  instance_uuid: string
+  updated_at: string
+}
+
 export interface ServicesTable {
   id: Id
   host: string
@@ -141,6 +147,7 @@ export interface Database {
   attach_handles: AttachHandlesTable
   device_profiles: DeviceProfilesTable
   accelerator_requests: AcceleratorRequestsTable
+  arq_instances: ArqInstancesTable
   services: ServicesTable
   agent_drivers: AgentDriversTable
 }

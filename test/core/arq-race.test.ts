@@ -34,6 +34,27 @@ for (const dialect of await testDialects()) {
       await db?.close()
     })
 
+    void it('concurrent binds of one instance through two conductors: exactly one wins', async () => {
+      const instance = '5707a000-0000-4000-8000-0000000000aa'
+      const arqs = (
+        await Promise.all(Array.from({ length: 4 }, () => conductors[0]!.createArqs({ deviceProfileName: 'one', projectId: null, maxArqs: 64 })))
+      ).flat()
+      // Each of 4 requests is bound to the same instance 5 times over, all at once, on both conductors.
+      const attempts = Array.from({ length: 20 }, (_, i) =>
+        conductors[i % 2]!.bindArqs({ bindings: { [arqs[i % 4]!.uuid]: { hostname: HOST, instanceUuid: instance } } }),
+      )
+      const settled = await Promise.allSettled(attempts)
+      const won = settled.filter((s) => s.status === 'fulfilled')
+      assert.equal(won.length, 1, 'exactly one bind of the instance goes through')
+      for (const s of settled) {
+        if (s.status === 'rejected') assert.ok(['INSTANCE_ALREADY_BOUND', 'ARQ_BAD_STATE'].includes(s.reason.code), String(s.reason))
+      }
+      assert.ok(settled.some((s) => s.status === 'rejected' && s.reason.code === 'INSTANCE_ALREADY_BOUND'))
+      const held = await db.db.selectFrom('accelerator_requests').select('uuid').where('instance_uuid', '=', instance).execute()
+      assert.equal(held.length, 1, 'one request names the instance')
+      await conductors[1]!.deleteArqs({ uuids: arqs.map((a) => a.uuid) })
+    })
+
     void it('1,000 requests, 100 handles, 50 binders: exactly 100 bound, no handle held twice', async () => {
       // The profile asks for one unit: each create makes one ARQ, 8 at a time, on both conductors.
       const arqs: { uuid: string }[] = []
