@@ -14,6 +14,13 @@ export interface ArqAllocator {
   allocate(consumer: string, rp: string, rc: string, projectId: string | null): Promise<void>
   /** Takes one `rc` on `rp` back; the consumer's allocations go when nothing is left. */
   release(consumer: string, rp: string, rc: string): Promise<void>
+  /**
+   * Takes back what a crash left allocated: each of the consumer's providers that `held` knows
+   * (cyborg's) keeps at most as many units as the consumer's requests hold on it. It only ever
+   * lowers an allocation, and reads Placement before the database and writes with that generation,
+   * so a concurrent bind or unbind is never undone. Resolves with whether it changed anything.
+   */
+  trim(consumer: string, held: (rps: string[]) => Promise<Map<string, number>>): Promise<boolean>
 }
 
 export function createArqAllocator(placement: PlacementClient, log: Logger): ArqAllocator {
@@ -39,7 +46,33 @@ export function createArqAllocator(placement: PlacementClient, log: Logger): Arq
       }
     }
   }
+  const trim = async (consumer: string, held: (rps: string[]) => Promise<Map<string, number>>) => {
+    for (let attempt = 1; ; attempt++) {
+      const current = await placement.getAllocations(consumer)
+      if (current.generation === null) return false
+      const counts = await held(Object.keys(current.allocations))
+      const allocations = { ...current.allocations }
+      let changed = false
+      for (const [rp, count] of counts) {
+        const rcs = Object.entries(allocations[rp] ?? {})
+        if (rcs.length !== 1) continue // none, or a provider of several classes: not one of ours
+        const [rc, amount] = rcs[0]!
+        if (amount <= count) continue
+        allocations[rp] = count > 0 ? { [rc]: count } : {}
+        changed = true
+      }
+      if (!changed) return false
+      try {
+        await placement.setAllocations(consumer, { ...current, allocations })
+        log.warn({ consumer, before: current.allocations, after: allocations }, 'took back accelerator allocations that no request holds')
+        return true
+      } catch (err) {
+        if (!(err instanceof GenerationConflict) || attempt >= MAX_ATTEMPTS) throw err
+      }
+    }
+  }
   return {
+    trim,
     allocate: (consumer, rp, rc, projectId) => change(consumer, rp, rc, 1, projectId),
     release: (consumer, rp, rc) => change(consumer, rp, rc, -1, null),
   }

@@ -20,6 +20,8 @@ export interface ReaperDeps {
   clock: Clock
   /** `[DEFAULT] bind_timeout` in milliseconds. */
   bindTimeoutMs: number
+  /** Takes back Placement allocations of these instances that no request holds any more (standalone with Placement). */
+  reconcile?: (instances: string[]) => Promise<void>
 }
 
 /** One pass; resolves with the uuids it moved to BindFailed. */
@@ -38,6 +40,8 @@ export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
   })
   if (moved.length === 0) return []
   deps.log.warn({ arqs: moved.map((m) => m.uuid) }, `accelerator requests stuck binding for over ${deps.bindTimeoutMs / 1000} s: BindFailed`)
+  const instances = moved.flatMap((m) => (m.instanceUuid ? [m.instanceUuid] : []))
+  await deps.reconcile?.(instances)
   const events = moved.flatMap((m) => (m.instanceUuid ? [{ instanceUuid: m.instanceUuid, arqUuid: m.uuid, status: 'failed' as const }] : []))
   if (deps.nova && events.length > 0) {
     await deps.nova.sendArqBoundEvents(events).catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))

@@ -12,7 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, lockInstances, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { attachHandleToArq, boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -41,6 +41,8 @@ export interface ArqDeps {
 type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 'deleteArqs'> & {
   /** Finishes requests left Deleting since before `cutoff`; resolves with their uuids. The reaper calls it. */
   finishStaleDeletes(cutoff: string): Promise<string[]>
+  /** Standalone with Placement: takes back allocations of these instances that no request holds (after a crash). */
+  reconcileAllocations(instances: Iterable<string>): Promise<void>
 }
 
 const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
@@ -234,10 +236,23 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     })
   }
 
+  /** Standalone with Placement: takes back allocations of `instances` that no request holds (after a crash). */
+  const reconcileAllocations = async (instances: Iterable<string>) => {
+    if (!allocator) return
+    for (const instance of new Set(instances)) {
+      await allocator.trim(instance, (rps) => heldByInstance(db.db, instance, rps)).catch((err: unknown) =>
+        log.warn({ err, instance }, "could not check the instance's allocations in Placement"),
+      )
+    }
+  }
+
   return {
     async finishStaleDeletes(cutoff) {
-      return (await finishDeleting(await staleDeletes(db.db, cutoff))).map((a) => a.uuid)
+      const finished = await finishDeleting(await staleDeletes(db.db, cutoff))
+      await reconcileAllocations(finished.flatMap((a) => (a.instanceUuid ? [a.instanceUuid] : [])))
+      return finished.map((a) => a.uuid)
     },
+    reconcileAllocations,
 
     async createArqs(req) {
       const name = checkString(req?.deviceProfileName, 'device_profile_name')

@@ -132,7 +132,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     }
   }
 
-  const { finishStaleDeletes, ...arqs } = createArqService({
+  const { finishStaleDeletes, reconcileAllocations, ...arqs } = createArqService({
     db,
     committer,
     agentFor: deps.agentFor,
@@ -145,7 +145,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
   const reap = async () => {
     try {
-      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs })
+      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs, reconcile: reconcileAllocations })
       const finished = await finishStaleDeletes(formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)))
       if (finished.length > 0) log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
       const cutoff = formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs))

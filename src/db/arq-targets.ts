@@ -94,6 +94,22 @@ export async function sweepInstanceLocks(db: Kysely<Database>, cutoff: string): 
   return Number(res.numDeletedRows)
 }
 
+/**
+ * For each of `rps` that is a deployable's resource provider: how many of `instance`'s requests
+ * hold that deployable (a claimed handle, whatever the state). Other providers are left out.
+ */
+export async function heldByInstance(db: Kysely<Database>, instance: string, rps: string[]): Promise<Map<string, number>> {
+  if (rps.length === 0) return new Map()
+  const rows = await db
+    .selectFrom('deployables as d')
+    .leftJoin('accelerator_requests as a', (j) => j.onRef('a.deployable_id', '=', 'd.id').on('a.instance_uuid', '=', instance))
+    .select(['d.rp_uuid', (eb) => eb.fn.count<string | number>('a.id').as('held')])
+    .where('d.rp_uuid', 'in', rps)
+    .groupBy('d.rp_uuid')
+    .execute()
+  return new Map(rows.map((r) => [r.rp_uuid!, Number(r.held)]))
+}
+
 /** ARQs of `instanceUuid` other than `except` that hold a binding (BindStarted or Bound). */
 export async function boundArqsOfInstance(
   db: Kysely<Database>,

@@ -5,6 +5,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { createConductor } from '../../src/conductor/conductor.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
@@ -12,6 +13,8 @@ import { placementSkip, startPlacement, type RunningPlacement } from '../support
 
 const skip = await placementSkip()
 const VM = '7a11c0c0-0000-4000-8000-000000000001'
+const VM2 = '7a11c0c0-0000-4000-8000-000000000002'
+const LONG_AGO = '2026-01-01T00:00:00.000000+00:00'
 
 void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip }, () => {
   let placement: RunningPlacement
@@ -53,5 +56,40 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, { [rp]: { FPGA: 1 } })
     await c.deleteArqs({ instanceUuid: VM })
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
+  })
+  void it('the reaper takes back what a crash left allocated, and only that', async () => {
+    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow()).rp_uuid!
+    const c = core.conductorClient
+    const [a, b] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
+    const [d] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
+    await c.bindArqs({
+      bindings: { [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 }, [b!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 } },
+    })
+    await c.bindArqs({ bindings: { [d!.uuid]: { hostname: 'alloc-1', instanceUuid: VM } } })
+    assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, { [rp]: { FPGA: 2 } })
+    // What a conductor killed after its Placement write leaves: b still BindStarted (allocated, not
+    // yet Bound), d Deleting (rows not yet gone, allocation not yet taken back). a stays Bound.
+    const crash = (uuid: string, state: 'BindStarted' | 'Deleting') =>
+      db.db.updateTable('accelerator_requests').set({ state, updated_at: LONG_AGO }).where('uuid', '=', uuid).execute()
+    await crash(b!.uuid, 'BindStarted')
+    await crash(d!.uuid, 'Deleting')
+    const reaper = createConductor(
+      { db, log: noopLogger, clock: { now: () => new Date() }, placement: { client: placement.client, createRootProvider: false } },
+      { bindTimeoutMs: 1_000, reapIntervalMs: 25 },
+    )
+    try {
+      const deadline = Date.now() + 20_000
+      while ((await db.db.selectFrom('accelerator_requests').select('uuid').where('state', 'in', ['BindStarted', 'Deleting']).execute()).length > 0) {
+        assert.ok(Date.now() < deadline, 'the reaper never ran')
+        await new Promise((r) => setTimeout(r, 25))
+      }
+      await new Promise((r) => setTimeout(r, 200)) // the same pass then trims Placement
+      assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, { [rp]: { FPGA: 1 } }, 'a keeps its unit')
+      assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
+    } finally {
+      await reaper.stop()
+    }
+    await c.deleteArqs({ instanceUuid: VM2 })
+    assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, {})
   })
 })
