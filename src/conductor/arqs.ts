@@ -11,8 +11,8 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { claimHandle, createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { attachHandleToArq, boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById, targetByProvider, targetsOnHost } from '../db/arq-targets.js'
+import { createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
+import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
@@ -22,6 +22,7 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-placement.js'
+import { needsMore, placeArq, rcOf, type Placed } from './arq-place.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
 import { checkArqBindings, checkPositiveInt, checkString, checkUuid } from './validate.js'
@@ -36,6 +37,14 @@ export interface ArqDeps {
   placement?: PlacementClient
   log: Logger
   clock: Clock
+}
+
+/** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
+interface BindStep {
+  arq: Arq
+  spec?: ArqSpec | undefined
+  placed?: Placed
+  done?: ArqBindOutcome
 }
 
 type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 'deleteArqs'> & {
@@ -53,28 +62,6 @@ export function createArqService(deps: ArqDeps): ArqMethods {
   const now = () => formatTimestamp(deps.clock.now())
   // Nova allocates through its scheduler; without Nova, Placement hears it from us.
   const allocator = deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
-  const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?.value
-
-  /** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
-  const fits = (target: BindTarget, spec: ArqSpec | undefined) => {
-    if (!target.offered) return false
-    if (!spec) return true
-    const traits = new Set(target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value))
-    const rc = target.attributes.find((a) => a.key === 'rc')?.value
-    return rc === spec.resourceClass && spec.requiredTraits.every((t) => traits.has(t)) && !spec.forbiddenTraits.some((t) => traits.has(t))
-  }
-
-  /** Claims a handle of the first fitting target and records it on the ARQ, in one transaction. */
-  const claim = (arq: Arq, targets: BindTarget[]) =>
-    committer.run(async (trx) => {
-      for (const target of targets) {
-        const handle = await claimHandle(trx, target.deployableId, { now: now() })
-        if (!handle) continue
-        if (!(await attachHandleToArq(trx, arq.uuid, handle, now()))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
-        return handle
-      }
-      return undefined
-    })
 
   /** Has the host's agent make the device ready for the VM; nothing for TEST_PCI. */
   const prepare = async (host: string, handle: { uuid: string; type: string; info: Record<string, string> }) => {
@@ -117,21 +104,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     return { uuid: arq.uuid, state: 'BindFailed', reason }
   }
 
-  const bindOne = async (arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined): Promise<ArqBindOutcome> => {
-    let targets: BindTarget[]
-    if (binding.deviceRpUuid) {
-      const target = await targetByProvider(db.db, binding.deviceRpUuid)
-      if (!target) return fail(arq, `no deployable has resource provider ${binding.deviceRpUuid}`)
-      if (target.hostname !== binding.hostname) return fail(arq, `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}`)
-      if (!target.offered) return fail(arq, `deployable ${target.name} is not active and enabled`)
-      targets = [target]
-    } else {
-      targets = (await targetsOnHost(db.db, binding.hostname)).filter((t) => fits(t, spec))
-      if (targets.length === 0) return fail(arq, `no active deployable on ${binding.hostname} fits the request group`)
-    }
-    const handle = await claim(arq, targets)
-    if (!handle) return fail(arq, `no free attach handle on ${targets.map((t) => t.name).join(', ')}`)
-    const target = targets.find((t) => t.deployableId === handle.deployableId)!
+  /** The steps of a bind outside the database (program, prepare, allocate), then Bound. */
+  const finish = async (arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, { target, handle }: Placed): Promise<ArqBindOutcome> => {
     const programmed = await program(binding.hostname, target, spec)
     if (programmed !== undefined) return fail(arq, programmed, handle.id)
     try {
@@ -198,6 +172,14 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       }
     }
     return undefined
+  }
+
+  /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
+  const holdsNothingOutside = async (trx: Parameters<Parameters<typeof committer.run>[0]>[0], arq: Arq) => {
+    if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) return false
+    if (arq.attachHandleId === null || arq.hostname === null || !deps.agentFor) return true
+    const handle = await handleById(trx, arq.attachHandleId)
+    return !handle || handle.type === 'TEST_PCI'
   }
 
   /** Frees what an ARQ holds and moves it to Unbound with its binding cleared (UnbindFailed if the agent failed). */
@@ -295,23 +277,43 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             })
           }
         }
+        // The request groups, for standalone placement and FPGA programming. Their sizes were
+        // bounded when the requests were created, so expanding them again is cheap.
+        const profiles = await listDeviceProfilesById(trx, [...new Set(arqs.map((a) => a.deviceProfileId))])
+        const specsByProfile = new Map(profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]))
+        const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId)?.find((s) => s.groupId === arq.deviceProfileGroupId)
+        const steps: BindStep[] = []
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
           const set = { hostname: b.hostname, deviceRpUuid: b.deviceRpUuid ?? null, instanceUuid: b.instanceUuid, projectId: b.projectId ?? arq.projectId }
           const { count } = await transitionArqs(trx, [arq.uuid], 'BindStarted', { now: now(), set })
           if (count !== 1) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, { code: 'ARQ_BAD_STATE' })
         }
-        return arqs
+        // Then each one's handle, claimed in this same transaction. One that needs nothing outside
+        // the database is Bound here too: a whole bind in one commit.
+        for (const arq of arqs) {
+          const spec = specFor(arq)
+          const placed = await placeArq(trx, arq, bindings[arq.uuid]!, spec, now())
+          if ('reason' in placed) {
+            await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+            steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
+          } else if (needsMore(placed, spec, allocator !== undefined)) {
+            steps.push({ arq, spec, placed })
+          } else {
+            await transitionArqs(trx, [arq.uuid], 'Bound', { now: now() })
+            steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
+          }
+        }
+        return steps
       })
-      // The request groups, for standalone placement and FPGA programming. Their sizes were bounded
-      // when the requests were created, so expanding them again is cheap.
-      const profiles = await listDeviceProfilesById(db.db, [...new Set(started.map((a) => a.deviceProfileId))])
-      const specsByProfile = new Map(profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]))
-      const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId)?.find((s) => s.groupId === arq.deviceProfileGroupId)
-      // Phase 2: each ARQ on its own, at once.
+      for (const { done } of started) if (done?.reason) log.warn({ arq: done.uuid, reason: done.reason }, 'bind failed')
+      // Phase 2: the rest, each on its own, at once.
       const outcomes = await Promise.all(
-        started.map((arq) =>
-          bindOne(arq, bindings[arq.uuid]!, specFor(arq)).catch((err: unknown) => fail(arq, err instanceof Error ? err.message : String(err))),
+        started.map(({ arq, spec, placed, done }) =>
+          done ??
+          finish(arq, bindings[arq.uuid]!, spec, placed!).catch((err: unknown) =>
+            fail(arq, err instanceof Error ? err.message : String(err), placed!.handle.id),
+          ),
         ),
       )
       await notify(outcomes, bindings)
@@ -333,9 +335,18 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const found = arqs.filter((a): a is Arq => a !== undefined)
       // First Deleting, persisted: a crash from here on leaves requests the reaper finishes. An
       // UnbindFailed one stays as it is: it must be unbound first.
-      const marked = await committer.run((trx) => transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() }))
-      const moved = new Set(marked.moved.map((a) => a.uuid))
-      const deleted = await finishDeleting(found.filter((a) => moved.has(a.uuid)))
+      // One that holds nothing outside the database goes in that same transaction.
+      const marked = await committer.run(async (trx) => {
+        const { moved } = await transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
+        const movedUuids = new Set(moved.map((a) => a.uuid))
+        const quick: Arq[] = []
+        for (const arq of found) if (movedUuids.has(arq.uuid) && (await holdsNothingOutside(trx, arq))) quick.push(arq)
+        const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
+        for (const arq of quick) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
+        return { moved: movedUuids, gone }
+      })
+      const quick = new Set(marked.gone.map((a) => a.uuid))
+      const deleted = [...marked.gone, ...(await finishDeleting(found.filter((a) => marked.moved.has(a.uuid) && !quick.has(a.uuid))))]
       if (!byInstance) {
         const missing = (req as { uuids: string[] }).uuids.filter((u) => !found.some((a) => a.uuid === u))
         if (missing.length > 0) {

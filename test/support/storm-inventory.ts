@@ -10,7 +10,8 @@ import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
 export const STORM_HOST = 'storm-host'
 export const STORM_PROFILE = 'storm-fpga'
 
-export function stormDevices(devices: number, handles: number): DiscoveredDevice[] {
+/** The storm host's devices. TEST_PCI handles need no agent; PCI ones have the host's agent prepare them (vfio-pci). */
+export function stormDevices(devices: number, handles: number, handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI'): DiscoveredDevice[] {
   return Array.from({ length: devices }, (_, d) => {
     const bus = (0x10 + d).toString(16).padStart(2, '0')
     return {
@@ -30,7 +31,7 @@ export function stormDevices(devices: number, handles: number): DiscoveredDevice
             { key: 'trait0', value: 'CUSTOM_STORM' },
           ],
           attachHandles: Array.from({ length: handles }, (_, h) => ({
-            type: 'TEST_PCI' as const,
+            type: handleType,
             info: { domain: '0000', bus, device: String(h >> 3), function: String(h & 7) },
           })),
         },
@@ -40,8 +41,8 @@ export function stormDevices(devices: number, handles: number): DiscoveredDevice
 }
 
 /** Reports the storm host and creates its device profile (one FPGA with the storm trait). */
-export async function seedStorm(conductor: ConductorRpc, devices = 4, handles = 64): Promise<void> {
-  const list = stormDevices(devices, handles)
+export async function seedStorm(conductor: ConductorRpc, devices = 4, handles = 64, handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI'): Promise<void> {
+  const list = stormDevices(devices, handles, handleType)
   await conductor.reportInventory({ host: STORM_HOST, hash: inventoryHash(list), devices: list, autoActivate: true })
   await conductor
     .createDeviceProfile({ name: STORM_PROFILE, description: null, groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_STORM': 'required' }] })

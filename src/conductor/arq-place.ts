@@ -1,0 +1,64 @@
+/**
+ * Where a bind puts an accelerator request: the deployable behind the provider Nova picked, or
+ * (standalone) the first offered deployable on the host that fits the request group, with a free
+ * attach handle there claimed and recorded on the request. Runs in the bind's transaction.
+ */
+import { claimHandle } from '../db/arqs.js'
+import { attachHandleToArq, targetByProvider, targetsOnHost, type BindTarget } from '../db/arq-targets.js'
+import type { WriteRunner } from '../db/group-commit.js'
+import type { Arq, ArqSpec } from '../domain/arq.js'
+import { ConflictError } from '../domain/errors.js'
+import type { AttachHandle } from '../domain/inventory.js'
+import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
+
+/** A transaction of the group committer. */
+type Trx = Parameters<Parameters<WriteRunner>[0]>[0]
+
+/** Where a bind put an ARQ: a claimed handle on a target. */
+export interface Placed {
+  target: BindTarget
+  handle: AttachHandle
+}
+
+/** The resource class a deployable offers (its `rc` attribute). */
+export const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?.value
+
+/** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
+export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
+  if (!target.offered) return false
+  if (!spec) return true
+  const traits = new Set(target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value))
+  return rcOf(target) === spec.resourceClass && spec.requiredTraits.every((t) => traits.has(t)) && !spec.forbiddenTraits.some((t) => traits.has(t))
+}
+
+/** Claims a handle for `arq` and records it on it, or says why it cannot bind. */
+export async function placeArq(trx: Trx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
+  let targets: BindTarget[]
+  if (binding.deviceRpUuid) {
+    const target = await targetByProvider(trx, binding.deviceRpUuid)
+    if (!target) return { reason: `no deployable has resource provider ${binding.deviceRpUuid}` }
+    if (target.hostname !== binding.hostname) return { reason: `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}` }
+    if (!target.offered) return { reason: `deployable ${target.name} is not active and enabled` }
+    targets = [target]
+  } else {
+    targets = (await targetsOnHost(trx, binding.hostname)).filter((t) => fits(t, spec))
+    if (targets.length === 0) return { reason: `no active deployable on ${binding.hostname} fits the request group` }
+  }
+  for (const target of targets) {
+    const handle = await claimHandle(trx, target.deployableId, { now })
+    if (!handle) continue
+    if (!(await attachHandleToArq(trx, arq.uuid, handle, now))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
+    return { target, handle }
+  }
+  return { reason: `no free attach handle on ${targets.map((t) => t.name).join(', ')}` }
+}
+
+/** Does the bind need anything beyond the database: the agent, an FPGA image, a Placement allocation? */
+export function needsMore({ target, handle }: Placed, spec: ArqSpec | undefined, allocating: boolean): boolean {
+  return (
+    handle.type !== 'TEST_PCI' ||
+    spec?.accel.bitstream_id !== undefined ||
+    spec?.accel.function_id !== undefined ||
+    (allocating && target.rpUuid !== null && rcOf(target) !== undefined)
+  )
+}
