@@ -2,9 +2,10 @@
  * Group commit, the conductor's "save out rate" (seed 002): concurrent writes that arrive within one
  * tick share one transaction, so N callers cost one COMMIT (one fsync) instead of N.
  *
- * Each operation runs in its own savepoint: a failing one is rolled back alone and its caller gets
- * its own error, while the others commit. If the COMMIT itself fails, each surviving operation is
- * retried alone in its own transaction, so every caller still gets its own result or error.
+ * Each operation runs in its own savepoint (a batch of one, in a plain transaction): a failing one
+ * is rolled back alone and its caller gets its own error, while the others commit. If the COMMIT
+ * itself fails, each surviving operation is retried alone in its own transaction, so every caller
+ * still gets its own result or error.
  * Operations therefore must be safe to run again after a rollback (they are plain DB writes).
  * One batch is in flight per committer; work arriving meanwhile forms the next batch.
  */
@@ -128,6 +129,7 @@ export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommi
  * another process's transaction) handed to `requeue`. Never rejects.
  */
 async function runBatch(db: Kysely<Database>, batch: Op[], requeue: (ops: Op[]) => void): Promise<void> {
+  if (batch.length === 1) return runSingle(db, batch[0]!, requeue)
   let trx: Trx
   try {
     trx = (await db.startTransaction().execute()) as unknown as Trx
@@ -182,6 +184,16 @@ async function runBatch(db: Kysely<Database>, batch: Op[], requeue: (ops: Op[]) 
   for (const { op, value } of done) op.resolve(value)
   for (const { op, err } of failed) op.reject(err)
   if (lost.length > 0) requeue(lost)
+}
+
+/** A batch of one needs no savepoint: the op's transaction is its own (two round trips fewer). */
+async function runSingle(db: Kysely<Database>, op: Op, requeue: (ops: Op[]) => void): Promise<void> {
+  try {
+    op.resolve(await db.transaction().execute((trx) => op.fn(trx)))
+  } catch (err) {
+    if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) requeue([op])
+    else op.reject(err)
+  }
 }
 
 /** The fallback: each op in its own transaction, one after another; lock races are retried. */
