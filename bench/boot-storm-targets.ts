@@ -1,4 +1,4 @@
-/** The servers bench/boot-storm.ts storms: the embedded one, and api + N conductors. */
+/** The servers bench/boot-storm.ts storms: the bare ceiling, the embedded one, and api + N conductors. */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -23,10 +23,9 @@ async function providers(url: string): Promise<string[]> {
   return deployables.filter((d) => d.name.startsWith(`${STORM_HOST}_`)).map((d) => d.rp_uuid)
 }
 
-export async function startEmbedded(): Promise<StormTarget> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-storm-'))
-  const port = await freePort()
-  const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench/boot-storm-embedded.ts'), dir, String(port)], {
+/** Runs a bench/ server script as a child process, with these arguments, until it prints "ready <url>". */
+async function startChild(script: string, args: string[], cleanup = async () => {}): Promise<StormTarget> {
+  const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench', script), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const url = await new Promise<string>((resolve, reject) => {
@@ -34,7 +33,7 @@ export async function startEmbedded(): Promise<StormTarget> {
       const m = /ready (\S+)/.exec(d.toString())
       if (m) resolve(m[1]!)
     })
-    child.once('exit', (code) => reject(new Error(`embedded server exited with ${code}`)))
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)))
   })
   return {
     url,
@@ -42,9 +41,19 @@ export async function startEmbedded(): Promise<StormTarget> {
     async stop() {
       child.kill('SIGTERM')
       await new Promise((r) => child.once('exit', r))
-      await rm(dir, { recursive: true, force: true })
+      await cleanup()
     },
   }
+}
+
+/** The ceiling: a bare node:http server with in-memory state (bench/boot-storm-bare.ts). */
+export async function startBare(): Promise<StormTarget> {
+  return startChild('boot-storm-bare.ts', [String(await freePort())])
+}
+
+export async function startEmbedded(): Promise<StormTarget> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-storm-'))
+  return startChild('boot-storm-embedded.ts', [dir, String(await freePort())], () => rm(dir, { recursive: true, force: true }))
 }
 
 export async function startMulti(conductors: number): Promise<StormTarget> {

@@ -1,21 +1,23 @@
 /**
  * A VM boot storm, as Nova drives Cyborg per VM: GET the device profile, POST the ARQs, PATCH bind
  * (with the provider Placement would have picked), GET ?instance=&bind_state=resolved (polling 423),
- * DELETE ?instance=. Runs each concurrency level against (a) the embedded server (bench/boot-storm-
- * embedded.ts: SQLite, in-process bus) and (b) `cyborg api` + 1 and 2 `cyborg conductor`s on
- * RabbitMQ + PostgreSQL. Prints one JSON document, with double allocations seen (must be 0).
- * Usage: npm run bench:boot-storm [-- --seconds 5 --levels 1,2,16,64 --targets embedded,multi]
+ * DELETE ?instance=. Runs each concurrency level against (a) `bare`, the ceiling: a bare node:http
+ * server with in-memory state (bench/boot-storm-bare.ts: no framework, no database), (b) `embedded`,
+ * the embedded server (bench/boot-storm-embedded.ts: SQLite, in-process bus) and (c) `multi`:
+ * `cyborg api` + 1 and 2 `cyborg conductor`s on RabbitMQ + PostgreSQL. Prints one JSON document,
+ * with double allocations seen (must be 0).
+ * Usage: npm run bench:boot-storm [-- --seconds 5 --levels 1,2,16,64 --targets bare,embedded,multi]
  */
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
+import { startBare, startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
 
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
     levels: { type: 'string', default: '1,2,16,64' },
-    targets: { type: 'string', default: 'embedded,multi' },
+    targets: { type: 'string', default: 'bare,embedded,multi' },
   },
 })
 const seconds = Number(values.seconds)
@@ -129,6 +131,7 @@ const run = async (name: string, start: () => Promise<StormTarget>, extra = fals
   }
 }
 const targets = values.targets.split(',')
+if (targets.includes('bare')) await run('bare', startBare)
 if (targets.includes('embedded')) await run('embedded', startEmbedded, true)
 if (targets.includes('multi')) {
   await run('apiAnd1Conductor', () => startMulti(1))
