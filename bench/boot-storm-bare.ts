@@ -16,6 +16,7 @@ interface Arq {
   hostname: string | null
   rp: string | null
   handle: string | null
+  createdAt: string
 }
 type Op = { path: string; op: string; value: string }
 
@@ -25,6 +26,7 @@ const DEPLOYABLES = JSON.stringify({ deployables: [{ name: `${STORM_HOST}_0000:1
 const free: string[] = Array.from({ length: 256 }, () => randomUUID()) // attach handles not held by a bound ARQ
 const arqs = new Map<string, Arq>()
 const byInstance = new Map<string, Arq[]>()
+let base = ''
 
 function send(res: ServerResponse, status: number, data?: unknown): void {
   if (data === undefined) {
@@ -52,15 +54,22 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   })
 }
 
+/** The wire shape of an ARQ, every field of the real one, so that lists weigh the same. */
 const view = (a: Arq) => ({
   uuid: a.uuid,
   state: a.handle ? 'Bound' : 'Initial',
   device_profile_name: a.profile,
+  device_profile_group_id: 0,
   hostname: a.hostname,
   device_rp_uuid: a.rp,
   instance_uuid: a.instance,
-  attach_handle_type: a.handle ? 'TEST_PCI' : null,
+  project_id: null,
+  attach_handle_type: a.handle ? 'TEST_PCI' : '',
   attach_handle_uuid: a.handle,
+  attach_handle_info: a.handle ? { bus: '10', device: '0', domain: '0000', function: '0' } : {},
+  created_at: a.createdAt,
+  updated_at: null,
+  links: [{ href: `${base}/v2/accelerator_requests/${a.uuid}`, rel: 'self' }],
 })
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -74,7 +83,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   if (path !== '/v2/accelerator_requests') return send(res, 404, { error: 'not found' })
   if (req.method === 'POST') {
     const { device_profile_name: profile } = (await readBody(req)) as { device_profile_name: string }
-    const arq: Arq = { uuid: randomUUID(), profile, instance: null, hostname: null, rp: null, handle: null }
+    const arq: Arq = { uuid: randomUUID(), profile, instance: null, hostname: null, rp: null, handle: null, createdAt: new Date().toISOString() }
     arqs.set(arq.uuid, arq)
     return send(res, 201, { arqs: [view(arq)] })
   }
@@ -98,6 +107,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
   const instance = query.get('instance')
   if (req.method === 'GET' && instance) return send(res, 200, { arqs: (byInstance.get(instance) ?? []).map(view) })
+  if (req.method === 'GET') return send(res, 200, { arqs: [...arqs.values()].map(view) })
   if (req.method === 'DELETE' && instance) {
     for (const arq of byInstance.get(instance) ?? []) {
       if (arq.handle) free.push(arq.handle)
@@ -114,7 +124,8 @@ const server = createServer((req, res) => {
 })
 server.listen(Number(process.argv[2]), '127.0.0.1', () => {
   const { port } = server.address() as { port: number }
-  process.stdout.write(`ready http://127.0.0.1:${port}\n`)
+  base = `http://127.0.0.1:${port}`
+  process.stdout.write(`ready ${base}\n`)
 })
 process.on('SIGTERM', () => {
   server.closeAllConnections()

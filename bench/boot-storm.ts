@@ -131,7 +131,7 @@ const run = async (name: string, start: () => Promise<StormTarget>, extra = fals
   }
 }
 const targets = values.targets.split(',')
-if (targets.includes('bare')) await run('bare', startBare)
+if (targets.includes('bare')) await run('bare', startBare, true)
 if (targets.includes('embedded')) await run('embedded', startEmbedded, true)
 if (targets.includes('multi')) {
   await run('apiAnd1Conductor', () => startMulti(1))
