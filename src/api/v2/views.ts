@@ -2,6 +2,7 @@
 import type { Attribute, Deployable, Device } from '../../domain/inventory.js'
 import type { ArqDetail } from '../../db/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
+import { Type } from '@sinclair/typebox'
 import { selfLink, type Link } from '../links.js'
 
 export interface DeviceView {
@@ -108,3 +109,27 @@ export function arqView(a: ArqDetail, base: string) {
     links: [selfLink(base, 'accelerator_requests', a.uuid)],
   }
 }
+
+const nullable = (type: 'string' | 'integer') => Type.Unsafe<string | null>({ type: [type, 'null'] })
+
+/** The response schema of the ARQ list: every field of `arqView`, so the serializer drops nothing. */
+export const ArqListView = Type.Object({
+  arqs: Type.Array(
+    Type.Object({
+      uuid: Type.String(),
+      state: Type.String(),
+      device_profile_name: Type.String(),
+      device_profile_group_id: Type.Integer(),
+      hostname: nullable('string'),
+      device_rp_uuid: nullable('string'),
+      instance_uuid: nullable('string'),
+      project_id: nullable('string'),
+      attach_handle_type: Type.String(),
+      attach_handle_uuid: nullable('string'),
+      attach_handle_info: Type.Record(Type.String(), Type.String()),
+      created_at: Type.String(),
+      updated_at: nullable('string'),
+      links: Type.Array(Type.Object({ href: Type.String(), rel: Type.String() })),
+    }),
+  ),
+})
