@@ -56,7 +56,11 @@ async function standInAgent(vhostUrl: string): Promise<() => Promise<void>> {
   const agent = new Proxy({ prepare }, {
     get: (target, method) => (method === 'prepare' ? target.prepare : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`))),
   })
-  await serveAgent(bus, STORM_HOST, agent as unknown as AgentRpc)
+  // A bus left open would keep this test file from ever exiting.
+  await serveAgent(bus, STORM_HOST, agent as unknown as AgentRpc).catch(async (err: unknown) => {
+    await bus.close()
+    throw err
+  })
   return () => bus.close()
 }
 
