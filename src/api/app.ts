@@ -11,6 +11,7 @@ import { healthcheckRoutes } from './healthcheck.js'
 import { createBaseUrl } from './links.js'
 import { deferredChildLogger } from './request-logger.js'
 import { rootRoutes } from './versions.js'
+import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
 import type { ApiDeps, ApiOptions } from './types.js'
 
@@ -63,6 +64,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   rootRoutes(app, baseUrl)
   healthcheckRoutes(app, deps.db)
   const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
+  await app.register(v1Plugin, { prefix: '/v1', db: deps.db, baseUrl })
   await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
   await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })
   return app

@@ -17,7 +17,7 @@ void describe('version discovery', () => {
   })
   after(() => t.close())
 
-  void it('GET / lists v2 with an absolute self href from the Host header', async () => {
+  void it('GET / lists v2 (the default) and v1 with absolute self hrefs from the Host header', async () => {
     const res = await t.app.inject({ url: '/', headers: { host: 'cyborg.example:6666' } })
     assert.equal(res.statusCode, 200)
     assert.match(String(res.headers['content-type']), /^application\/json/)
@@ -25,7 +25,10 @@ void describe('version discovery', () => {
     assert.deepEqual(res.json(), {
       name: 'OpenStack Cyborg API',
       description: res.json().description,
-      versions: [doc],
+      versions: [
+        doc,
+        { id: 'v1', status: 'SUPPORTED', min_version: '', max_version: '', links: [{ href: 'http://cyborg.example:6666/v1/', rel: 'self' }] },
+      ],
       default_version: doc,
     })
     assert.equal(typeof res.json().description, 'string')

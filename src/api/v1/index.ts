@@ -1,0 +1,19 @@
+/**
+ * The seed's v1 API under `/v1` (api-v1-and-cli.md): its version document and the accelerators.
+ * v1 has no microversions. It shares the error format, request ids and logging with v2.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { v1VersionDoc } from '../versions.js'
+import type { Db } from '../types.js'
+import { acceleratorRoutes } from './accelerators.js'
+
+export interface V1Env {
+  db: Db
+  /** The base URL of links for this request (no trailing slash). */
+  baseUrl: (request: FastifyRequest) => string
+}
+
+export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<void> {
+  app.get('/', async (request) => v1VersionDoc(options.baseUrl(request), 'v1.0'))
+  acceleratorRoutes(app, options)
+}

@@ -1,0 +1,119 @@
+/**
+ * The seed's v1 accelerators (api-v1-and-cli.md): a read view over the one inventory, never a
+ * second copy. One accelerator is one deployable, with its device's type, vendor, host and
+ * lifecycle, its attributes, and the instances its bound requests attach it to.
+ */
+import type { Kysely } from 'kysely'
+import type { Attribute } from '../domain/inventory.js'
+import { NotFoundError } from '../domain/errors.js'
+import { listAttributesByDeployableIds } from './attributes.js'
+import { paginate, type PageOptions, type PageSpec } from './pagination.js'
+import type { Database } from './schema.js'
+
+export const ACCELERATOR_SORT_KEYS = ['id', 'uuid', 'name', 'num_accelerators', 'created_at', 'updated_at'] as const
+export type AcceleratorSortKey = (typeof ACCELERATOR_SORT_KEYS)[number]
+
+export interface AcceleratorFilter extends PageOptions<AcceleratorSortKey> {
+  /** The device's type (FPGA, GPU, QAT, …). */
+  deviceType?: string
+  hostname?: string
+}
+
+export interface Accelerator {
+  uuid: string
+  name: string
+  numAccelerators: number
+  deviceType: string
+  vendor: string
+  model: string
+  hostname: string
+  lifecycle: string
+  lifecycleReason: string | null
+  /** The device's PCI address, `dddd:bb:dd.f`. */
+  address: string
+  attributes: Attribute[]
+  /** Instances that bound requests attach it to (BindStarted or Bound). */
+  attachedTo: string[]
+  createdAt: string
+  updatedAt: string | null
+}
+
+const PAGE: PageSpec<AcceleratorSortKey> = {
+  table: 'deployables',
+  keys: ACCELERATOR_SORT_KEYS,
+  nullable: ['updated_at'],
+  notFoundCode: 'ACCELERATOR_NOT_FOUND',
+}
+
+const select = (db: Kysely<Database>) =>
+  db
+    .selectFrom('deployables')
+    .innerJoin('devices', 'devices.id', 'deployables.device_id')
+    .select([
+      'deployables.id',
+      'deployables.uuid',
+      'deployables.name',
+      'deployables.num_accelerators',
+      'deployables.created_at',
+      'deployables.updated_at',
+      'devices.type as device_type',
+      'devices.vendor',
+      'devices.model',
+      'devices.hostname',
+      'devices.lifecycle',
+      'devices.lifecycle_reason',
+      'devices.cpid_info',
+    ])
+
+type Row = Awaited<ReturnType<ReturnType<typeof select>['execute']>>[number]
+
+async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerator[]> {
+  if (rows.length === 0) return []
+  const ids = rows.map((r) => r.id)
+  const attributes = await listAttributesByDeployableIds(db, ids)
+  const bound = await db
+    .selectFrom('accelerator_requests')
+    .select(['deployable_id', 'instance_uuid'])
+    .where('deployable_id', 'in', ids)
+    .where('state', 'in', ['BindStarted', 'Bound'])
+    .orderBy('id')
+    .execute()
+  return rows.map((r) => {
+    const pci = JSON.parse(r.cpid_info) as Record<string, string>
+    return {
+      uuid: r.uuid,
+      name: r.name,
+      numAccelerators: r.num_accelerators,
+      deviceType: r.device_type,
+      vendor: r.vendor,
+      model: r.model,
+      hostname: r.hostname,
+      lifecycle: r.lifecycle,
+      lifecycleReason: r.lifecycle_reason,
+      address: `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
+      attributes: attributes.get(r.id) ?? [],
+      attachedTo: [...new Set(bound.filter((b) => b.deployable_id === r.id && b.instance_uuid !== null).map((b) => b.instance_uuid!))],
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+    }
+  })
+}
+
+/**
+ * Lists accelerators, by default in id order.
+ * @throws NotFoundError (code ACCELERATOR_NOT_FOUND) when the marker names none.
+ */
+export async function listAccelerators(db: Kysely<Database>, filter: AcceleratorFilter = {}): Promise<Accelerator[]> {
+  let qb = select(db)
+  if (filter.deviceType !== undefined) qb = qb.where('devices.type', '=', filter.deviceType)
+  if (filter.hostname !== undefined) qb = qb.where('devices.hostname', '=', filter.hostname)
+  qb = await paginate(db, qb, PAGE, filter)
+  return withDetails(db, await qb.execute())
+}
+
+/** @throws NotFoundError with code ACCELERATOR_NOT_FOUND. */
+export async function getAccelerator(db: Kysely<Database>, uuid: string): Promise<Accelerator> {
+  const row = await select(db).where('deployables.uuid', '=', uuid).executeTakeFirst()
+  if (!row) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+  return (await withDetails(db, [row]))[0]!
+}
