@@ -8,11 +8,12 @@ void describe('negotiateMicroversion', () => {
     [undefined, 0],
     ['accelerator 2.0', 0],
     ['accelerator 2.3', 3],
+    ['accelerator 2.4', 4],
     ['Accelerator   2.2', 2],
-    ['accelerator latest', 3],
-    ['accelerator LATEST', 3],
+    ['accelerator latest', 4],
+    ['accelerator LATEST', 4],
     ['2.1', 1],
-    ['latest', 3],
+    ['latest', 4],
     ['compute 2.90', 0],
     ['compute 2.90, accelerator 2.2', 2],
     [['compute 2.1', 'accelerator 2.1'], 1],
@@ -20,12 +21,12 @@ void describe('negotiateMicroversion', () => {
   for (const [header, minor] of ok) {
     void it(`${JSON.stringify(header)} → 2.${minor}`, () => assert.deepEqual(negotiateMicroversion(header), { minor }))
   }
-  const bad = ['accelerator 2.4', 'accelerator 3.0', 'accelerator 1.9', 'accelerator two', '2', 'accelerator 2.x', 'accelerator']
+  const bad = ['accelerator 2.5', 'accelerator 3.0', 'accelerator 1.9', 'accelerator two', '2', 'accelerator 2.x', 'accelerator']
   for (const header of bad) {
     void it(`${JSON.stringify(header)} → error naming the range`, () => {
       const r = negotiateMicroversion(header)
       assert.equal(r.minor, undefined)
-      assert.match(r.error ?? '', /2\.0 to 2\.3/)
+      assert.match(r.error ?? '', /2\.0 to 2\.4/)
     })
   }
 })
@@ -39,24 +40,24 @@ void describe('microversion headers on responses', () => {
 
   const expectHeaders = (headers: Record<string, unknown>, effective: string) => {
     assert.equal(headers['openstack-api-minimum-version'], '2.0')
-    assert.equal(headers['openstack-api-maximum-version'], '2.3')
+    assert.equal(headers['openstack-api-maximum-version'], '2.4')
     assert.equal(headers['openstack-api-version'], `accelerator ${effective}`)
     assert.equal(headers.vary, 'OpenStack-API-Version')
   }
 
-  void it('no header is 2.0; latest is 2.3; the bare form works', async () => {
+  void it('no header is 2.0; latest is 2.4; the bare form works', async () => {
     expectHeaders((await t.app.inject({ url: '/v2/devices' })).headers, '2.0')
     const latest = await t.app.inject({ url: '/devices', headers: { 'openstack-api-version': 'accelerator latest' } })
     assert.equal(latest.statusCode, 200)
-    expectHeaders(latest.headers, '2.3')
+    expectHeaders(latest.headers, '2.4')
     expectHeaders((await t.app.inject({ url: '/v2/devices', headers: { 'openstack-api-version': '2.2' } })).headers, '2.2')
   })
 
   void it('a version out of range or unparsable is 406 naming the range, with the headers', async () => {
-    for (const v of ['accelerator 2.4', 'accelerator 3.0', 'accelerator abc']) {
+    for (const v of ['accelerator 2.5', 'accelerator 3.0', 'accelerator abc']) {
       const res = await t.app.inject({ url: '/v2/device_profiles', headers: { 'openstack-api-version': v } })
       assert.equal(res.statusCode, 406, v)
-      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.3/)
+      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.4/)
       assert.equal(faultOf(res.body).faultcode, 'Client')
       expectHeaders(res.headers, '2.0')
     }

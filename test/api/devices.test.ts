@@ -91,7 +91,34 @@ void describe('v2 devices', () => {
     assert.ok(at23.every((d) => d.status === 'enabled'))
     const one = await s.request({ url: `/v2/devices/${all[0]!.uuid}`, version: 'latest' })
     assert.equal(one.json().status, 'enabled')
-    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.3')
+    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.4')
+  })
+
+  void it('shows lifecycle and lifecycle_reason only from microversion 2.4', async () => {
+    assert.ok((await list('', '2.3')).every((d) => !('lifecycle' in d) && !('lifecycle_reason' in d)))
+    const at24 = await list('', '2.4')
+    assert.deepEqual(at24.map((d) => [d.hostname, d.lifecycle, d.lifecycle_reason]), all.map((d) => [
+      d.hostname, d.hostname === 'node1' ? 'inactive' : 'active', null,
+    ]))
+  })
+
+  void it('POST /devices/{uuid}/ready at 2.4: the agent installs it, or it ends in error with the reason', async () => {
+    const ready = (uuid: string, version?: string) => s.request({ method: 'POST', url: `/v2/devices/${uuid}/ready`, version })
+    const fake = all.find((d) => d.hostname === 'node1')!
+    const below = await ready(fake.uuid, '2.3')
+    assert.equal(below.statusCode, 404)
+    assert.match(fault(below), /needs microversion 2\.4/)
+    const res = await ready(fake.uuid, '2.4')
+    assert.equal(res.statusCode, 200, res.body)
+    assert.equal(res.json().uuid, fake.uuid)
+    assert.equal(res.json().lifecycle, 'active')
+    assert.equal(res.json().lifecycle_reason, null)
+    const again = await ready(fake.uuid, '2.4')
+    assert.equal(again.statusCode, 409)
+    assert.match(fault(again), /is active; only an inactive or error device/)
+    assert.equal((await ready('2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11', '2.4')).statusCode, 404)
+    assert.equal((await ready('not-a-uuid', '2.4')).statusCode, 404)
+    assert.equal((await s.request({ method: 'GET', url: `/v2/devices/${fake.uuid}/ready`, version: '2.4' })).statusCode, 405)
   })
 
   void it('disables and enables a device: 200 with no body', async () => {

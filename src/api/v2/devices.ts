@@ -1,6 +1,8 @@
 /**
  * Devices: `GET /devices` (filters type, vendor, hostname; limit, marker, sort_key, sort_dir),
- * `GET /devices/{uuid}`, and `POST /devices/{uuid}/disable|enable` (200, no body).
+ * `GET /devices/{uuid}`, `POST /devices/{uuid}/disable|enable` (200, no body), and from 2.4
+ * `POST /devices/{uuid}/ready` (the operator lifecycle: inactive|error → ready → installed by the
+ * host's agent → active | error; 200 with the device as it ended).
  * A malformed uuid is answered 404 like an unknown one, without a database round trip.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -30,8 +32,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
           throw markerNotFoundToInvalid(err)
         })
         const base = baseUrl(request)
-        const withStatus = request.apiMinor >= 3
-        return { devices: devices.map((d) => deviceView(d, base, withStatus)) }
+        return { devices: devices.map((d) => deviceView(d, base, request.apiMinor)) }
       },
     },
   })
@@ -41,7 +42,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw notFound(uuid)
-        return deviceView(await getDevice(db, uuid), baseUrl(request), request.apiMinor >= 3)
+        return deviceView(await getDevice(db, uuid), baseUrl(request), request.apiMinor)
       },
     },
   })
@@ -55,4 +56,18 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
   }
   resource(app, '/devices/:uuid/disable', { POST: { handler: setStatus('maintaining') } })
   resource(app, '/devices/:uuid/enable', { POST: { handler: setStatus('enabled') } })
+  resource(app, '/devices/:uuid/ready', {
+    POST: {
+      handler: async (request: FastifyRequest) => {
+        const { uuid } = request.params as { uuid: string }
+        if (request.apiMinor < 4) {
+          throw new NotFoundError(`POST /v2/devices/${uuid}/ready needs microversion 2.4 (OpenStack-API-Version: accelerator 2.4)`, {
+            details: { field: 'OpenStack-API-Version' },
+          })
+        }
+        if (!isUuidLike(uuid)) throw notFound(uuid)
+        return deviceView(await conductor.markDeviceReady({ uuid }), baseUrl(request), request.apiMinor)
+      },
+    },
+  })
 }

@@ -14,13 +14,15 @@ export interface DeviceView {
   vendor_board_info: string | null
   hostname: string
   status?: string
+  lifecycle?: string
+  lifecycle_reason?: string | null
   created_at: string
   updated_at: string | null
   links: Link[]
 }
 
-/** `withStatus` from microversion 2.3 on. */
-export function deviceView(d: Device, base: string, withStatus: boolean): DeviceView {
+/** `status` from microversion 2.3 on, `lifecycle` and `lifecycle_reason` from 2.4 on. */
+export function deviceView(d: Device, base: string, minor: number): DeviceView {
   const view: DeviceView = {
     uuid: d.uuid,
     type: d.type,
@@ -33,7 +35,11 @@ export function deviceView(d: Device, base: string, withStatus: boolean): Device
     updated_at: d.updatedAt,
     links: [selfLink(base, 'devices', d.uuid)],
   }
-  if (withStatus) view.status = d.status
+  if (minor >= 3) view.status = d.status
+  if (minor >= 4) {
+    view.lifecycle = d.lifecycle
+    view.lifecycle_reason = d.lifecycleReason
+  }
   return view
 }
 
