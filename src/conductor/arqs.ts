@@ -176,7 +176,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
   /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
   const holdsNothingOutside = async (trx: Parameters<Parameters<typeof committer.run>[0]>[0], arq: Arq) => {
-    if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) return false
+    if (allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
     if (arq.attachHandleId === null || arq.hostname === null || !deps.agentFor) return true
     const handle = await handleById(trx, arq.attachHandleId)
     return !handle || handle.type === 'TEST_PCI'
@@ -336,17 +336,20 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       // First Deleting, persisted: a crash from here on leaves requests the reaper finishes. An
       // UnbindFailed one stays as it is: it must be unbound first.
       // One that holds nothing outside the database goes in that same transaction.
+      const prior = new Map(found.map((a) => [a.uuid, a.state]))
       const marked = await committer.run(async (trx) => {
         const { moved } = await transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
-        const movedUuids = new Set(moved.map((a) => a.uuid))
+        // What each holds as of this transaction (a bind may have claimed a handle since `found`
+        // was read), with the state it was in before: that says whether Placement holds a unit.
+        const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
         const quick: Arq[] = []
-        for (const arq of found) if (movedUuids.has(arq.uuid) && (await holdsNothingOutside(trx, arq))) quick.push(arq)
+        const rest: Arq[] = []
+        for (const arq of current) ((await holdsNothingOutside(trx, arq)) ? quick : rest).push(arq)
         const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
         for (const arq of quick) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
-        return { moved: movedUuids, gone }
+        return { gone, rest }
       })
-      const quick = new Set(marked.gone.map((a) => a.uuid))
-      const deleted = [...marked.gone, ...(await finishDeleting(found.filter((a) => marked.moved.has(a.uuid) && !quick.has(a.uuid))))]
+      const deleted = [...marked.gone, ...(await finishDeleting(marked.rest))]
       if (!byInstance) {
         const missing = (req as { uuids: string[] }).uuids.filter((u) => !found.some((a) => a.uuid === u))
         if (missing.length > 0) {

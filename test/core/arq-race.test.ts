@@ -55,6 +55,25 @@ for (const dialect of await testDialects()) {
       await conductors[1]!.deleteArqs({ uuids: arqs.map((a) => a.uuid) })
     })
 
+    void it('a delete racing a bind of the same request leaks no handle', async () => {
+      const arqs = (
+        await Promise.all(Array.from({ length: 40 }, () => conductors[0]!.createArqs({ deviceProfileName: 'one', projectId: null, maxArqs: 64 })))
+      ).flat()
+      // Each request is bound through one conductor and deleted through the other, at the same time.
+      await Promise.allSettled(
+        arqs.flatMap((arq, i) => [
+          conductors[i % 2]!.bindArqs({ bindings: { [arq.uuid]: { hostname: HOST, instanceUuid: `5707b000-0000-4000-8000-${String(i).padStart(12, '0')}` } } }),
+          conductors[(i + 1) % 2]!.deleteArqs({ uuids: [arq.uuid] }),
+        ]),
+      )
+      // A request that survived (bound after its delete read it) goes now; then no handle is held.
+      await conductors[0]!.deleteArqs({ uuids: arqs.map((a) => a.uuid) }).catch(() => null)
+      const left = await db.db.selectFrom('accelerator_requests').select('uuid').where('uuid', 'in', arqs.map((a) => a.uuid)).execute()
+      assert.deepEqual(left, [])
+      const inUse = await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()
+      assert.deepEqual(inUse, [], 'no handle held without a request')
+    })
+
     void it('1,000 requests, 100 handles, 50 binders: exactly 100 bound, no handle held twice', async () => {
       // The profile asks for one unit: each create makes one ARQ, 8 at a time, on both conductors.
       const arqs: { uuid: string }[] = []
