@@ -11,7 +11,7 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { createArqs, deleteArqs, getArq, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
+import { createArqs, deleteArqs, getArq, getArqForUpdate, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
 import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
@@ -183,7 +183,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
   }
 
   /** Frees what an ARQ holds and moves it to Unbound with its binding cleared (UnbindFailed if the agent failed). */
-  const unbindOne = async (arq: Arq): Promise<ArqBindOutcome> => {
+  const unbindOne = async (arq: Arq, attempt = 1): Promise<ArqBindOutcome> => {
     const reason = await releaseDevice(arq)
     if (reason !== undefined) {
       await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
@@ -191,10 +191,17 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       return { uuid: arq.uuid, state: 'UnbindFailed', reason }
     }
     const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }
-    await committer.run(async (trx) => {
+    const changed = await committer.run(async (trx) => {
+      // A bind may have claimed a handle since `arq` was read: then release that one instead.
+      if ((await getArqForUpdate(trx, arq.uuid)).attachHandleId !== arq.attachHandleId) return true
       await transitionArqs(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
       if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
+      return false
     })
+    if (changed) {
+      if (attempt >= 3) throw new ConflictError(`accelerator request ${arq.uuid} kept changing while unbinding; try again`, { code: 'ARQ_BAD_STATE' })
+      return unbindOne(await getArq(db.db, arq.uuid), attempt + 1)
+    }
     return { uuid: arq.uuid, state: 'Unbound' }
   }
 

@@ -105,6 +105,18 @@ export async function getArq(db: Kysely<Database>, uuid: string): Promise<Arq> {
   return toArq(row)
 }
 
+/**
+ * One ARQ, read with its row locked until the transaction ends (FOR UPDATE on PostgreSQL and
+ * MariaDB; SQLite's one writer needs none), so a concurrent bind cannot change it meanwhile.
+ * @throws NotFoundError with code ARQ_NOT_FOUND.
+ */
+export async function getArqForUpdate(db: Kysely<Database>, uuid: string): Promise<Arq> {
+  const qb = db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid)
+  const row = await (dialectOf(db) === 'sqlite' ? qb : qb.forUpdate()).executeTakeFirst()
+  if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+  return toArq(row)
+}
+
 /** Filters of `listArqs`; exact matches, combined with AND. */
 export interface ArqFilter extends Omit<PageOptions<'id'>, 'sortKey' | 'sortDir'> {
   instanceUuid?: string

@@ -74,6 +74,24 @@ for (const dialect of await testDialects()) {
       assert.deepEqual(inUse, [], 'no handle held without a request')
     })
 
+    void it('an unbind racing a bind of the same request leaks no handle', async () => {
+      const arqs = (
+        await Promise.all(Array.from({ length: 40 }, () => conductors[0]!.createArqs({ deviceProfileName: 'one', projectId: null, maxArqs: 64 })))
+      ).flat()
+      await Promise.allSettled(
+        arqs.flatMap((arq, i) => [
+          conductors[i % 2]!.bindArqs({ bindings: { [arq.uuid]: { hostname: HOST, instanceUuid: `5707c000-0000-4000-8000-${String(i).padStart(12, '0')}` } } }),
+          conductors[(i + 1) % 2]!.unbindArqs({ uuids: [arq.uuid] }),
+        ]),
+      )
+      // Every handle in use is named by exactly the request that holds it.
+      const named = await db.db.selectFrom('accelerator_requests').select('attach_handle_id').where('attach_handle_id', 'is not', null).execute()
+      const inUse = await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()
+      assert.deepEqual(new Set(inUse.map((h) => h.id)), new Set(named.map((r) => r.attach_handle_id)))
+      await conductors[0]!.deleteArqs({ uuids: arqs.map((a) => a.uuid) })
+      assert.deepEqual(await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute(), [])
+    })
+
     void it('1,000 requests, 100 handles, 50 binders: exactly 100 bound, no handle held twice', async () => {
       // The profile asks for one unit: each create makes one ARQ, 8 at a time, on both conductors.
       const arqs: { uuid: string }[] = []
