@@ -1,7 +1,6 @@
 /**
  * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
- * `db sync`, `config sample|show` and `version`. Client subcommands (devices, ARQs, …) will live
- * in src/cli and speak HTTP only.
+ * `db sync`, `config sample|show` and `version`. The client subcommands (src/cli) speak HTTP only.
  */
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
@@ -14,6 +13,7 @@ import { errorMessage } from './error-message.js'
 import type * as ServicesModule from './services.js'
 import type { RunningService } from './services.js'
 import { VERSION } from './version.js'
+import { registerClientCommands } from '../cli/commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -176,5 +176,7 @@ program
   .action(() => {
     process.stdout.write(`cyborg ${VERSION}\n`)
   })
+
+registerClientCommands(program)
 
 await program.parseAsync(process.argv)
