@@ -5,14 +5,11 @@
  */
 import { claimHandle } from '../db/arqs.js'
 import { attachHandleToArq, targetByProvider, targetsOnHost, type BindTarget } from '../db/arq-targets.js'
-import type { WriteRunner } from '../db/group-commit.js'
+import type { WriteTrx } from '../db/group-commit.js'
 import type { Arq, ArqSpec } from '../domain/arq.js'
 import { ConflictError } from '../domain/errors.js'
 import type { AttachHandle } from '../domain/inventory.js'
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
-
-/** A transaction of the group committer. */
-type Trx = Parameters<Parameters<WriteRunner>[0]>[0]
 
 /** Where a bind put an ARQ: a claimed handle on a target. */
 export interface Placed {
@@ -32,7 +29,7 @@ export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
 }
 
 /** Claims a handle for `arq` and records it on it, or says why it cannot bind. */
-export async function placeArq(trx: Trx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
+export async function placeArq(trx: WriteTrx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
   let targets: BindTarget[]
   if (binding.deviceRpUuid) {
     const target = await targetByProvider(trx, binding.deviceRpUuid)

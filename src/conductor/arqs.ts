@@ -10,7 +10,7 @@
  * - When Nova is configured, the ARQs of one bind are announced in one event batch.
  */
 import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
 import { createArqs, deleteArqs, getArq, getArqForUpdate, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
 import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById } from '../db/arq-targets.js'
 import type { BindTarget } from '../db/arq-targets.js'
@@ -175,7 +175,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
   }
 
   /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
-  const holdsNothingOutside = async (trx: Parameters<Parameters<typeof committer.run>[0]>[0], arq: Arq) => {
+  const holdsNothingOutside = async (trx: WriteTrx, arq: Arq) => {
     if (allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
     if (arq.attachHandleId === null || arq.hostname === null || !deps.agentFor) return true
     const handle = await handleById(trx, arq.attachHandleId)

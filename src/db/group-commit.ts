@@ -22,8 +22,11 @@ export interface GroupCommitOptions {
   maxBatch: number
 }
 
+/** The transaction a write runs in (what `run` hands its function). */
+export type WriteTrx = Kysely<Database>
+
 /** Runs one write in a transaction (the group committer's `run`). */
-export type WriteRunner = <T>(fn: (trx: Kysely<Database>) => Promise<T>) => Promise<T>
+export type WriteRunner = <T>(fn: (trx: WriteTrx) => Promise<T>) => Promise<T>
 
 export interface GroupCommitter {
   /**

@@ -116,7 +116,7 @@ export function arqView(a: ArqDetail, base: string) {
   }
 }
 
-const nullable = (type: 'string' | 'integer') => Type.Unsafe<string | null>({ type: [type, 'null'] })
+const nullableString = Type.Unsafe<string | null>({ type: ['string', 'null'] })
 
 /** The response schema of the ARQ list: every field of `arqView`, so the serializer drops nothing. */
 export const ArqListView = Type.Object({
@@ -126,15 +126,15 @@ export const ArqListView = Type.Object({
       state: Type.String(),
       device_profile_name: Type.String(),
       device_profile_group_id: Type.Integer(),
-      hostname: nullable('string'),
-      device_rp_uuid: nullable('string'),
-      instance_uuid: nullable('string'),
-      project_id: nullable('string'),
+      hostname: nullableString,
+      device_rp_uuid: nullableString,
+      instance_uuid: nullableString,
+      project_id: nullableString,
       attach_handle_type: Type.String(),
-      attach_handle_uuid: nullable('string'),
+      attach_handle_uuid: nullableString,
       attach_handle_info: Type.Record(Type.String(), Type.String()),
       created_at: Type.String(),
-      updated_at: nullable('string'),
+      updated_at: nullableString,
       links: Type.Array(Type.Object({ href: Type.String(), rel: Type.String() })),
     }),
   ),
