@@ -10,8 +10,9 @@ import type { Arq, ArqState } from '../domain/arq.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
-/** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods. */
-export const CONDUCTOR_RPC_VERSION = '1.3'
+/** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
+ * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration. */
+export const CONDUCTOR_RPC_VERSION = '1.4'
 
 export interface InventoryReportResult {
   /** False when the snapshot hash matched the last accepted one: nothing was written. */

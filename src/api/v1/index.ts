@@ -4,11 +4,14 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { v1VersionDoc } from '../versions.js'
+import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { Db } from '../types.js'
 import { acceleratorRoutes } from './accelerators.js'
 
 export interface V1Env {
   db: Db
+  /** Every v1 write goes to the conductor. */
+  conductor: ConductorRpc
   /** The base URL of links for this request (no trailing slash). */
   baseUrl: (request: FastifyRequest) => string
 }
