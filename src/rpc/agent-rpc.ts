@@ -3,7 +3,8 @@
  * agent publishes on the fanout topic `cyborg.telemetry` (never stored, seed 000).
  *
  * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
- * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`. An older agent
+ * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`;
+ * 1.4 adds the driver listing and the remote backend's registration (issue 5). An older agent
  * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { MessageBus } from '../bus/bus.js'
@@ -11,7 +12,7 @@ import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from '.
 import type { InventoryReportResult } from './conductor-rpc.js'
 import type { PciAddress } from '../domain/inventory.js'
 
-export const AGENT_RPC_VERSION = '1.3'
+export const AGENT_RPC_VERSION = '1.4'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
