@@ -4,17 +4,10 @@
  * JSON with `--format json`, and a failure exits 1 with one line on stderr that says what to do.
  * So far: `accelerator list|show` (v1) and `device list|show|ready` (v2 at 2.4).
  */
-import { Option, type Command } from 'commander'
-import { apiRequest, CliError, type ClientOptions } from './http.js'
-import { print, type Column, type Format } from './output.js'
-
-interface ClientFlags extends ClientOptions {
-  format: Format
-}
-
-type Row = Record<string, unknown>
-
-const col = (header: string, key: string): Column<Row> => ({ header, value: (r) => r[key] })
+import type { Command } from 'commander'
+import { apiRequest, CliError } from './http.js'
+import { print } from './output.js'
+import { action, client, col, query, type ClientFlags, type Row } from './client.js'
 
 const ACCELERATOR_COLUMNS = [
   col('UUID', 'uuid'), col('Name', 'name'), col('Type', 'type'), col('Device Type', 'device_type'), col('Capability', 'capability'),
@@ -27,38 +20,8 @@ const DEVICE_COLUMNS = [
 /** Devices are read at 2.4, which shows status and lifecycle. */
 const DEVICE_VERSION = '2.4'
 
-/** Adds the client options to a command. */
-function client(command: Command): Command {
-  return command
-    .addOption(new Option('--url <url>', 'the Cyborg API').env('CYBORG_URL').default('http://127.0.0.1:6666'))
-    .addOption(new Option('--token <token>', 'a Keystone token, sent as X-Auth-Token').env('OS_TOKEN'))
-    .addOption(new Option('--format <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
-}
-
-/** Runs a command's body; a failure is one line on stderr and exit code 1. */
-function action(body: (flags: ClientFlags, args: string[]) => Promise<void>) {
-  return async (...params: unknown[]) => {
-    const command = params.at(-1) as Command
-    const args = params.slice(0, -2).filter((p): p is string => typeof p === 'string')
-    try {
-      await body(command.opts<ClientFlags>(), args)
-    } catch (err) {
-      const message = err instanceof CliError ? err.message : err instanceof Error ? err.message : String(err)
-      process.stderr.write(`cyborg ${command.parent?.name()} ${command.name()}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
-      process.exitCode = 1
-    }
-  }
-}
-
-/** `?a=1&b=2` from the options that are set, or ''. */
-function query(values: Record<string, string | undefined>): string {
-  const params = new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined))
-  const text = params.toString()
-  return text ? `?${text}` : ''
-}
-
 export function registerClientCommands(program: Command): void {
-  const accelerator = program.command('accelerator').description('v1 accelerators: a view of the inventory (read-only so far)')
+  const accelerator = program.command('accelerator').description("v1 accelerators: the inventory through the seed's v1 API")
   client(accelerator.command('list').description('list accelerators'))
     .option('--device-type <type>', 'only this device type (FPGA, GPU, …)')
     .option('--host <hostname>', 'only accelerators on this host')

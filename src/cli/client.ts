@@ -1,0 +1,81 @@
+/**
+ * What every client subcommand shares: the client options (`--url`/CYBORG_URL, `--token`/OS_TOKEN,
+ * `--format`), the action wrapper that turns a failure into one line on stderr and exit code 1,
+ * query strings, table columns, and the v2 microversion the client speaks.
+ */
+import { Option, type Command } from 'commander'
+import { CliError, type ClientOptions } from './http.js'
+import type { Column, Format } from './output.js'
+
+export interface ClientFlags extends ClientOptions {
+  format: Format
+}
+
+/** An API object as JSON. */
+export type Row = Record<string, unknown>
+
+/** A table column showing one field. */
+export const col = (header: string, key: string): Column<Row> => ({ header, value: (r) => r[key] })
+
+/**
+ * The newest v2 microversion this client knows, sent on every v2 call: 2.1 lets a bind set the
+ * project, 2.2 shows device profiles by name, 2.3/2.4 add device status and lifecycle.
+ */
+export const V2_VERSION = '2.4'
+
+/** Adds the client options to a command. */
+export function client(command: Command): Command {
+  return command
+    .addOption(new Option('--url <url>', 'the Cyborg API').env('CYBORG_URL').default('http://127.0.0.1:6666'))
+    .addOption(new Option('--token <token>', 'a Keystone token, sent as X-Auth-Token').env('OS_TOKEN'))
+    .addOption(new Option('--format <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
+}
+
+/** `accelerator show`, `attach-instance`: the command's words below the program. */
+function commandName(command: Command): string {
+  const words: string[] = []
+  for (let c: Command | null = command; c?.parent; c = c.parent) words.unshift(c.name())
+  return words.join(' ')
+}
+
+/**
+ * Runs a command's body; a failure is one line on stderr and exit code 1. The body gets the flags
+ * and the positional arguments (a variadic argument's values are spread into the list).
+ */
+export function action<F extends ClientFlags = ClientFlags>(body: (flags: F, args: string[]) => Promise<void>) {
+  return async (...params: unknown[]) => {
+    const command = params.at(-1) as Command
+    const args = params
+      .slice(0, -2)
+      .flat()
+      .filter((p): p is string => typeof p === 'string')
+    try {
+      await body(command.opts<F>(), args)
+    } catch (err) {
+      const message = err instanceof CliError ? err.message : err instanceof Error ? err.message : String(err)
+      process.stderr.write(`cyborg ${commandName(command)}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
+      process.exitCode = 1
+    }
+  }
+}
+
+/** `?a=1&b=2` from the values that are set, or ''. */
+export function query(values: Record<string, string | undefined>): string {
+  const params = new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined))
+  const text = params.toString()
+  return text ? `?${text}` : ''
+}
+
+/** A progress line for people: only on a terminal and only for tables, so scripts see clean output. */
+export function progress(flags: ClientFlags, line: string): void {
+  if (flags.format === 'table' && process.stderr.isTTY) process.stderr.write(`${line}\n`)
+}
+
+/** Parses a JSON option or argument; a mistake names the option and says what to send. */
+export function parseJson(name: string, text: string, example: string): unknown {
+  try {
+    return JSON.parse(text) as unknown
+  } catch (err) {
+    throw new CliError(`${name} is not valid JSON (${err instanceof Error ? err.message : String(err)}); expected e.g. ${example}`)
+  }
+}
