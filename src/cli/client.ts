@@ -4,8 +4,8 @@
  * query strings, table columns, and the v2 microversion the client speaks.
  */
 import { Option, type Command } from 'commander'
-import { CliError, type ClientOptions } from './http.js'
-import type { Column, Format } from './output.js'
+import { apiRequest, CliError, type ClientOptions } from './http.js'
+import { print, type Column, type Format } from './output.js'
 
 export interface ClientFlags extends ClientOptions {
   format: Format
@@ -78,4 +78,24 @@ export function parseJson(name: string, text: string, example: string): unknown 
   } catch (err) {
     throw new CliError(`${name} is not valid JSON (${err instanceof Error ? err.message : String(err)}); expected e.g. ${example}`)
   }
+}
+
+/**
+ * Deletes each value on its own (`DELETE <pathOf(value)>`), prints the ones deleted, and fails
+ * with one line naming every one that was not.
+ */
+export async function deleteEach(flags: ClientFlags, values: string[], pathOf: (value: string) => string, version?: string): Promise<void> {
+  const deleted: string[] = []
+  const failed: string[] = []
+  for (const value of values) {
+    try {
+      await apiRequest(flags, 'DELETE', pathOf(value), { version })
+      deleted.push(value)
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err
+      failed.push(err.message)
+    }
+  }
+  print(flags.format, deleted.map((value) => ({ deleted: value })), [col('Deleted', 'deleted')])
+  if (failed.length > 0) throw new CliError(`${failed.length} of ${values.length} not deleted: ${failed.join('; ')}`)
 }

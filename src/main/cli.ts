@@ -14,6 +14,8 @@ import type * as ServicesModule from './services.js'
 import type { RunningService } from './services.js'
 import { VERSION } from './version.js'
 import { registerClientCommands } from '../cli/commands.js'
+import { registerResourceCommands } from '../cli/resource-commands.js'
+import { registerArqCommands } from '../cli/arq-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -178,5 +180,7 @@ program
   })
 
 registerClientCommands(program)
+registerResourceCommands(program)
+registerArqCommands(program)
 
 await program.parseAsync(process.argv)
