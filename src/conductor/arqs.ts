@@ -25,7 +25,8 @@ import { createArqAllocator } from './arq-placement.js'
 import { needsMore, placeArq, rcOf, type Placed } from './arq-place.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
-import { checkArqBindings, checkPositiveInt, checkString, checkUuid } from './validate.js'
+import { v2Arq, type ArqInternals } from './arq-internals.js'
+import { checkArqBindings, checkPositiveInt, checkString, checkUuid, checkUuidList } from './validate.js'
 
 export interface ArqDeps {
   db: DatabaseHandle
@@ -52,7 +53,10 @@ type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 
   finishStaleDeletes(cutoff: string): Promise<string[]>
   /** Standalone with Placement: takes back allocations of these instances that no request holds (after a crash). */
   reconcileAllocations(instances: Iterable<string>): Promise<void>
+  /** What the v1 attachments (src/conductor/v1-attach.ts) share with the ARQ flows. */
+  internals: ArqInternals
 }
+
 
 const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
 
@@ -235,7 +239,30 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     }
   }
 
+  /**
+   * Unbinds and deletes requests: first Deleting, persisted (a crash from here on leaves requests
+   * the reaper finishes); an UnbindFailed one stays as it is, it must be unbound first. One that
+   * holds nothing outside the database goes in that same transaction.
+   */
+  const remove = async (found: Arq[]): Promise<string[]> => {
+    const prior = new Map(found.map((a) => [a.uuid, a.state]))
+    const marked = await committer.run(async (trx) => {
+      const { moved } = await transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
+      // What each holds as of this transaction (a bind may have claimed a handle since `found`
+      // was read), with the state it was in before: that says whether Placement holds a unit.
+      const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
+      const quick: Arq[] = []
+      const rest: Arq[] = []
+      for (const arq of current) ((await holdsNothingOutside(trx, arq)) ? quick : rest).push(arq)
+      const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
+      for (const arq of quick) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
+      return { gone, rest }
+    })
+    return [...marked.gone, ...(await finishDeleting(marked.rest))].map((a) => a.uuid)
+  }
+
   return {
+    internals: { prepare, remove, notify },
     async finishStaleDeletes(cutoff) {
       const finished = await finishDeleting(await staleDeletes(db.db, cutoff))
       await reconcileAllocations(finished.flatMap((a) => (a.instanceUuid ? [a.instanceUuid] : [])))
@@ -263,7 +290,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         // The instances' bind locks first: a concurrent bind of the same instance, through any
         // conductor, waits for this one to commit and then sees its requests.
         await lockInstances(trx, db.dialect, instances, now())
-        const arqs = await Promise.all(uuids.map((u) => getArq(trx, u)))
+        const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
         for (const arq of arqs) {
           if (!allowedFrom('BindStarted').includes(arq.state)) {
             throw new ConflictError(`accelerator request ${arq.uuid} is ${arq.state}; only Initial or Unbound requests can be bound`, {
@@ -286,9 +313,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         }
         // The request groups, for standalone placement and FPGA programming. Their sizes were
         // bounded when the requests were created, so expanding them again is cheap.
-        const profiles = await listDeviceProfilesById(trx, [...new Set(arqs.map((a) => a.deviceProfileId))])
+        const profiles = await listDeviceProfilesById(trx, [...new Set(arqs.map((a) => a.deviceProfileId!))])
         const specsByProfile = new Map(profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]))
-        const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId)?.find((s) => s.groupId === arq.deviceProfileGroupId)
+        const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId!)?.find((s) => s.groupId === arq.deviceProfileGroupId)
         const steps: BindStep[] = []
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
@@ -330,7 +357,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
     async unbindArqs(req) {
       const uuids = checkUuidList(req?.uuids)
-      const arqs = await Promise.all(uuids.map((u) => getArq(db.db, u)))
+      const arqs = await Promise.all(uuids.map((u) => v2Arq(db.db, u)))
       return Promise.all(arqs.map(unbindOne))
     },
 
@@ -338,37 +365,15 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const byInstance = req !== null && typeof req === 'object' && 'instanceUuid' in req
       const arqs = byInstance
         ? await listArqs(db.db, { instanceUuid: checkUuid(req.instanceUuid, 'instance') })
-        : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => getArq(db.db, u).catch(() => undefined)))
-      const found = arqs.filter((a): a is Arq => a !== undefined)
-      // First Deleting, persisted: a crash from here on leaves requests the reaper finishes. An
-      // UnbindFailed one stays as it is: it must be unbound first.
-      // One that holds nothing outside the database goes in that same transaction.
-      const prior = new Map(found.map((a) => [a.uuid, a.state]))
-      const marked = await committer.run(async (trx) => {
-        const { moved } = await transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
-        // What each holds as of this transaction (a bind may have claimed a handle since `found`
-        // was read), with the state it was in before: that says whether Placement holds a unit.
-        const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
-        const quick: Arq[] = []
-        const rest: Arq[] = []
-        for (const arq of current) ((await holdsNothingOutside(trx, arq)) ? quick : rest).push(arq)
-        const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
-        for (const arq of quick) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
-        return { gone, rest }
-      })
-      const deleted = [...marked.gone, ...(await finishDeleting(marked.rest))]
+        : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => v2Arq(db.db, u).catch(() => undefined)))
+      const deleted = await remove(arqs.filter((a): a is Arq => a !== undefined))
       if (!byInstance) {
-        const missing = (req as { uuids: string[] }).uuids.filter((u) => !found.some((a) => a.uuid === u))
+        const missing = (req as { uuids: string[] }).uuids.filter((u) => !arqs.some((a) => a?.uuid === u))
         if (missing.length > 0) {
           throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, { code: 'ARQ_NOT_FOUND', details: { uuids: missing } })
         }
       }
-      return { deleted: deleted.map((a) => a.uuid) }
+      return { deleted }
     },
   }
-}
-
-function checkUuidList(value: unknown): string[] {
-  if (!Array.isArray(value) || value.length === 0) return [checkUuid(undefined, 'arqs')]
-  return value.map((u, i) => checkUuid(u, `arqs[${i}]`))
 }

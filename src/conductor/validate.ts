@@ -90,9 +90,10 @@ export function checkSnapshot(
     checkString(device.model, `${f}.model`, { allowEmpty: true })
     checkObjectOrNull(device.stdBoardInfo, `${f}.stdBoardInfo`)
     checkObjectOrNull(device.vendorBoardInfo, `${f}.vendorBoardInfo`)
-    if (device.controlPath?.type !== 'PCI') invalid(`${f}.controlPath.type`, "must be 'PCI'")
+    const cpType = checkOneOf(device.controlPath?.type, ['PCI', 'REMOTE'], `${f}.controlPath.type`)
     const info = checkStringMap(device.controlPath.info, `${f}.controlPath.info`)
-    const key = JSON.stringify([info.domain, info.bus, info.device, info.function])
+    if (cpType === 'REMOTE') checkUuid(info.uuid, `${f}.controlPath.info.uuid`)
+    const key = cpType === 'REMOTE' ? JSON.stringify([info.uuid]) : JSON.stringify([info.domain, info.bus, info.device, info.function])
     if (paths.has(key)) invalid(`${f}.controlPath`, 'is reported twice')
     paths.add(key)
     checkArray(device.deployables, `${f}.deployables`).forEach((_, j) => {
@@ -101,6 +102,7 @@ export function checkSnapshot(
       checkString(d.name, `${g}.name`)
       if (names.has(d.name)) invalid(`${g}.name`, `${d.name} is reported twice`)
       names.add(d.name)
+      if (d.uuid !== undefined) checkUuid(d.uuid, `${g}.uuid`)
       if (!Number.isSafeInteger(d.numAccelerators) || d.numAccelerators < 0) {
         invalid(`${g}.numAccelerators`, 'must be a non-negative integer')
       }
@@ -145,4 +147,10 @@ export function checkArqBindings(value: unknown): Record<string, ArqBindRequest>
     }
   }
   return out
+}
+
+/** A non-empty list of uuids (the ARQs of an unbind or delete). */
+export function checkUuidList(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0) return [checkUuid(undefined, 'arqs')]
+  return value.map((u, i) => checkUuid(u, `arqs[${i}]`))
 }

@@ -32,10 +32,25 @@ export interface Accelerator {
   /** The device's PCI address, `dddd:bb:dd.f`. */
   address: string
   attributes: Attribute[]
-  /** Instances that bound requests attach it to (BindStarted or Bound). */
+  /** Instances that bound requests attach it to (BindStarted or Bound), and `host:<name>` for host attachments. */
   attachedTo: string[]
+  /** The requests that hold it (BindStarted or Bound), v1 attachments and v2 requests alike, in request order. */
+  attachments: AcceleratorAttachment[]
+  /** The device's uuid (what `ready` acts on). */
+  deviceUuid: string
+  /** The spec an operator stored through v1 (canonical JSON), or null: derived from the inventory. */
+  accSpecs: string | null
   createdAt: string
   updatedAt: string | null
+}
+
+export interface AcceleratorAttachment {
+  arqUuid: string
+  instanceUuid: string | null
+  hostname: string | null
+  /** `v1` for an attach through /v1, `v2` for an accelerator request made from a device profile. */
+  api: 'v1' | 'v2'
+  state: string
 }
 
 const PAGE: PageSpec<AcceleratorSortKey> = {
@@ -56,6 +71,8 @@ const select = (db: Kysely<Database>) =>
       'deployables.num_accelerators',
       'deployables.created_at',
       'deployables.updated_at',
+      'deployables.acc_specs',
+      'devices.uuid as device_uuid',
       'devices.type as device_type',
       'devices.vendor',
       'devices.model',
@@ -73,12 +90,13 @@ async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerat
   const attributes = await listAttributesByDeployableIds(db, ids)
   const bound = await db
     .selectFrom('accelerator_requests')
-    .select(['deployable_id', 'instance_uuid'])
+    .select(['deployable_id', 'uuid', 'instance_uuid', 'hostname', 'state', 'device_profile_id'])
     .where('deployable_id', 'in', ids)
     .where('state', 'in', ['BindStarted', 'Bound'])
     .orderBy('id')
     .execute()
   return rows.map((r) => {
+    const mine = bound.filter((b) => b.deployable_id === r.id)
     const pci = JSON.parse(r.cpid_info) as Record<string, string>
     return {
       uuid: r.uuid,
@@ -92,7 +110,16 @@ async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerat
       lifecycleReason: r.lifecycle_reason,
       address: `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
       attributes: attributes.get(r.id) ?? [],
-      attachedTo: [...new Set(bound.filter((b) => b.deployable_id === r.id && b.instance_uuid !== null).map((b) => b.instance_uuid!))],
+      attachedTo: [...new Set(mine.map((b) => b.instance_uuid ?? `host:${b.hostname ?? ''}`))],
+      attachments: mine.map((b) => ({
+        arqUuid: b.uuid,
+        instanceUuid: b.instance_uuid,
+        hostname: b.hostname,
+        api: b.device_profile_id === null ? ('v1' as const) : ('v2' as const),
+        state: b.state,
+      })),
+      deviceUuid: r.device_uuid,
+      accSpecs: r.acc_specs,
       createdAt: r.created_at,
       updatedAt: r.updated_at,
     }

@@ -6,6 +6,7 @@ import { initialMigration } from './migrations/0001-initial.js'
 import { placementMigration } from './migrations/0002-placement.js'
 import { arqsMigration } from './migrations/0003-arqs.js'
 import { arqInstancesMigration } from './migrations/0004-arq-instances.js'
+import { v1AttachmentsMigration } from './migrations/0005-v1-attachments.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -13,6 +14,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0002-placement': placementMigration,
     '0003-arqs': arqsMigration(handle.dialect),
     '0004-arq-instances': arqInstancesMigration,
+    '0005-v1-attachments': v1AttachmentsMigration(handle.dialect),
   }
 }
 

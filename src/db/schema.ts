@@ -53,6 +53,8 @@ export interface DeployablesTable {
   placement_hash: Generated<string | null>
   /** 1 while it vanished from its host's report but is still held (ARQ or Placement allocations). */
   removal_pending: Generated<number>
+  /** The operator's v1 spec (canonical JSON, migration 0005); null = derived from the inventory. */
+  acc_specs: Generated<string | null>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }
@@ -97,7 +99,8 @@ export interface AcceleratorRequestsTable {
   uuid: string
   /** Initial | BindStarted | Bound | BindFailed | Unbound | UnbindFailed | Deleting */
   state: string
-  device_profile_id: number
+  /** Null for an attachment made through v1 (`PUT /v1/accelerators/{uuid}`, migration 0005). */
+  device_profile_id: number | null
   device_profile_group_id: number
   project_id: string | null
   hostname: string | null

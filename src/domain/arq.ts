@@ -74,7 +74,8 @@ export interface Arq {
   id: number
   uuid: string
   state: ArqState
-  deviceProfileId: number
+  /** Null for an attachment made through the v1 API (api-v1-and-cli.md): it has no device profile. */
+  deviceProfileId: number | null
   /** Index of the device-profile group this request came from. */
   deviceProfileGroupId: number
   projectId: string | null

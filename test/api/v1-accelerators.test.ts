@@ -36,7 +36,7 @@ void describe('v1 accelerators (read)', () => {
     assert.deepEqual(all.map((a) => [a.uuid, a.name]), deployables.map((d) => [d.uuid, d.name]))
     const fake = all.find((a) => a.name === 'node1_FakeDevice')!
     assert.deepEqual(Object.keys(fake).sort(), [
-      'acc_specs', 'attached_to', 'capability', 'created_at', 'description', 'device_type', 'hostname', 'lifecycle',
+      'acc_specs', 'attached_to', 'attachments', 'capability', 'created_at', 'description', 'device_type', 'hostname', 'lifecycle',
       'lifecycle_reason', 'links', 'name', 'product_id', 'type', 'updated_at', 'uuid', 'vendor_id',
     ])
     assert.equal(fake.type, 'FPGA')
@@ -77,7 +77,12 @@ void describe('v1 accelerators (read)', () => {
     assert.equal(bound.statusCode, 202, bound.body)
     const one = await s.request({ url: `/v1/accelerators/${fake.uuid}` })
     assert.equal(one.statusCode, 200)
-    assert.deepEqual(one.json(), { ...fake, attached_to: [VM], updated_at: one.json().updated_at })
+    assert.deepEqual(one.json(), {
+      ...fake,
+      attached_to: [VM],
+      attachments: [{ arq_uuid: arq!.uuid, instance_uuid: VM, hostname: 'node1', api: 'v2', state: 'Bound' }],
+      updated_at: one.json().updated_at,
+    })
   })
 
   void it('answers 404 for an unknown accelerator and 400 naming the bad parameter', async () => {

@@ -1,12 +1,15 @@
 /**
- * `/v1/accelerators`, the seed's API (api-v1-and-cli.md), read side: the list (filters
- * `device_type` and `hostname`, with `limit`, `marker`, `sort_key`, `sort_dir` and a `next` link
- * when a page is full) and one accelerator. Both are views over the one inventory.
+ * `/v1/accelerators`, the seed's API (api-v1-and-cli.md): the list (filters `device_type` and
+ * `hostname`, with `limit`, `marker`, `sort_key`, `sort_dir` and a `next` link when a page is
+ * full) and one accelerator, both views over the one inventory, with the spec's ETag on one; and
+ * the writes, all through the conductor: attach (`PUT /{uuid}`), detach (`DELETE /{uuid}`), the
+ * spec (`PUT /{uuid}/acc_specs`, If-Match) and the operator lifecycle (`POST /{uuid}/ready`).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ACCELERATOR_SORT_KEYS, getAccelerator, listAccelerators, type Accelerator } from '../../db/accelerators-v1.js'
 import { isUuidLike } from '../../domain/device-profile.js'
-import { NotFoundError } from '../../domain/errors.js'
+import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/accelerator-v1.js'
+import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './index.js'
@@ -24,20 +27,23 @@ export function acceleratorView(a: Accelerator, base: string) {
     type: a.deviceType,
     device_type: deviceType,
     capability: traits.join(','),
-    acc_specs: { remote: 0, num: a.numAccelerators, device_type: deviceType, acc_capability: { ...others, num: a.numAccelerators, traits } },
+    acc_specs: a.accSpecs !== null
+      ? (JSON.parse(a.accSpecs) as Record<string, unknown>)
+      : { remote: 0, num: a.numAccelerators, device_type: deviceType, acc_capability: { ...others, num: a.numAccelerators, traits } },
     hostname: a.hostname,
     vendor_id: a.vendor,
     product_id: a.model,
     lifecycle: a.lifecycle,
     lifecycle_reason: a.lifecycleReason,
     attached_to: a.attachedTo,
+    attachments: a.attachments.map((x) => ({ arq_uuid: x.arqUuid, instance_uuid: x.instanceUuid, hostname: x.hostname, api: x.api, state: x.state })),
     created_at: a.createdAt,
     updated_at: a.updatedAt,
     links: [{ href: `${base}/v1/accelerators/${a.uuid}`, rel: 'self' }],
   }
 }
 
-export function acceleratorRoutes(app: FastifyInstance, { db, baseUrl }: V1Env): void {
+export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V1Env): void {
   resource(app, '/accelerators', {
     GET: {
       handler: async (request) => {
@@ -60,13 +66,62 @@ export function acceleratorRoutes(app: FastifyInstance, { db, baseUrl }: V1Env):
     },
   })
 
+  /** The accelerator in the path, with its spec's ETag in the reply. */
+  const show = async (request: FastifyRequest, reply: FastifyReply, uuid: string) => {
+    const accelerator = await getAccelerator(db, uuid)
+    reply.header('etag', accSpecsEtag(accelerator.accSpecs))
+    return acceleratorView(accelerator, baseUrl(request))
+  }
+
   resource(app, '/accelerators/:uuid', {
-    GET: {
-      handler: async (request: FastifyRequest) => {
-        const { uuid } = request.params as { uuid: string }
-        if (!isUuidLike(uuid)) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
-        return acceleratorView(await getAccelerator(db, uuid), baseUrl(request))
+    GET: { handler: async (request, reply) => show(request, reply, pathUuid(request)) },
+    PUT: {
+      handler: async (request, reply) => {
+        const accelerator = await getAccelerator(db, pathUuid(request))
+        const target = parseAttachBody(request.body, accelerator)
+        await conductor.attachAccelerator({ uuid: accelerator.uuid, target })
+        return show(request, reply, accelerator.uuid)
+      },
+    },
+    DELETE: {
+      handler: async (request, reply) => {
+        const uuid = pathUuid(request)
+        const instance = stringParam(request.query as Query, 'instance_uuid')
+        if (instance !== undefined && !isUuidLike(instance)) {
+          throw new InvalidInputError("Invalid input for field 'instance_uuid': expected a UUID", { details: { field: 'instance_uuid' } })
+        }
+        await conductor.detachAccelerator(instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() })
+        return reply.code(204).send()
       },
     },
   })
+
+  resource(app, '/accelerators/:uuid/acc_specs', {
+    PUT: {
+      handler: async (request, reply) => {
+        const uuid = pathUuid(request)
+        const accSpecs = parseAccSpecsBody(request.body)
+        const ifMatch = request.headers['if-match']
+        await conductor.setAcceleratorSpecs(ifMatch === undefined ? { uuid, accSpecs } : { uuid, accSpecs, ifMatch })
+        return show(request, reply, uuid)
+      },
+    },
+  })
+
+  resource(app, '/accelerators/:uuid/ready', {
+    POST: {
+      handler: async (request, reply) => {
+        const accelerator = await getAccelerator(db, pathUuid(request))
+        await conductor.markDeviceReady({ uuid: accelerator.deviceUuid })
+        return show(request, reply, accelerator.uuid)
+      },
+    },
+  })
+}
+
+/** The uuid in the path, lower-cased; anything else is a 404 naming it. */
+function pathUuid(request: FastifyRequest): string {
+  const { uuid } = request.params as { uuid: string }
+  if (!isUuidLike(uuid)) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+  return uuid.toLowerCase()
 }

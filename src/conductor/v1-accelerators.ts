@@ -1,0 +1,163 @@
+/**
+ * The v1 API's writes, conductor side (api-v1-and-cli.md): attach an accelerator to an instance
+ * or a host, detach it, and replace its spec.
+ *
+ * - An attach is an accelerator request with no device profile, made through the same handle
+ *   claim (SKIP LOCKED, recorded in the claim's transaction) as a v2 bind, so v1 and v2 never
+ *   hand out one device twice and each sees the other's holders. Attaches of one accelerator are
+ *   serialised by its deployable's row lock; attaches to one instance also take the instance's
+ *   bind lock, as v2 binds do.
+ * - A device with attach handles is prepared by its host's agent (vfio-pci, mdev) before the
+ *   attachment is Bound; a failure leaves nothing behind. A crash mid-attach leaves a BindStarted
+ *   request that the reaper fails, freeing its handle.
+ * - A detach refuses while a v2 request (Nova's) holds the accelerator, and otherwise deletes the
+ *   v1 attachments through the ARQ delete path (Deleting first, persisted).
+ * - The spec is compare-and-set against `If-Match`, under the deployable's row lock.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import type { GroupCommitter } from '../db/group-commit.js'
+import { claimHandle, releaseHandle, transitionArqs } from '../db/arqs.js'
+import { lockInstances } from '../db/arq-targets.js'
+import { deleteFailedAttachments, holdersOf, hasHandles, insertAttachment, lockAccelerator, setAccSpecs, v1AttachmentsOf } from '../db/v1-attachments.js'
+import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/accelerator-v1.js'
+import type { Arq } from '../domain/arq.js'
+import { ConflictError, InvalidInputError } from '../domain/errors.js'
+import { canonicalJson } from '../domain/inventory.js'
+import type { Logger } from '../domain/logger.js'
+import { formatTimestamp, type Clock } from '../domain/time.js'
+import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import type { ArqInternals } from './arq-internals.js'
+import { checkUuid } from './validate.js'
+
+export interface V1Deps {
+  db: DatabaseHandle
+  committer: Pick<GroupCommitter, 'run'>
+  arqs: ArqInternals
+  log: Logger
+  clock: Clock
+}
+
+type V1Methods = Pick<ConductorRpc, 'attachAccelerator' | 'detachAccelerator' | 'setAcceleratorSpecs'>
+
+/** "instance X" or "host Y (v1)" for messages. */
+const describe = (a: Arq) =>
+  `${a.instanceUuid ? `instance ${a.instanceUuid}` : `host ${a.hostname ?? '?'}`} (${a.deviceProfileId === null ? 'v1 attachment' : 'accelerator request'} ${a.uuid}, ${a.state})`
+
+function checkTarget(value: unknown): AttachTarget {
+  const t = value as Partial<Record<'instanceUuid' | 'hostname', unknown>> | null
+  if (t && typeof t.instanceUuid === 'string') return { instanceUuid: checkUuid(t.instanceUuid, 'instance_uuid') }
+  if (t && typeof t.hostname === 'string' && t.hostname !== '') return { hostname: t.hostname }
+  throw new InvalidInputError("Invalid input for field 'instance_uuid': give instance_uuid or hostname", { details: { field: 'instance_uuid' } })
+}
+
+export function createV1AcceleratorService(deps: V1Deps): V1Methods {
+  const { db, committer, arqs } = deps
+  const log = deps.log.child({ component: 'v1' })
+  const now = () => formatTimestamp(deps.clock.now())
+
+  return {
+    async attachAccelerator(req) {
+      const uuid = checkUuid(req?.uuid, 'uuid')
+      const target = checkTarget(req.target)
+      const instance = 'instanceUuid' in target ? target.instanceUuid : null
+      const claimed = await committer.run(async (trx) => {
+        const acc = await lockAccelerator(trx, db.dialect, uuid)
+        if (instance !== null) await lockInstances(trx, db.dialect, [instance], now())
+        const holders = await holdersOf(trx, db.dialect, acc.id)
+        const hostname = 'hostname' in target ? target.hostname : acc.hostname
+        const same = holders.find((h) => h.deviceProfileId === null && h.instanceUuid === instance && h.hostname === hostname && h.state !== 'Deleting')
+        if (same) return { arq: same, handle: undefined, again: true }
+        if (!acc.offered) {
+          throw new ConflictError(
+            `accelerator ${uuid} cannot be attached: its device is ${acc.lifecycle} and ${acc.status}; only active, enabled devices are allocated (mark it ready first)`,
+            { code: 'ACCELERATOR_NOT_ACTIVE', details: { uuid, lifecycle: acc.lifecycle, status: acc.status } },
+          )
+        }
+        const handles = await hasHandles(trx, acc.id)
+        if (handles && hostname !== acc.hostname) {
+          throw new InvalidInputError(`Invalid input for field 'hostname': accelerator ${uuid} is a device of host ${acc.hostname} and attaches only there`, {
+            details: { field: 'hostname' },
+          })
+        }
+        const handle = handles ? await claimHandle(trx, acc.id, { now: now() }) : undefined
+        if ((handles && !handle) || (!handles && holders.length >= acc.numAccelerators)) {
+          throw new ConflictError(`accelerator ${uuid} is already attached: ${holders.map(describe).join('; ') || 'every unit is in use'}`, {
+            code: 'ACCELERATOR_IN_USE',
+            details: { uuid, holders: holders.map((h) => h.uuid) },
+          })
+        }
+        const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
+        const input = { deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
+        const arq = await insertAttachment(trx, { ...input, state: needsAgent ? 'BindStarted' : 'Bound' }, now())
+        return { arq, handle: needsAgent ? handle : undefined, again: false }
+      })
+      const { arq, handle } = claimed
+      if (claimed.again) return { uuid, attachment: arq.uuid, changed: false }
+      if (handle) {
+        try {
+          await arqs.prepare(arq.hostname!, handle)
+        } catch (err) {
+          await committer.run(async (trx) => {
+            await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+            await releaseHandle(trx, handle.id, { now: now() })
+            await deleteFailedAttachments(trx, [arq.uuid])
+          })
+          const reason = err instanceof Error ? err.message : String(err)
+          log.warn({ accelerator: uuid, reason }, 'attach failed')
+          throw new ConflictError(`accelerator ${uuid} could not be attached: the agent of ${arq.hostname} failed to prepare it: ${reason}`, {
+            code: 'ATTACH_FAILED',
+            details: { uuid },
+          })
+        }
+        const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
+        if (count === 0) throw new ConflictError(`accelerator ${uuid} was detached while it was being attached`, { code: 'ATTACH_FAILED', details: { uuid } })
+      }
+      if (instance !== null) await arqs.notify([{ uuid: arq.uuid, state: 'Bound' }], { [arq.uuid]: { hostname: arq.hostname!, instanceUuid: instance } })
+      log.info({ accelerator: uuid, instance, host: arq.hostname, attachment: arq.uuid }, 'accelerator attached (v1)')
+      return { uuid, attachment: arq.uuid, changed: true }
+    },
+
+    async detachAccelerator(req) {
+      const uuid = checkUuid(req?.uuid, 'uuid')
+      const instance = req.instanceUuid === undefined ? undefined : checkUuid(req.instanceUuid, 'instance_uuid')
+      const acc = await lockAccelerator(db.db, db.dialect, uuid, false)
+      const holders = await holdersOf(db.db, db.dialect, acc.id, false)
+      const foreign = holders.filter((h) => h.deviceProfileId !== null)
+      if (foreign.length > 0) {
+        throw new ConflictError(
+          `accelerator ${uuid} is held by accelerator requests made outside v1: ${foreign.map(describe).join('; ')}; they must be unbound or deleted through v2 first`,
+          { code: 'ACCELERATOR_HELD', details: { uuid, holders: foreign.map((h) => h.uuid) } },
+        )
+      }
+      const mine = (await v1AttachmentsOf(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
+      const deleted = await arqs.remove(mine)
+      const left = mine.filter((a) => !deleted.includes(a.uuid))
+      if (left.length > 0) {
+        throw new ConflictError(`accelerator ${uuid} is not fully detached: ${left.map(describe).join('; ')} could not be released yet; try again`, {
+          code: 'DETACH_INCOMPLETE',
+          details: { uuid, attachments: left.map((a) => a.uuid) },
+        })
+      }
+      if (deleted.length > 0) log.info({ accelerator: uuid, detached: deleted }, 'accelerator detached (v1)')
+      return { detached: deleted }
+    },
+
+    async setAcceleratorSpecs(req) {
+      const uuid = checkUuid(req?.uuid, 'uuid')
+      const specs = canonicalJson(parseAccSpecsBody({ acc_specs: req.accSpecs }))
+      const ifMatch = req.ifMatch
+      return committer.run(async (trx) => {
+        const acc = await lockAccelerator(trx, db.dialect, uuid)
+        const current = accSpecsEtag(acc.accSpecs)
+        if (typeof ifMatch === 'string' && !ifMatchAccepts(ifMatch, current)) {
+          throw new ConflictError(`another process updated the spec of accelerator ${uuid} (its ETag is now ${current}, not ${ifMatch}); read it again and retry`, {
+            code: 'ACC_SPECS_STALE',
+            details: { field: 'If-Match', uuid, etag: current },
+          })
+        }
+        await setAccSpecs(trx, acc.id, specs, now())
+        return { etag: accSpecsEtag(specs) }
+      })
+    },
+  }
+}

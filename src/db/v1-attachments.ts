@@ -1,0 +1,127 @@
+/**
+ * What the v1 writes (api-v1-and-cli.md) read and write: an accelerator (a deployable) locked for
+ * an attach or a spec update, the requests that hold it, a v1 attachment (an accelerator request
+ * with no device profile), and the stored spec.
+ *
+ * Locks: `lockAccelerator` takes the deployable's row lock (FOR UPDATE on PostgreSQL and MariaDB;
+ * SQLite has one writer), so attaches of one accelerator run one after the other through any
+ * number of conductors, and `holdersOf` is a locking read, which sees the latest committed rows
+ * even where the transaction's snapshot is older (MariaDB's REPEATABLE READ).
+ */
+import type { Kysely } from 'kysely'
+import type { Arq, ArqState } from '../domain/arq.js'
+import { NotFoundError } from '../domain/errors.js'
+import { isOffered } from '../domain/inventory.js'
+import { newUuid } from '../domain/ids.js'
+import { toArq } from './arqs.js'
+import type { DialectName } from './connection.js'
+import type { Database } from './schema.js'
+
+/** An accelerator as an attach or a spec update sees it. */
+export interface AttachableAccelerator {
+  id: number
+  uuid: string
+  name: string
+  rpUuid: string | null
+  numAccelerators: number
+  hostname: string
+  lifecycle: string
+  status: string
+  /** Active, enabled, healthy and not pending removal: what may be allocated. */
+  offered: boolean
+  /** The stored v1 spec (canonical JSON), or null. */
+  accSpecs: string | null
+}
+
+/** Request states that hold an accelerator (or may: a Deleting one still has its handle). */
+export const HOLDING_STATES: readonly ArqState[] = ['BindStarted', 'Bound', 'UnbindFailed', 'Deleting']
+
+const notFound = (uuid: string) => new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+
+/**
+ * The accelerator with this uuid, its deployable row locked until the transaction ends when `lock`.
+ * @throws NotFoundError (ACCELERATOR_NOT_FOUND)
+ */
+export async function lockAccelerator(db: Kysely<Database>, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
+  const qb = db
+    .selectFrom('deployables as p')
+    .innerJoin('devices as d', 'd.id', 'p.device_id')
+    .select(['p.id', 'p.uuid', 'p.name', 'p.rp_uuid', 'p.num_accelerators', 'p.removal_pending', 'p.acc_specs', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+    .where('p.uuid', '=', uuid)
+  const row = await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).executeTakeFirst()
+  if (!row) throw notFound(uuid)
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    name: row.name,
+    rpUuid: row.rp_uuid,
+    numAccelerators: row.num_accelerators,
+    hostname: row.hostname,
+    lifecycle: row.lifecycle,
+    status: row.status,
+    offered: isOffered({ lifecycle: row.lifecycle, status: row.status, health: row.health, removalPending: Number(row.removal_pending) === 1 }),
+    accSpecs: row.acc_specs,
+  }
+}
+
+/** The requests (v1 and v2) that hold deployable `id`, in id order; a locking read outside SQLite when `lock`. */
+export async function holdersOf(db: Kysely<Database>, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
+  const qb = db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('state', 'in', [...HOLDING_STATES]).orderBy('id')
+  return (await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).execute()).map(toArq)
+}
+
+/** Every v1 attachment of deployable `id`, whatever its state (a failed one included), in id order. */
+export async function v1AttachmentsOf(db: Kysely<Database>, id: number): Promise<Arq[]> {
+  const rows = await db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('device_profile_id', 'is', null).orderBy('id').execute()
+  return rows.map(toArq)
+}
+
+/** Does deployable `id` have attach handles (a device the host's agent prepares)? */
+export async function hasHandles(db: Kysely<Database>, id: number): Promise<boolean> {
+  return (await db.selectFrom('attach_handles').select('id').where('deployable_id', '=', id).limit(1).executeTakeFirst()) !== undefined
+}
+
+/** Records a v1 attachment: an accelerator request with no device profile. */
+export async function insertAttachment(
+  db: Kysely<Database>,
+  input: {
+    state: ArqState
+    deployableId: number
+    rpUuid: string | null
+    hostname: string
+    instanceUuid: string | null
+    attachHandleId: number | null
+  },
+  now: string,
+): Promise<Arq> {
+  const uuid = newUuid()
+  await db
+    .insertInto('accelerator_requests')
+    .values({
+      uuid,
+      state: input.state,
+      device_profile_id: null,
+      device_profile_group_id: 0,
+      project_id: null,
+      hostname: input.hostname,
+      device_rp_uuid: input.rpUuid,
+      instance_uuid: input.instanceUuid,
+      attach_handle_id: input.attachHandleId,
+      deployable_id: input.deployableId,
+      created_at: now,
+      updated_at: null,
+    })
+    .execute()
+  return toArq(await db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow())
+}
+
+/** Deletes v1 attachments that hold nothing (BindFailed after a failed attach or a reaped one). */
+export async function deleteFailedAttachments(db: Kysely<Database>, uuids: readonly string[]): Promise<void> {
+  if (uuids.length === 0) return
+  await db.deleteFrom('accelerator_requests').where('uuid', 'in', [...uuids]).where('device_profile_id', 'is', null).where('state', '=', 'BindFailed').execute()
+}
+
+/** Stores the v1 spec of deployable `id` (canonical JSON). */
+export async function setAccSpecs(db: Kysely<Database>, id: number, accSpecs: string, now: string): Promise<void> {
+  await db.updateTable('deployables').set({ acc_specs: accSpecs, updated_at: now }).where('id', '=', id).execute()
+}
