@@ -10,8 +10,8 @@
  * - A device with attach handles is prepared by its host's agent (vfio-pci, mdev) before the
  *   attachment is Bound; a failure leaves nothing behind. A crash mid-attach leaves a BindStarted
  *   request that the reaper fails, freeing its handle.
- * - A detach refuses while a v2 request (Nova's) holds the accelerator, and otherwise deletes the
- *   v1 attachments through the ARQ delete path (Deleting first, persisted).
+ * - A detach deletes the accelerator's v1 attachments through the ARQ delete path (Deleting first,
+ *   persisted) and never touches a v2 request; when only v2 requests (Nova's) hold it, it refuses.
  * - The spec is compare-and-set against `If-Match`, under the deployable's row lock.
  */
 import type { DatabaseHandle } from '../db/connection.js'
@@ -123,13 +123,14 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const acc = await lockAccelerator(db.db, db.dialect, uuid, false)
       const holders = await holdersOf(db.db, db.dialect, acc.id, false)
       const foreign = holders.filter((h) => h.deviceProfileId !== null)
-      if (foreign.length > 0) {
+      const mine = (await v1AttachmentsOf(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
+      // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
+      if (foreign.length > 0 && mine.length === 0) {
         throw new ConflictError(
           `accelerator ${uuid} is held by accelerator requests made outside v1: ${foreign.map(describe).join('; ')}; they must be unbound or deleted through v2 first`,
           { code: 'ACCELERATOR_HELD', details: { uuid, holders: foreign.map((h) => h.uuid) } },
         )
       }
-      const mine = (await v1AttachmentsOf(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
       const deleted = await arqs.remove(mine)
       const left = mine.filter((a) => !deleted.includes(a.uuid))
       if (left.length > 0) {

@@ -124,6 +124,18 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
     assert.equal((await db.db.selectFrom('accelerator_requests').select('id').where('uuid', '=', one).execute()).length, 0, 'the known one was deleted')
   })
 
+  void it('a v1 attach to an instance tells Nova like a bind (the Nova path); one to a host does not', async () => {
+    const acc = (await db.db.selectFrom('deployables').select('uuid').executeTakeFirstOrThrow()).uuid
+    batches.length = 0
+    const attached = await c().attachAccelerator({ uuid: acc, target: { instanceUuid: INSTANCE(50) } })
+    assert.deepEqual(batches.map((x) => x.events), [[{ name: 'accelerator-request-bound', server_uuid: INSTANCE(50), tag: attached.attachment, status: 'completed' }]])
+    await c().attachAccelerator({ uuid: acc, target: { hostname: 'node1' } })
+    assert.equal(batches.length, 1)
+    // The detach takes v1's two attachments and leaves the 14 units v2's requests hold.
+    assert.deepEqual((await c().detachAccelerator({ uuid: acc })).detached.length, 2)
+    assert.equal(await inUse(), 14)
+  })
+
   void it('reaps a bind left in BindStarted past bind_timeout: BindFailed, handle freed, Nova told', async () => {
     const [arq] = await create('one-fpga')
     const handle = (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 0).orderBy('id').executeTakeFirstOrThrow()).id
