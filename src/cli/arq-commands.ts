@@ -15,7 +15,7 @@ export const ARQ_COLUMNS = [
   col('Handle', 'attach_handle_info'),
 ]
 
-const ARQS = '/v2/accelerator_requests'
+export const ARQS = '/v2/accelerator_requests'
 
 /** What a bind adds to one request; the provider and project are optional. */
 export interface ArqBinding {

@@ -16,6 +16,8 @@ import { VERSION } from './version.js'
 import { registerClientCommands } from '../cli/commands.js'
 import { registerResourceCommands } from '../cli/resource-commands.js'
 import { registerArqCommands } from '../cli/arq-commands.js'
+import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js'
+import { registerAttachCommands } from '../cli/attach-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -182,5 +184,7 @@ program
 registerClientCommands(program)
 registerResourceCommands(program)
 registerArqCommands(program)
+registerAcceleratorWriteCommands(program)
+registerAttachCommands(program)
 
 await program.parseAsync(process.argv)
