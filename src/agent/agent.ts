@@ -22,6 +22,7 @@ import type { Clock } from '../domain/time.js'
 import { buildSnapshot, discoverAll, type DriverRun } from './snapshot.js'
 import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin, type DriverSettings } from './driver-admin.js'
+import { createDriverListing } from './driver-list.js'
 import { createFpgaImages, type ImageSource } from './fpga-images.js'
 import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
@@ -139,6 +140,15 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     rediscover: () => discoverNow(),
     log,
   })
+  const listing = createDriverListing({
+    host,
+    version,
+    names: drivers.map((d) => d.name),
+    enabled: async () => {
+      await admin.ready()
+      return admin.enabled().map((d) => d.name)
+    },
+  })
   /** The runs of the last discovery, for telemetry. */
   let lastRuns: DriverRun[] | undefined
   const controller = new AbortController()
@@ -187,6 +197,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       const error = failures.find((f) => f.driver === run.driver)?.error
       return { ...run, at, ...(error ? { error: { code: error.code, message: error.message } } : {}) }
     })
+    listing.record(states)
     await cached('saving driver states', () => cache.saveDriverStates?.(states))
     if (failures.length > 0) {
       for (const { driver, error } of failures) log.warn({ driver, err: error }, 'driver discovery failed')
@@ -294,7 +305,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
       const images = createFpgaImages({ images: deps.images, program: (req) => admin.programFpga(req), log })
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images })
+      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images, listDrivers: () => listing.listDrivers() })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()

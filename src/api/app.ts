@@ -64,7 +64,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   rootRoutes(app, baseUrl)
   healthcheckRoutes(app, deps.db)
   const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
-  await app.register(v1Plugin, { prefix: '/v1', db: deps.db, conductor: deps.conductor, baseUrl })
+  await app.register(v1Plugin, { prefix: '/v1', db: deps.db, conductor: deps.conductor, baseUrl, serviceDownAfterMs: options.serviceDownAfterMs })
   await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
   await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })
   return app

@@ -28,6 +28,8 @@ export interface ApiOptions {
   bodyLimit?: number
   /** `[api] max_arqs_per_request`: most accelerator requests one POST may create. @default 64 */
   maxArqsPerRequest?: number
+  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
+  serviceDownAfterMs?: number
 }
 
 /** Who is calling. With noauth every caller is an admin; Keystone fills it in later. */

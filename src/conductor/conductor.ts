@@ -19,6 +19,7 @@ import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
+import { createDriverAdminService, type DriverAdminServiceOptions } from './driver-admin.js'
 import { reapStaleBinds } from './arq-reaper.js'
 import { sweepInstanceLocks } from '../db/arq-targets.js'
 import { DeviceStatus } from '../domain/inventory.js'
@@ -45,7 +46,12 @@ export interface ConductorDeps {
    * The agent of a host (`createAgentClient(bus, host, …)`), for the lifecycle and for preparing
    * bound devices; without it `markDeviceReady` fails and only TEST_PCI handles bind.
    */
-  agentFor?: (host: string) => Pick<AgentRpc, 'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage'>
+  agentFor?: (
+    host: string,
+  ) => Pick<
+    AgentRpc,
+    'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage' | 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'
+  >
   /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
   nova?: NovaClient
   /** Placement to keep in step; absent in embedded mode. */
@@ -61,6 +67,8 @@ export interface ConductorOptions {
   bindTimeoutMs?: number
   /** How often the stale-bind reaper runs; 0 for never. @default bindTimeoutMs / 4 */
   reapIntervalMs?: number
+  /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */
+  driverAdmin?: DriverAdminServiceOptions
 }
 
 /** The conductor: the RPC implementation plus its lifecycle. Serve only the RPC methods on the bus. */
@@ -157,8 +165,14 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const reaper = reapIntervalMs > 0 ? setInterval(() => void reap(), reapIntervalMs) : undefined
   reaper?.unref()
 
+  const noAgents = () => {
+    throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
+  }
+  const driverAdmin = createDriverAdminService({ db, agentFor: deps.agentFor ?? noAgents, log }, options.driverAdmin)
+
   return {
     ...arqs,
+    ...driverAdmin,
 
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)

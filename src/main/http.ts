@@ -22,7 +22,12 @@ export async function startHttpApi(
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
   const app = await createApp(
     { db: deps.db.db, conductor: deps.conductor, log: deps.log },
-    { maxArqsPerRequest: max_arqs_per_request, ...(publicEndpoint === undefined ? {} : { publicEndpoint }) },
+    {
+      maxArqsPerRequest: max_arqs_per_request,
+      // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
+      serviceDownAfterMs: (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
+      ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
+    },
   )
   try {
     await app.listen({ host, port })

@@ -9,7 +9,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { MessageBus } from '../bus/bus.js'
-import { createConductorClient } from '../rpc/conductor-rpc.js'
+import { createConductorClient, type ConductorRpc } from '../rpc/conductor-rpc.js'
 import { startCore } from './core.js'
 import {
   agentOptions,
@@ -22,6 +22,7 @@ import {
   rpcTimeoutMs,
 } from './resources.js'
 import { VERSION } from './version.js'
+import { API_BINARY, CONDUCTOR_BINARY, startHeartbeat } from './heartbeat.js'
 
 export interface RunningService {
   /** Shuts down in order; resolves false when a step failed (it was logged). */
@@ -132,6 +133,8 @@ export async function startAllInOne(
     const { startHttpApi } = await import('./http.js')
     const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log })
     down.add('api', () => api.app.close())
+    const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) => startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary }))
+    down.add('heartbeats', () => Promise.all(stopBeats.map((stop) => stop())))
     log.info({ url: api.url }, `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`)
     return { url: api.url, stop: () => down.run() }
   })
@@ -148,6 +151,7 @@ export async function startApiService(
     const { startHttpApi } = await import('./http.js')
     const api = await startHttpApi(config, { db: db!, conductor, log })
     down.add('api', () => api.app.close())
+    down.add('heartbeat', startHeartbeat({ ...heartbeatOf(config, conductor, log), binary: API_BINARY }))
     log.info({ url: api.url, database: db!.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
     return { url: api.url, stop: () => down.run() }
   })
@@ -168,6 +172,7 @@ export async function startConductorService(config: Config, log: Logger, options
       nova: novaOptions(config),
     })
     down.add('conductor', () => core.stop())
+    down.add('heartbeat', startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary: CONDUCTOR_BINARY }))
     log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
     return { stop: () => down.run() }
   })
@@ -190,6 +195,11 @@ export async function startAgentService(config: Config, log: Logger, options: St
     log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
     return { stop: () => down.run() }
   })
+}
+
+/** What the API's and conductor's heartbeats share: this host, the version, the agents' period. */
+function heartbeatOf(config: Config, conductor: ConductorRpc, log: Logger) {
+  return { conductor, host: config.DEFAULT.host, version: VERSION, intervalMs: config.DEFAULT.periodic_interval * 1000, log }
 }
 
 /** The agent's state directory, `<state_path>/agent-<host>/` (its local cache). */

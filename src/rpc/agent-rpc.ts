@@ -81,6 +81,22 @@ export interface DriverAdminState {
   report: { ok: true; result: InventoryReportResult } | { ok: false; code: string; message: string }
 }
 
+/** One configured driver of an agent, as `listDrivers` (1.4) answers. */
+export interface AgentDriverInfo {
+  /** The driver's name (`fake`, `nvidia-gpu`, …). */
+  name: string
+  /** OpenStack Cyborg's names for it (`fake_driver`), accepted wherever a driver is named. */
+  aliases: string[]
+  /** The driver's version: drivers ship with Cyborg, so the agent's package version. */
+  version: string
+  /** False when discovery skips it (uninstalled at runtime). */
+  enabled: boolean
+  /** Devices it found in its last discovery (0 when that failed, or when it did not run since it was enabled). */
+  deviceCount: number
+  /** Its last discovery since the agent started, or null when it has not run (disabled, or not yet). */
+  lastDiscovery: { at: string; ok: boolean; error?: { code: string; message: string } } | null
+}
+
 export interface AgentRpc {
   /** Discover now and report; resolves with the conductor's answer. */
   discover(req: Record<string, never>): Promise<InventoryReportResult>
@@ -121,6 +137,8 @@ export interface AgentRpc {
    * overrides and rediscovers. @throws NotFoundError for an unknown driver, InvalidInputError for options its factory refuses
    */
   updateDriverOptions(req: { driver: string; options: Record<string, string> }): Promise<DriverAdminState>
+  /** (1.4) Every configured driver of this agent, in configured order, with its last discovery. */
+  listDrivers(req: Record<string, never>): Promise<{ host: string; drivers: AgentDriverInfo[] }>
 }
 
 export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
@@ -139,6 +157,7 @@ const AGENT_METHODS = Object.keys({
   programFpgaImage: true,
   setDriverEnabled: true,
   updateDriverOptions: true,
+  listDrivers: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */

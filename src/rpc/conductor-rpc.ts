@@ -8,6 +8,7 @@ import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../doma
 import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
+import type { DriverActionOutcome, HostDiscovery, HostDrivers } from './admin-types.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
@@ -100,6 +101,25 @@ export interface ConductorRpc {
    * or by instance (idempotent).
    */
   deleteArqs(req: { uuids: string[] } | { instanceUuid: string }): Promise<{ deleted: string[] }>
+  /**
+   * (1.4) The drivers of every agent in the services table (or of `hostname`), asked in parallel;
+   * an agent that does not answer within a bound is `unreachable`. @throws NotFoundError for an unknown host
+   */
+  listAgentDrivers(req: { hostname?: string }): Promise<{ hosts: HostDrivers[] }>
+  /**
+   * (1.4) Enables `driver` on `hostname` (or on every agent that has it configured) and rediscovers.
+   * @throws NotFoundError for an unknown host, or a driver that no answering agent has
+   */
+  installDriver(req: { driver: string; hostname?: string }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  /**
+   * (1.4) Disables `driver` like installDriver enables it, unless any of its devices there is allocated.
+   * @throws ConflictError (DRIVER_DEVICES_ALLOCATED) naming the allocated deployables; nothing is changed then
+   */
+  uninstallDriver(req: { driver: string; hostname?: string }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  /** (1.4) Merges `options` into the driver's options on the host(s) and rediscovers. @throws as installDriver, InvalidInputError */
+  updateDriver(req: { driver: string; hostname?: string; options: Record<string, string> }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  /** (1.4) Has `hostname`'s agent (or every agent's) discover now; answers what changed per host. @throws NotFoundError */
+  discoverHosts(req: { hostname?: string }): Promise<{ hosts: HostDiscovery[] }>
 }
 
 export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
@@ -120,6 +140,11 @@ const CONDUCTOR_METHODS = Object.keys({
   bindArqs: true,
   unbindArqs: true,
   deleteArqs: true,
+  listAgentDrivers: true,
+  installDriver: true,
+  uninstallDriver: true,
+  updateDriver: true,
+  discoverHosts: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**

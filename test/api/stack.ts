@@ -7,6 +7,7 @@ import pino from 'pino'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { createApp } from '../../src/api/app.js'
 import type { ApiOptions } from '../../src/api/types.js'
+import type { ConductorOptions } from '../../src/conductor/conductor.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { sampleDevice } from '../../src/db/sample-inventory.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
@@ -24,8 +25,12 @@ export interface Stack {
   close(): Promise<void>
 }
 
-/** `autoActivate`: node1's fake device lands active (bindable) instead of inactive. */
-export async function startStack({ autoActivate = false, ...options }: ApiOptions & { autoActivate?: boolean } = {}): Promise<Stack> {
+/** `autoActivate`: node1's fake device lands active (bindable) instead of inactive; `conductor`: more conductor options. */
+export async function startStack({
+  autoActivate = false,
+  conductor = {},
+  ...options
+}: ApiOptions & { autoActivate?: boolean; conductor?: ConductorOptions } = {}): Promise<Stack> {
   const [sqlite] = await testDialects()
   const db = await sqlite!.create()
   const bus = createInProcessBus()
@@ -34,7 +39,7 @@ export async function startStack({ autoActivate = false, ...options }: ApiOption
     db,
     bus,
     log,
-    conductor: { saveIntervalMs: 1, maxBatch: 64 },
+    conductor: { saveIntervalMs: 1, maxBatch: 64, ...conductor },
     agent: { host: 'node1', enabledDrivers: ['fake'], autoActivate, periodicIntervalMs: 3_600_000 },
   })
   const app = await createApp({ db: db.db, conductor: core.conductorClient, log }, options)

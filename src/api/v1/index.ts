@@ -7,6 +7,9 @@ import { v1VersionDoc } from '../versions.js'
 import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { Db } from '../types.js'
 import { acceleratorRoutes } from './accelerators.js'
+import { backendServiceRoutes } from './backend-services.js'
+import { driverRoutes } from './drivers.js'
+import { statusRoutes } from './status.js'
 
 export interface V1Env {
   db: Db
@@ -14,9 +17,14 @@ export interface V1Env {
   conductor: ConductorRpc
   /** The base URL of links for this request (no trailing slash). */
   baseUrl: (request: FastifyRequest) => string
+  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
+  serviceDownAfterMs?: number
 }
 
 export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<void> {
   app.get('/', async (request) => v1VersionDoc(options.baseUrl(request), 'v1.0'))
   acceleratorRoutes(app, options)
+  driverRoutes(app, options)
+  backendServiceRoutes(app, options)
+  statusRoutes(app, options)
 }

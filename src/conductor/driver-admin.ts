@@ -1,0 +1,195 @@
+/**
+ * ConductorRpc 1.4, driver administration and on-demand discovery across agents (seed 004: the
+ * generic driver's driver-list, install-driver, uninstall-driver, update-driver, discover-services).
+ *
+ * The agents are the `cyborg-agent` rows of the services table. Each host is asked in parallel,
+ * with a bound (`listTimeoutMs` for listings, `actionTimeoutMs` for changes and discoveries): a host
+ * that does not answer in time is reported `unreachable`, never a failure of the whole call. A named
+ * host that is not a known agent is a NotFoundError naming it. Nothing here writes to the database:
+ * the agents report what changed through `reportInventory` as usual.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import { driverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
+import { loadHostInventory } from '../db/inventory-sync.js'
+import { AGENT_BINARY, listServices, type Service } from '../db/services.js'
+import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
+import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import type { DriverActionOutcome, HostDiscovery, HostDrivers, HostError } from '../rpc/admin-types.js'
+import { AppError, ConflictError, InvalidInputError, NotFoundError, TimeoutError, UnavailableError } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
+import { diffDeployables, flattenInventory } from './discovery-diff.js'
+import { checkString, checkStringMap } from './validate.js'
+
+export type AdminAgent = Pick<AgentRpc, 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'>
+
+export interface DriverAdminServiceOptions {
+  /** How long a listing waits for each agent. @default 5000 */
+  listTimeoutMs?: number
+  /** How long a change or a discovery waits for each agent (they rediscover). @default 20000 */
+  actionTimeoutMs?: number
+}
+
+export interface DriverAdminServiceDeps {
+  db: DatabaseHandle
+  agentFor: (host: string) => AdminAgent
+  log: Logger
+}
+
+export type DriverAdminService = Pick<ConductorRpc, 'listAgentDrivers' | 'installDriver' | 'uninstallDriver' | 'updateDriver' | 'discoverHosts'>
+
+const failure = (err: unknown): HostError => ({
+  code: err instanceof AppError ? err.code : 'INTERNAL_ERROR',
+  message: err instanceof Error ? err.message : String(err),
+})
+
+/** A timeout or a bus that cannot deliver: the agent is unreachable, not failing. */
+const unreachable = (err: unknown) => err instanceof TimeoutError || err instanceof UnavailableError
+
+/** `promise`, or a TimeoutError after `ms`. */
+function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TimeoutError(`${what} did not answer within ${ms} ms`, { code: 'AGENT_UNREACHABLE' })), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
+const optionalHost = (value: unknown): string | undefined => (value === undefined ? undefined : checkString(value, 'hostname'))
+
+export function createDriverAdminService(deps: DriverAdminServiceDeps, options: DriverAdminServiceOptions = {}): DriverAdminService {
+  const { db, agentFor, log } = deps
+  const { listTimeoutMs = 5000, actionTimeoutMs = 20_000 } = options
+
+  /** The agents to ask: every known one, or the named one. @throws NotFoundError for an unknown host */
+  const agentHosts = async (hostname: string | undefined): Promise<Service[]> => {
+    const agents = (await listServices(db.db)).filter((s) => s.binary === AGENT_BINARY)
+    if (hostname === undefined) return agents
+    const one = agents.find((s) => s.host === hostname)
+    if (one) return [one]
+    const known = agents.map((s) => s.host)
+    throw new NotFoundError(`host ${hostname} is not a known agent; known agents: ${known.join(', ') || '(none)'}`, {
+      code: 'HOST_NOT_FOUND',
+      details: { field: 'hostname', hostname, known },
+    })
+  }
+
+  const listHost = async (s: Service): Promise<HostDrivers> => {
+    try {
+      const answer = await bounded(agentFor(s.host).listDrivers({}), listTimeoutMs, `agent ${s.host}`)
+      return { hostname: s.host, status: 'ok', lastSeen: s.lastSeen, drivers: answer.drivers }
+    } catch (err) {
+      log.debug({ err, host: s.host }, 'agent did not list its drivers')
+      return { hostname: s.host, status: unreachable(err) ? 'unreachable' : 'failed', lastSeen: s.lastSeen, drivers: [], error: failure(err) }
+    }
+  }
+
+  /** Refuses (ConflictError) when a device of `driver` on `hosts` is allocated. */
+  const refuseAllocated = async (driver: string, hosts: Service[]) => {
+    const listed = await Promise.all(hosts.map(listHost))
+    const names = new Set([driver])
+    for (const h of listed) {
+      for (const d of h.drivers) if (d.name === driver || d.aliases.includes(driver)) [d.name, ...d.aliases].forEach((n) => names.add(n))
+    }
+    const held = await driverAllocations(db.db, [...names], hosts.map((h) => h.host))
+    if (held.length === 0) return
+    throw new ConflictError(
+      `driver ${driver} has allocated devices: ${held.map(describeAllocation).join('; ')}; detach or unbind them first`,
+      {
+        code: 'DRIVER_DEVICES_ALLOCATED',
+        details: { driver, allocations: held.map((a) => ({ hostname: a.hostname, name: a.name, uuid: a.uuid, requests: a.requests })) },
+      },
+    )
+  }
+
+  /** Runs `call` on every target host; named-host errors propagate, the rest become outcomes. */
+  const act = async (
+    driver: string,
+    hostname: string | undefined,
+    what: string,
+    call: (agent: AdminAgent) => Promise<DriverAdminState>,
+    before?: (hosts: Service[]) => Promise<void>,
+  ) => {
+    const hosts = await agentHosts(hostname)
+    await before?.(hosts)
+    const outcomes = await Promise.all(
+      hosts.map(async (s): Promise<DriverActionOutcome & { err?: unknown }> => {
+        try {
+          const state = await bounded(call(agentFor(s.host)), actionTimeoutMs, `agent ${s.host}`)
+          if (state.report.ok) return { hostname: s.host, status: 'ok', state }
+          const { code, message } = state.report
+          return { hostname: s.host, status: 'failed', state, error: { code, message: `${what} done, but the rediscovery failed: ${message}` } }
+        } catch (err) {
+          if (hostname !== undefined && !unreachable(err)) throw err
+          const skipped = err instanceof NotFoundError && err.code === 'DRIVER_NOT_FOUND'
+          return { hostname: s.host, status: skipped ? 'skipped' : unreachable(err) ? 'unreachable' : 'failed', error: failure(err), err }
+        }
+      }),
+    )
+    const answered = outcomes.filter((o) => o.status !== 'unreachable')
+    if (hostname === undefined && answered.length > 0 && answered.every((o) => o.status === 'skipped')) {
+      throw new NotFoundError(`driver ${driver} is not configured on any agent that answered`, {
+        code: 'DRIVER_NOT_FOUND',
+        details: { field: 'driver', driver },
+      })
+    }
+    // Every agent refused the input the same way (bad options): the caller's mistake, not the hosts'.
+    const refused = answered.filter((o) => o.status !== 'skipped')
+    if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError)) throw refused[0]!.err
+    log.info({ driver, what, hosts: outcomes.map((o) => [o.hostname, o.status]) }, `driver ${what}`)
+    return { driver, hosts: outcomes.map(({ err: _err, ...o }) => o) }
+  }
+
+  const discoverHost = async (s: Service): Promise<HostDiscovery> => {
+    const before = flattenInventory(await loadHostInventory(db.db, s.host))
+    const base = { hostname: s.host, added: [], changed: [], removed: [] }
+    try {
+      const report = await bounded(agentFor(s.host).discover({}), actionTimeoutMs, `agent ${s.host}`)
+      const after = flattenInventory(await loadHostInventory(db.db, s.host))
+      return { hostname: s.host, status: 'ok', ...diffDeployables(before, after), report }
+    } catch (err) {
+      return { ...base, status: unreachable(err) ? 'unreachable' : 'failed', error: failure(err) }
+    }
+  }
+
+  return {
+    async listAgentDrivers(req) {
+      const hosts = await agentHosts(optionalHost(req?.hostname))
+      return { hosts: await Promise.all(hosts.map(listHost)) }
+    },
+
+    async installDriver(req) {
+      const driver = checkString(req?.driver, 'driver', { max: 64 })
+      return act(driver, optionalHost(req.hostname), 'installed', (agent) => agent.setDriverEnabled({ driver, enabled: true }))
+    },
+
+    async uninstallDriver(req) {
+      const driver = checkString(req?.driver, 'driver', { max: 64 })
+      return act(
+        driver,
+        optionalHost(req.hostname),
+        'uninstalled',
+        (agent) => agent.setDriverEnabled({ driver, enabled: false }),
+        (hosts) => refuseAllocated(driver, hosts),
+      )
+    },
+
+    async updateDriver(req) {
+      const driver = checkString(req?.driver, 'driver', { max: 64 })
+      const options = checkStringMap(req.options, 'options')
+      if (Object.keys(options).length === 0) throw new InvalidInputError('options: must set at least one option', { details: { field: 'options' } })
+      return act(driver, optionalHost(req.hostname), 'updated', (agent) => agent.updateDriverOptions({ driver, options }))
+    },
+
+    async discoverHosts(req) {
+      const hosts = await agentHosts(optionalHost(req?.hostname))
+      return { hosts: await Promise.all(hosts.map(discoverHost)) }
+    },
+  }
+}
+
+/** `node1_FakeDevice (held by accelerator request <uuid> Bound for instance <uuid>)` */
+function describeAllocation(a: DriverAllocation): string {
+  const holders = a.requests.map((r) => `accelerator request ${r.uuid} ${r.state}${r.instanceUuid ? ` for instance ${r.instanceUuid}` : ''}`)
+  if (holders.length === 0) holders.push(`${a.handlesInUse} attach handle(s) in use`)
+  return `${a.name} on ${a.hostname} (held by ${holders.join(', ')})`
+}

@@ -1,0 +1,41 @@
+/**
+ * The heartbeat of the API and conductor processes: the conductor's `heartbeat` RPC every
+ * `[DEFAULT] periodic_interval` (the agents' period), so that `cyborg status` sees every process in
+ * the services table. The first beat goes out at once; a failed beat is logged and retried next period.
+ */
+import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import type { Logger } from '../domain/logger.js'
+
+/** The binary names the API and conductor heartbeat under (agents use `cyborg-agent`). */
+export const API_BINARY = 'cyborg-api'
+export const CONDUCTOR_BINARY = 'cyborg-conductor'
+
+export interface HeartbeatOptions {
+  conductor: Pick<ConductorRpc, 'heartbeat'>
+  host: string
+  binary: string
+  version: string
+  intervalMs: number
+  log: Logger
+}
+
+/**
+ * Starts beating; the returned function stops it. A beat in flight is not waited for (a conductor
+ * that is gone would hold the shutdown for a whole RPC timeout); its failure is then not logged.
+ */
+export function startHeartbeat(options: HeartbeatOptions): () => Promise<void> {
+  const { conductor, host, binary, version, intervalMs, log } = options
+  let stopped = false
+  const beat = () => {
+    conductor.heartbeat({ host, binary, version }).catch((err: unknown) => {
+      if (!stopped) log.warn({ err, binary }, 'heartbeat failed; retrying next period')
+    })
+  }
+  beat()
+  const timer = setInterval(beat, intervalMs)
+  timer.unref()
+  return async () => {
+    stopped = true
+    clearInterval(timer)
+  }
+}
