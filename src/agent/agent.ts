@@ -24,6 +24,8 @@ import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin, type DriverSettings } from './driver-admin.js'
 import { createDriverListing } from './driver-list.js'
 import { createFpgaImages, type ImageSource } from './fpga-images.js'
+import { createRemoteRegistry } from './remote-registry.js'
+import type { RemoteAccelerator } from '../drivers/remote.js'
 import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
 /** The binary name agents heartbeat under. */
@@ -55,6 +57,10 @@ export interface AgentCache {
   driverSettings?(): Promise<DriverSettings | undefined>
   /** Saves the runtime driver settings; a failure fails the RPC that changed them. */
   saveDriverSettings?(settings: DriverSettings): Promise<void>
+  /** (remote driver) The remote accelerators registered here, as last saved; read once. */
+  remoteAccelerators?(): Promise<RemoteAccelerator[] | undefined>
+  /** Saves the remote registrations; a failure fails the `registerRemote` that changed them. */
+  saveRemoteAccelerators?(accelerators: readonly RemoteAccelerator[]): Promise<void>
 }
 
 export interface AgentDeps {
@@ -149,6 +155,16 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       return admin.enabled().map((d) => d.name)
     },
   })
+  const remote = createRemoteRegistry({
+    store: {
+      load: async () => cache.remoteAccelerators?.(),
+      save: async (list) => cache.saveRemoteAccelerators?.(list),
+    },
+    enabled: () => admin.enabled(),
+    ready: () => admin.ready(),
+    rediscover: () => discoverNow(),
+    log,
+  })
   /** The runs of the last discovery, for telemetry. */
   let lastRuns: DriverRun[] | undefined
   const controller = new AbortController()
@@ -188,6 +204,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const runOnce = async (): Promise<InventoryReportResult> => {
     const { signal } = controller
     await admin.ready()
+    await remote.feed()
     deps.beforeDiscovery?.()
     const { devices, failures, runs, byDriver } = await discoverAll(admin.enabled(), { signal, timeoutMs: discoverTimeoutMs })
     admin.recordDiscovery(byDriver)
@@ -305,7 +322,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
       const images = createFpgaImages({ images: deps.images, program: (req) => admin.programFpga(req), log })
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images, listDrivers: () => listing.listDrivers() })
+      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images, listDrivers: () => listing.listDrivers(), registerRemote: (req) => remote.registerRemote(req) })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()

@@ -14,9 +14,19 @@ const invalid = (name: string, message: string, code = 'INVALID_INPUT'): never =
   throw new InvalidInputError(`${name} ${message}`, { code, details: { field: name } })
 }
 
-/** `controlPath` ({domain, bus, device, function}) as `dddd:bb:dd.f`, lower case. */
+const REMOTE_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/**
+ * `controlPath` ({domain, bus, device, function}) as `dddd:bb:dd.f`, lower case; a remote
+ * accelerator's ({uuid}) as `remote:<uuid>` (controlPathAddress of src/domain/inventory.ts).
+ */
 export function parseControlPath(req: unknown): string {
   const cp = field(req, 'controlPath')
+  const remote = field(cp, 'uuid')
+  if (remote !== undefined) {
+    if (typeof remote !== 'string' || !REMOTE_UUID.test(remote)) invalid('controlPath.uuid', 'must be a lower-case UUID')
+    return `remote:${remote as string}`
+  }
   const parts = ['domain', 'bus', 'device', 'function'].map((k) => field(cp, k))
   if (!parts.every((p) => typeof p === 'string')) {
     invalid('controlPath', 'must be a PCI address {domain, bus, device, function} of strings', 'PCI_ADDRESS_INVALID')

@@ -17,7 +17,7 @@ import type { AcceleratorDriver } from '../drivers/driver.js'
 import { createAgentClient, type AgentRpc } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidInputError, NotFoundError } from '../domain/errors.js'
-import { AttachType, canonicalJson, type DiscoveredDevice, type InventorySnapshot, type PciAddress } from '../domain/inventory.js'
+import { AttachType, canonicalJson, controlPathAddress, type DiscoveredDevice, type InventorySnapshot, type PciAddress } from '../domain/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 import { systemClock } from '../domain/time.js'
 
@@ -68,7 +68,7 @@ interface Rig {
 }
 
 /** Control paths of the last report, as `bb:dd.f`. */
-const reported = (rig: Rig) => rig.reports.at(-1)!.devices.map((d) => `${d.controlPath.info.bus}:${d.controlPath.info.device}.${d.controlPath.info.function}`)
+const reported = (rig: Rig) => rig.reports.at(-1)!.devices.map((d) => controlPathAddress(d.controlPath).slice('0000:'.length))
 
 async function startRig(bus: MessageBus, options: { cacheDir?: string } = {}): Promise<Rig> {
   const host = createFixtureHostProbe(path.join(fixtures, 'xilinx-fpga', 'typical'), { outputs: { [XBMGMT]: '' } })

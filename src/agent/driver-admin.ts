@@ -17,7 +17,7 @@ import { formatPciAddress } from '../drivers/pci-sysfs.js'
 import type { AgentRpc, DeviceActionResult, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { AppError, ConfigError, DriverError, InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
-import type { DiscoveredDevice } from '../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { parseAdminDriver, parseControlPath, parseEnabled, parseImagePath, parseOptions, parseProgramAddress } from './driver-admin-input.js'
 
@@ -159,7 +159,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
     if (found.size === 0) await deps.rediscover().catch((err: unknown) => log.debug({ err }, 'rediscovery failed'))
     for (const driver of enabled()) {
       const device = found.get(driver.name)?.find(match)
-      if (device) return { driver, device, address: formatPciAddress(device.controlPath.info) }
+      if (device) return { driver, device, address: controlPathAddress(device.controlPath) }
     }
     return undefined
   }
@@ -174,7 +174,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
     install: (req) =>
       serialized(async (): Promise<DeviceActionResult> => {
         const address = parseControlPath(req)
-        const hit = await owner((d) => formatPciAddress(d.controlPath.info) === address)
+        const hit = await owner((d) => controlPathAddress(d.controlPath) === address)
         if (!hit) {
           throw new NotFoundError(`no enabled driver on this host reported a device at ${address}`, {
             code: 'DEVICE_NOT_ON_HOST',
@@ -201,7 +201,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         const imagePath = parseImagePath(req)
         const hit = await owner(
           (d) =>
-            formatPciAddress(d.controlPath.info) === address ||
+            controlPathAddress(d.controlPath) === address ||
             d.deployables.some((dep) => dep.attachHandles.some((h) => handleAddress(h.info) === address)),
         )
         if (!hit) {

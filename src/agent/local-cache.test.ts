@@ -33,7 +33,7 @@ void describe('file agent cache', () => {
   })
   after(() => rm(root, { recursive: true, force: true }))
 
-  void it('keeps snapshot, driver states, driver settings and outbox across instances; acknowledging empties the outbox', async () => {
+  void it('keeps snapshot, driver states, driver settings, remote accelerators and outbox across instances; acknowledging empties the outbox', async () => {
     const dir = newDir()
     const cache = createFileAgentCache(dir, { log: noopLogger })
     assert.deepEqual(await cache.pending(), [])
@@ -42,8 +42,12 @@ void describe('file agent cache', () => {
     assert.equal(await cache.driverSettings(), undefined)
     const settings = { fake: { enabled: false, options: {} }, pci: { enabled: true, options: { device_spec: '[]' } } }
     await cache.saveDriverSettings(settings)
+    assert.equal(await cache.remoteAccelerators(), undefined)
+    const remote = [{ name: 'IPSec Card', uuid: '8e45a2ea-5364-4b0d-a252-bf8becaa606e' }]
+    await cache.saveRemoteAccelerators(remote)
     const reopened = createFileAgentCache(dir, { log: noopLogger })
     assert.deepEqual(await reopened.driverSettings(), settings)
+    assert.deepEqual(await reopened.remoteAccelerators(), remote)
     assert.deepEqual(await reopened.pending(), [a])
     assert.deepEqual(await reopened.lastSnapshot(), a)
     assert.equal((await reopened.driverStates())[0]?.driver, 'fake')

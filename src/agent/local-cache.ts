@@ -5,7 +5,8 @@
  * - `snapshot.json`: the last snapshot sent, and the last one the conductor acknowledged;
  * - `drivers.json`:  each driver's last discovery outcome;
  * - `outbox.json`:   reports saved but not yet acknowledged, oldest first;
- * - `driver-settings.json`: runtime driver settings (enabled, option overrides; AgentRpc 1.2).
+ * - `driver-settings.json`: runtime driver settings (enabled, option overrides; AgentRpc 1.2);
+ * - `remote-accelerators.json`: the remote accelerators registered here (AgentRpc 1.4 `registerRemote`).
  *
  * Each file is a header line `cyborg-agent-cache 1 sha256=<hex of the body>` and a JSON body.
  * Every write is atomic: a temp file in the same directory, fsync, rename over the old file,
@@ -23,6 +24,7 @@ import { systemClock, type Clock } from '../domain/time.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { AgentCache, DriverState } from './agent.js'
 import type { DriverSettings } from './driver-admin.js'
+import { isRemoteAccelerator, type RemoteAccelerator } from '../drivers/remote.js'
 
 /** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
 export type CacheFs = Pick<typeof nodeFs, 'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'>
@@ -63,11 +65,17 @@ interface DriverSettingsFile {
   drivers: DriverSettings
 }
 
+interface RemoteAcceleratorsFile {
+  savedAt: string
+  accelerators: RemoteAccelerator[]
+}
+
 export const CACHE_FILES = {
   snapshot: 'snapshot.json',
   drivers: 'drivers.json',
   outbox: 'outbox.json',
   driverSettings: 'driver-settings.json',
+  remoteAccelerators: 'remote-accelerators.json',
 } as const
 const HEADER = /^cyborg-agent-cache 1 sha256=([0-9a-f]{64})$/
 
@@ -111,7 +119,13 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
   const clock = deps.clock ?? systemClock
   const log = deps.log.child({ component: 'agent-cache', dir })
   let state:
-    | Promise<{ snapshot?: SnapshotFile; drivers?: DriversFile; outbox: OutboxEntry[]; settings?: DriverSettingsFile }>
+    | Promise<{
+        snapshot?: SnapshotFile
+        drivers?: DriversFile
+        outbox: OutboxEntry[]
+        settings?: DriverSettingsFile
+        remote?: RemoteAcceleratorsFile
+      }>
     | undefined
   let queue: Promise<unknown> = Promise.resolve()
 
@@ -189,7 +203,8 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
       const drivers = await readChecked(CACHE_FILES.drivers, isDriversFile)
       const outbox = (await readChecked(CACHE_FILES.outbox, isOutboxFile))?.entries ?? []
       const settings = await readChecked(CACHE_FILES.driverSettings, isDriverSettingsFile)
-      return { snapshot, drivers, outbox, settings }
+      const remote = await readChecked(CACHE_FILES.remoteAccelerators, isRemoteAcceleratorsFile)
+      return { snapshot, drivers, outbox, settings, remote }
     })().catch((err: unknown) => {
       state = undefined
       throw err
@@ -243,6 +258,14 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
         await writeAtomic(CACHE_FILES.driverSettings, file)
         s.settings = file
       }),
+    remoteAccelerators: () => serialized(async () => (await load()).remote?.accelerators.map((a) => ({ ...a }))),
+    saveRemoteAccelerators: (accelerators) =>
+      serialized(async () => {
+        const s = await load()
+        const file: RemoteAcceleratorsFile = { savedAt: now(), accelerators: accelerators.map(({ name, uuid }) => ({ name, uuid })) }
+        await writeAtomic(CACHE_FILES.remoteAccelerators, file)
+        s.remote = file
+      }),
     lastSnapshot: () => serialized(async () => (await load()).snapshot?.snapshot),
     lastAcknowledgedHash: () => serialized(async () => (await load()).snapshot?.acknowledged?.hash),
     driverStates: () => serialized(async () => (await load()).drivers?.drivers ?? []),
@@ -262,6 +285,8 @@ const isDriverSettingsFile = (v: unknown): v is DriverSettingsFile =>
   typeof v.savedAt === 'string' &&
   isObject(v.drivers) &&
   Object.values(v.drivers).every((d) => isObject(d) && typeof d.enabled === 'boolean' && isStringMap(d.options))
+const isRemoteAcceleratorsFile = (v: unknown): v is RemoteAcceleratorsFile =>
+  isObject(v) && typeof v.savedAt === 'string' && Array.isArray(v.accelerators) && v.accelerators.every(isRemoteAccelerator)
 const isOutboxFile = (v: unknown): v is OutboxFile =>
   isObject(v) &&
   Array.isArray(v.entries) &&

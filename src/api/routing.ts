@@ -11,8 +11,23 @@ export type RouteSpec = RouteShorthandOptions & { handler: RouteHandlerMethod }
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 const ALL: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 
+/** Methods that another file adds to a path, by app instance (see {@link extendResource}). */
+const extensions = new WeakMap<FastifyInstance, Map<string, Partial<Record<Method, RouteSpec>>>>()
+
+/**
+ * Adds methods to a path that another file declares with {@link resource} later on the same app
+ * instance (`POST /v1/accelerators` lives apart from the reads): `resource()` then registers them
+ * with its own and lists them in its 405 `Allow`. Call it before that `resource()`.
+ */
+export function extendResource(app: FastifyInstance, url: string, methods: Partial<Record<Method, RouteSpec>>): void {
+  const byUrl = extensions.get(app) ?? new Map<string, Partial<Record<Method, RouteSpec>>>()
+  byUrl.set(url, { ...byUrl.get(url), ...methods })
+  extensions.set(app, byUrl)
+}
+
 /** `resource(app, '/devices/:uuid', { GET: {...}, DELETE: {...} })`. */
-export function resource(app: FastifyInstance, url: string, methods: Partial<Record<Method, RouteSpec>>): void {
+export function resource(app: FastifyInstance, url: string, declared: Partial<Record<Method, RouteSpec>>): void {
+  const methods = { ...extensions.get(app)?.get(url), ...declared }
   const given = Object.keys(methods) as Method[]
   const allowed: HTTPMethods[] = given.includes('GET') ? [...given, 'HEAD'] : [...given]
   for (const method of given) app.route({ ...methods[method]!, method, url })

@@ -19,6 +19,7 @@ import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
+import { createRemoteAcceleratorService, type RemoteAcceleratorOptions } from './remote-accelerators.js'
 import { createDriverAdminService, type DriverAdminServiceOptions } from './driver-admin.js'
 import { reapStaleBinds } from './arq-reaper.js'
 import { sweepInstanceLocks } from '../db/arq-targets.js'
@@ -50,7 +51,7 @@ export interface ConductorDeps {
     host: string,
   ) => Pick<
     AgentRpc,
-    'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage' | 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'
+    'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage' | 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover' | 'registerRemote'
   >
   /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
   nova?: NovaClient
@@ -69,6 +70,8 @@ export interface ConductorOptions {
   reapIntervalMs?: number
   /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */
   driverAdmin?: DriverAdminServiceOptions
+  /** Which agents a remote registration may go to (1.4, remote-accelerators.ts). */
+  remote?: RemoteAcceleratorOptions
 }
 
 /** The conductor: the RPC implementation plus its lifecycle. Serve only the RPC methods on the bus. */
@@ -173,6 +176,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   return {
     ...arqs,
     ...driverAdmin,
+    ...createRemoteAcceleratorService({ db, agentFor: deps.agentFor, uuid, log, clock }, options.remote),
 
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)

@@ -29,8 +29,10 @@ export interface Accelerator {
   hostname: string
   lifecycle: string
   lifecycleReason: string | null
-  /** The device's PCI address, `dddd:bb:dd.f`. */
+  /** The device's PCI address, `dddd:bb:dd.f`; `remote:<uuid>` for a remote accelerator. */
   address: string
+  /** A remote accelerator (registered through `POST /v1/accelerators`, device control path REMOTE). */
+  remote: boolean
   attributes: Attribute[]
   /** Instances that bound requests attach it to (BindStarted or Bound), and `host:<name>` for host attachments. */
   attachedTo: string[]
@@ -79,6 +81,7 @@ const select = (db: Kysely<Database>) =>
       'devices.hostname',
       'devices.lifecycle',
       'devices.lifecycle_reason',
+      'devices.cpid_type',
       'devices.cpid_info',
     ])
 
@@ -108,7 +111,8 @@ async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerat
       hostname: r.hostname,
       lifecycle: r.lifecycle,
       lifecycleReason: r.lifecycle_reason,
-      address: `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
+      address: r.cpid_type === 'REMOTE' ? `remote:${pci.uuid}` : `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
+      remote: r.cpid_type === 'REMOTE',
       attributes: attributes.get(r.id) ?? [],
       attachedTo: [...new Set(mine.map((b) => b.instance_uuid ?? `host:${b.hostname ?? ''}`))],
       attachments: mine.map((b) => ({

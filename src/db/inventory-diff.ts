@@ -67,12 +67,16 @@ export interface DeployableFields {
 
 export interface NewDeployable extends DeployableFields {
   name: string
+  /** The snapshot's uuid hint (a remote accelerator's registered uuid); else the conductor makes one. */
+  uuid?: string
   attributes: { key: string; value: string }[]
   handles: { type: string; info: string }[]
 }
 
 export interface NewDevice {
   key: string
+  /** The control path's type (`cpid_type`): PCI, or REMOTE for a registered remote accelerator. */
+  cpidType: string
   fields: DeviceFields
   deployables: NewDeployable[]
 }
@@ -138,7 +142,7 @@ export function diffInventory(host: string, current: CurrentDevice[], devices: D
     const cur = byKey.get(key)
     if (!cur) {
       const deployables = device.deployables.map((d) => newDeployable(host, d))
-      diff.addDevices.push({ key, fields: deviceFields(device), deployables })
+      diff.addDevices.push({ key, cpidType: device.controlPath.type, fields: deviceFields(device), deployables })
       diff.counts.added++
     } else if (diffDevice(diff, host, cur, device)) {
       diff.counts.updated++
@@ -265,6 +269,7 @@ function deviceFields(d: DiscoveredDevice): DeviceFields {
 function newDeployable(host: string, d: DiscoveredDeployable): NewDeployable {
   return {
     name: d.name,
+    ...(d.uuid === undefined ? {} : { uuid: d.uuid }),
     numAccelerators: d.numAccelerators,
     driverName: d.driverName,
     rpUuid: deployableRpUuid(host, d.name),

@@ -233,7 +233,7 @@ async function insertDevices(
     db
       .insertInto('devices')
       .values(
-        rows.map(({ key, fields }) => ({
+        rows.map(({ key, cpidType, fields }) => ({
           uuid: meta.uuid(),
           type: fields.type,
           vendor: fields.vendor,
@@ -242,10 +242,11 @@ async function insertDevices(
           vendor_board_info: fields.vendorBoardInfo,
           hostname: host,
           status: 'enabled',
-          lifecycle: meta.lifecycle,
+          // A registered remote accelerator waits for its operator (seed 000), even with auto_activate.
+          lifecycle: cpidType === 'REMOTE' ? 'inactive' : meta.lifecycle,
           lifecycle_reason: null,
           health: 'ok',
-          cpid_type: 'PCI',
+          cpid_type: cpidType,
           cpid_info: key,
           created_at: meta.now,
           updated_at: null,
@@ -277,7 +278,8 @@ async function insertDeployables(
         .insertInto('deployables')
         .values(
           rows.map((d) => ({
-            uuid: uuid(),
+            // A remote accelerator keeps the uuid it was registered with (the snapshot's hint).
+            uuid: d.uuid ?? uuid(),
             device_id: d.deviceId,
             parent_id: null,
             root_id: null,
@@ -296,7 +298,7 @@ async function insertDeployables(
     // A name held by another host's deployable (or a kept, in-use one): the report cannot be applied.
     throw translateDbError(err, {
       entity: 'deployable',
-      unique: { name: 'name', rp_uuid: 'name' },
+      unique: { name: 'name', rp_uuid: 'name', uuid: 'uuid' },
       codes: { conflict: 'DEPLOYABLE_EXISTS' },
     })
   }

@@ -13,6 +13,8 @@ export const DeviceType = {
   NIC: 'NIC',
   SSD: 'SSD',
   PCI: 'PCI',
+  /** An accelerator that no agent discovers, registered through `POST /v1/accelerators` (driver `remote`). */
+  REMOTE: 'REMOTE',
 } as const
 export type DeviceType = (typeof DeviceType)[keyof typeof DeviceType]
 
@@ -49,10 +51,33 @@ export interface PciAddress {
   function: string
 }
 
+/** The control path of a remote accelerator (device type REMOTE): the uuid it was registered with. */
+export interface RemoteAddress {
+  uuid: string
+}
+
+/**
+ * How a device is reached on its host, unique per host (`devices.cpid_type` and `cpid_info`):
+ * a PCI function, or a registered remote accelerator. Their canonical JSON never collide
+ * (different keys).
+ */
+export type ControlPath = { type: 'PCI'; info: PciAddress } | { type: 'REMOTE'; info: RemoteAddress }
+
+/** A control path as one string: `dddd:bb:dd.f` for PCI, `remote:<uuid>` for a remote accelerator. */
+export function controlPathAddress(cp: ControlPath): string {
+  if (cp.type === 'REMOTE') return `remote:${cp.info.uuid}`
+  return `${cp.info.domain}:${cp.info.bus}:${cp.info.device}.${cp.info.function}`
+}
+
 /** A deployable as discovered by a driver: a unit that Placement sees as one resource provider. */
 export interface DiscoveredDeployable {
   /** Globally unique; convention `<host>_<pci address>` (fake: `<host>_FakeDevice`). */
   name: string
+  /**
+   * A hint for the conductor: the uuid to give the deployable when it is first inserted (a remote
+   * accelerator keeps the uuid it was registered with). Ignored for a deployable that exists.
+   */
+  uuid?: string
   numAccelerators: number
   driverName: string
   /** Key `rc` is the resource class; keys starting with `trait` are Placement traits. */
@@ -67,7 +92,7 @@ export interface DiscoveredDevice {
   model: string
   stdBoardInfo: Record<string, unknown> | null
   vendorBoardInfo: Record<string, unknown> | null
-  controlPath: { type: 'PCI'; info: PciAddress }
+  controlPath: ControlPath
   deployables: DiscoveredDeployable[]
 }
 

@@ -11,6 +11,7 @@ import { createIntelQatDriver } from './intel-qat.js'
 import { createIntelFpgaDriver } from './intel-fpga.js'
 import { createXilinxFpgaDriver } from './xilinx-fpga.js'
 import { createIntelNicDriver } from './intel-nic.js'
+import { createRemoteDriver } from './remote.js'
 import { ConfigError } from '../domain/errors.js'
 
 /** Every built-in driver by name. */
@@ -23,6 +24,7 @@ export const DRIVERS = {
   'intel-fpga': createIntelFpgaDriver,
   'xilinx-fpga': createXilinxFpgaDriver,
   'intel-nic': createIntelNicDriver,
+  remote: createRemoteDriver,
 } as const satisfies Record<string, DriverFactory>
 
 export type DriverName = keyof typeof DRIVERS
@@ -35,6 +37,7 @@ export const DRIVER_ALIASES: Readonly<Record<string, DriverName>> = {
   intel_qat_driver: 'intel-qat',
   intel_fpga_driver: 'intel-fpga',
   xilinx_fpga_driver: 'xilinx-fpga',
+  generic_remote: 'remote',
 }
 
 /** Valid names, for messages. */

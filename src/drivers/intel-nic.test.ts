@@ -70,7 +70,7 @@ void describe('intel-nic discover', () => {
   }
 
   void it('offers only mapped ports (an unmapped port may be the host uplink)', async () => {
-    const addresses = (await discover('typical')).map((d) => d.controlPath.info.function + '@' + d.controlPath.info.bus)
+    const addresses = (await discover('typical')).map(({ controlPath: { info } }) => 'bus' in info && `${info.function}@${info.bus}`)
     assert.deepEqual(addresses, ['1@18', '0@af'])
   })
 

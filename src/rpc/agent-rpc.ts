@@ -139,6 +139,15 @@ export interface AgentRpc {
   updateDriverOptions(req: { driver: string; options: Record<string, string> }): Promise<DriverAdminState>
   /** (1.4) Every configured driver of this agent, in configured order, with its last discovery. */
   listDrivers(req: Record<string, never>): Promise<{ host: string; drivers: AgentDriverInfo[] }>
+  /**
+   * (1.4) Registers a remote accelerator with this agent's `remote` driver (the generic driver's
+   * remote backend): saves it in the agent's cache, rediscovers and reports; resolves once the
+   * conductor has ingested the report. Idempotent for the same name and uuid.
+   * @throws InvalidInputError for a bad name or uuid; NotFoundError (REMOTE_BACKEND_NOT_ENABLED)
+   *   when the `remote` driver is not enabled here; ConflictError (ACCELERATOR_EXISTS) when this
+   *   agent has the name or the uuid registered otherwise
+   */
+  registerRemote(req: { name: string; uuid: string }): Promise<{ uuid: string; report: InventoryReportResult }>
 }
 
 export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
@@ -158,6 +167,7 @@ const AGENT_METHODS = Object.keys({
   setDriverEnabled: true,
   updateDriverOptions: true,
   listDrivers: true,
+  registerRemote: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */

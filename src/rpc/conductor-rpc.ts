@@ -120,6 +120,15 @@ export interface ConductorRpc {
   updateDriver(req: { driver: string; hostname?: string; options: Record<string, string> }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /** (1.4) Has `hostname`'s agent (or every agent's) discover now; answers what changed per host. @throws NotFoundError */
   discoverHosts(req: { hostname?: string }): Promise<{ hosts: HostDiscovery[] }>
+  /**
+   * (1.4) Registers a remote accelerator (v1 `POST /v1/accelerators`): the first live agent, in host
+   * order, that runs the `remote` driver takes it, reports it, and the deployable gets `uuid` (a new
+   * one when absent). Resolves once that report is ingested.
+   * @throws InvalidInputError; ConflictError ACCELERATOR_EXISTS (name or uuid taken),
+   *   REMOTE_BACKEND_NOT_ENABLED (no live agent runs the remote driver); UnavailableError when the
+   *   candidates did not answer
+   */
+  registerRemoteAccelerator(req: { name: string; uuid?: string }): Promise<{ uuid: string; hostname: string }>
 }
 
 export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
@@ -145,6 +154,7 @@ const CONDUCTOR_METHODS = Object.keys({
   uninstallDriver: true,
   updateDriver: true,
   discoverHosts: true,
+  registerRemoteAccelerator: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**

@@ -7,6 +7,7 @@ import { v1VersionDoc } from '../versions.js'
 import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { Db } from '../types.js'
 import { acceleratorRoutes } from './accelerators.js'
+import { acceleratorCreateRoutes } from './accelerators-create.js'
 import { backendServiceRoutes } from './backend-services.js'
 import { driverRoutes } from './drivers.js'
 import { statusRoutes } from './status.js'
@@ -23,6 +24,8 @@ export interface V1Env {
 
 export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<void> {
   app.get('/', async (request) => v1VersionDoc(options.baseUrl(request), 'v1.0'))
+  // Before acceleratorRoutes: it declares the paths that the POST routes join.
+  acceleratorCreateRoutes(app, options)
   acceleratorRoutes(app, options)
   driverRoutes(app, options)
   backendServiceRoutes(app, options)
