@@ -170,7 +170,7 @@ export function registerAcceleratorWriteCommands(program: Command): void {
     accelerator
       .command('delete')
       .description(
-        "detach an accelerator (the seed's DELETE is a detach: the accelerator stays in the inventory). Without --instance every v1 attachment goes; it fails while a v2 request (e.g. Nova's) holds it",
+        "detach an accelerator (the seed's DELETE is a detach: the accelerator stays in the inventory). Without --instance every v1 attachment goes. v2 requests (e.g. Nova's) are left alone: use `arq delete` or detach-instance; it fails when only they hold it",
       )
       .argument('<uuid>', 'the accelerator'),
   )
