@@ -18,6 +18,7 @@ import { registerResourceCommands } from '../cli/resource-commands.js'
 import { registerArqCommands } from '../cli/arq-commands.js'
 import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js'
 import { registerAttachCommands } from '../cli/attach-commands.js'
+import { registerAdminCommands } from '../cli/admin-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -186,5 +187,6 @@ registerResourceCommands(program)
 registerArqCommands(program)
 registerAcceleratorWriteCommands(program)
 registerAttachCommands(program)
+registerAdminCommands(program)
 
 await program.parseAsync(process.argv)
