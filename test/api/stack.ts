@@ -25,12 +25,16 @@ export interface Stack {
   close(): Promise<void>
 }
 
-/** `autoActivate`: node1's fake device lands active (bindable) instead of inactive; `conductor`: more conductor options. */
+/**
+ * `autoActivate`: node1's fake device lands active (bindable) instead of inactive; `conductor`: more conductor options;
+ * `enabledDrivers`: node1's drivers (`['fake', 'remote']` for remote accelerators), default `['fake']`.
+ */
 export async function startStack({
   autoActivate = false,
   conductor = {},
+  enabledDrivers = ['fake'],
   ...options
-}: ApiOptions & { autoActivate?: boolean; conductor?: ConductorOptions } = {}): Promise<Stack> {
+}: ApiOptions & { autoActivate?: boolean; conductor?: ConductorOptions; enabledDrivers?: string[] } = {}): Promise<Stack> {
   const [sqlite] = await testDialects()
   const db = await sqlite!.create()
   const bus = createInProcessBus()
@@ -40,7 +44,7 @@ export async function startStack({
     bus,
     log,
     conductor: { saveIntervalMs: 1, maxBatch: 64, ...conductor },
-    agent: { host: 'node1', enabledDrivers: ['fake'], autoActivate, periodicIntervalMs: 3_600_000 },
+    agent: { host: 'node1', enabledDrivers, autoActivate, periodicIntervalMs: 3_600_000 },
   })
   const app = await createApp({ db: db.db, conductor: core.conductorClient, log }, options)
   const stack: Stack = {
