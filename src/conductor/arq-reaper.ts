@@ -22,6 +22,8 @@ export interface ReaperDeps {
   bindTimeoutMs: number
   /** Takes back Placement allocations of these instances that no request holds any more (standalone with Placement). */
   reconcile?: (instances: string[]) => Promise<void>
+  /** Takes back the Placement allocations of v1 attachments it failed (each is its own consumer). */
+  releaseAttachments?: (uuids: string[]) => Promise<void>
 }
 
 /** One pass; resolves with the uuids it moved to BindFailed. */
@@ -42,6 +44,8 @@ export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
   deps.log.warn({ arqs: moved.map((m) => m.uuid) }, `accelerator requests stuck binding for over ${deps.bindTimeoutMs / 1000} s: BindFailed`)
   const instances = moved.flatMap((m) => (m.instanceUuid ? [m.instanceUuid] : []))
   await deps.reconcile?.(instances)
+  const attachments = moved.filter((m) => m.deviceProfileId === null).map((m) => m.uuid)
+  if (attachments.length > 0) await deps.releaseAttachments?.(attachments).catch((err: unknown) => deps.log.warn({ err }, 'could not take failed v1 attachments back from Placement'))
   const events = moved.flatMap((m) => (m.instanceUuid ? [{ instanceUuid: m.instanceUuid, arqUuid: m.uuid, status: 'failed' as const }] : []))
   if (deps.nova && events.length > 0) {
     await deps.nova.sendArqBoundEvents(events).catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))

@@ -12,8 +12,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
 import { createArqs, deleteArqs, getArq, getArqForUpdate, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, setBitstream, staleDeletes, targetById } from '../db/arq-targets.js'
-import type { BindTarget } from '../db/arq-targets.js'
+import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, staleDeletes, targetById } from '../db/arq-targets.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
@@ -22,6 +21,8 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-placement.js'
+import { createFpgaProgrammer, pciAddress } from './arq-program.js'
+import type { V1Placement } from './v1-placement.js'
 import { needsMore, placeArq, rcOf, type Placed } from './arq-place.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
@@ -36,6 +37,8 @@ export interface ArqDeps {
   nova?: NovaClient
   /** With Placement and without Nova, bound accelerators are allocated in Placement by the conductor. */
   placement?: PlacementClient
+  /** v1 attachments' own Placement consumers (v1-placement.ts), taken back when one is deleted. */
+  v1Placement?: Pick<V1Placement, 'release'>
   log: Logger
   clock: Clock
 }
@@ -58,8 +61,6 @@ type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 
 }
 
 
-const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
-
 export function createArqService(deps: ArqDeps): ArqMethods {
   const { db, committer } = deps
   const log = deps.log.child({ component: 'arqs' })
@@ -76,28 +77,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     else if (handle.type === 'MDEV') await agent.createMdev({ parent: pciAddress(handle.info), type: handle.info.asked_type ?? '', uuid: handle.uuid })
   }
 
-  /**
-   * Programs the FPGA when the group names a bitstream (`accel:bitstream_id`, a Glance image id) or
-   * a function (`accel:function_id`), unless it already runs that image. The agent downloads the
-   * image and checks it against Glance's hash. Resolves with a failure reason, or undefined.
-   */
-  const program = async (host: string, target: BindTarget, spec: ArqSpec | undefined): Promise<string | undefined> => {
-    const { bitstream_id: imageId, function_id: functionId } = spec?.accel ?? {}
-    if (imageId === undefined && functionId === undefined) return undefined
-    if (imageId !== undefined && functionId !== undefined) return 'a group may name accel:bitstream_id or accel:function_id, not both'
-    if (imageId !== undefined && target.bitstreamId === imageId) return undefined
-    if (!deps.agentFor) return 'no agent RPC to program FPGAs'
-    const address = pciAddress(JSON.parse(target.controlPath) as Record<string, string>)
-    try {
-      const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
-      const done = await deps.agentFor(host).programFpgaImage({ address, image })
-      await committer.run((trx) => setBitstream(trx, target.deployableId, done.imageId, now()))
-      log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
-      return undefined
-    } catch (err) {
-      return `programming ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`
-    }
-  }
+  const program = createFpgaProgrammer({ agentFor: deps.agentFor, committer, log, now })
 
   const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
     await committer.run(async (trx) => {
@@ -166,6 +146,10 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         return err instanceof Error ? err.message : String(err)
       }
     }
+    if (arq.deviceProfileId === null) {
+      // A v1 attachment is its own consumer; failing here keeps it Deleting, for a retry.
+      return deps.v1Placement?.release(arq.uuid).then(() => undefined, (err: unknown) => `Placement: ${err instanceof Error ? err.message : String(err)}`)
+    }
     if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) {
       const target = await targetById(db.db, arq.deployableId)
       const rc = target && rcOf(target)
@@ -180,7 +164,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
   /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
   const holdsNothingOutside = async (trx: WriteTrx, arq: Arq) => {
-    if (allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
+    if (arq.deviceProfileId === null ? deps.v1Placement : allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
     if (arq.attachHandleId === null || arq.hostname === null || !deps.agentFor) return true
     const handle = await handleById(trx, arq.attachHandleId)
     return !handle || handle.type === 'TEST_PCI'

@@ -21,6 +21,7 @@ import { lockInstances } from '../db/arq-targets.js'
 import { deleteFailedAttachments, holdersOf, hasHandles, insertAttachment, lockAccelerator, setAccSpecs, v1AttachmentsOf } from '../db/v1-attachments.js'
 import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/accelerator-v1.js'
 import type { Arq } from '../domain/arq.js'
+import type { AttachHandle } from '../domain/inventory.js'
 import { ConflictError, InvalidInputError } from '../domain/errors.js'
 import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
@@ -28,11 +29,14 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { ArqInternals } from './arq-internals.js'
 import { checkUuid } from './validate.js'
+import type { V1Placement } from './v1-placement.js'
 
 export interface V1Deps {
   db: DatabaseHandle
   committer: Pick<GroupCommitter, 'run'>
   arqs: ArqInternals
+  /** With `[placement]`: each attachment allocates one unit as its own consumer. */
+  placement?: V1Placement
   log: Logger
   clock: Clock
 }
@@ -54,6 +58,37 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
   const { db, committer, arqs } = deps
   const log = deps.log.child({ component: 'v1' })
   const now = () => formatTimestamp(deps.clock.now())
+
+  /** Undoes a failed attach: nothing of it stays (Placement, handle, record). */
+  const undo = async (arq: Arq, handleId: number | undefined) => {
+    await deps.placement?.release(arq.uuid).catch((err: unknown) => log.warn({ err, attachment: arq.uuid }, 'could not take a failed attach back from Placement'))
+    await committer.run(async (trx) => {
+      await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+      if (handleId !== undefined) await releaseHandle(trx, handleId, { now: now() })
+      await deleteFailedAttachments(trx, [arq.uuid])
+    })
+  }
+
+  /** The steps outside the database: the agent prepares the device, Placement records the unit; then Bound. */
+  const finish = async (uuid: string, arq: Arq, handle: AttachHandle | undefined, allocation: { rp: string; rc: string } | undefined) => {
+    let step = 'the agent of ' + String(arq.hostname) + ' failed to prepare it'
+    try {
+      if (handle) await arqs.prepare(arq.hostname!, handle)
+      step = 'Placement refused the allocation'
+      if (allocation) await deps.placement!.allocate(arq.uuid, allocation.rp, allocation.rc)
+    } catch (err) {
+      await undo(arq, handle?.id ?? arq.attachHandleId ?? undefined)
+      const reason = err instanceof Error ? err.message : String(err)
+      log.warn({ accelerator: uuid, reason }, 'attach failed')
+      throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, { code: 'ATTACH_FAILED', details: { uuid } })
+    }
+    const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
+    if (count === 0) {
+      // A detach took it meanwhile, perhaps before the allocation was written: take that back too.
+      await deps.placement?.release(arq.uuid).catch((err: unknown) => log.warn({ err, attachment: arq.uuid }, 'could not take an allocation back from Placement'))
+      throw new ConflictError(`accelerator ${uuid} was detached while it was being attached`, { code: 'ATTACH_FAILED', details: { uuid } })
+    }
+  }
 
   return {
     async attachAccelerator(req) {
@@ -87,31 +122,14 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
           })
         }
         const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
+        const allocation = deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
         const input = { deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
-        const arq = await insertAttachment(trx, { ...input, state: needsAgent ? 'BindStarted' : 'Bound' }, now())
-        return { arq, handle: needsAgent ? handle : undefined, again: false }
+        const arq = await insertAttachment(trx, { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' }, now())
+        return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }
       })
-      const { arq, handle } = claimed
+      const { arq } = claimed
       if (claimed.again) return { uuid, attachment: arq.uuid, changed: false }
-      if (handle) {
-        try {
-          await arqs.prepare(arq.hostname!, handle)
-        } catch (err) {
-          await committer.run(async (trx) => {
-            await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
-            await releaseHandle(trx, handle.id, { now: now() })
-            await deleteFailedAttachments(trx, [arq.uuid])
-          })
-          const reason = err instanceof Error ? err.message : String(err)
-          log.warn({ accelerator: uuid, reason }, 'attach failed')
-          throw new ConflictError(`accelerator ${uuid} could not be attached: the agent of ${arq.hostname} failed to prepare it: ${reason}`, {
-            code: 'ATTACH_FAILED',
-            details: { uuid },
-          })
-        }
-        const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
-        if (count === 0) throw new ConflictError(`accelerator ${uuid} was detached while it was being attached`, { code: 'ATTACH_FAILED', details: { uuid } })
-      }
+      if (claimed.handle || claimed.allocation) await finish(uuid, arq, claimed.handle, claimed.allocation)
       if (instance !== null) await arqs.notify([{ uuid: arq.uuid, state: 'Bound' }], { [arq.uuid]: { hostname: arq.hostname!, instanceUuid: instance } })
       log.info({ accelerator: uuid, instance, host: arq.hostname, attachment: arq.uuid }, 'accelerator attached (v1)')
       return { uuid, attachment: arq.uuid, changed: true }

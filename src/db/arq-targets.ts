@@ -158,16 +158,16 @@ export async function staleBinds(
   db: Kysely<Database>,
   cutoff: string,
   limit = 500,
-): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null }[]> {
+): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null; deviceProfileId: number | null }[]> {
   const rows = await db
     .selectFrom('accelerator_requests')
-    .select(['uuid', 'attach_handle_id', 'instance_uuid'])
+    .select(['uuid', 'attach_handle_id', 'instance_uuid', 'device_profile_id'])
     .where('state', '=', 'BindStarted')
     .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
     .orderBy('id')
     .limit(limit)
     .execute()
-  return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid }))
+  return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid, deviceProfileId: r.device_profile_id }))
 }
 
 /** Records the image a deployable's FPGA now runs. */

@@ -31,6 +31,8 @@ export interface AttachableAccelerator {
   offered: boolean
   /** The stored v1 spec (canonical JSON), or null. */
   accSpecs: string | null
+  /** Its resource class (the `rc` attribute), if it has one. */
+  rc: string | undefined
 }
 
 /** Request states that hold an accelerator (or may: a Deleting one still has its handle). */
@@ -50,6 +52,7 @@ export async function lockAccelerator(db: Kysely<Database>, dialect: DialectName
     .where('p.uuid', '=', uuid)
   const row = await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).executeTakeFirst()
   if (!row) throw notFound(uuid)
+  const rc = await db.selectFrom('attributes').select('value').where('deployable_id', '=', row.id).where('key', '=', 'rc').executeTakeFirst()
   return {
     id: row.id,
     uuid: row.uuid,
@@ -61,6 +64,7 @@ export async function lockAccelerator(db: Kysely<Database>, dialect: DialectName
     status: row.status,
     offered: isOffered({ lifecycle: row.lifecycle, status: row.status, health: row.health, removalPending: Number(row.removal_pending) === 1 }),
     accSpecs: row.acc_specs,
+    rc: rc?.value,
   }
 }
 

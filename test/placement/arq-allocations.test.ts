@@ -9,11 +9,13 @@ import { createConductor } from '../../src/conductor/conductor.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
+import { V1_CONSUMER_PROJECT } from '../../src/conductor/v1-placement.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
 const skip = await placementSkip()
 const VM = '7a11c0c0-0000-4000-8000-000000000001'
 const VM2 = '7a11c0c0-0000-4000-8000-000000000002'
+const VM3 = '7a11c0c0-0000-4000-8000-000000000003'
 const LONG_AGO = '2026-01-01T00:00:00.000000+00:00'
 
 void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip }, () => {
@@ -56,6 +58,29 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, { [rp]: { FPGA: 1 } })
     await c.deleteArqs({ instanceUuid: VM })
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
+  })
+  void it('a v1 attachment is its own consumer of one unit; detach takes it back; a full provider refuses the attach', async () => {
+    const { rp_uuid: rp, uuid: acc } = await db.db.selectFrom('deployables').select(['rp_uuid', 'uuid']).executeTakeFirstOrThrow()
+    const c = core.conductorClient
+    const attached = await c.attachAccelerator({ uuid: acc, target: { instanceUuid: VM3 } })
+    const allocs = await placement.client.getAllocations(attached.attachment)
+    assert.deepEqual(allocs.allocations, { [rp!]: { FPGA: 1 } })
+    assert.equal(allocs.projectId, V1_CONSUMER_PROJECT)
+    assert.deepEqual((await placement.client.getAllocations(VM3)).allocations, {}, "the instance's own allocations are untouched")
+    await c.detachAccelerator({ uuid: acc })
+    assert.deepEqual((await placement.client.getAllocations(attached.attachment)).allocations, {})
+    // Someone else (Nova's scheduler) holds every unit: Placement refuses, and nothing is left held.
+    const other = '7a11c0c0-0000-4000-8000-0000000000ff'
+    await placement.client.setAllocations(other, { allocations: { [rp!]: { FPGA: 16 } }, generation: null, projectId: 'p9', userId: 'u9' })
+    await assert.rejects(c.attachAccelerator({ uuid: acc, target: { instanceUuid: VM3 } }), (err: { code?: string; message: string }) => {
+      assert.equal(err.code, 'ATTACH_FAILED')
+      assert.match(err.message, /Placement refused the allocation/)
+      return true
+    })
+    assert.equal((await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()).length, 0)
+    assert.equal((await db.db.selectFrom('accelerator_requests').select('id').where('device_profile_id', 'is', null).execute()).length, 0)
+    const held = await placement.client.getAllocations(other)
+    await placement.client.setAllocations(other, { ...held, allocations: {} })
   })
   void it('the reaper takes back what a crash left allocated, and only that', async () => {
     const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow()).rp_uuid!

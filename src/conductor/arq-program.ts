@@ -1,0 +1,41 @@
+/**
+ * FPGA programming during a bind: when the request group names a bitstream (`accel:bitstream_id`,
+ * a Glance image id) or a function (`accel:function_id`), the host's agent downloads the image,
+ * checks it against Glance's hash and programs it, unless the FPGA already runs that image.
+ */
+import type { GroupCommitter } from '../db/group-commit.js'
+import { setBitstream, type BindTarget } from '../db/arq-targets.js'
+import type { ArqSpec } from '../domain/arq.js'
+import type { Logger } from '../domain/logger.js'
+import type { AgentRpc } from '../rpc/agent-rpc.js'
+
+/** `dddd:bb:dd.f` from a PCI address's parts. */
+export const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
+
+export interface ProgrammerDeps {
+  agentFor?: ((host: string) => Pick<AgentRpc, 'programFpgaImage'>) | undefined
+  committer: Pick<GroupCommitter, 'run'>
+  log: Logger
+  now: () => string
+}
+
+/** Resolves with a failure reason, or undefined when there was nothing to do or it worked. */
+export function createFpgaProgrammer(deps: ProgrammerDeps) {
+  return async (host: string, target: BindTarget, spec: ArqSpec | undefined): Promise<string | undefined> => {
+    const { bitstream_id: imageId, function_id: functionId } = spec?.accel ?? {}
+    if (imageId === undefined && functionId === undefined) return undefined
+    if (imageId !== undefined && functionId !== undefined) return 'a group may name accel:bitstream_id or accel:function_id, not both'
+    if (imageId !== undefined && target.bitstreamId === imageId) return undefined
+    if (!deps.agentFor) return 'no agent RPC to program FPGAs'
+    const address = pciAddress(JSON.parse(target.controlPath) as Record<string, string>)
+    try {
+      const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
+      const done = await deps.agentFor(host).programFpgaImage({ address, image })
+      await deps.committer.run((trx) => setBitstream(trx, target.deployableId, done.imageId, deps.now()))
+      deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
+      return undefined
+    } catch (err) {
+      return `programming ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`
+    }
+  }
+}
