@@ -29,7 +29,7 @@ export function acceleratorView(a: Accelerator, base: string) {
     capability: traits.join(','),
     acc_specs: a.accSpecs !== null
       ? (JSON.parse(a.accSpecs) as Record<string, unknown>)
-      : { remote: 0, num: a.numAccelerators, device_type: deviceType, acc_capability: { ...others, num: a.numAccelerators, traits } },
+      : { remote: a.remote ? 1 : 0, num: a.numAccelerators, device_type: deviceType, acc_capability: { ...others, num: a.numAccelerators, traits } },
     hostname: a.hostname,
     vendor_id: a.vendor,
     product_id: a.model,
