@@ -20,6 +20,8 @@ import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
 import { createRemoteAcceleratorService, type RemoteAcceleratorOptions } from './remote-accelerators.js'
+import { createV1AcceleratorService } from './v1-accelerators.js'
+import { createV1Placement } from './v1-placement.js'
 import { createDriverAdminService, type DriverAdminServiceOptions } from './driver-admin.js'
 import { reapStaleBinds } from './arq-reaper.js'
 import { sweepInstanceLocks } from '../db/arq-targets.js'
@@ -143,12 +145,14 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     }
   }
 
-  const { finishStaleDeletes, reconcileAllocations, ...arqs } = createArqService({
+  const v1Placement = deps.placement ? createV1Placement(deps.placement.client, log) : undefined
+  const { finishStaleDeletes, reconcileAllocations, internals, ...arqs } = createArqService({
     db,
     committer,
     agentFor: deps.agentFor,
     nova: deps.nova,
     placement: deps.placement?.client,
+    v1Placement,
     log,
     clock,
   })
@@ -156,7 +160,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
   const reap = async () => {
     try {
-      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs, reconcile: reconcileAllocations })
+      const releaseAttachments = v1Placement && (async (uuids: string[]) => void (await Promise.all(uuids.map(v1Placement.release))))
+      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs, reconcile: reconcileAllocations, releaseAttachments })
       const finished = await finishStaleDeletes(formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)))
       if (finished.length > 0) log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
       const cutoff = formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs))
@@ -173,9 +178,12 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   }
   const driverAdmin = createDriverAdminService({ db, agentFor: deps.agentFor ?? noAgents, log }, options.driverAdmin)
 
+  const v1 = createV1AcceleratorService({ db, committer, arqs: internals, placement: v1Placement, log, clock })
+
   return {
     ...arqs,
     ...driverAdmin,
+    ...v1,
     ...createRemoteAcceleratorService({ db, agentFor: deps.agentFor, uuid, log, clock }, options.remote),
 
     async reportInventory(req): Promise<InventoryReportResult> {

@@ -7,6 +7,7 @@ import type { MessageBus } from '../bus/bus.js'
 import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
+import type { AttachTarget } from '../domain/accelerator-v1.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type { DriverActionOutcome, HostDiscovery, HostDrivers } from './admin-types.js'
 
@@ -102,6 +103,23 @@ export interface ConductorRpc {
    */
   deleteArqs(req: { uuids: string[] } | { instanceUuid: string }): Promise<{ deleted: string[] }>
   /**
+   * (1.4) v1 attach: claims a free unit of the accelerator for an instance or a host, has the
+   * host's agent prepare it, and records it as an accelerator request with no device profile.
+   * Idempotent for the same target (`changed` false).
+   * @throws NotFoundError, InvalidInputError, ConflictError (ACCELERATOR_NOT_ACTIVE, ACCELERATOR_IN_USE, ATTACH_FAILED)
+   */
+  attachAccelerator(req: { uuid: string; target: AttachTarget }): Promise<{ uuid: string; attachment: string; changed: boolean }>
+  /**
+   * (1.4) v1 detach: deletes the accelerator's v1 attachments (only the instance's, when given).
+   * @throws NotFoundError, ConflictError (ACCELERATOR_HELD when only v2 requests hold it; DETACH_INCOMPLETE)
+   */
+  detachAccelerator(req: { uuid: string; instanceUuid?: string }): Promise<{ detached: string[] }>
+  /**
+   * (1.4) Replaces the accelerator's v1 spec; with `ifMatch`, only if its ETag still matches.
+   * @throws NotFoundError, InvalidInputError, ConflictError (ACC_SPECS_STALE)
+   */
+  setAcceleratorSpecs(req: { uuid: string; accSpecs: unknown; ifMatch?: string }): Promise<{ etag: string }>
+  /**
    * (1.4) The drivers of every agent in the services table (or of `hostname`), asked in parallel;
    * an agent that does not answer within a bound is `unreachable`. @throws NotFoundError for an unknown host
    */
@@ -149,6 +167,9 @@ const CONDUCTOR_METHODS = Object.keys({
   bindArqs: true,
   unbindArqs: true,
   deleteArqs: true,
+  attachAccelerator: true,
+  detachAccelerator: true,
+  setAcceleratorSpecs: true,
   listAgentDrivers: true,
   installDriver: true,
   uninstallDriver: true,
