@@ -59,15 +59,15 @@ describe('cyborg v1 write and attach commands against cyborg up', () => {
 
   before(async () => {
     service = await startService({
-      env: { CYBORG_DEFAULT__HOST: 'att-host' },
+      env: { CYBORG_DEFAULT__HOST: 'att-host', CYBORG_AGENT__ENABLED_DRIVERS: 'fake, remote' },
       ready: async (url) => {
         const r = await fetch(`${url}/v1/accelerators`)
         return r.ok && ((await r.json()) as { accelerators: unknown[] }).accelerators.length > 0
       },
     })
     env = { CYBORG_URL: service.url }
-    const [first] = await json<Json[]>(['accelerator', 'list', '--host', 'att-host'])
-    acc = String(first!.uuid)
+    const [fake] = (await json<Json[]>(['accelerator', 'list', '--host', 'att-host'])).filter((a) => a.name === 'att_host_FakeDevice')
+    acc = String(fake!.uuid)
   })
   after(async () => {
     assert.equal(await service.stop(), 0, service.output())
@@ -166,6 +166,21 @@ describe('cyborg v1 write and attach commands against cyborg up', () => {
     await fails(['attach-instance', vm1, '--accelerator', acc, '--host', 'att-host'], /--host goes with --profile/)
     await fails(['attach-instance', vm1, '--accelerator', randomUUID()], /^cyborg attach-instance: PUT \S+: HTTP 404: accelerator \S+ not found\n$/)
     await fails(['attach-instance', vm1, '--profile', 'no-such', '--host', 'att-host'], /^cyborg attach-instance: POST \/v2\/accelerator_requests: HTTP 404: .*no-such/)
+  })
+
+  it('registers a remote accelerator: printed from its Location, inactive; the same name again is a one-line 409', async () => {
+    const uuid = randomUUID()
+    const created = await json(['accelerator', 'create', 'rack-1', '--uuid', uuid])
+    assert.equal(created.uuid, uuid)
+    assert.equal(created.name, 'rack-1')
+    assert.equal(created.lifecycle, 'inactive')
+    assert.equal(created.hostname, 'att-host')
+    const table = await cyborg(['accelerator', 'create', 'rack-2'], env)
+    assert.equal(table.code, 0, table.stderr)
+    assert.match(table.stdout, /\nname +rack-2\n/)
+    assert.deepEqual((await json<Json[]>(['accelerator', 'list'])).map((a) => a.name).sort(), ['att_host_FakeDevice', 'rack-1', 'rack-2'])
+    await fails(['accelerator', 'create', 'rack-1'], /^cyborg accelerator create: POST \/v1\/accelerators: HTTP 409: .*rack-1/)
+    await fails(['accelerator', 'create', 'rack-3', '--uuid', 'nope'], /^cyborg accelerator create: POST \/v1\/accelerators: HTTP 400: .*'uuid'/)
   })
 
   it('documents every flag', async () => {
