@@ -1,7 +1,12 @@
 /**
  * The client side's one way to the API: HTTP with the caller's URL and token. A failure becomes a
  * CliError whose message is one line that says what went wrong and what to do.
+ *
+ * It uses node:http(s), not fetch: fetch refuses the "bad ports" of the Fetch standard, and
+ * 6665-6669 are among them, so it cannot reach Cyborg's own default port, 6666.
  */
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 
 export interface ClientOptions {
   /** The API's base URL, without /v1 or /v2. */
@@ -59,18 +64,39 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
     headers['content-type'] = 'application/json'
     payload = JSON.stringify(extra.body)
   }
-  const url = `${options.url.replace(/\/+$/, '')}${path}`
-  let res: Response
+  let url: URL
   try {
-    res = await fetch(url, { method, headers, body: payload, signal: AbortSignal.timeout(120_000) })
+    url = new URL(`${options.url.replace(/\/+$/, '')}${path}`)
+  } catch {
+    throw new CliError(`the API URL ${JSON.stringify(options.url)} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`)
+  }
+  let res: { status: number; headers: IncomingHttpHeaders; text: string }
+  try {
+    res = await send(url, method, headers, payload)
   } catch (err) {
-    const inner = (err as { cause?: { code?: string; message?: string } }).cause
-    const cause = inner?.code ?? inner?.message ?? (err instanceof Error ? err.message : String(err))
+    const cause = (err as { code?: string }).code ?? (err instanceof Error ? err.message : String(err))
     throw new CliError(`cannot reach the Cyborg API at ${options.url} (${cause}); is it running? Set --url or CYBORG_URL`)
   }
-  const text = await res.text()
-  if (!res.ok) throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(text)}`, { status: res.status })
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as T }
+  if (res.status < 200 || res.status > 299) throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(res.text)}`, { status: res.status })
+  const answered = new Headers()
+  for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) answered.set(name, Array.isArray(value) ? value.join(', ') : value)
+  return { status: res.status, headers: answered, body: (res.text ? JSON.parse(res.text) : undefined) as T }
+}
+
+/** One HTTP exchange, with a 120 s limit. */
+function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest
+    const req = request(url, { method, headers: payload === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }, timeout: 120_000 }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(Object.assign(new Error('no answer within 120 s'), { code: 'ETIMEDOUT' })))
+    req.on('error', reject)
+    req.end(payload)
+  })
 }
 
 /** Sends one request; resolves with the parsed body of a 2xx (undefined when empty). */
