@@ -17,7 +17,9 @@ void describe('typed RPC', () => {
       // serveConductor checks that every contract method exists.
       assert.throws(() => serveConductor(bus, impl), TypeError)
       const full = Object.fromEntries(
-        ['reportInventory', 'heartbeat', 'createDeviceProfile', 'deleteDeviceProfiles', 'createAttribute', 'deleteAttribute', 'setDeviceStatus', 'markDeviceReady', 'createArqs', 'bindArqs', 'unbindArqs', 'deleteArqs'].map(
+        ['reportInventory', 'heartbeat', 'createDeviceProfile', 'deleteDeviceProfiles', 'createAttribute', 'deleteAttribute', 'setDeviceStatus', 'markDeviceReady', 'createArqs', 'bindArqs', 'unbindArqs', 'deleteArqs',
+          'attachAccelerator', 'detachAccelerator', 'setAcceleratorSpecs', 'registerRemoteAccelerator',
+          'listAgentDrivers', 'installDriver', 'uninstallDriver', 'updateDriver', 'discoverHosts'].map(
           (m) => [m, async () => m],
         ),
       )

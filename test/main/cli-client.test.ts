@@ -4,19 +4,10 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { freePort, startService, type RunningService } from '../support/service.js'
+import { cyborg } from '../support/cli.js'
 
-const BIN = fileURLToPath(new URL('../../bin/cyborg', import.meta.url))
 
-function cyborg(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(BIN, args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
-    })
-  })
-}
 
 describe('cyborg client commands against cyborg up', () => {
   let service: RunningService

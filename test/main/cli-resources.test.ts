@@ -5,27 +5,13 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
 import { startService, type RunningService } from '../support/service.js'
+import { cyborg, type Run } from '../support/cli.js'
 
-const BIN = fileURLToPath(new URL('../../bin/cyborg', import.meta.url))
 const GROUPS = '[{"resources:FPGA": 1, "trait:CUSTOM_FAKE_DEVICE": "required"}]'
 
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
 
-function cyborg(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(BIN, args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
-    })
-  })
-}
 
 type Json = Record<string, unknown>
 

@@ -88,8 +88,8 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   })
 
   for (const [verb, call] of [
-    ['install', conductor.installDriver.bind(conductor)],
-    ['uninstall', conductor.uninstallDriver.bind(conductor)],
+    ['install', (req: { driver: string; hostname?: string }) => conductor.installDriver(req)],
+    ['uninstall', (req: { driver: string; hostname?: string }) => conductor.uninstallDriver(req)],
   ] as const) {
     resource(app, `/drivers/:name/${verb}`, {
       POST: {
