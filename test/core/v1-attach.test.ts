@@ -130,5 +130,16 @@ for (const dialect of await testDialects()) {
       const after = await db.db.selectFrom('deployables').select('acc_specs').where('uuid', '=', uuid).executeTakeFirstOrThrow()
       assert.equal(after.acc_specs, stored.acc_specs)
     })
+
+    void it('a v2 bind for an instance with a v1 attachment is refused (INSTANCE_ALREADY_BOUND), changing nothing', async () => {
+      const { uuid } = accs[1]!
+      await conductors[0]!.attachAccelerator({ uuid, target: { instanceUuid: vm(400) } })
+      const [arq] = await conductors[0]!.createArqs({ deviceProfileName: 'one', projectId: null, maxArqs: 8 })
+      await assert.rejects(conductors[1]!.bindArqs({ bindings: { [arq!.uuid]: { hostname: HOST, instanceUuid: vm(400) } } }), { code: 'INSTANCE_ALREADY_BOUND' })
+      assert.equal((await db.db.selectFrom('accelerator_requests').select('state').where('uuid', '=', arq!.uuid).executeTakeFirstOrThrow()).state, 'Initial')
+      await conductors[1]!.detachAccelerator({ uuid })
+      await conductors[0]!.deleteArqs({ uuids: [arq!.uuid] })
+      assert.deepEqual(await handleBooks(), { inUse: [], named: [] })
+    })
   })
 }
