@@ -9,7 +9,8 @@
 #     tests drive;
 #   - real OpenStack Placement (Debian's placement-api under uwsgi), installed but not started:
 #     each test run starts its own on a free loopback port with scripts/placement.sh;
-#   - real OpenStack Glance (Debian's glance-api), installed but not started (scripts/glance.sh).
+#   - real OpenStack Glance (Debian's glance-api), installed but not started (scripts/glance.sh);
+#   - real OpenStack Keystone (Debian's keystone), installed but not started (scripts/keystone.sh).
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
@@ -207,10 +208,31 @@ ensure_glance() {
   log "Glance: $(dpkg-query -W -f='${Version}' glance-api) installed (started per test run)"
 }
 
+# ---------------------------------------------------------------- Keystone
+ensure_keystone() {
+  local p missing=()
+  for p in keystone uwsgi-plugin-python3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    # No dbconfig database, no admin tenant and no endpoint registration: scripts/keystone.sh
+    # bootstraps its own SQLite database per run.
+    printf '%s\n' \
+      'keystone keystone/dbconfig-install boolean false' \
+      'keystone keystone/configure_db boolean false' \
+      'keystone keystone/create-admin-tenant boolean false' \
+      'keystone keystone/register-endpoint boolean false' | debconf-set-selections
+    apt_install "${missing[@]}"
+  fi
+  [ -x /usr/bin/keystone-wsgi-public ] || die "/usr/bin/keystone-wsgi-public is still missing"
+  log "Keystone: $(dpkg-query -W -f='${Version}' keystone) installed (started per test run)"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_rabbitmq
 ensure_openstack_clients
 ensure_placement
 ensure_glance
+ensure_keystone
 rm -rf "$LOG_DIR"
