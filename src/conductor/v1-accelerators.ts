@@ -16,9 +16,9 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { claimHandle, releaseHandle, transitionArqs } from '../db/arqs.js'
+import { claimHandle, transitionArqs } from '../db/arqs.js'
 import { lockInstances } from '../db/arq-targets.js'
-import { deleteFailedAttachments, holdersOf, hasHandles, insertAttachment, lockAccelerator, setAccSpecs, v1AttachmentsOf } from '../db/v1-attachments.js'
+import { holdersOf, hasHandles, insertAttachment, lockAccelerator, setAccSpecs, v1AttachmentsOf } from '../db/v1-attachments.js'
 import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/accelerator-v1.js'
 import type { Arq } from '../domain/arq.js'
 import type { AttachHandle } from '../domain/inventory.js'
@@ -59,14 +59,17 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
   const log = deps.log.child({ component: 'v1' })
   const now = () => formatTimestamp(deps.clock.now())
 
-  /** Undoes a failed attach: nothing of it stays (Placement, handle, record). */
-  const undo = async (arq: Arq, handleId: number | undefined) => {
-    await deps.placement?.release(arq.uuid).catch((err: unknown) => log.warn({ err, attachment: arq.uuid }, 'could not take a failed attach back from Placement'))
-    await committer.run(async (trx) => {
-      await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
-      if (handleId !== undefined) await releaseHandle(trx, handleId, { now: now() })
-      await deleteFailedAttachments(trx, [arq.uuid])
+  /**
+   * Undoes a failed attach through the delete path: the agent gives the device back (vfio-pci,
+   * mdev), Placement the unit, then the record goes and the handle is freed. What cannot be given
+   * back now stays Deleting, and the reaper finishes it.
+   */
+  const undo = async (arq: Arq) => {
+    const removed = await arqs.remove([arq]).catch((err: unknown) => {
+      log.warn({ err, attachment: arq.uuid }, 'could not undo a failed attach; the reaper finishes it')
+      return []
     })
+    if (removed.length === 0) log.warn({ attachment: arq.uuid }, 'a failed attach is left Deleting; the reaper finishes it')
   }
 
   /** The steps outside the database: the agent prepares the device, Placement records the unit; then Bound. */
@@ -77,7 +80,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       step = 'Placement refused the allocation'
       if (allocation) await deps.placement!.allocate(arq.uuid, allocation.rp, allocation.rc)
     } catch (err) {
-      await undo(arq, handle?.id ?? arq.attachHandleId ?? undefined)
+      await undo(arq)
       const reason = err instanceof Error ? err.message : String(err)
       log.warn({ accelerator: uuid, reason }, 'attach failed')
       throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, { code: 'ATTACH_FAILED', details: { uuid } })

@@ -119,12 +119,6 @@ export async function insertAttachment(
   return toArq(await db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow())
 }
 
-/** Deletes v1 attachments that hold nothing (BindFailed after a failed attach or a reaped one). */
-export async function deleteFailedAttachments(db: Kysely<Database>, uuids: readonly string[]): Promise<void> {
-  if (uuids.length === 0) return
-  await db.deleteFrom('accelerator_requests').where('uuid', 'in', [...uuids]).where('device_profile_id', 'is', null).where('state', '=', 'BindFailed').execute()
-}
-
 /** Stores the v1 spec of deployable `id` (canonical JSON). */
 export async function setAccSpecs(db: Kysely<Database>, id: number, accSpecs: string, now: string): Promise<void> {
   await db.updateTable('deployables').set({ acc_specs: accSpecs, updated_at: now }).where('id', '=', id).execute()

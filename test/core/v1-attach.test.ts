@@ -9,6 +9,7 @@ import { createConductor, type Conductor } from '../../src/conductor/conductor.j
 import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
 import { accSpecsEtag } from '../../src/domain/accelerator-v1.js'
+import { DriverError } from '../../src/domain/errors.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { STORM_HOST as HOST, stormDevices } from '../support/storm-inventory.js'
@@ -143,3 +144,40 @@ for (const dialect of await testDialects()) {
     })
   })
 }
+
+void describe('v1 attach when the host agent fails to prepare the device (sqlite)', () => {
+  let db: TestDatabase
+  let conductor: Conductor
+  const released: string[] = []
+
+  before(async () => {
+    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
+    // A stand-in for the host's agent: vfio-pci cannot run here. Its prepare fails as a real one does.
+    const agent = {
+      prepare: async ({ address }: { address: string }) => Promise.reject(new DriverError(`cannot bind ${address} to vfio-pci: device busy`)),
+      release: async ({ address }: { address: string }) => {
+        released.push(address)
+        return { address, changed: false }
+      },
+    }
+    conductor = createConductor({ db, log: noopLogger, clock, agentFor: () => agent as never }, { saveIntervalMs: 1, reapIntervalMs: 0 })
+    const list = stormDevices(1, 1, 'PCI')
+    await conductor.reportInventory({ host: HOST, hash: inventoryHash(list), devices: list, autoActivate: true })
+  })
+  after(async () => {
+    await conductor?.stop()
+    await db?.close()
+  })
+
+  void it('is a 409 ATTACH_FAILED naming the reason, gives the device back, and leaves nothing held', async () => {
+    const { uuid } = await db.db.selectFrom('deployables').select('uuid').executeTakeFirstOrThrow()
+    await assert.rejects(conductor.attachAccelerator({ uuid, target: { instanceUuid: vm(500) } }), (err: { code?: string; message: string }) => {
+      assert.equal(err.code, 'ATTACH_FAILED')
+      assert.match(err.message, /the agent of storm-host failed to prepare it: cannot bind 0000:10:0\.0 to vfio-pci: device busy/)
+      return true
+    })
+    assert.deepEqual(released, ['0000:10:0.0'])
+    assert.equal((await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()).length, 0)
+    assert.equal((await db.db.selectFrom('accelerator_requests').select('id').execute()).length, 0)
+  })
+})
