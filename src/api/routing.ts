@@ -5,8 +5,16 @@
 import type { FastifyInstance, RouteShorthandOptions, RouteHandlerMethod, HTTPMethods } from 'fastify'
 import { ApiError } from './errors.js'
 
-/** A handler plus its route options (schema, bodyLimit, …). */
-export type RouteSpec = RouteShorthandOptions & { handler: RouteHandlerMethod }
+/**
+ * A handler plus its route options (schema, bodyLimit, …) and the policy rule that guards it
+ * (issue 6: enforced in one place before the handler runs; a route cannot be declared without one).
+ */
+export type RouteSpec = RouteShorthandOptions & { handler: RouteHandlerMethod; policy: string }
+
+/** The rule of a route, as `resource()` records it in the route's config. */
+export interface RouteConfig {
+  policy?: string
+}
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 const ALL: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -30,7 +38,10 @@ export function resource(app: FastifyInstance, url: string, declared: Partial<Re
   const methods = { ...extensions.get(app)?.get(url), ...declared }
   const given = Object.keys(methods) as Method[]
   const allowed: HTTPMethods[] = given.includes('GET') ? [...given, 'HEAD'] : [...given]
-  for (const method of given) app.route({ ...methods[method]!, method, url })
+  for (const method of given) {
+    const { policy, config, ...spec } = methods[method]!
+    app.route({ ...spec, method, url, config: { ...(config as object | undefined), policy } satisfies RouteConfig })
+  }
   const allow = ALL.filter((m) => allowed.includes(m)).join(', ')
   const others = ALL.filter((m) => !allowed.includes(m))
   app.route({

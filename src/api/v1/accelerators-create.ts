@@ -48,8 +48,9 @@ export function acceleratorCreateRoutes(app: FastifyInstance, { conductor, baseU
   }
 
   const schema = { body: AcceleratorCreateBody }
-  const collection: RouteSpec = { schema, handler: async (request, reply) => create(request, reply) }
+  const collection: RouteSpec = { policy: 'cyborg:v1_accelerator:create', schema, handler: async (request, reply) => create(request, reply) }
   const item: RouteSpec = {
+    policy: 'cyborg:v1_accelerator:create',
     schema,
     handler: async (request, reply) => create(request, reply, (request.params as { uuid: string }).uuid),
   }

@@ -46,6 +46,7 @@ export function acceleratorView(a: Accelerator, base: string) {
 export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V1Env): void {
   resource(app, '/accelerators', {
     GET: {
+      policy: 'cyborg:v1_accelerator:get_all',
       handler: async (request) => {
         const query = request.query as Query
         const paging = pagingParams(query, ACCELERATOR_SORT_KEYS)
@@ -74,8 +75,10 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
   }
 
   resource(app, '/accelerators/:uuid', {
-    GET: { handler: async (request, reply) => show(request, reply, pathUuid(request)) },
+    GET: {
+      policy: 'cyborg:v1_accelerator:get_one', handler: async (request, reply) => show(request, reply, pathUuid(request)) },
     PUT: {
+      policy: 'cyborg:v1_accelerator:attach',
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         const target = parseAttachBody(request.body, accelerator)
@@ -84,6 +87,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       },
     },
     DELETE: {
+      policy: 'cyborg:v1_accelerator:detach',
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
         const instance = stringParam(request.query as Query, 'instance_uuid')
@@ -98,6 +102,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
 
   resource(app, '/accelerators/:uuid/acc_specs', {
     PUT: {
+      policy: 'cyborg:v1_accelerator:update_spec',
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
         const accSpecs = parseAccSpecsBody(request.body)
@@ -110,6 +115,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
 
   resource(app, '/accelerators/:uuid/ready', {
     POST: {
+      policy: 'cyborg:v1_accelerator:ready',
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         await conductor.markDeviceReady({ uuid: accelerator.deviceUuid })

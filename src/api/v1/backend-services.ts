@@ -43,6 +43,7 @@ export function backendServiceRows(backends: readonly Backend[]) {
 export function backendServiceRoutes(app: FastifyInstance, { db }: V1Env): void {
   resource(app, '/backend_services', {
     GET: {
+      policy: 'cyborg:backend_service:get_all',
       handler: async (request) => {
         const query = request.query as Query
         const hostname = stringParam(query, 'hostname')

@@ -79,6 +79,7 @@ const driverParam = (request: FastifyRequest) => (request.params as { name: stri
 export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   resource(app, '/drivers', {
     GET: {
+      policy: 'cyborg:driver:get_all',
       handler: async (request) => {
         const hostname = stringParam(request.query as Query, 'hostname')
         const { hosts } = await conductor.listAgentDrivers(hostname === undefined ? {} : { hostname })
@@ -93,6 +94,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   ] as const) {
     resource(app, `/drivers/:name/${verb}`, {
       POST: {
+        policy: `cyborg:driver:${verb}`,
         preValidation: emptyBodyIsObject,
         schema: { body: HostBody },
         handler: async (request) => {
@@ -106,6 +108,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
 
   resource(app, '/drivers/:name', {
     PATCH: {
+      policy: 'cyborg:driver:update',
       schema: { body: PatchBody },
       handler: async (request) => {
         const { hostname, options } = request.body as Static<typeof PatchBody>
@@ -117,6 +120,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
 
   resource(app, '/discovery', {
     POST: {
+      policy: 'cyborg:discovery:run',
       preValidation: emptyBodyIsObject,
       schema: { body: HostBody },
       handler: async (request) => {

@@ -14,6 +14,7 @@ export const DEFAULT_SERVICE_DOWN_AFTER_MS = 150_000
 export function statusRoutes(app: FastifyInstance, { db, serviceDownAfterMs = DEFAULT_SERVICE_DOWN_AFTER_MS }: V1Env): void {
   resource(app, '/status', {
     GET: {
+      policy: 'cyborg:status:get',
       handler: async () => {
         const now = Date.now()
         const services = (await listServices(db)).map((s) => {

@@ -32,6 +32,7 @@ function uuidParam(request: FastifyRequest): string {
 export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
   resource(app, '/attributes', {
     GET: {
+      policy: 'cyborg:attribute:get_all',
       handler: async (request) => {
         const query = request.query as Query
         const attributes = await listAttributes(db, {
@@ -43,6 +44,7 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
       },
     },
     POST: {
+      policy: 'cyborg:attribute:create',
       schema: { body: AttributeCreateBody },
       handler: async (request: FastifyRequest, reply) => {
         const { deployable_id, key, value } = request.body as Static<typeof AttributeCreateBody>
@@ -54,12 +56,14 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
 
   resource(app, '/attributes/:uuid', {
     GET: {
+      policy: 'cyborg:attribute:get_one',
       handler: async (request: FastifyRequest) => {
         const uuid = uuidParam(request)
         return attributeView(await getAttribute(db, uuid), baseUrl(request))
       },
     },
     DELETE: {
+      policy: 'cyborg:attribute:delete',
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await conductor.deleteAttribute({ uuid: uuidParam(request) })
         return reply.code(204).send()

@@ -15,6 +15,7 @@ import { deployableView } from './views.js'
 export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): void {
   resource(app, '/deployables', {
     GET: {
+      policy: 'cyborg:deployable:get_all',
       handler: async (request) => {
         const paging = pagingParams(request.query as Query, DEPLOYABLE_SORT_KEYS)
         const deployables = await listDeployables(db, paging).catch((err: unknown) => {
@@ -32,6 +33,7 @@ export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): 
 
   resource(app, '/deployables/:uuid', {
     GET: {
+      policy: 'cyborg:deployable:get_one',
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw new NotFoundError(`deployable ${uuid} not found`, { details: { uuid } })

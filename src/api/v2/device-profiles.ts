@@ -43,6 +43,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
 
   resource(app, '/device_profiles', {
     GET: {
+      policy: 'cyborg:device_profile:get_all',
       handler: async (request) => {
         const names = listParam(request.query as Query, 'name')
         const profiles = await listDeviceProfiles(db, names === undefined ? {} : { names })
@@ -51,18 +52,21 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       },
     },
     POST: {
+      policy: 'cyborg:device_profile:create',
       handler: async (request, reply) => {
         const profile = await conductor.createDeviceProfile(parseDeviceProfileCreate(request.body))
         return reply.code(201).send(deviceProfileView(profile, baseUrl(request)))
       },
     },
     DELETE: {
+      policy: 'cyborg:device_profile:delete',
       handler: async (request, reply) => deleteProfiles(stringParam(request.query as Query, 'value'), reply),
     },
   })
 
   resource(app, '/device_profiles/:value', {
     GET: {
+      policy: 'cyborg:device_profile:get_one',
       handler: async (request: FastifyRequest) => {
         const { value } = request.params as { value: string }
         if (!isUuidLike(value) && request.apiMinor < 2) {
@@ -75,6 +79,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       },
     },
     DELETE: {
+      policy: 'cyborg:device_profile:delete',
       handler: async (request: FastifyRequest, reply) => deleteProfiles((request.params as { value: string }).value, reply),
     },
   })

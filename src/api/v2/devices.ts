@@ -20,6 +20,7 @@ const notFound = (uuid: string) => new NotFoundError(`device ${uuid} not found`,
 export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
   resource(app, '/devices', {
     GET: {
+      policy: 'cyborg:device:get_all',
       handler: async (request) => {
         const query = request.query as Query
         const filter = {
@@ -39,6 +40,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
 
   resource(app, '/devices/:uuid', {
     GET: {
+      policy: 'cyborg:device:get_one',
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw notFound(uuid)
@@ -54,10 +56,11 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
     // 200 with no body, as OpenStack Cyborg answers.
     return reply.send()
   }
-  resource(app, '/devices/:uuid/disable', { POST: { handler: setStatus('maintaining') } })
-  resource(app, '/devices/:uuid/enable', { POST: { handler: setStatus('enabled') } })
+  resource(app, '/devices/:uuid/disable', { POST: { policy: 'cyborg:device:disable', handler: setStatus('maintaining') } })
+  resource(app, '/devices/:uuid/enable', { POST: { policy: 'cyborg:device:enable', handler: setStatus('enabled') } })
   resource(app, '/devices/:uuid/ready', {
     POST: {
+      policy: 'cyborg:device:ready',
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (request.apiMinor < 4) {
