@@ -18,7 +18,7 @@ import {
   type Option,
 } from './options.js'
 
-/** keystoneauth-style options for an outbound client ([placement], [nova]). */
+/** keystoneauth-style options for an outbound client ([placement], [nova], [glance]); docs/auth-outbound.md. */
 function keystoneClient(service: string) {
   return {
     auth_type: enumOf(['none', 'admin_token', 'password'] as const, {
@@ -33,6 +33,10 @@ function keystoneClient(service: string) {
     user_domain_name: str({ default: 'Default', help: 'Domain of the user.' }),
     project_domain_name: str({ default: 'Default', help: 'Domain of the project.' }),
     region_name: optionalStr({ help: 'Region to pick the endpoint from in the catalog.' }),
+    valid_interfaces: list({
+      default: ['public'],
+      help: `Catalog interfaces to use for ${service}, in order of preference (public, internal, admin), when auth_type = password and endpoint_override is unset.`,
+    }),
     token: optionalStr({ help: 'Static token (auth_type = admin_token).', secret: true }),
   }
 }
@@ -133,6 +137,22 @@ export const schema = {
     ...keystoneClient('Nova'),
     service_token: optionalStr({ help: 'Static service token sent as X-Service-Token with every call to Nova (optional).', secret: true }),
     timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Nova answer.' }),
+  },
+  service_user: {
+    send_service_user_token: bool({
+      default: false,
+      help: "Send this user's token as X-Service-Token with every call to Nova (what Nova's service_token_roles checks), instead of [nova] service_token.",
+    }),
+    auth_type: enumOf(['none', 'password'] as const, {
+      default: 'none',
+      help: 'How the service user authenticates: password (Keystone v3 password auth; needed when send_service_user_token = true) or none.',
+    }),
+    auth_url: url({ help: 'Keystone v3 endpoint used to get the service token, e.g. http://keystone:5000/v3.' }),
+    username: optionalStr({ help: 'Service user (it should have the service role).' }),
+    password: optionalStr({ help: 'Password of the service user.', secret: true }),
+    project_name: optionalStr({ help: 'Project to scope the service token to, e.g. service.' }),
+    user_domain_name: str({ default: 'Default', help: 'Domain of the service user.' }),
+    project_domain_name: str({ default: 'Default', help: 'Domain of the project.' }),
   },
   keystone_authtoken: {
     www_authenticate_uri: url({ help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.' }),

@@ -18,7 +18,7 @@ import { ConfigError } from '../domain/errors.js'
 import { createPlacementClient, placementSettings } from '../openstack/placement.js'
 import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
 import { createGlanceClient, type GlanceClient } from '../openstack/glance.js'
-import { keystoneSettings } from '../openstack/http.js'
+import { keystoneSettings } from '../openstack/service-auth.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import type { CorePlacement } from './core.js'
 
@@ -113,9 +113,10 @@ function serviceSettings<T>(config: Config, section: 'placement' | 'glance' | 'n
     return read()
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    const prefix = new RegExp(`^\\[${section}\\] (\\w+) `)
-    const option = prefix.exec(err.message)?.[1] ?? 'endpoint_override'
-    throw optionError(config, section, option, err.message.replace(prefix, ''))
+    // The message may name another section ([service_user] for Nova).
+    const prefix = /^\[(placement|glance|nova|service_user)\] (\w+) /
+    const [, named = section, option = 'endpoint_override'] = prefix.exec(err.message) ?? []
+    throw optionError(config, named as typeof section | 'service_user', option, err.message.replace(prefix, ''))
   }
 }
 
@@ -128,11 +129,9 @@ export function placementOptions(config: Config): CorePlacement | undefined {
 
 /** FPGA bitstreams from Glance (`[glance]`), for the agent; undefined without `endpoint_override`. */
 export function glanceImages(config: Config): ImageSource | undefined {
-  const settings = serviceSettings(config, 'glance', () => keystoneSettings('glance', config.glance))
+  const settings = serviceSettings(config, 'glance', () => keystoneSettings('glance', config.glance, 'image'))
   if (!settings) return undefined
-  return glanceImageSource(
-    createGlanceClient({ endpoint: settings.endpoint, timeoutMs: settings.timeoutMs, ...(settings.token ? { token: settings.token } : {}) }),
-  )
+  return glanceImageSource(createGlanceClient(settings))
 }
 
 /** The agent's image port, served by Glance: resolve the image, then download and verify it. */
@@ -148,7 +147,7 @@ export function glanceImageSource(glance: GlanceClient): ImageSource {
 
 /** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
 export function novaOptions(config: Config): NovaClient | undefined {
-  const settings = serviceSettings(config, 'nova', () => novaSettings(config.nova))
+  const settings = serviceSettings(config, 'nova', () => novaSettings(config.nova, config.service_user))
   return settings ? createNovaClient(settings) : undefined
 }
 

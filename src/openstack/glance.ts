@@ -10,11 +10,13 @@ import { rm } from 'node:fs/promises'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
-import { requestJson, type ServiceEndpoint } from './http.js'
+import { requestJson, resolveTarget, type RequestAuth, type ServiceEndpoint } from './http.js'
 
 export interface GlanceSettings {
   endpoint: string
   token?: string
+  /** `password`: Keystone tokens, and the catalog's `image` endpoint unless endpoint_override is set. */
+  auth?: RequestAuth
   timeoutMs: number
 }
 
@@ -42,7 +44,13 @@ interface RawImage {
 
 export function createGlanceClient(settings: GlanceSettings): GlanceClient {
   const headers: Record<string, string> = settings.token === undefined ? {} : { 'x-auth-token': settings.token }
-  const ep: ServiceEndpoint = { service: 'Glance', url: settings.endpoint.replace(/\/+$/, ''), headers, timeoutMs: settings.timeoutMs }
+  const ep: ServiceEndpoint = {
+    service: 'Glance',
+    url: settings.endpoint.replace(/\/+$/, ''),
+    headers,
+    timeoutMs: settings.timeoutMs,
+    auth: settings.auth,
+  }
   const usable = (raw: RawImage) => {
     if (raw.status !== 'active') throw new InvalidInputError(`image ${raw.id} is ${raw.status}, not active`, { details: { field: 'image' } })
     if (!raw.os_hash_algo || !raw.os_hash_value) {
@@ -75,7 +83,12 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
     async download(image, dest) {
       let res: Response
       try {
-        res = await fetch(`${ep.url}/v2/images/${image.id}/file`, { headers, signal: AbortSignal.timeout(settings.timeoutMs * 10) })
+        // resolve() just ran with the same token, so a 401 here is not retried.
+        const target = await resolveTarget(ep)
+        res = await fetch(`${target.url}/v2/images/${image.id}/file`, {
+          headers: target.headers,
+          signal: AbortSignal.timeout(settings.timeoutMs * 10),
+        })
       } catch (err) {
         throw new UnavailableError(`Glance GET /v2/images/${image.id}/file: ${(err as Error).message}`, { cause: err })
       }

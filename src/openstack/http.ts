@@ -2,7 +2,7 @@
  * One JSON request to an OpenStack service with the built-in `fetch`: auth header, microversion,
  * timeout, and errors mapped to domain errors that name the service, the call and its answer.
  */
-import { AppError, ConfigError, UnavailableError } from '../domain/errors.js'
+import { AppError, UnavailableError } from '../domain/errors.js'
 
 /** A non-2xx answer other than 5xx: the caller decides (409 conflict, 404 gone, 400 bad input). */
 export class OpenStackHttpError extends AppError {
@@ -16,11 +16,27 @@ export class OpenStackHttpError extends AppError {
   }
 }
 
+/**
+ * Auth decided at call time (Keystone tokens, the catalog's endpoint): see keystone-session.ts.
+ * A 401 answer hands the headers back through `rejected`, and the request is sent once more.
+ */
+export interface RequestAuth {
+  /** The base URL (no trailing slash) and the auth headers of the next request. */
+  prepare(): Promise<{ url: string; headers: Record<string, string> }>
+  /** The service answered 401 to a request that carried `headers`: forget the tokens in them. */
+  rejected(headers: Record<string, string>): void
+}
+
 export interface ServiceEndpoint {
   /** Service name for messages: `Placement`, `Nova`. */
   service: string
-  /** Base URL without trailing slash, e.g. http://127.0.0.1:8778. */
+  /**
+   * Base URL without trailing slash, e.g. http://127.0.0.1:8778. With `auth`, the URL of the last
+   * request (until the first one, a description such as `the Keystone catalog's placement endpoint`).
+   */
   url: string
+  /** Per-request auth and endpoint; without it, `url` and the static `headers` are used as they are. */
+  auth?: RequestAuth | undefined
   /** Static headers on every request (X-Auth-Token, OpenStack-API-Version). */
   headers: Record<string, string>
   timeoutMs: number
@@ -31,6 +47,8 @@ export interface ServiceEndpoint {
 export interface JsonAnswer {
   status: number
   body: unknown
+  /** The response headers (Keystone answers a new token in X-Subject-Token). */
+  headers: Headers
 }
 
 /**
@@ -46,31 +64,46 @@ export async function requestJson(
 ): Promise<JsonAnswer> {
   const what = `${ep.service} ${method} ${path}`
   let res: Response
-  try {
-    res = await fetch(ep.url + path, {
-      method,
-      headers: {
-        accept: 'application/json',
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...ep.headers,
-        ...headers,
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(ep.timeoutMs),
-    })
-  } catch (err) {
-    ep.onCall?.(method, path, 0)
-    const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${ep.timeoutMs} ms` : errText(err)
-    throw new UnavailableError(`${what}: ${reason}`, { code: 'OPENSTACK_UNAVAILABLE', cause: err })
+  for (let attempt = 1; ; attempt++) {
+    const target = await resolveTarget(ep)
+    try {
+      res = await fetch(target.url + path, {
+        method,
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...target.headers,
+          ...headers,
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(ep.timeoutMs),
+      })
+    } catch (err) {
+      ep.onCall?.(method, path, 0)
+      const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${ep.timeoutMs} ms` : errText(err)
+      throw new UnavailableError(`${what}: ${reason}`, { code: 'OPENSTACK_UNAVAILABLE', cause: err })
+    }
+    ep.onCall?.(method, path, res.status)
+    // A Keystone token may be revoked or expire early: take a new one and try once more.
+    if (res.status !== 401 || !ep.auth || attempt > 1) break
+    await res.body?.cancel()
+    ep.auth.rejected(target.headers)
   }
-  ep.onCall?.(method, path, res.status)
   const text = await res.text()
   const parsed = parse(text)
-  if (res.ok) return { status: res.status, body: parsed }
+  if (res.ok) return { status: res.status, body: parsed, headers: res.headers }
   const { detail, code } = errorOf(parsed, text)
   const message = `${what} answered ${res.status}: ${detail}`
   if (res.status >= 500) throw new UnavailableError(message, { code: 'OPENSTACK_UNAVAILABLE' })
   throw new OpenStackHttpError(message, res.status, code)
+}
+
+/** The base URL and headers of the next request to `ep`: static, or from its `auth` (which updates `ep.url`). */
+export async function resolveTarget(ep: ServiceEndpoint): Promise<{ url: string; headers: Record<string, string> }> {
+  if (!ep.auth) return { url: ep.url, headers: ep.headers }
+  const { url, headers } = await ep.auth.prepare()
+  ep.url = url.replace(/\/+$/, '')
+  return { url: ep.url, headers: { ...ep.headers, ...headers } }
 }
 
 function parse(text: string): unknown {
@@ -94,32 +127,4 @@ function errorOf(parsed: unknown, text: string): { detail: string; code: string 
 const errText = (err: unknown) => {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause
   return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
-}
-
-/**
- * Client settings from a keystoneauth-style section (`[placement]`, `[glance]`), or null when it
- * names no endpoint: the service is not used. @throws ConfigError naming the option for what this
- * release cannot do yet.
- */
-export function keystoneSettings(
-  section: string,
-  opts: { auth_type: 'none' | 'admin_token' | 'password'; endpoint_override?: string | undefined; token?: string | undefined; timeout: number },
-): { endpoint: string; token: string | undefined; timeoutMs: number } | null {
-  if (!opts.endpoint_override) {
-    if (opts.auth_type === 'none') return null
-    throw new ConfigError(
-      `[${section}] endpoint_override is required: the Keystone catalog lookup for auth_type = ${opts.auth_type} is not supported yet`,
-    )
-  }
-  if (opts.auth_type === 'password') {
-    throw new ConfigError(`[${section}] auth_type = password is not supported yet; use admin_token or none`)
-  }
-  if (opts.auth_type === 'admin_token' && !opts.token) {
-    throw new ConfigError(`[${section}] token is required when auth_type = admin_token`)
-  }
-  return {
-    endpoint: opts.endpoint_override,
-    token: opts.auth_type === 'admin_token' ? opts.token : undefined,
-    timeoutMs: opts.timeout * 1000,
-  }
 }

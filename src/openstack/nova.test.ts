@@ -193,10 +193,10 @@ describe('novaSettings', () => {
   it('answers null without endpoint_override and auth_type = none (nobody to notify)', () => {
     assert.equal(novaSettings({ auth_type: 'none' }), null)
   })
-  it('refuses what this release cannot do, naming the option', () => {
+  it('refuses what cannot work, naming the option', () => {
     const refused = (opts: Parameters<typeof novaSettings>[0], re: RegExp) =>
       assert.throws(() => novaSettings(opts), (err: unknown) => err instanceof ConfigError && re.test(err.message))
-    refused({ ...base, auth_type: 'password' }, /^\[nova\] auth_type = password is not supported yet/)
+    refused({ ...base, auth_type: 'password' }, /^\[nova\] auth_url is required when auth_type = password$/)
     refused({ ...base, token: undefined }, /^\[nova\] token is required when auth_type = admin_token$/)
     refused({ auth_type: 'admin_token', token: 't' }, /^\[nova\] endpoint_override is required/)
     refused({ ...base, endpoint_override: 'http://nova:8774/' }, /^\[nova\] endpoint_override must include .* http:\/\/nova:8774\/v2\.1$/)

@@ -5,7 +5,8 @@
  * What Nova answers is documented in docs/nova.md.
  */
 import { ConfigError, UnavailableError } from '../domain/errors.js'
-import { keystoneSettings, OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+import { OpenStackHttpError, requestJson, type RequestAuth, type ServiceEndpoint } from './http.js'
+import { keystoneSettings, serviceUserSession, type KeystoneSectionOptions, type ServiceUserOptions } from './service-auth.js'
 
 /** The first compute microversion that accepts the `accelerator-request-bound` event. */
 export const NOVA_MICROVERSION = '2.82'
@@ -19,6 +20,8 @@ export interface NovaSettings {
   token?: string
   /** Sent as X-Service-Token when set. */
   serviceToken?: string
+  /** Keystone tokens (`auth_type = password`, `[service_user]`) and the catalog's compute endpoint. */
+  auth?: RequestAuth
   timeoutMs: number
   /** Waits before each retry, in ms; its length is the number of retries. @default [500, 1000, 2000, 4000] */
   backoffMs?: number[]
@@ -77,11 +80,14 @@ export function createNovaClient(settings: NovaSettings): NovaClient {
     },
     timeoutMs: settings.timeoutMs,
     onCall: settings.onCall,
+    auth: settings.auth,
   }
   const backoffMs = settings.backoffMs ?? [500, 1000, 2000, 4000]
 
   return {
-    endpoint: ep.url,
+    get endpoint() {
+      return ep.url
+    },
     async sendArqBoundEvents(events) {
       // Nova's schema requires at least one event.
       if (events.length === 0) return { httpStatus: 0, attempts: 0, events: [], ok: true }
@@ -138,26 +144,26 @@ interface RawEvent {
 }
 
 /** The `[nova]` options this client reads (a structural subset of the Config section). */
-export interface NovaOptions {
-  auth_type: 'none' | 'admin_token' | 'password'
-  endpoint_override?: string | undefined
-  token?: string | undefined
-  /** Sent as X-Service-Token when set. */
+export interface NovaOptions extends Omit<KeystoneSectionOptions, 'timeout'> {
+  /** Sent as X-Service-Token when set (and `[service_user]` sends none). */
   service_token?: string | undefined
   /** Seconds per answer. @default 30 */
   timeout?: number | undefined
 }
 
 /**
- * Settings from `[nova]`, or null when Nova is not configured (no endpoint_override: embedded
- * mode, nobody to notify). The rules of every keystoneauth-style section (`keystoneSettings`),
- * plus: the endpoint must include the compute API version path.
- * @throws ConfigError for what this release cannot do yet, naming the option.
+ * Settings from `[nova]` (and `[service_user]`), or null when Nova is not configured (no
+ * endpoint_override and no auth: embedded mode, nobody to notify). The rules of every
+ * keystoneauth-style section (`keystoneSettings`, catalog type `compute`), plus: an
+ * endpoint_override must include the compute API version path.
+ * @throws ConfigError naming the option at fault.
  */
-export function novaSettings(opts: NovaOptions): NovaSettings | null {
-  const base = keystoneSettings('nova', { ...opts, timeout: opts.timeout ?? 30 })
+export function novaSettings(opts: NovaOptions, serviceUser?: ServiceUserOptions): NovaSettings | null {
+  const timeout = opts.timeout ?? 30
+  const su = serviceUser ? serviceUserSession(serviceUser, timeout) : undefined
+  const base = keystoneSettings('nova', { ...opts, timeout }, 'compute', su)
   if (!base) return null
-  if (new URL(base.endpoint).pathname.replace(/\/+$/, '') === '') {
+  if (opts.endpoint_override && new URL(base.endpoint).pathname.replace(/\/+$/, '') === '') {
     throw new ConfigError(
       `[nova] endpoint_override must include the compute API version path, e.g. ${base.endpoint.replace(/\/+$/, '')}/v2.1`,
     )
@@ -166,6 +172,7 @@ export function novaSettings(opts: NovaOptions): NovaSettings | null {
     endpoint: base.endpoint,
     ...(base.token === undefined ? {} : { token: base.token }),
     ...(opts.service_token ? { serviceToken: opts.service_token } : {}),
+    ...(base.auth ? { auth: base.auth } : {}),
     timeoutMs: base.timeoutMs,
   }
 }

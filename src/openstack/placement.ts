@@ -3,7 +3,8 @@
  * microversion (1.39, the newest of Placement 8.0.0). Generation conflicts surface as
  * GenerationConflict so that the caller can re-read and retry; everything else as in `http.ts`.
  */
-import { keystoneSettings, OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+import { OpenStackHttpError, requestJson, type RequestAuth, type ServiceEndpoint } from './http.js'
+import { keystoneSettings, type KeystoneSectionOptions } from './service-auth.js'
 
 export const PLACEMENT_MICROVERSION = '1.39'
 
@@ -28,11 +29,14 @@ export interface PlacementSettings {
   endpoint: string
   /** `admin_token`: sent as X-Auth-Token. Undefined for auth_type = none. */
   token?: string
+  /** `password`: Keystone tokens, and the catalog's endpoint unless endpoint_override is set. */
+  auth?: RequestAuth
   timeoutMs: number
   onCall?: ServiceEndpoint['onCall']
 }
 
 export interface PlacementClient {
+  /** The base URL (with a catalog lookup: the one of the last call, or a description before it). */
   readonly endpoint: string
   findProviderByName(name: string): Promise<ResourceProvider | null>
   getProvider(uuid: string): Promise<ResourceProvider | null>
@@ -81,6 +85,7 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
     },
     timeoutMs: settings.timeoutMs,
     onCall: settings.onCall,
+    auth: settings.auth,
   }
   const call = (method: string, path: string, body?: unknown) => requestJson(ep, method, path, body)
   /** Runs a generation-checked write; a 409 concurrent_update becomes GenerationConflict. */
@@ -105,7 +110,9 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
   const enc = encodeURIComponent
 
   return {
-    endpoint: ep.url,
+    get endpoint() {
+      return ep.url
+    },
     async findProviderByName(name) {
       const { body } = await call('GET', `/resource_providers?name=${enc(name)}`)
       const first = (body as { resource_providers: RawProvider[] }).resource_providers[0]
@@ -214,12 +221,7 @@ function toProvider(raw: unknown): ResourceProvider {
 }
 
 /** The `[placement]` options this client reads (a structural subset of the Config section). */
-export interface PlacementOptions {
-  auth_type: 'none' | 'admin_token' | 'password'
-  endpoint_override?: string | undefined
-  token?: string | undefined
-  timeout: number
-}
+export type PlacementOptions = KeystoneSectionOptions
 
 /** Settings from `[placement]`, or null when Placement is not configured (embedded mode). */
-export const placementSettings = (opts: PlacementOptions): PlacementSettings | null => keystoneSettings('placement', opts)
+export const placementSettings = (opts: PlacementOptions): PlacementSettings | null => keystoneSettings('placement', opts, 'placement')

@@ -1,0 +1,288 @@
+/**
+ * The outbound Keystone session against a small HTTP server that plays Keystone's token API
+ * (`POST /v3/auth/tokens`: 201, X-Subject-Token, token.issued_at/expires_at/catalog; 401 for a bad
+ * password), with a clock shared with the session so that renewal is checked without waiting.
+ * A stand-in until test/support/keystone.ts runs the real one; test/openstack/keystone-catalog.test.ts
+ * does that.
+ */
+import assert from 'node:assert/strict'
+import { createServer, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, describe, it } from 'node:test'
+import { ConfigError, UnavailableError } from '../domain/errors.js'
+import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
+import { createKeystoneSession, type PasswordAuth } from './keystone-session.js'
+import { createNovaClient, novaSettings } from './nova.js'
+import { createPlacementClient, placementSettings } from './placement.js'
+import { keystoneSettings, sessionAuth } from './service-auth.js'
+
+const HOUR = 3600_000
+
+async function listen(handler: Parameters<typeof createServer>[1]) {
+  const server = createServer(handler)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** A Keystone stand-in: issues `tok-1`, `tok-2`, … valid for `lifeMs` from `clock`, with `catalog`. */
+async function fakeKeystone(catalog: unknown[] = []) {
+  const state = { clock: Date.parse('2026-03-01T10:00:00Z'), lifeMs: HOUR, issued: 0, bodies: [] as unknown[] }
+  const url = await listen((req, res) => {
+    let text = ''
+    req.on('data', (c: Buffer) => (text += c.toString()))
+    req.on('end', () => {
+      const body = JSON.parse(text) as { auth: { identity: { password: { user: { password: string } } } } }
+      state.bodies.push(body)
+      if (req.method !== 'POST' || req.url !== '/v3/auth/tokens') return void res.writeHead(404).end()
+      if (body.auth.identity.password.user.password !== 'secret') {
+        return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error": {"code": 401}}')
+      }
+      state.issued++
+      const token = {
+        issued_at: new Date(state.clock).toISOString(),
+        expires_at: new Date(state.clock + state.lifeMs).toISOString(),
+        catalog,
+      }
+      res.writeHead(201, { 'content-type': 'application/json', 'x-subject-token': `tok-${state.issued}` }).end(JSON.stringify({ token }))
+    })
+  })
+  const auth = (extra: Partial<PasswordAuth> = {}): PasswordAuth => ({
+    authUrl: `${url}/v3`,
+    username: 'cyborg',
+    password: 'secret',
+    projectName: 'service',
+    timeoutMs: 5000,
+    now: () => state.clock,
+    ...extra,
+  })
+  return { url, state, auth }
+}
+
+/** A service that records the X-Auth-Token of each request and answers 401 unless `accept(token)`. */
+async function fakeService(accept: (token: string) => boolean = () => true) {
+  const seen: IncomingHttpHeaders[] = []
+  const url = await listen((req, res) => {
+    seen.push(req.headers)
+    const ok = accept(String(req.headers['x-auth-token']))
+    res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"traits": ["CUSTOM_A"]}' : '{}')
+  })
+  return { url, seen, tokens: () => seen.map((h) => h['x-auth-token']) }
+}
+
+const endpoints = (urls: Record<string, string>) =>
+  Object.entries(urls).map(([key, url]) => {
+    const [iface, region] = key.split('@')
+    return { interface: iface, region_id: region, region, url }
+  })
+
+describe('Keystone session: token cache and renewal', () => {
+  it('authenticates once with the password method, scoped to the project, and reuses the token', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth({ userDomainName: 'users', projectDomainName: 'Default' }))
+    assert.equal(await session.token(), 'tok-1')
+    assert.equal(await session.token(), 'tok-1')
+    assert.equal(ks.state.issued, 1)
+    assert.deepEqual(ks.state.bodies[0], {
+      auth: {
+        identity: { methods: ['password'], password: { user: { name: 'cyborg', password: 'secret', domain: { name: 'users' } } } },
+        scope: { project: { name: 'service', domain: { name: 'Default' } } },
+      },
+    })
+  })
+
+  it('renews a token 5 minutes before expiry, or at 10 % of its life when that is shorter', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth())
+    const start = ks.state.clock
+    assert.equal(await session.token(), 'tok-1')
+    ks.state.clock = start + HOUR - 5 * 60_000 - 1000 // 5 min 1 s left: still used
+    assert.equal(await session.token(), 'tok-1')
+    ks.state.clock = start + HOUR - 5 * 60_000 + 1000 // 4 min 59 s left: renewed
+    assert.equal(await session.token(), 'tok-2')
+    assert.equal(ks.state.issued, 2)
+
+    ks.state.lifeMs = 60_000 // a one-minute token: renewed when 6 s are left
+    const short = createKeystoneSession(ks.auth())
+    const issued = ks.state.clock
+    assert.equal(await short.token(), 'tok-3')
+    ks.state.clock = issued + 53_000
+    assert.equal(await short.token(), 'tok-3')
+    ks.state.clock = issued + 55_000
+    assert.equal(await short.token(), 'tok-4')
+  })
+
+  it('shares one authentication among concurrent callers', async () => {
+    const ks = await fakeKeystone([{ type: 'placement', endpoints: endpoints({ public: 'http://p' }) }])
+    const session = createKeystoneSession(ks.auth())
+    const answers = await Promise.all([
+      session.token(),
+      session.token(),
+      session.endpoint({ serviceType: 'placement', interfaces: ['public'] }),
+      session.token(),
+    ])
+    assert.deepEqual(answers, ['tok-1', 'tok-1', 'http://p', 'tok-1'])
+    assert.equal(ks.state.issued, 1)
+    ks.state.clock += HOUR // expired: the next wave shares one renewal too
+    assert.deepEqual(await Promise.all([session.token(), session.token(), session.token()]), ['tok-2', 'tok-2', 'tok-2'])
+    assert.equal(ks.state.issued, 2)
+  })
+
+  it('adds /v3 to an auth_url without it', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth({ authUrl: ks.url }))
+    assert.equal(session.tokenUrl, `${ks.url}/v3/auth/tokens`)
+    assert.equal(await session.token(), 'tok-1')
+  })
+})
+
+describe('Keystone session: failures', () => {
+  it('answers UnavailableError naming the URL when Keystone is unreachable', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo
+        s.close(() => resolve(port))
+      })
+    })
+    const session = createKeystoneSession({ authUrl: `http://127.0.0.1:${closed}/v3`, username: 'u', password: 'p', projectName: 'x', timeoutMs: 2000 })
+    await assert.rejects(session.token(), (err: unknown) => {
+      assert.ok(err instanceof UnavailableError)
+      assert.equal(err.code, 'KEYSTONE_UNAVAILABLE')
+      assert.match(err.message, new RegExp(`^Keystone POST http://127\\.0\\.0\\.1:${closed}/v3/auth/tokens: ECONNREFUSED$`))
+      return true
+    })
+  })
+
+  it('names the user and project, never the password, when Keystone refuses the credentials', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth({ password: 'wrong-Pa55' }))
+    await assert.rejects(session.token(), (err: unknown) => {
+      assert.ok(err instanceof UnavailableError)
+      assert.equal(err.code, 'KEYSTONE_AUTH_FAILED')
+      assert.match(err.message, /answered 401: Keystone refused user "cyborg" \(domain Default\) for project "service"/)
+      assert.doesNotMatch(JSON.stringify({ m: err.message, d: err.details }), /wrong-Pa55/)
+      return true
+    })
+  })
+})
+
+describe('Keystone session: a 401 from the service', () => {
+  it('drops the token, authenticates again and retries once', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth())
+    await session.token() // tok-1 is cached; the service has since stopped accepting it
+    const svc = await fakeService((t) => t !== 'tok-1')
+    const ep: ServiceEndpoint = { service: 'Placement', url: svc.url, headers: {}, timeoutMs: 5000, auth: sessionAuth({ endpoint: svc.url, session }) }
+    const answer = await requestJson(ep, 'GET', '/x')
+    assert.equal(answer.status, 200)
+    assert.deepEqual(svc.tokens(), ['tok-1', 'tok-2'])
+    assert.equal(ks.state.issued, 2)
+  })
+
+  it('gives up after the one retry when the new token is refused too', async () => {
+    const ks = await fakeKeystone()
+    const session = createKeystoneSession(ks.auth())
+    const svc = await fakeService(() => false)
+    const ep: ServiceEndpoint = { service: 'Placement', url: svc.url, headers: {}, timeoutMs: 5000, auth: sessionAuth({ endpoint: svc.url, session }) }
+    await assert.rejects(requestJson(ep, 'GET', '/x'), (err: unknown) => err instanceof OpenStackHttpError && err.status === 401)
+    assert.deepEqual(svc.tokens(), ['tok-1', 'tok-2'])
+  })
+})
+
+describe('Keystone session: catalog lookup', () => {
+  const catalog = [
+    { type: 'identity', endpoints: endpoints({ public: 'http://ks/v3' }) },
+    {
+      type: 'placement',
+      endpoints: endpoints({ 'public@RegionOne': 'http://p1/', 'internal@RegionOne': 'http://p1-int', 'public@RegionTwo': 'http://p2' }),
+    },
+    { type: 'compute', endpoints: [{ interface: 'publicURL', region: 'RegionOne', url: 'http://nova/v2.1' }] },
+  ]
+  it('picks by service type, interface in the order given, and region', async () => {
+    const ks = await fakeKeystone(catalog)
+    const session = createKeystoneSession(ks.auth())
+    const pick = (q: { serviceType: string; interfaces: string[]; region?: string }) => session.endpoint(q)
+    assert.equal(await pick({ serviceType: 'placement', interfaces: ['public'] }), 'http://p1')
+    assert.equal(await pick({ serviceType: 'placement', interfaces: ['internal', 'public'] }), 'http://p1-int')
+    assert.equal(await pick({ serviceType: 'placement', interfaces: ['internal', 'public'], region: 'RegionTwo' }), 'http://p2')
+    assert.equal(await pick({ serviceType: 'compute', interfaces: ['public'] }), 'http://nova/v2.1')
+    await assert.rejects(
+      pick({ serviceType: 'placement', interfaces: ['admin'], region: 'RegionOne' }),
+      (err: unknown) =>
+        err instanceof UnavailableError &&
+        /no placement endpoint with interface admin in region RegionOne; check valid_interfaces and region_name/.test(err.message),
+    )
+    await assert.rejects(
+      pick({ serviceType: 'image', interfaces: ['public'] }),
+      (err: unknown) => err instanceof UnavailableError && /has no service of type image; register one, or set endpoint_override/.test(err.message),
+    )
+    assert.equal(ks.state.issued, 1)
+  })
+
+  it('lets the Placement client of [placement] auth_type = password reach the catalog endpoint with the token', async () => {
+    const svc = await fakeService((t) => t === 'tok-1')
+    const ks = await fakeKeystone([{ type: 'placement', endpoints: endpoints({ 'public@RegionOne': 'http://wrong', 'internal@RegionTwo': svc.url }) }])
+    const settings = placementSettings({
+      auth_type: 'password',
+      auth_url: `${ks.url}/v3`,
+      username: 'cyborg',
+      password: 'secret',
+      project_name: 'service',
+      valid_interfaces: ['internal'],
+      region_name: 'RegionTwo',
+      timeout: 5,
+    })!
+    const client = createPlacementClient(settings)
+    assert.equal(client.endpoint, 'the placement endpoint of the Keystone catalog')
+    assert.deepEqual(await client.getTraits('1b0e0ad1-0000-4000-8000-000000000001'), ['CUSTOM_A'])
+    assert.equal(client.endpoint, svc.url)
+    assert.equal(svc.seen[0]!['openstack-api-version'], 'placement 1.39')
+    assert.deepEqual(svc.tokens(), ['tok-1'])
+  })
+})
+
+describe('Nova with [service_user]', () => {
+  it("sends the service user's token as X-Service-Token next to the static admin token", async () => {
+    const ks = await fakeKeystone()
+    const nova = await fakeService()
+    const settings = novaSettings(
+      { auth_type: 'admin_token', endpoint_override: `${nova.url}/v2.1`, token: 'admin', service_token: 'static' },
+      { send_service_user_token: true, auth_type: 'password', auth_url: `${ks.url}/v3`, username: 'nova-svc', password: 'secret', project_name: 'service' },
+    )!
+    await createNovaClient({ ...settings, backoffMs: [] }).sendArqBoundEvents([
+      { instanceUuid: '6f1b2a52-7d1e-4c55-9a0b-5a3c2c6d2f11', arqUuid: 'a1d3b7c0-0000-4000-8000-000000000001', status: 'completed' },
+    ])
+    assert.equal(nova.seen[0]!['x-auth-token'], 'admin')
+    assert.equal(nova.seen[0]!['x-service-token'], 'tok-1')
+  })
+
+  it('refuses a service user without a password method or a username, naming the option', () => {
+    const nova = { auth_type: 'admin_token' as const, endpoint_override: 'http://nova/v2.1', token: 'admin' }
+    assert.throws(
+      () => novaSettings(nova, { send_service_user_token: true, auth_type: 'none' }),
+      (err: unknown) => err instanceof ConfigError && /^\[service_user\] auth_type must be password/.test(err.message),
+    )
+    assert.throws(
+      () => novaSettings(nova, { send_service_user_token: true, auth_type: 'password', auth_url: 'http://ks/v3', password: 'p', project_name: 's' }),
+      (err: unknown) => err instanceof ConfigError && err.message === '[service_user] username is required when auth_type = password',
+    )
+    assert.equal(novaSettings(nova, { send_service_user_token: false, auth_type: 'none' })?.auth, undefined)
+  })
+})
+
+describe('keystoneSettings', () => {
+  const password = { auth_type: 'password' as const, auth_url: 'http://ks/v3', username: 'u', password: 'p', project_name: 's', timeout: 5 }
+  it('refuses what cannot work, naming the option', () => {
+    const refused = (opts: Parameters<typeof keystoneSettings>[1], message: RegExp) =>
+      assert.throws(() => keystoneSettings('placement', opts), (err: unknown) => err instanceof ConfigError && message.test(err.message))
+    refused({ ...password, project_name: undefined }, /^\[placement\] project_name is required when auth_type = password$/)
+    refused({ ...password, valid_interfaces: ['private'] }, /^\[placement\] valid_interfaces has "private": expected public, internal or admin$/)
+    refused({ auth_type: 'admin_token', token: 't', timeout: 5 }, /^\[placement\] endpoint_override is required when auth_type = admin_token/)
+  })
+  it('uses endpoint_override with password auth when it is set', () => {
+    const s = keystoneSettings('placement', { ...password, endpoint_override: 'http://p:8778' })!
+    assert.equal(s.endpoint, 'http://p:8778')
+    assert.ok(s.auth)
+    assert.equal(s.token, undefined)
+  })
+})
