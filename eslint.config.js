@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint'
 import { importX } from 'eslint-plugin-import-x'
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
 
-const layers = ['domain', 'config', 'db', 'bus', 'rpc', 'drivers', 'agent', 'conductor', 'openstack', 'api', 'cli', 'main']
+const layers = ['domain', 'config', 'db', 'bus', 'rpc', 'drivers', 'agent', 'conductor', 'openstack', 'policy', 'api', 'cli', 'main']
 
 /** What each src/ folder may import (besides itself). `main` may import anything. */
 const allowed = {
@@ -18,7 +18,8 @@ const allowed = {
   rpc: ['domain', 'bus'],
   agent: ['domain', 'config', 'bus', 'rpc', 'drivers'],
   conductor: ['domain', 'config', 'bus', 'rpc', 'db', 'openstack'],
-  api: ['domain', 'config', 'bus', 'rpc', 'db', 'openstack'],
+  policy: ['domain'],
+  api: ['domain', 'config', 'bus', 'rpc', 'db', 'openstack', 'policy'],
   cli: ['domain'],
 }
 
@@ -37,6 +38,7 @@ const homes = [
   { names: ['kysely', 'pg', 'mysql2', 'mysql2/promise', 'better-sqlite3'], home: 'src/db' },
   { names: ['fastify'], home: 'src/api' },
   { names: ['amqplib'], home: 'src/bus' },
+  { names: ['yaml'], home: 'src/policy' },
 ]
 
 export default tseslint.config(

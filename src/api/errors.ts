@@ -7,6 +7,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import {
   AppError,
   ConflictError,
+  ForbiddenError,
   InvalidInputError,
   InvalidStateError,
   NotFoundError,
@@ -30,6 +31,7 @@ export class ApiError extends Error {
 export function statusOf(err: unknown): number {
   if (err instanceof ApiError) return err.statusCode
   if (err instanceof NotFoundError) return 404
+  if (err instanceof ForbiddenError) return 403
   if (err instanceof InvalidInputError) return 400
   if (err instanceof ConflictError || err instanceof InvalidStateError) return 409
   if (err instanceof UnavailableError || err instanceof TimeoutError) return 503

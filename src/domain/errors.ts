@@ -78,6 +78,16 @@ export class TimeoutError extends AppError {
   }
 }
 
+/**
+ * A policy rule denies the caller the operation. The message names the rule, in OpenStack's
+ * words: "Policy doesn't allow cyborg:arq:delete to be performed."; `details.rule` names it too.
+ */
+export class ForbiddenError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'POLICY_NOT_AUTHORIZED', ...options })
+  }
+}
+
 /** Every error class that may cross the bus, by name, for rehydration on the far side. */
 export const ERROR_CLASSES = {
   AppError,
@@ -89,4 +99,5 @@ export const ERROR_CLASSES = {
   DriverError,
   UnavailableError,
   TimeoutError,
+  ForbiddenError,
 } as const
