@@ -72,6 +72,14 @@ export const schema = {
     }),
     api_workers: int({ default: 1, min: 1, help: 'Number of API worker processes.' }),
     max_arqs_per_request: int({ default: 64, min: 1, help: 'Largest number of accelerator requests one API call may create.' }),
+    auth_strategy: enumOf(['noauth', 'keystone'] as const, {
+      default: 'noauth',
+      help: 'How callers are authenticated: keystone (every request but /, /v1, /v2 and /healthcheck needs an X-Auth-Token that Keystone validates; see [keystone_authtoken]) or noauth (every caller is an admin of noauth_project_id; for tests and trusted single-user setups only).',
+    }),
+    noauth_project_id: str({
+      default: '00000000-0000-0000-0000-000000000000',
+      help: 'With auth_strategy = noauth: the project every caller belongs to (and every accelerator request is created in).',
+    }),
   },
   database: {
     connection: databaseUrl({
@@ -170,6 +178,15 @@ export const schema = {
     service_token_roles: list({
       default: ['service'],
       help: 'Roles a service token must carry to be accepted as a service token.',
+    }),
+    service_token_roles_required: bool({
+      default: true,
+      help: 'Accept an X-Service-Token as a service token only when it carries one of service_token_roles. false: any valid X-Service-Token counts (the old keystonemiddleware behaviour).',
+    }),
+    token_cache_time: int({
+      default: 300,
+      min: 0,
+      help: 'Seconds a validated token is trusted without asking Keystone again (never past its expiry). This bounds how late a revocation takes effect. 0: ask Keystone on every request.',
     }),
     memcached_servers: list({ default: [], help: 'host:port of memcached servers that cache validated tokens.' }),
   },
