@@ -190,6 +190,12 @@ export const schema = {
     }),
     memcached_servers: list({ default: [], help: 'host:port of memcached servers that cache validated tokens.' }),
   },
+  oslo_policy: {
+    policy_file: str({
+      default: 'policy.yaml',
+      help: 'Policy overrides (oslo.policy format, YAML or JSON: rule name: rule). A relative path is looked up next to the configuration files, then in /etc/cyborg; the default file may be absent. docs/policy.md lists the rules.',
+    }),
+  },
 } as const satisfies Record<string, Record<string, Option<unknown>>>
 
 export type Schema = typeof schema

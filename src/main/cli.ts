@@ -1,11 +1,11 @@
 /**
  * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
- * `db sync`, `config sample|show` and `version`. The client subcommands (src/cli) speak HTTP only.
+ * `db sync`, `config sample|show`, `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
  */
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
 import { AppError, ConfigError } from '../domain/errors.js'
-import { DEFAULT_CONFIG_FILE, loadConfig, redactConfig, resolveConfigFiles, type Config } from '../config/config.js'
+import { configFiles, DEFAULT_CONFIG_FILE, loadConfig, redactConfig, resolveConfigFiles, type Config } from '../config/config.js'
 import { renderSample } from '../config/sample.js'
 import { renderEffective } from '../config/show.js'
 import { createLogger } from './logger.js'
@@ -172,6 +172,27 @@ config
       process.stdout.write(renderEffective(configFor(command)))
     } catch (err) {
       fail('config show', err)
+    }
+  })
+
+program
+  .command('policy')
+  .description('policy helpers')
+  .command('list')
+  .description('print every policy rule in force (default, or overridden by [oslo_policy] policy_file) and what it guards')
+  .addOption(new Option('--format <format>', 'yaml (can be pasted into policy.yaml) or json').choices(['yaml', 'json']).default('yaml'))
+  .action(async (opts: { format: 'yaml' | 'json' }, command: Command) => {
+    try {
+      const config = configFor(command)
+      const policy = await import('../policy/index.js')
+      // An override of a rule Cyborg does not have is worth a line, not a failure.
+      const warn = (...args: unknown[]) => void process.stderr.write(`warning: ${String(args.find((a) => typeof a === 'string'))}\n`)
+      const log = { error: warn, warn, info: () => {}, debug: () => {}, child: () => log }
+      const enforcer = policy.createEnforcer(config, { configFiles: configFiles(config), log })
+      const rules = enforcer.rules()
+      process.stdout.write(opts.format === 'json' ? policy.renderPolicyJson(rules) : policy.renderPolicyText(rules))
+    } catch (err) {
+      fail('policy list', err)
     }
   })
 

@@ -7,3 +7,4 @@ export type { EffectiveRule, Enforcer, EnforcerOptions, PolicyConfig, PolicySubj
 export type { Operation, RuleDefault } from './base-rules.js'
 export { PolicySyntaxError } from './parser.js'
 export { DEFAULT_POLICY_FILE } from './policy-file.js'
+export { renderPolicyJson, renderPolicyText, renderRulesMarkdown } from './render.js'
