@@ -5,6 +5,7 @@
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { installBodyParser } from './body-parser.js'
+import { installAuth } from './auth.js'
 import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
@@ -50,6 +51,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   installBodyParser(app)
   installErrorHandling(app)
   app.addHook('onRequest', identify)
+  if (options.auth) installAuth(app, options.auth)
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.debug(

@@ -10,6 +10,7 @@ import {
   ForbiddenError,
   InvalidInputError,
   InvalidStateError,
+  NotAuthenticatedError,
   NotFoundError,
   TimeoutError,
   UnavailableError,
@@ -32,6 +33,7 @@ export function statusOf(err: unknown): number {
   if (err instanceof ApiError) return err.statusCode
   if (err instanceof NotFoundError) return 404
   if (err instanceof ForbiddenError) return 403
+  if (err instanceof NotAuthenticatedError) return 401
   if (err instanceof InvalidInputError) return 400
   if (err instanceof ConflictError || err instanceof InvalidStateError) return 409
   if (err instanceof UnavailableError || err instanceof TimeoutError) return 503

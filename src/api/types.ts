@@ -5,6 +5,8 @@
 import type { Logger } from 'pino'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import type { RequestContext } from '../domain/request-context.js'
+import type { Authenticator } from './auth.js'
 
 /** The Kysely instance, named through the db layer so that src/api never imports kysely. */
 export type Db = DatabaseHandle['db']
@@ -30,15 +32,15 @@ export interface ApiOptions {
   maxArqsPerRequest?: number
   /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
   serviceDownAfterMs?: number
+  /**
+   * `[api] auth_strategy`: who the caller is (src/api/auth.ts). Without it every caller is an
+   * admin without a project (the embedded tests' default).
+   */
+  auth?: Authenticator
 }
 
-/** Who is calling. With noauth every caller is an admin; Keystone fills it in later. */
-export interface RequestContext {
-  projectId: string | null
-  userId: string | null
-  roles: string[]
-  isAdmin: boolean
-}
+/** Who is calling: set by the authentication hook (src/api/auth.ts). */
+export type { RequestContext } from '../domain/request-context.js'
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -47,7 +47,17 @@ void describe('defaults', () => {
     assert.equal(c.DEFAULT.periodic_interval, 60)
     assert.equal(c.DEFAULT.bind_timeout, 60)
     assert.equal(c.DEFAULT.debug, false)
-    assert.deepEqual(c.api, { host_ip: '127.0.0.1', port: 6666, public_endpoint: undefined, api_workers: 1, max_arqs_per_request: 64 })
+    assert.deepEqual(c.api, {
+      host_ip: '127.0.0.1',
+      port: 6666,
+      public_endpoint: undefined,
+      api_workers: 1,
+      max_arqs_per_request: 64,
+      auth_strategy: 'noauth',
+      noauth_project_id: '00000000-0000-0000-0000-000000000000',
+    })
+    assert.equal(c.keystone_authtoken.token_cache_time, 300)
+    assert.equal(c.keystone_authtoken.service_token_roles_required, true)
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
     assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: undefined, host_root: '/', auto_activate: false })
     assert.deepEqual(c.conductor, { save_interval_ms: 2, max_batch: 64 })

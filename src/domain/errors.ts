@@ -101,3 +101,10 @@ export const ERROR_CLASSES = {
   TimeoutError,
   ForbiddenError,
 } as const
+
+/** The caller did not prove who it is: no token, or one Keystone refuses (invalid, expired, revoked). */
+export class NotAuthenticatedError extends AppError {
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { code: 'NOT_AUTHENTICATED', ...options })
+  }
+}

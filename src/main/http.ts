@@ -5,6 +5,7 @@ import { optionError, type Config } from '../config/config.js'
 import { createApp } from '../api/app.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
+import { apiAuthenticator } from './api-auth.js'
 import { errorMessage } from './error-message.js'
 import { errorCode } from './resources.js'
 
@@ -20,10 +21,12 @@ export async function startHttpApi(
 ): Promise<ListeningApi> {
   const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
+  const auth = apiAuthenticator(config, deps.log)
   const app = await createApp(
     { db: deps.db.db, conductor: deps.conductor, log: deps.log },
     {
       maxArqsPerRequest: max_arqs_per_request,
+      auth,
       // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
       serviceDownAfterMs: (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),

@@ -19,8 +19,12 @@ const REDACT = [
   '*.*.token',
   'headers.authorization',
   'headers["x-auth-token"]',
+  'headers["x-service-token"]',
+  'headers["x-subject-token"]',
   '*.headers.authorization',
   '*.headers["x-auth-token"]',
+  '*.headers["x-service-token"]',
+  '*.headers["x-subject-token"]',
 ]
 
 /** @throws ConfigError when CYBORG_LOG_LEVEL is not a pino level */

@@ -1,0 +1,100 @@
+/**
+ * Inbound authentication: one `onRequest` hook that sets `request.ctx` (src/domain/request-context.ts)
+ * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
+ * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, and
+ * `/healthcheck` need no token. Policy decisions are not made here: the policy layer reads ctx.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { NotAuthenticatedError } from '../domain/errors.js'
+import { freezeContext, type RequestContext } from '../domain/request-context.js'
+
+export const AUTH_TOKEN_HEADER = 'x-auth-token'
+export const SERVICE_TOKEN_HEADER = 'x-service-token'
+
+export interface Authenticator {
+  readonly strategy: 'keystone' | 'noauth'
+  /**
+   * The caller of a request carrying `token` (X-Auth-Token) and `serviceToken` (X-Service-Token).
+   * Synchronous when the answer is known (noauth, a cached token), else a promise.
+   * @throws NotAuthenticatedError for a missing, invalid, expired or revoked token;
+   *   UnavailableError when Keystone cannot be asked
+   */
+  authenticate(token: string | undefined, serviceToken: string | undefined): RequestContext | Promise<RequestContext>
+  /** The `WWW-Authenticate` value sent with a 401, e.g. `Keystone uri="http://keystone:5000/v3"`. */
+  readonly wwwAuthenticate?: string
+}
+
+/** The context of requests to paths that need no token. */
+export const ANONYMOUS_CONTEXT: RequestContext = freezeContext({
+  userId: null,
+  projectId: null,
+  roles: [],
+  isAdmin: false,
+  systemScope: false,
+  serviceRoles: [],
+  serviceToken: false,
+  authStrategy: 'noauth',
+})
+
+/** `[api] auth_strategy = noauth`: every caller is an admin of `projectId`. */
+export function noauthAuthenticator(projectId: string): Authenticator {
+  const ctx = freezeContext({
+    userId: null,
+    projectId,
+    roles: ['admin', 'manager', 'member', 'reader'],
+    isAdmin: true,
+    systemScope: false,
+    serviceRoles: [],
+    serviceToken: false,
+    authStrategy: 'noauth',
+  })
+  return { strategy: 'noauth', authenticate: () => ctx }
+}
+
+const PUBLIC_PATHS = new Set(['/', '/v1', '/v2', '/healthcheck'])
+
+/** Whether `url` (path and query) needs no token. */
+export function isPublicPath(url: string): boolean {
+  const q = url.indexOf('?')
+  let p = q < 0 ? url : url.slice(0, q)
+  if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1)
+  return PUBLIC_PATHS.has(p)
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name]
+  const s = Array.isArray(v) ? v[0] : v
+  return s === undefined || s === '' ? undefined : s
+}
+
+/** Installs the hook; call after the request-id hook (src/api/context.ts). */
+export function installAuth(app: FastifyInstance, auth: Authenticator): void {
+  const fail = (reply: FastifyReply, done: HookHandlerDoneFunction, err: unknown) => {
+    if (err instanceof NotAuthenticatedError && auth.wwwAuthenticate) reply.header('www-authenticate', auth.wwwAuthenticate)
+    done(err as Error)
+  }
+  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    if (isPublicPath(request.url)) {
+      request.ctx = ANONYMOUS_CONTEXT
+      return done()
+    }
+    let result: RequestContext | Promise<RequestContext>
+    try {
+      result = auth.authenticate(header(request, AUTH_TOKEN_HEADER), header(request, SERVICE_TOKEN_HEADER))
+    } catch (err) {
+      return fail(reply, done, err)
+    }
+    if (result instanceof Promise) {
+      result.then(
+        (ctx) => {
+          request.ctx = ctx
+          done()
+        },
+        (err: unknown) => fail(reply, done, err),
+      )
+      return
+    }
+    request.ctx = result
+    done()
+  })
+}

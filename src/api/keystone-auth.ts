@@ -1,0 +1,162 @@
+/**
+ * `[api] auth_strategy = keystone`: validates X-Auth-Token (and X-Service-Token) against Keystone
+ * with the API's own service token, which it gets by password auth from `[keystone_authtoken]`
+ * and renews before it expires. Validated tokens are cached, keyed by their SHA-256, in an LRU
+ * bounded in entries, each until min(token expiry, now + token_cache_time): a revoked token is
+ * refused at the latest token_cache_time later. Concurrent requests with one new token share
+ * one validation call.
+ */
+import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import { NotAuthenticatedError, UnavailableError } from '../domain/errors.js'
+import { freezeContext, type RequestContext } from '../domain/request-context.js'
+import {
+  InvalidTokenError,
+  passwordAuth,
+  v3Url,
+  validateToken,
+  type KeystoneEndpoint,
+  type PasswordCredentials,
+  type TokenInfo,
+} from '../openstack/keystone.js'
+import type { Authenticator } from './auth.js'
+
+export interface KeystoneAuthOptions extends KeystoneEndpoint {
+  /** The API's own service user. */
+  credentials: PasswordCredentials
+  /** Sent to clients in WWW-Authenticate; defaults to authUrl. */
+  wwwAuthenticateUri?: string | undefined
+  serviceTokenRoles: string[]
+  serviceTokenRolesRequired: boolean
+  /** Longest time a validated token is trusted without asking Keystone again. */
+  cacheTimeMs: number
+  /** @default 10000 */
+  cacheMaxEntries?: number
+}
+
+export interface KeystoneAuthenticator extends Authenticator {
+  /** Validation calls made to Keystone so far (for tests and benchmarks). */
+  readonly validations: number
+}
+
+interface Validated {
+  info: TokenInfo
+  /** The context of a request with this X-Auth-Token and no service token. */
+  ctx: RequestContext
+}
+
+/** Renew the service token this long before it expires (at most half its remaining life). */
+const RENEW_BEFORE_MS = 5 * 60_000
+
+export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): KeystoneAuthenticator {
+  const cache = new LRUCache<string, Validated>({ max: opts.cacheMaxEntries ?? 10_000 })
+  const inflight = new Map<string, Promise<Validated>>()
+  const serviceRoles = new Set(opts.serviceTokenRoles)
+  let own: { token: string; renewAt: number } | undefined
+  let ownPending: Promise<string> | undefined
+  let validations = 0
+
+  const ownToken = (): Promise<string> => {
+    if (own && Date.now() < own.renewAt) return Promise.resolve(own.token)
+    ownPending ??= passwordAuth(opts, opts.credentials)
+      .then(
+        (issued) => {
+          const left = issued.expiresAt - Date.now()
+          own = { token: issued.token, renewAt: Date.now() + left - Math.min(RENEW_BEFORE_MS, left / 2) }
+          return issued.token
+        },
+        (err: unknown) => {
+          if (err instanceof InvalidTokenError) {
+            throw new UnavailableError(
+              `Cannot validate tokens: Keystone refuses the API's own credentials ([keystone_authtoken] username, password, project_name)`,
+              { code: 'KEYSTONE_CREDENTIALS_REFUSED' },
+            )
+          }
+          throw err
+        },
+      )
+      .finally(() => {
+        ownPending = undefined
+      })
+    return ownPending
+  }
+
+  const ask = async (token: string): Promise<TokenInfo> => {
+    for (let attempt = 0; ; attempt++) {
+      const mine = await ownToken()
+      try {
+        validations++
+        return await validateToken(opts, mine, token)
+      } catch (err) {
+        // 401: Keystone no longer takes our own token (revoked, keys rotated): renew it once.
+        if (err instanceof InvalidTokenError && err.status === 401 && attempt === 0) {
+          if (own?.token === mine) own = undefined
+          continue
+        }
+        throw err
+      }
+    }
+  }
+
+  const validate = (token: string, what: string): Validated | Promise<Validated> => {
+    const key = createHash('sha256').update(token).digest('base64')
+    const hit = cache.get(key)
+    if (hit) return hit
+    let pending = inflight.get(key)
+    if (!pending) {
+      pending = ask(token)
+        .then((info) => {
+          const left = info.expiresAt - Date.now()
+          if (left <= 0) throw new InvalidTokenError(404)
+          const entry = { info, ctx: contextOf(info) }
+          const ttl = Math.min(left, opts.cacheTimeMs)
+          if (ttl > 0) cache.set(key, entry, { ttl })
+          return entry
+        })
+        .catch((err: unknown) => {
+          if (err instanceof InvalidTokenError) {
+            throw new NotAuthenticatedError(`The ${what} is invalid, expired or revoked`, { details: { header: what } })
+          }
+          throw err
+        })
+        .finally(() => inflight.delete(key))
+      inflight.set(key, pending)
+    }
+    return pending
+  }
+
+  const combine = (user: Validated, service: Validated): RequestContext => {
+    const roles = service.info.roles
+    const accepted = !opts.serviceTokenRolesRequired || roles.some((r) => serviceRoles.has(r))
+    return freezeContext({ ...user.ctx, roles: [...user.ctx.roles], serviceRoles: [...roles], serviceToken: accepted })
+  }
+
+  return {
+    strategy: 'keystone',
+    wwwAuthenticate: `Keystone uri="${opts.wwwAuthenticateUri ?? v3Url(opts.authUrl)}"`,
+    get validations() {
+      return validations
+    },
+    authenticate(token, serviceToken) {
+      if (token === undefined) throw new NotAuthenticatedError('Authentication required: send a Keystone token in X-Auth-Token')
+      const user = validate(token, 'X-Auth-Token')
+      if (serviceToken === undefined) return user instanceof Promise ? user.then((v) => v.ctx) : user.ctx
+      const service = validate(serviceToken, 'X-Service-Token')
+      if (!(user instanceof Promise) && !(service instanceof Promise)) return combine(user, service)
+      return Promise.all([user, service]).then(([u, s]) => combine(u, s))
+    },
+  }
+}
+
+function contextOf(info: TokenInfo): RequestContext {
+  return freezeContext({
+    userId: info.userId,
+    projectId: info.projectId,
+    roles: [...info.roles],
+    isAdmin: info.roles.includes('admin'),
+    systemScope: info.system,
+    serviceRoles: [],
+    serviceToken: false,
+    authStrategy: 'keystone',
+  })
+}
