@@ -8,6 +8,12 @@ import assert from 'node:assert/strict'
 import { ForbiddenError } from '../domain/errors.js'
 import { createEnforcerFromRules, DEFAULT_RULES } from './enforcer.js'
 import type { PolicySubject } from './enforcer.js'
+import type { RequestContext } from '../domain/request-context.js'
+
+// The API's request context is what the enforcer takes (a compile-time check).
+export type _ContextFits = RequestContext extends PolicySubject ? true : never
+const _fits: _ContextFits = true
+void _fits
 
 function persona(projectId: string, roles: string[]): PolicySubject & { serviceToken: boolean; authStrategy: 'keystone' | 'noauth' } {
   return {
