@@ -2,8 +2,8 @@
  * The outbound Keystone session against a small HTTP server that plays Keystone's token API
  * (`POST /v3/auth/tokens`: 201, X-Subject-Token, token.issued_at/expires_at/catalog; 401 for a bad
  * password), with a clock shared with the session so that renewal is checked without waiting.
- * A stand-in until test/support/keystone.ts runs the real one; test/openstack/keystone-catalog.test.ts
- * does that.
+ * Cheap and deterministic; test/keystone/outbound-placement.test.ts runs the same client against the
+ * real Keystone of test/support/keystone.ts.
  */
 import assert from 'node:assert/strict'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
