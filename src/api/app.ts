@@ -6,6 +6,8 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { installBodyParser } from './body-parser.js'
 import { installAuth } from './auth.js'
+import { installPolicy } from './policy-hook.js'
+import { createEnforcerFromRules } from '../policy/index.js'
 import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
@@ -52,6 +54,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   installErrorHandling(app)
   app.addHook('onRequest', identify)
   if (options.auth) installAuth(app, options.auth)
+  installPolicy(app, options.enforcer ?? createEnforcerFromRules())
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.debug(

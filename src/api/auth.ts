@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { NotAuthenticatedError } from '../domain/errors.js'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
+import { noauthContext } from './context.js'
 
 export const AUTH_TOKEN_HEADER = 'x-auth-token'
 export const SERVICE_TOKEN_HEADER = 'x-service-token'
@@ -36,18 +37,9 @@ export const ANONYMOUS_CONTEXT: RequestContext = freezeContext({
   authStrategy: 'noauth',
 })
 
-/** `[api] auth_strategy = noauth`: every caller is an admin of `projectId`. */
+/** `[api] auth_strategy = noauth`: every caller is an admin of `projectId` (src/api/context.ts). */
 export function noauthAuthenticator(projectId: string): Authenticator {
-  const ctx = freezeContext({
-    userId: null,
-    projectId,
-    roles: ['admin', 'manager', 'member', 'reader'],
-    isAdmin: true,
-    systemScope: false,
-    serviceRoles: [],
-    serviceToken: false,
-    authStrategy: 'noauth',
-  })
+  const ctx = noauthContext(projectId)
   return { strategy: 'noauth', authenticate: () => ctx }
 }
 

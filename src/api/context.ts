@@ -1,6 +1,6 @@
 /**
  * The identity hook: every request gets its request id echoed back and a caller context.
- * That is an admin without a project unless an authenticator (src/api/auth.ts) replaces it.
+ * That is a noauth admin unless an authenticator (src/api/auth.ts) replaces it.
  */
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { randomUUID } from 'node:crypto'
@@ -10,17 +10,28 @@ import { freezeContext, type RequestContext } from '../domain/request-context.js
 export const REQUEST_ID_HEADER = 'x-openstack-request-id'
 const REQUEST_ID_RE = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** No authenticator configured: an admin without project or user. Frozen, so one object serves every request. */
-export const NOAUTH_CONTEXT: RequestContext = freezeContext({
-  projectId: null,
-  userId: null,
-  roles: ['admin'],
-  isAdmin: true,
-  systemScope: false,
-  serviceRoles: [],
-  serviceToken: false,
-  authStrategy: 'noauth',
-})
+/** The project of noauth callers when nothing else is configured (`[api] noauth_project_id`'s default). */
+export const NOAUTH_PROJECT_ID = '00000000-0000-0000-0000-000000000000'
+
+/**
+ * A noauth caller: an admin (with every project role) of `projectId`, whose calls count as coming
+ * with a service token, since noauth checks none. Frozen, so one object serves every request.
+ */
+export function noauthContext(projectId: string): RequestContext {
+  return freezeContext({
+    projectId,
+    userId: null,
+    roles: ['admin', 'manager', 'member', 'reader', 'service'],
+    isAdmin: true,
+    systemScope: false,
+    serviceRoles: ['service'],
+    serviceToken: true,
+    authStrategy: 'noauth',
+  })
+}
+
+/** No authenticator configured: a noauth caller of the default project. */
+export const NOAUTH_CONTEXT: RequestContext = noauthContext(NOAUTH_PROJECT_ID)
 
 /** The request id: the caller's `X-OpenStack-Request-ID` when it is a valid `req-<uuid>`, else a new one. */
 export function requestId(raw: IncomingMessage): string {

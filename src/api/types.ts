@@ -7,6 +7,7 @@ import type { DatabaseHandle } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'
+import type { Enforcer } from '../policy/index.js'
 
 /** The Kysely instance, named through the db layer so that src/api never imports kysely. */
 export type Db = DatabaseHandle['db']
@@ -37,6 +38,8 @@ export interface ApiOptions {
    * admin without a project (the embedded tests' default).
    */
   auth?: Authenticator
+  /** The policy (`[oslo_policy] policy_file` over the defaults). @default the defaults alone */
+  enforcer?: Pick<Enforcer, 'enforce'>
 }
 
 /** Who is calling: set by the authentication hook (src/api/auth.ts). */

@@ -348,7 +348,10 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     async deleteArqs(req) {
       const byInstance = req !== null && typeof req === 'object' && 'instanceUuid' in req
       const arqs = byInstance
-        ? await listArqs(db.db, { instanceUuid: checkUuid(req.instanceUuid, 'instance') })
+        ? await listArqs(db.db, {
+            instanceUuid: checkUuid(req.instanceUuid, 'instance'),
+            ...(req.projectId === undefined ? {} : { projectId: checkString(req.projectId, 'project_id') }),
+          })
         : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => v2Arq(db.db, u).catch(() => undefined)))
       const deleted = await remove(arqs.filter((a): a is Arq => a !== undefined))
       if (!byInstance) {

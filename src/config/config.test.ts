@@ -277,8 +277,8 @@ void describe('errors: one line naming where, section, option, value and the exp
   })
 
   void test('unknown sections and options', () => {
-    const s = file('[DEFAULT]\nhost = x\n\n[oslo_policy]\n')
-    rejects({ files: [s] }, `${s}:4: [oslo_policy]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken`)
+    const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
+    rejects({ files: [s] }, `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy`)
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')

@@ -42,6 +42,8 @@ export interface ArqDetail extends Arq {
 /** Filters of `listArqDetails`; exact matches, combined with AND. */
 export interface ArqDetailFilter extends PageOptions<ArqSortKey> {
   instanceUuid?: string
+  /** Only this project's requests (a non-admin caller's view). */
+  projectId?: string
   /** Only these states (an empty list matches none). */
   states?: readonly ArqState[]
 }
@@ -84,6 +86,7 @@ export async function listArqDetails(db: Kysely<Database>, filter: ArqDetailFilt
   if (filter.states?.length === 0) return []
   let qb = selectDetails(db)
   if (filter.instanceUuid !== undefined) qb = qb.where('accelerator_requests.instance_uuid', '=', filter.instanceUuid)
+  if (filter.projectId !== undefined) qb = qb.where('accelerator_requests.project_id', '=', filter.projectId)
   if (filter.states !== undefined) qb = qb.where('accelerator_requests.state', 'in', [...filter.states])
   const { limit, marker, sortKey, sortDir } = filter
   qb = await paginate(db, qb, PAGE, { limit, marker, sortKey, sortDir })
@@ -97,14 +100,17 @@ export async function getArqDetail(db: Kysely<Database>, uuid: string): Promise<
   return toDetail(row)
 }
 
-/** True when some ARQ of the instance is not resolved yet (Nova then waits: 423). */
-export async function hasUnresolvedArqs(db: Kysely<Database>, instanceUuid: string): Promise<boolean> {
-  const row = await db
+/**
+ * True when some ARQ of the instance (of `projectId`'s, when given) is not resolved yet (Nova then
+ * waits: 423). v1 attachments are not ARQs of v2's view, so they never make Nova wait.
+ */
+export async function hasUnresolvedArqs(db: Kysely<Database>, instanceUuid: string, projectId?: string): Promise<boolean> {
+  let qb = db
     .selectFrom('accelerator_requests')
     .select('id')
     .where('instance_uuid', '=', instanceUuid)
+    .where('device_profile_id', 'is not', null)
     .where('state', 'in', [...UNRESOLVED_STATES])
-    .limit(1)
-    .executeTakeFirst()
-  return row !== undefined
+  if (projectId !== undefined) qb = qb.where('project_id', '=', projectId)
+  return (await qb.limit(1).executeTakeFirst()) !== undefined
 }

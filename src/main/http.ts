@@ -1,11 +1,12 @@
 /** Starts the HTTP API of a process on `[api] host_ip`:`port`. */
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
-import { optionError, type Config } from '../config/config.js'
+import { configFiles, optionError, type Config } from '../config/config.js'
 import { createApp } from '../api/app.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { apiAuthenticator } from './api-auth.js'
+import { createEnforcer } from '../policy/index.js'
 import { errorMessage } from './error-message.js'
 import { errorCode } from './resources.js'
 
@@ -22,11 +23,13 @@ export async function startHttpApi(
   const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
   const auth = apiAuthenticator(config, deps.log)
+  const enforcer = createEnforcer(config, { configFiles: configFiles(config), log: deps.log })
   const app = await createApp(
     { db: deps.db.db, conductor: deps.conductor, log: deps.log },
     {
       maxArqsPerRequest: max_arqs_per_request,
       auth,
+      enforcer,
       // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
       serviceDownAfterMs: (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),

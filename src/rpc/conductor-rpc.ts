@@ -99,9 +99,9 @@ export interface ConductorRpc {
   unbindArqs(req: { uuids: string[] }): Promise<ArqBindOutcome[]>
   /**
    * (1.3) Unbinds and deletes ARQs by uuid (NotFoundError for unknown ones, after deleting the rest)
-   * or by instance (idempotent).
+   * or by instance (idempotent; (1.4) only `projectId`'s requests when given).
    */
-  deleteArqs(req: { uuids: string[] } | { instanceUuid: string }): Promise<{ deleted: string[] }>
+  deleteArqs(req: { uuids: string[] } | { instanceUuid: string; projectId?: string }): Promise<{ deleted: string[] }>
   /**
    * (1.4) v1 attach: claims a free unit of the accelerator for an instance or a host, has the
    * host's agent prepare it, and records it as an accelerator request with no device profile.

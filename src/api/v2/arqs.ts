@@ -9,7 +9,8 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ARQ_SORT_KEYS, getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from '../../db/arq-views.js'
 import { isUuidLike } from '../../domain/device-profile.js'
-import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import type { RequestContext } from '../../domain/request-context.js'
 import { listParam, markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import { ArqPatchBody, parseArqPatch } from './arq-patch.js'
@@ -51,17 +52,53 @@ function uuidQuery(query: Query, name: string): string | undefined {
   return v?.toLowerCase()
 }
 
+/** The project whose requests the caller sees: every one for an admin, else its own (none without a project). */
+function visibleProject(ctx: RequestContext): string | undefined {
+  return ctx.isAdmin ? undefined : (ctx.projectId ?? '')
+}
+
+/** Bind, unbind and deleting a bound request need a valid service token (Nova's, with the service role). */
+function requireServiceToken(ctx: RequestContext, what: string): void {
+  if (ctx.serviceToken) return
+  throw new ForbiddenError(`${what} requires a service token: an X-Service-Token with one of the service roles ([keystone_authtoken] service_token_roles)`, {
+    code: 'SERVICE_TOKEN_REQUIRED',
+  })
+}
+
 export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArqsPerRequest }: V2Env): void {
+  /** The request, if the caller may see it; another project's is 404, exactly like a missing one. */
+  const visible = async (ctx: RequestContext, uuid: string) => {
+    const arq = await getArqDetail(db, uuid)
+    const project = visibleProject(ctx)
+    if (project !== undefined && arq.projectId !== project) throw notFound(uuid)
+    return arq
+  }
+
   const patch = async (request: FastifyRequest, reply: FastifyReply, pathUuid?: string) => {
     const parsed = parseArqPatch(request.body as ArqPatchBody, {
       apiMinor: request.apiMinor,
       isAdmin: request.ctx.isAdmin,
       ...(pathUuid === undefined ? {} : { pathUuid }),
     })
+    requireServiceToken(request.ctx, parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests')
+    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids) await visible(request.ctx, uuid)
     if (parsed.kind === 'bind') await conductor.bindArqs({ bindings: parsed.bindings })
     else await conductor.unbindArqs({ uuids: parsed.uuids })
     // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
     return reply.code(202).send()
+  }
+
+  /**
+   * Deletes requests by uuid: a missing or another project's one is named in a 404 (after the rest
+   * are deleted, as OpenStack Cyborg does); deleting a bound one needs a service token.
+   */
+  const deleteByUuid = async (ctx: RequestContext, uuids: string[]) => {
+    const found = await Promise.all(uuids.map((u) => visible(ctx, u).catch(() => undefined)))
+    if (found.some((a) => a?.instanceUuid)) requireServiceToken(ctx, 'deleting a bound accelerator request')
+    const mine = found.filter((a) => a !== undefined).map((a) => a.uuid)
+    if (mine.length > 0) await conductor.deleteArqs({ uuids: mine })
+    const missing = uuids.filter((u) => !mine.includes(u))
+    if (missing.length > 0) throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, { code: 'ARQ_NOT_FOUND', details: { uuids: missing } })
   }
 
   resource(app, '/accelerator_requests', {
@@ -93,10 +130,11 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
         }
         const paging = pagingParams(query, ARQ_SORT_KEYS)
         // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
-        if (instanceUuid !== undefined && bindState === 'resolved' && (await hasUnresolvedArqs(db, instanceUuid))) {
+        const projectId = visibleProject(request.ctx)
+        if (instanceUuid !== undefined && bindState === 'resolved' && (await hasUnresolvedArqs(db, instanceUuid, projectId))) {
           return reply.code(423).send()
         }
-        const filter = { instanceUuid, states: bindState === undefined ? undefined : RESOLVED_STATES, ...paging }
+        const filter = { instanceUuid, projectId, states: bindState === undefined ? undefined : RESOLVED_STATES, ...paging }
         const arqs = await listArqDetails(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
@@ -122,12 +160,14 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
           )
         }
         if (instanceUuid !== undefined) {
-          await conductor.deleteArqs({ instanceUuid })
+          requireServiceToken(request.ctx, "deleting an instance's accelerator requests")
+          const projectId = visibleProject(request.ctx)
+          await conductor.deleteArqs(projectId === undefined ? { instanceUuid } : { instanceUuid, projectId })
         } else {
           if (uuids!.length === 0) throw invalid('arqs', 'name at least one accelerator request uuid')
           const bad = uuids!.find((u) => !isUuidLike(u))
           if (bad !== undefined) throw invalid('arqs', `${JSON.stringify(bad)} is not a UUID`)
-          await conductor.deleteArqs({ uuids: [...new Set(uuids!.map((u) => u.toLowerCase()))] })
+          await deleteByUuid(request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
         }
         return reply.code(204).send()
       },
@@ -137,7 +177,7 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
   resource(app, '/accelerator_requests/:uuid', {
     GET: {
       policy: 'cyborg:arq:get_one',
-      handler: async (request: FastifyRequest) => arqView(await getArqDetail(db, uuidParam(request)), baseUrl(request)),
+      handler: async (request: FastifyRequest) => arqView(await visible(request.ctx, uuidParam(request)), baseUrl(request)),
     },
     PATCH: {
       policy: 'cyborg:arq:update',
@@ -147,7 +187,7 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
     DELETE: {
       policy: 'cyborg:arq:delete',
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        await conductor.deleteArqs({ uuids: [uuidParam(request)] })
+        await deleteByUuid(request.ctx, [uuidParam(request)])
         return reply.code(204).send()
       },
     },
