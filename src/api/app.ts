@@ -44,6 +44,10 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     // headers is present, so nothing changes for it; most API calls are such GETs.
     http: { optimizeEmptyRequests: true },
     routerOptions: { ignoreTrailingSlash: true },
+    // `[api] enable_ssl_api`: HTTPS only; with a CA, a client certificate it signed is required.
+    ...(options.https === undefined
+      ? {}
+      : { https: { ...options.https, ...(options.https.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true }) } }),
     // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   }) as unknown as FastifyInstance

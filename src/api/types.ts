@@ -40,6 +40,18 @@ export interface ApiOptions {
   auth?: Authenticator
   /** The policy (`[oslo_policy] policy_file` over the defaults). @default the defaults alone */
   enforcer?: Pick<Enforcer, 'enforce'>
+  /**
+   * `[api] enable_ssl_api`: serve HTTPS only with this PEM key and certificate; with `ca`, clients
+   * must present a certificate it signed. @default plain HTTP
+   */
+  https?: ApiTls
+}
+
+/** The TLS material of the listener, already read and checked (src/main/tls.ts). */
+export interface ApiTls {
+  key: Buffer
+  cert: Buffer
+  ca?: Buffer
 }
 
 /** Who is calling: set by the authentication hook (src/api/auth.ts). */

@@ -1,6 +1,6 @@
 /**
  * What every client subcommand shares: the client options (`--url`/CYBORG_URL, `--token`/OS_TOKEN,
- * `--format`), the action wrapper that turns a failure into one line on stderr and exit code 1,
+ * `--os-cacert`/OS_CACERT, `--format`), the action wrapper that turns a failure into one line on stderr and exit code 1,
  * query strings, table columns, and the v2 microversion the client speaks.
  */
 import { Option, type Command } from 'commander'
@@ -28,6 +28,7 @@ export function client(command: Command): Command {
   return command
     .addOption(new Option('--url <url>', 'the Cyborg API').env('CYBORG_URL').default('http://127.0.0.1:6666'))
     .addOption(new Option('--token <token>', 'a Keystone token, sent as X-Auth-Token').env('OS_TOKEN'))
+    .addOption(new Option('--os-cacert <file>', 'PEM CA certificate(s) to trust for an https --url (a private CA)').env('OS_CACERT'))
     .addOption(new Option('--format <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
 }
 

@@ -5,6 +5,7 @@
  * It uses node:http(s), not fetch: fetch refuses the "bad ports" of the Fetch standard, and
  * 6665-6669 are among them, so it cannot reach Cyborg's own default port, 6666.
  */
+import { readFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 
@@ -13,6 +14,8 @@ export interface ClientOptions {
   url: string
   /** Sent as X-Auth-Token when given. */
   token?: string
+  /** `--os-cacert`: a PEM file of CA certificates trusted for an https URL (instead of the system's). */
+  osCacert?: string
 }
 
 export class CliError extends Error {
@@ -70,12 +73,13 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
   } catch {
     throw new CliError(`the API URL ${JSON.stringify(options.url)} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`)
   }
+  const ca = url.protocol === 'https:' && options.osCacert !== undefined ? readCa(options.osCacert) : undefined
   let res: { status: number; headers: IncomingHttpHeaders; text: string }
   try {
-    res = await send(url, method, headers, payload)
+    res = await send(url, method, headers, payload, ca)
   } catch (err) {
     const cause = (err as { code?: string }).code ?? (err instanceof Error ? err.message : String(err))
-    throw new CliError(`cannot reach the Cyborg API at ${options.url} (${cause}); is it running? Set --url or CYBORG_URL`)
+    throw new CliError(unreachable(options, cause))
   }
   if (res.status < 200 || res.status > 299) throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(res.text)}`, { status: res.status })
   const answered = new Headers()
@@ -83,11 +87,45 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
   return { status: res.status, headers: answered, body: (res.text ? JSON.parse(res.text) : undefined) as T }
 }
 
-/** One HTTP exchange, with a 120 s limit. */
-function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined) {
+/** TLS failures that mean the server's certificate is not one this client trusts. */
+const UNTRUSTED = new Set([
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+])
+
+/** What to say when no answer came: the cause and what to do about it. */
+function unreachable(options: ClientOptions, cause: string): string {
+  const at = `the Cyborg API at ${options.url}`
+  if (UNTRUSTED.has(cause)) {
+    const given = options.osCacert === undefined ? '' : ` ${options.osCacert} did not sign it;`
+    return `the certificate of ${at} is not trusted (${cause});${given} pass the CA certificate that signed it with --os-cacert FILE or OS_CACERT`
+  }
+  if (cause === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the certificate of ${at} is not for that host name (${cause}); use the name or address it was issued for in --url`
+  if (cause === 'CERT_HAS_EXPIRED' || cause === 'CERT_NOT_YET_VALID') return `the certificate of ${at} is not valid now (${cause}); the API's operator must renew it`
+  if (cause === 'EPROTO' || cause === 'ERR_SSL_WRONG_VERSION_NUMBER') return `cannot speak TLS with ${at} (${cause}); does it serve plain HTTP? Then use an http:// --url`
+  if (cause === 'ECONNRESET' && options.url.startsWith('http:')) return `${at} dropped the connection (${cause}); if it serves HTTPS ([api] enable_ssl_api), use an https:// --url`
+  return `cannot reach ${at} (${cause}); is it running? Set --url or CYBORG_URL`
+}
+
+/** The `--os-cacert` file's certificates; unreadable is a one-line CliError naming it. */
+function readCa(file: string): Buffer {
+  try {
+    return readFileSync(file)
+  } catch (err) {
+    throw new CliError(`cannot read the CA certificate file ${file} (--os-cacert or OS_CACERT): ${(err as { code?: string }).code ?? String(err)}`)
+  }
+}
+
+/** One HTTP exchange, with a 120 s limit; `ca` replaces the trusted CAs of an https one. */
+function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined, ca?: Buffer) {
   return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest
-    const req = request(url, { method, headers: payload === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }, timeout: 120_000 }, (res) => {
+    const sent = payload === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
+    const req = request(url, { method, headers: sent, timeout: 120_000, ...(ca === undefined ? {} : { ca }) }, (res) => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }))

@@ -55,7 +55,9 @@ void describe('defaults', () => {
       max_arqs_per_request: 64,
       auth_strategy: 'noauth',
       noauth_project_id: '00000000-0000-0000-0000-000000000000',
+      enable_ssl_api: false,
     })
+    assert.deepEqual(c.ssl, { cert_file: undefined, key_file: undefined, ca_file: undefined })
     assert.equal(c.keystone_authtoken.token_cache_time, 300)
     assert.equal(c.keystone_authtoken.service_token_roles_required, true)
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
@@ -278,7 +280,7 @@ void describe('errors: one line naming where, section, option, value and the exp
 
   void test('unknown sections and options', () => {
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
-    rejects({ files: [s] }, `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy`)
+    rejects({ files: [s] }, `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy, ssl`)
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')

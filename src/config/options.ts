@@ -169,6 +169,14 @@ export function path(c: Common & { default: string }): Option<string> {
   })
 }
 
+/** A filesystem path that may be unset (an empty value unsets it), made absolute like `path`. */
+export function optionalPath(c: Common): Option<string | undefined> {
+  return make('path', c, 'a path', (raw, cwd) => {
+    const s = raw.trim()
+    return s === '' ? undefined : resolve(cwd, s)
+  })
+}
+
 /** `[database] connection`: SQLAlchemy-style URLs for SQLite, PostgreSQL and MySQL/MariaDB. */
 export function databaseUrl(c: Common & { default: string }): Option<string> {
   const expected = 'sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db'

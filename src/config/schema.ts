@@ -9,6 +9,7 @@ import {
   enumOf,
   int,
   list,
+  optionalPath,
   optionalStr,
   path,
   port,
@@ -79,6 +80,10 @@ export const schema = {
     noauth_project_id: str({
       default: '00000000-0000-0000-0000-000000000000',
       help: 'With auth_strategy = noauth: the project every caller belongs to (and every accelerator request is created in).',
+    }),
+    enable_ssl_api: bool({
+      default: false,
+      help: 'Serve the API over HTTPS only, with [ssl] cert_file and key_file (links and version documents then say https). false: plain HTTP (put a TLS proxy in front and set public_endpoint).',
     }),
   },
   database: {
@@ -194,6 +199,15 @@ export const schema = {
     policy_file: str({
       default: 'policy.yaml',
       help: 'Policy overrides (oslo.policy format, YAML or JSON: rule name: rule). A relative path is looked up next to the configuration files, then in /etc/cyborg; the default file may be absent. docs/policy.md lists the rules.',
+    }),
+  },
+  ssl: {
+    cert_file: optionalPath({
+      help: 'PEM certificate (chain) the API serves when [api] enable_ssl_api = true: the server certificate first, then any intermediates.',
+    }),
+    key_file: optionalPath({ help: 'PEM private key of cert_file (unencrypted).' }),
+    ca_file: optionalPath({
+      help: 'PEM CA certificates that clients must present a certificate signed by (mutual TLS). Unset: clients need no certificate.',
     }),
   },
 } as const satisfies Record<string, Record<string, Option<unknown>>>

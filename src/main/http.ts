@@ -9,19 +9,23 @@ import { apiAuthenticator } from './api-auth.js'
 import { createEnforcer } from '../policy/index.js'
 import { errorMessage } from './error-message.js'
 import { errorCode } from './resources.js'
+import { loadApiTls } from './tls.js'
+import type { ApiTls } from '../api/types.js'
 
 export interface ListeningApi {
   app: FastifyInstance
-  /** `http://127.0.0.1:6666`: where clients reach it. */
+  /** `http://127.0.0.1:6666` (`https://…` with `[api] enable_ssl_api`): where clients reach it. */
   url: string
 }
 
 export async function startHttpApi(
   config: Config,
-  deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger },
+  /** `https`: the TLS material when the caller loaded it already (loadApiTls); else read here. */
+  deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger; https?: ApiTls | undefined },
 ): Promise<ListeningApi> {
   const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
+  const https = deps.https ?? loadApiTls(config)
   const auth = apiAuthenticator(config, deps.log)
   const enforcer = createEnforcer(config, { configFiles: configFiles(config), log: deps.log })
   const app = await createApp(
@@ -33,6 +37,7 @@ export async function startHttpApi(
       // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
       serviceDownAfterMs: (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
+      ...(https === undefined ? {} : { https }),
     },
   )
   try {
@@ -49,5 +54,5 @@ export async function startHttpApi(
     throw new Error(`cannot listen on ${host}:${port}: ${errorMessage(err)}`, { cause: err })
   }
   const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
-  return { app, url: `http://${shown}:${port}` }
+  return { app, url: `${https === undefined ? 'http' : 'https'}://${shown}:${port}` }
 }

@@ -23,6 +23,7 @@ import {
 } from './resources.js'
 import { VERSION } from './version.js'
 import { API_BINARY, CONDUCTOR_BINARY, startHeartbeat } from './heartbeat.js'
+import { loadApiTls } from './tls.js'
 
 export interface RunningService {
   /** Shuts down in order; resolves false when a step failed (it was logged). */
@@ -113,6 +114,7 @@ export async function startAllInOne(
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
+  const https = loadApiTls(config) // a bad [ssl] file stops start-up before anything runs
   return withResources(config, log, options, { service: 'up', shared: false, database: true }, async ({ bus, down, db }) => {
     const database = db!
     log.info({ database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path }, 'starting all-in-one')
@@ -131,7 +133,7 @@ export async function startAllInOne(
     down.add('agent and conductor', () => core.stop())
     await firstDiscovery(core.agent, log)
     const { startHttpApi } = await import('./http.js')
-    const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log })
+    const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log, https })
     down.add('api', () => api.app.close())
     const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) => startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary }))
     down.add('heartbeats', () => Promise.all(stopBeats.map((stop) => stop())))
@@ -146,10 +148,11 @@ export async function startApiService(
   log: Logger,
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
+  const https = loadApiTls(config) // a bad [ssl] file stops start-up before anything runs
   return withResources(config, log, options, { service: 'api', shared: true, database: true }, async ({ bus, down, db }) => {
     const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
     const { startHttpApi } = await import('./http.js')
-    const api = await startHttpApi(config, { db: db!, conductor, log })
+    const api = await startHttpApi(config, { db: db!, conductor, log, https })
     down.add('api', () => api.app.close())
     down.add('heartbeat', startHeartbeat({ ...heartbeatOf(config, conductor, log), binary: API_BINARY }))
     log.info({ url: api.url, database: db!.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
