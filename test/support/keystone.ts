@@ -35,6 +35,12 @@ export interface RunningKeystone {
   /** Password auth scoped to `projectName` → the token (X-Subject-Token). */
   issueToken(username: string, projectName: string, password?: string): Promise<string>
   revokeToken(token: string): Promise<void>
+  /**
+   * Registers a service of `type` (named `name`) in the catalog with a `public` endpoint at `url`
+   * in region RegionOne, as `openstack service create` + `openstack endpoint create` would.
+   * @returns the service id
+   */
+  registerEndpoint(type: string, name: string, url: string): Promise<string>
   /** Stops Keystone (the directory stays: `start` brings the same one back). */
   halt(): Promise<void>
   start(): Promise<void>
@@ -128,6 +134,11 @@ export async function startKeystone(): Promise<RunningKeystone> {
     async revokeToken(token) {
       const res = await call(`${url}/auth/tokens`, 'DELETE', await adminToken(), undefined, { 'x-subject-token': token })
       await res.body?.cancel()
+    },
+    async registerEndpoint(type, name, endpointUrl) {
+      const id = (await post('/services', { service: { type, name } })).service!.id
+      await post('/endpoints', { endpoint: { service_id: id, interface: 'public', region_id: 'RegionOne', url: endpointUrl } })
+      return id
     },
     async halt() {
       await run('bash', [SCRIPT, 'down', dir], { timeout: 30_000 })
