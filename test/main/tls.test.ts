@@ -2,7 +2,8 @@
  * `[api] enable_ssl_api` with `[ssl] cert_file`/`key_file`: `cyborg up` serves HTTPS only with a
  * certificate for 127.0.0.1 signed by a private CA made here with openssl; links say https; the
  * CLI trusts that CA with `--os-cacert`/OS_CACERT and says what to do without it; a missing or
- * foreign key stops start-up with one line naming `[ssl] key_file`.
+ * foreign key stops start-up with one line naming `[ssl] key_file`; `[ssl] ca_file` requires a
+ * client certificate that CA signed.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -29,12 +30,17 @@ async function makeCertificates(dir: string): Promise<void> {
   await run('openssl', ['x509', '-req', '-in', at('server.csr'), '-CA', at('ca.pem'), '-CAkey', at('ca.key'), '-CAcreateserial',
     '-days', '2', '-extfile', at('server.ext'), '-out', at('server.pem')])
   await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', at('other.key')])
+  await run('openssl', ['req', ...ec, '-keyout', at('client.key'), '-out', at('client.csr'), '-subj', '/CN=nova'])
+  await run('openssl', ['req', '-x509', '-key', at('other.key'), '-out', at('stranger.pem'), '-days', '2', '-subj', '/CN=stranger'])
+  await writeFile(at('client.ext'), 'extendedKeyUsage=clientAuth\n')
+  await run('openssl', ['x509', '-req', '-in', at('client.csr'), '-CA', at('ca.pem'), '-CAkey', at('ca.key'), '-CAcreateserial',
+    '-days', '2', '-extfile', at('client.ext'), '-out', at('client.pem')])
 }
 
-/** One GET over HTTPS trusting only `ca`; resolves with the status and parsed body. */
-function httpsGet(url: string, ca: Buffer): Promise<{ status: number; body: unknown }> {
+/** One GET over HTTPS trusting only `ca` (with `client`: presenting that certificate); the status and parsed body. */
+function httpsGet(url: string, ca: Buffer, client: { cert?: Buffer; key?: Buffer } = {}): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(url, { ca, headers: { accept: 'application/json' } }, (res) => {
+    const req = httpsRequest(url, { ca, ...client, headers: { accept: 'application/json' } }, (res) => {
       let text = ''
       res.on('data', (d: Buffer) => (text += d.toString()))
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? (JSON.parse(text) as unknown) : undefined }))
@@ -60,6 +66,7 @@ function plainGet(url: string): Promise<{ status: number } | { error: string }> 
 describe('the API over TLS ([api] enable_ssl_api)', () => {
   let dir: string
   let ca: Buffer
+  let client: { cert: Buffer; key: Buffer }
   let service: RunningService
   let httpsUrl: string
   let tlsEnv: Record<string, string>
@@ -67,6 +74,7 @@ describe('the API over TLS ([api] enable_ssl_api)', () => {
     dir = await mkdtemp(path.join(tmpdir(), 'cyborg-tls-'))
     await makeCertificates(dir)
     ca = await readFile(path.join(dir, 'ca.pem'))
+    client = { cert: await readFile(path.join(dir, 'client.pem')), key: await readFile(path.join(dir, 'client.key')) }
     tlsEnv = {
       CYBORG_API__ENABLE_SSL_API: 'true',
       CYBORG_SSL__CERT_FILE: path.join(dir, 'server.pem'),
@@ -135,5 +143,21 @@ describe('the API over TLS ([api] enable_ssl_api)', () => {
     const noCert = await runCommand(['up'], { ...base, CYBORG_SSL__CERT_FILE: '' })
     assert.equal(noCert.code, 1, noCert.output)
     assert.match(noCert.output, /\[ssl\] cert_file = "": a PEM file is required when \[api\] enable_ssl_api = true/)
+  })
+
+  it('with [ssl] ca_file, accepts only clients that present a certificate that CA signed', async () => {
+    const mutual = await startService({
+      env: { ...tlsEnv, CYBORG_SSL__CA_FILE: path.join(dir, 'ca.pem') },
+      ready: async (url) => (await httpsGet(`${url.replace('http:', 'https:')}/healthcheck`, ca, client)).status === 200,
+    })
+    try {
+      const base = `https://127.0.0.1:${mutual.port}`
+      assert.equal((await httpsGet(`${base}/v2`, ca, client)).status, 200)
+      await assert.rejects(httpsGet(`${base}/v2`, ca), (err: NodeJS.ErrnoException) => err.code !== undefined)
+      const stranger = { cert: await readFile(path.join(dir, 'stranger.pem')), key: await readFile(path.join(dir, 'other.key')) }
+      await assert.rejects(httpsGet(`${base}/v2`, ca, stranger), (err: NodeJS.ErrnoException) => err.code !== undefined)
+    } finally {
+      assert.equal(await mutual.stop(), 0, mutual.output())
+    }
   })
 })
