@@ -7,44 +7,15 @@
 #   scripts/glance.sh down DIR        stops the one started in DIR
 set -euo pipefail
 
-usage() {
-  echo "usage: $0 up DIR [PORT] | down DIR" >&2
-  exit 2
-}
-say() { echo "glance.sh: $*" >&2; }
-
-[ $# -ge 2 ] || usage
-ACTION=$1
-mkdir -p "$2"
-DIR=$(cd "$2" && pwd)
-PORT=${3:-9292}
+# shellcheck source=lib/loopback-service.sh
+. "$(dirname "$0")/lib/loopback-service.sh"
+service_args glance 9292 "$@"
 URL="http://127.0.0.1:$PORT"
-PIDFILE="$DIR/glance.pid"
-
 answers() { curl -fsS -m 3 "$URL/v2/images" >/dev/null 2>&1; }
-alive() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
-
-down() {
-  if alive; then
-    local pid
-    pid=$(cat "$PIDFILE")
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PIDFILE"
-}
 
 up() {
   [ -x /usr/bin/glance-api ] || { say "glance-api is not installed; run scripts/ci-services.sh as root"; exit 1; }
-  if alive && answers; then
-    echo "$URL"
-    return 0
-  fi
-  down
+  already_up && return 0
   mkdir -p "$DIR/images"
   cat >"$DIR/glance-api.conf" <<CONF
 [DEFAULT]
@@ -71,22 +42,7 @@ CONF
   fi
   setsid glance-api --config-file "$DIR/glance-api.conf" </dev/null >>"$DIR/glance.log" 2>&1 &
   echo $! >"$PIDFILE"
-  for _ in $(seq 150); do
-    if answers; then
-      echo "$URL"
-      return 0
-    fi
-    alive || break
-    sleep 0.2
-  done
-  tail -n 30 "$DIR/glance.log" >&2 || true
-  say "Glance did not answer on $URL (log: $DIR/glance.log)"
-  down
-  exit 1
+  wait_until_answers "$!"
 }
 
-case "$ACTION" in
-  up) up ;;
-  down) down ;;
-  *) usage ;;
-esac
+service_main

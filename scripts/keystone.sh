@@ -12,39 +12,12 @@
 # one is started again on the same database. Logs go to DIR/keystone.log.
 set -euo pipefail
 
-usage() {
-  echo "usage: $0 up DIR [PORT] | down DIR" >&2
-  exit 2
-}
-say() { echo "keystone.sh: $*" >&2; }
-
-[ $# -ge 2 ] || usage
-ACTION=$1
-mkdir -p "$2"
-DIR=$(cd "$2" && pwd)
-PORT=${3:-5000}
+# shellcheck source=lib/loopback-service.sh
+. "$(dirname "$0")/lib/loopback-service.sh"
+service_args keystone 5000 "$@"
 URL="http://127.0.0.1:$PORT/v3"
-PIDFILE="$DIR/keystone.pid"
 ADMIN_PASSWORD=${KEYSTONE_ADMIN_PASSWORD:-secret}
-
 answers() { curl -fsS -m 3 "$URL" 2>/dev/null | grep -q '"version"'; }
-alive() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
-
-down() {
-  if ! alive; then
-    rm -f "$PIDFILE"
-    return 0
-  fi
-  local pid
-  pid=$(cat "$PIDFILE")
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$PIDFILE"
-}
 
 # First use of DIR: schema, fernet and credential keys, then the admin user and the catalog.
 bootstrap() {
@@ -69,15 +42,7 @@ bootstrap() {
 
 up() {
   [ -x /usr/bin/keystone-wsgi-public ] || { say "keystone is not installed; run scripts/ci-services.sh as root"; exit 1; }
-  if alive && answers; then
-    echo "$URL"
-    return 0
-  fi
-  down
-  if answers; then
-    say "something else already answers on $URL"
-    exit 1
-  fi
+  already_up && return 0
   cat >"$DIR/keystone.conf" <<CONF
 [DEFAULT]
 debug = False
@@ -97,34 +62,8 @@ policy_file = $DIR/policy.yaml
 policy_dirs = $DIR/policy.d
 CONF
   [ -f "$DIR/bootstrapped" ] || bootstrap
-  # WAL: Keystone opens a second connection inside one request; with the rollback journal a
-  # write then waits on itself and fails with "database is locked" after 5 s. Debian's python3.
-  /usr/bin/python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA journal_mode=WAL")' \
-    "$DIR/keystone.db"
-  # One process, one thread: SQLite wants a single writer. "Connection: close" because uwsgi's
-  # http-socket drops idle keep-alive connections, which clients would otherwise reuse.
-  OS_KEYSTONE_CONFIG_FILES="$DIR/keystone.conf" setsid uwsgi --plugin python3 --http-socket "127.0.0.1:$PORT" \
-    --wsgi-file /usr/bin/keystone-wsgi-public --master --processes 1 --threads 1 --enable-threads \
-    --die-on-term --need-app --no-orphans --buffer-size 65535 --add-header "Connection: close" \
-    --pidfile "$PIDFILE" --chdir "$DIR" --logto "$DIR/keystone.log" \
-    </dev/null >>"$DIR/keystone.log" 2>&1 &
-  local child=$!
-  for _ in $(seq 300); do
-    if answers; then
-      echo "$URL"
-      return 0
-    fi
-    kill -0 "$child" 2>/dev/null || break
-    sleep 0.2
-  done
-  tail -n 30 "$DIR/keystone.log" >&2 || true
-  say "Keystone did not answer on $URL (log: $DIR/keystone.log)"
-  down
-  exit 1
+  sqlite_wal "$DIR/keystone.db"
+  start_uwsgi "OS_KEYSTONE_CONFIG_FILES=$DIR/keystone.conf" /usr/bin/keystone-wsgi-public
 }
 
-case "$ACTION" in
-  up) up ;;
-  down) down ;;
-  *) usage ;;
-esac
+service_main
