@@ -4,8 +4,11 @@
  * the same request on `cyborg up` with noauth, loaded alternately in the same run with autocannon.
  * A real Keystone (test/support/keystone.ts) issues the token; the first request validates it, the
  * warm-up and the measured run then hit the cache. Goal: keystone ≥ 90 % of noauth's req/s.
+ * Besides req/s and latency it reports each server's CPU time per request (from /proc), which
+ * other load on a shared machine disturbs less than req/s.
  * Prints one JSON document. Usage: npm run bench:auth [-- --duration 10 --connections 50 --rounds 2]
  */
+import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
@@ -25,17 +28,33 @@ const rounds = Number(values.rounds)
 
 interface Figures {
   requestsPerSec: number
+  /** The server process's CPU time (user + system) per request in the measured run; null off Linux. */
+  serverCpuUsPerRequest: number | null
   p50Ms: number
   p99Ms: number
   non2xx: number
   errors: number
 }
 
-async function load(url: string, headers: Record<string, string>): Promise<Figures> {
+/** CPU seconds (user + system) a process has used so far, from /proc; null where there is none. */
+function cpuSeconds(pid: number | undefined): number | null {
+  try {
+    // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15 (clock ticks, 100 Hz on Linux).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
+}
+
+async function load(service: RunningService, url: string, headers: Record<string, string>): Promise<Figures> {
   // A short warm-up lets V8 optimise the hot path before the measured run.
   await autocannon({ url, headers, connections, duration: 2 })
+  const cpuBefore = cpuSeconds(service.child.pid)
   const r = await autocannon({ url, headers, connections, duration })
-  return { requestsPerSec: Math.round(r.requests.average), p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors }
+  const cpuAfter = cpuSeconds(service.child.pid)
+  const cpu = cpuBefore === null || cpuAfter === null || r.requests.total === 0 ? null : Math.round(((cpuAfter - cpuBefore) / r.requests.total) * 1e7) / 10
+  return { requestsPerSec: Math.round(r.requests.average), serverCpuUsPerRequest: cpu, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors }
 }
 
 /** Creates one device profile and returns the URL of GET-one on it. */
@@ -54,6 +73,7 @@ const mean = (xs: Figures[]): Figures => {
   const avg = (f: (x: Figures) => number) => Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
   return {
     requestsPerSec: Math.round(avg((x) => x.requestsPerSec)),
+    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null) ? null : avg((x) => x.serverCpuUsPerRequest!),
     p50Ms: avg((x) => x.p50Ms),
     p99Ms: avg((x) => x.p99Ms),
     non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
@@ -97,8 +117,8 @@ try {
 
   const perRound: { noauth: Figures; keystone: Figures }[] = []
   for (let i = 0; i < rounds; i++) {
-    const n = await load(noauthUrl, {})
-    const k = await load(keystoneUrl, readerHeaders)
+    const n = await load(noauth, noauthUrl, {})
+    const k = await load(keystone, keystoneUrl, readerHeaders)
     perRound.push({ noauth: n, keystone: k })
   }
   const n = mean(perRound.map((r) => r.noauth))
@@ -114,6 +134,7 @@ try {
           noauth: n,
           keystoneCachedToken: k,
           ratio: Math.round((k.requestsPerSec / n.requestsPerSec) * 1000) / 1000,
+          extraServerCpuUsPerRequest: n.serverCpuUsPerRequest === null || k.serverCpuUsPerRequest === null ? null : Math.round((k.serverCpuUsPerRequest - n.serverCpuUsPerRequest) * 10) / 10,
           goal: 0.9,
           rounds: perRound.map((r) => ({ ...r, ratio: Math.round((r.keystone.requestsPerSec / r.noauth.requestsPerSec) * 1000) / 1000 })),
         },
