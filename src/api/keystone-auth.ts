@@ -1,24 +1,17 @@
 /**
  * `[api] auth_strategy = keystone`: validates X-Auth-Token (and X-Service-Token) against Keystone
- * with the API's own service token, which it gets by password auth from `[keystone_authtoken]`
- * and renews before it expires. Validated tokens are cached, keyed by their SHA-256, in an LRU
+ * with the API's own service token, which a KeystoneSession (src/openstack/keystone-session.ts)
+ * gets by password auth from `[keystone_authtoken]` and renews before it expires. Validated tokens are cached, keyed by their SHA-256, in an LRU
  * bounded in entries, each until min(token expiry, now + token_cache_time): a revoked token is
  * refused at the latest token_cache_time later. Concurrent requests with one new token share
  * one validation call.
  */
 import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
-import { NotAuthenticatedError, UnavailableError } from '../domain/errors.js'
+import { AppError, NotAuthenticatedError, UnavailableError } from '../domain/errors.js'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
-import {
-  InvalidTokenError,
-  passwordAuth,
-  v3Url,
-  validateToken,
-  type KeystoneEndpoint,
-  type PasswordCredentials,
-  type TokenInfo,
-} from '../openstack/keystone.js'
+import { InvalidTokenError, v3Url, validateToken, type KeystoneEndpoint, type PasswordCredentials, type TokenInfo } from '../openstack/keystone.js'
+import { createKeystoneSession } from '../openstack/keystone-session.js'
 import type { Authenticator } from './auth.js'
 
 export interface KeystoneAuthOptions extends KeystoneEndpoint {
@@ -45,41 +38,38 @@ interface Validated {
   ctx: RequestContext
 }
 
-/** Renew the service token this long before it expires (at most half its remaining life). */
-const RENEW_BEFORE_MS = 5 * 60_000
-
 export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): KeystoneAuthenticator {
   const cache = new LRUCache<string, Validated>({ max: opts.cacheMaxEntries ?? 10_000 })
   const inflight = new Map<string, Promise<Validated>>()
   const serviceRoles = new Set(opts.serviceTokenRoles)
-  let own: { token: string; renewAt: number } | undefined
-  let ownPending: Promise<string> | undefined
   let validations = 0
+  // The API's own token: the same cached, renewed-before-expiry session as the outbound clients'.
+  const session = createKeystoneSession({
+    authUrl: opts.authUrl,
+    username: opts.credentials.username,
+    password: opts.credentials.password,
+    projectName: opts.credentials.projectName,
+    userDomainName: opts.credentials.userDomainName,
+    projectDomainName: opts.credentials.projectDomainName,
+    timeoutMs: opts.timeoutMs,
+  })
 
-  const ownToken = (): Promise<string> => {
-    if (own && Date.now() < own.renewAt) return Promise.resolve(own.token)
-    ownPending ??= passwordAuth(opts, opts.credentials)
-      .then(
-        (issued) => {
-          const left = issued.expiresAt - Date.now()
-          own = { token: issued.token, renewAt: Date.now() + left - Math.min(RENEW_BEFORE_MS, left / 2) }
-          return issued.token
-        },
-        (err: unknown) => {
-          if (err instanceof InvalidTokenError) {
-            throw new UnavailableError(
-              `Cannot validate tokens: Keystone refuses the API's own credentials ([keystone_authtoken] username, password, project_name)`,
-              { code: 'KEYSTONE_CREDENTIALS_REFUSED' },
-            )
-          }
-          throw err
-        },
-      )
-      .finally(() => {
-        ownPending = undefined
-      })
-    return ownPending
-  }
+  const ownToken = (): Promise<string> =>
+    session.token().catch((err: unknown) => {
+      if (err instanceof AppError && err.code === 'KEYSTONE_AUTH_FAILED') {
+        throw new UnavailableError(
+          `Cannot validate tokens: Keystone refuses the API's own credentials ([keystone_authtoken] username, password, project_name)`,
+          { code: 'KEYSTONE_CREDENTIALS_REFUSED' },
+        )
+      }
+      if (err instanceof UnavailableError) {
+        throw new UnavailableError(`Cannot get a token: Keystone at ${v3Url(opts.authUrl)} is unavailable (${err.message})`, {
+          code: 'KEYSTONE_UNAVAILABLE',
+          cause: err,
+        })
+      }
+      throw err
+    })
 
   const ask = async (token: string): Promise<TokenInfo> => {
     for (let attempt = 0; ; attempt++) {
@@ -90,7 +80,7 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
       } catch (err) {
         // 401: Keystone no longer takes our own token (revoked, keys rotated): renew it once.
         if (err instanceof InvalidTokenError && err.status === 401 && attempt === 0) {
-          if (own?.token === mine) own = undefined
+          session.invalidate(mine)
           continue
         }
         throw err

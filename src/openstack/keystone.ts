@@ -1,7 +1,7 @@
 /**
- * A small Keystone v3 client on the project's HTTP helper: password authentication (a scoped
- * token with its expiry, roles, project and catalog) and token validation (`GET /v3/auth/tokens`
- * with the caller's own token in X-Auth-Token and the token to check in X-Subject-Token).
+ * A small Keystone v3 client on the project's HTTP helper: token validation (`GET
+ * /v3/auth/tokens` with the caller's own token in X-Auth-Token and the token to check in
+ * X-Subject-Token) and revocation. Password authentication is keystone-session.ts's.
  * Tokens travel in headers only: no message, error or log line of this module contains one.
  */
 import { UnavailableError } from '../domain/errors.js'
@@ -19,8 +19,8 @@ export interface PasswordCredentials {
   username: string
   password: string
   userDomainName: string
-  /** Scope of the token; without it the token is unscoped. */
-  projectName?: string | undefined
+  /** The project the token is scoped to. */
+  projectName: string
   projectDomainName: string
 }
 
@@ -44,10 +44,6 @@ export interface TokenInfo {
   /** Epoch milliseconds. */
   expiresAt: number
   catalog: CatalogEntry[]
-}
-
-export interface IssuedToken extends TokenInfo {
-  token: string
 }
 
 /** The token was refused: invalid, expired or revoked (Keystone's 404 or 401). */
@@ -81,35 +77,6 @@ async function reach<T>(what: string, ep: KeystoneEndpoint, call: () => Promise<
     }
     throw err
   }
-}
-
-/**
- * Password authentication (`POST /v3/auth/tokens`).
- * @throws InvalidTokenError (401) for wrong credentials, UnavailableError when Keystone is down
- */
-export async function passwordAuth(ep: KeystoneEndpoint, creds: PasswordCredentials): Promise<IssuedToken> {
-  const auth: Record<string, unknown> = {
-    identity: {
-      methods: ['password'],
-      password: { user: { name: creds.username, domain: { name: creds.userDomainName }, password: creds.password } },
-    },
-  }
-  if (creds.projectName !== undefined) {
-    auth.scope = { project: { name: creds.projectName, domain: { name: creds.projectDomainName } } }
-  }
-  return reach('Cannot get a token', ep, async () => {
-    try {
-      const answer = await requestJson(endpoint(ep), 'POST', '/auth/tokens', { auth })
-      const token = answer.headers.get('x-subject-token')
-      if (!token) throw new UnavailableError('Keystone answered a token request without X-Subject-Token')
-      return { token, ...tokenInfo(answer.body) }
-    } catch (err) {
-      if (err instanceof OpenStackHttpError && err.status === 401) {
-        throw new InvalidTokenError(401)
-      }
-      throw err
-    }
-  })
 }
 
 /**

@@ -16,7 +16,7 @@ import type { RequestContext } from '../../src/domain/request-context.js'
 import { loadConfig } from '../../src/config/config.js'
 import { apiAuthenticator } from '../../src/main/api-auth.js'
 import { fault, HOST, startStack, type Stack } from '../api/stack.js'
-import { createPersonas, keystoneSkip, startKeystone, type Personas, type RunningKeystone } from '../support/keystone.js'
+import { apiAuthOptions, createPersonas, keystoneSkip, startKeystone, type Personas, type RunningKeystone } from '../support/keystone.js'
 
 const skip = await keystoneSkip()
 
@@ -28,12 +28,7 @@ void describe('inbound Keystone auth', { skip }, () => {
   const calls: string[] = []
 
   const options = (more: Partial<KeystoneAuthOptions> = {}): KeystoneAuthOptions => ({
-    authUrl: ks.url,
-    timeoutMs: 30_000,
-    credentials: { ...people.apiUser, userDomainName: 'Default', projectDomainName: 'Default' },
-    serviceTokenRoles: ['service'],
-    serviceTokenRolesRequired: true,
-    cacheTimeMs: 300_000,
+    ...apiAuthOptions(ks, people),
     onCall: (method, path, status) => calls.push(`${method} ${path} ${status}`),
     ...more,
   })

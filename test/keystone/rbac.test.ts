@@ -18,7 +18,7 @@ import type { FastifyInstance } from 'fastify'
 import { createApp } from '../../src/api/app.js'
 import { createKeystoneAuthenticator } from '../../src/api/keystone-auth.js'
 import { HOST, startStack, type Stack } from '../api/stack.js'
-import { createPersonas, keystoneSkip, startKeystone, type Personas, type RunningKeystone } from '../support/keystone.js'
+import { apiAuthOptions, createPersonas, keystoneSkip, startKeystone, type Personas, type RunningKeystone } from '../support/keystone.js'
 
 const skip = await keystoneSkip()
 
@@ -42,14 +42,7 @@ void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 },
     ks = await startKeystone()
     people = await createPersonas(ks, 'rbac')
     stack = await startStack({ autoActivate: true })
-    const auth = createKeystoneAuthenticator({
-      authUrl: ks.url,
-      timeoutMs: 30_000,
-      credentials: { ...people.apiUser, userDomainName: 'Default', projectDomainName: 'Default' },
-      serviceTokenRoles: ['service'],
-      serviceTokenRolesRequired: true,
-      cacheTimeMs: 300_000,
-    })
+    const auth = createKeystoneAuthenticator(apiAuthOptions(ks, people))
     app = await createApp({ db: stack.db.db, conductor: stack.core.conductorClient, log: pino({ level: 'silent' }) }, { auth })
     const tokens = Object.fromEntries(await Promise.all((['admin', 'manager', 'member', 'reader', 'service', 'other'] as const).map(async (p) => [p, await people.token(p)])))
     for (const p of ['admin', 'manager', 'member', 'reader', 'other'] as const) headers[p] = { 'x-auth-token': tokens[p] }

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { startService, type RunningService } from '../support/service.js'
-import { cyborg, type Run } from '../support/cli.js'
+import { cyborg, cyborgFails, cyborgJson } from '../support/cli.js'
 
 const GROUPS = '[{"resources:FPGA": 1, "trait:CUSTOM_FAKE_DEVICE": "required"}]'
 
@@ -18,21 +18,8 @@ type Json = Record<string, unknown>
 describe('cyborg v2 resource commands against cyborg up', () => {
   let service: RunningService
   let env: Record<string, string>
-  /** Runs a command with --format json, expects exit 0 and returns the parsed output. */
-  const json = async <T = Json>(args: string[]): Promise<T> => {
-    const run = await cyborg([...args, '--format', 'json'], env)
-    assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`)
-    assert.equal(run.stderr, '')
-    return JSON.parse(run.stdout) as T
-  }
-  /** Expects exit 1, nothing on stdout unless said, and exactly one line on stderr matching `pattern`. */
-  const fails = async (args: string[], pattern: RegExp): Promise<Run> => {
-    const run = await cyborg(args, env)
-    assert.equal(run.code, 1, `${args.join(' ')} should fail: ${run.stdout}`)
-    assert.match(run.stderr, /^[^\n]+\n$/, 'one line on stderr')
-    assert.match(run.stderr, pattern)
-    return run
-  }
+  const json = <T = Json>(args: string[]) => cyborgJson<T>(args, env)
+  const fails = (args: string[], pattern: RegExp) => cyborgFails(args, env, pattern)
 
   before(async () => {
     service = await startService({

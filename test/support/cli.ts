@@ -1,4 +1,5 @@
 /** Runs the built `cyborg` command (bin/cyborg) as an operator would, with only PATH, HOME and `env`. */
+import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -17,4 +18,21 @@ export function cyborg(args: string[], env: Record<string, string> = {}): Promis
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
     })
   })
+}
+
+/** Runs a command with --format json, expects exit 0 and nothing on stderr, and returns the parsed output. */
+export async function cyborgJson<T>(args: string[], env: Record<string, string>): Promise<T> {
+  const run = await cyborg([...args, '--format', 'json'], env)
+  assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`)
+  assert.equal(run.stderr, '')
+  return JSON.parse(run.stdout) as T
+}
+
+/** Expects exit 1 and exactly one line on stderr, matching `pattern`. */
+export async function cyborgFails(args: string[], env: Record<string, string>, pattern: RegExp): Promise<Run> {
+  const run = await cyborg(args, env)
+  assert.equal(run.code, 1, `${args.join(' ')} should fail: ${run.stdout}`)
+  assert.match(run.stderr, /^[^\n]+\n$/, 'one line on stderr')
+  assert.match(run.stderr, pattern)
+  return run
 }

@@ -12,6 +12,7 @@ import { access, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import type { KeystoneAuthOptions } from '../../src/api/keystone-auth.js'
 import { freePort, ROOT } from './service.js'
 
 const run = promisify(execFile)
@@ -195,5 +196,17 @@ export async function createPersonas(ks: RunningKeystone, prefix = 'p'): Promise
     users,
     token: (persona) => ks.issueToken(`${prefix}-${persona}`, projectOf(persona)),
     apiUser: { username: `${prefix}-cyborg`, password: USER_PASSWORD, projectName: names.service },
+  }
+}
+
+/** The API's Keystone validator settings for `ks`, authenticating as the personas' API user (`cyborg`, role service). */
+export function apiAuthOptions(ks: RunningKeystone, people: Personas): KeystoneAuthOptions {
+  return {
+    authUrl: ks.url,
+    timeoutMs: 30_000,
+    credentials: { ...people.apiUser, userDomainName: 'Default', projectDomainName: 'Default' },
+    serviceTokenRoles: ['service'],
+    serviceTokenRolesRequired: true,
+    cacheTimeMs: 300_000,
   }
 }
