@@ -10,13 +10,14 @@ import { installPolicy } from './policy-hook.js'
 import { createEnforcerFromRules } from '../policy/index.js'
 import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
+import { installHandlerDeadline } from './deadline.js'
 import { healthcheckRoutes } from './healthcheck.js'
 import { createBaseUrl } from './links.js'
 import { deferredChildLogger } from './request-logger.js'
 import { rootRoutes } from './versions.js'
 import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
-import type { ApiDeps, ApiOptions } from './types.js'
+import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
 
@@ -24,6 +25,14 @@ export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 /** `[api] max_arqs_per_request`'s default. */
 export const DEFAULT_MAX_ARQS = 64
+/** The `[api]` time limits' defaults, in ms (docs/configuration.md, "Time limits"). */
+export const DEFAULT_TIMEOUTS: ApiTimeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  handlerMs: 60_000,
+  keepAliveMs: 65_000,
+  idleMs: 120_000,
+}
 
 /**
  * Builds the app; the caller listens (`app.listen`) or injects (`app.inject`) and closes it.
@@ -32,6 +41,10 @@ export const DEFAULT_MAX_ARQS = 64
  */
 export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promise<FastifyInstance> {
   const { bodyLimit = DEFAULT_BODY_LIMIT, maxArqsPerRequest = DEFAULT_MAX_ARQS } = options
+  const limits = { ...DEFAULT_TIMEOUTS, ...options.timeouts }
+  // Node checks headers_timeout and request_timeout on this period (30 s by default), so a slow
+  // client would otherwise keep its connection up to 30 s past its limit.
+  const nodeLimits = { headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }
   const app = Fastify({
     loggerInstance: deps.log,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
@@ -39,15 +52,18 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     genReqId: requestId,
     requestIdHeader: false,
     bodyLimit,
-    // Requests without Content-Length or Transfer-Encoding have no body: Node then skips the body
-    // stream's machinery (resume, end events, dump). Fastify reads a body only when one of those
-    // headers is present, so nothing changes for it; most API calls are such GETs.
-    http: { optimizeEmptyRequests: true },
+    requestTimeout: limits.requestMs,
+    keepAliveTimeout: limits.keepAliveMs,
+    connectionTimeout: limits.idleMs,
+    // Not Node's `optimizeEmptyRequests`: it marks a request without Content-Length or
+    // Transfer-Encoding as ended without ever emitting 'end', and Fastify reads a body whenever
+    // Content-Type is present, so such a request waited for an 'end' that never came (issue 13).
+    http: nodeLimits,
     routerOptions: { ignoreTrailingSlash: true },
     // `[api] enable_ssl_api`: HTTPS only; with a CA, a client certificate it signed is required.
     ...(options.https === undefined
       ? {}
-      : { https: { ...options.https, ...(options.https.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true }) } }),
+      : { https: { ...nodeLimits, ...options.https, ...(options.https.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true }) } }),
     // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   }) as unknown as FastifyInstance
@@ -56,6 +72,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   app.decorateRequest('apiMinor', 0)
   installBodyParser(app)
   installErrorHandling(app)
+  installHandlerDeadline(app, limits.handlerMs)
   app.addHook('onRequest', identify)
   if (options.auth) installAuth(app, options.auth)
   installPolicy(app, options.enforcer ?? createEnforcerFromRules())

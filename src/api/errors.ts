@@ -82,7 +82,12 @@ export function formatValidationError(errors: readonly AjvError[], context: stri
 
 function clientMessage(err: unknown, status: number, request: FastifyRequest): string {
   const fst = err as FastifyError & { validation?: AjvError[]; validationContext?: string }
-  if (Array.isArray(fst.validation)) return formatValidationError(fst.validation, fst.validationContext ?? 'body')
+  if (Array.isArray(fst.validation)) {
+    const context = fst.validationContext ?? 'body'
+    // An empty body (with or without Content-Type) is no body: say so rather than "must be object".
+    if (context === 'body' && request.body === undefined) return "Invalid input for field 'body': required, and the request has none"
+    return formatValidationError(fst.validation, context)
+  }
   switch (fst.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
       const ct = request.headers['content-type']

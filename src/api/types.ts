@@ -45,6 +45,22 @@ export interface ApiOptions {
    * must present a certificate it signed. @default plain HTTP
    */
   https?: ApiTls
+  /** The `[api]` time limits; each one left out takes its default (DEFAULT_TIMEOUTS in app.ts). */
+  timeouts?: Partial<ApiTimeouts>
+}
+
+/** How long a client and a handler may take, in ms (`[api] *_timeout`, docs/configuration.md). */
+export interface ApiTimeouts {
+  /** Request line and headers received (Node's `headersTimeout`); then 408 and closed. */
+  headersMs: number
+  /** The whole request received, body included (Node's `requestTimeout`); then 408 and closed. */
+  requestMs: number
+  /** A route's work, from the first hook to the reply (Fastify's `handlerTimeout`); then 503. */
+  handlerMs: number
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveMs: number
+  /** A connection with no traffic either way is closed after this (`client_socket_timeout`). */
+  idleMs: number
 }
 
 /** The TLS material of the listener, already read and checked (src/main/tls.ts). */

@@ -56,6 +56,11 @@ void describe('defaults', () => {
       auth_strategy: 'noauth',
       noauth_project_id: '00000000-0000-0000-0000-000000000000',
       enable_ssl_api: false,
+      headers_timeout: 10,
+      request_timeout: 30,
+      handler_timeout: 60,
+      keepalive_timeout: 65,
+      client_socket_timeout: 120,
     })
     assert.deepEqual(c.ssl, { cert_file: undefined, key_file: undefined, ca_file: undefined })
     assert.equal(c.keystone_authtoken.token_cache_time, 300)
@@ -248,6 +253,20 @@ void describe('errors: one line naming where, section, option, value and the exp
     rejects({ env: { CYBORG_DEFAULT__DEBUG: 'maybe' } }, /\[DEFAULT\] debug = "maybe": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/)
     rejects({ env: { CYBORG_PLACEMENT__AUTH_TYPE: 'token' } }, /\[placement\] auth_type = "token": expected one of none, admin_token, password$/)
     rejects({ env: { CYBORG_DEFAULT__STATE_PATH: ' ' } }, /\[DEFAULT\] state_path = " ": expected a non-empty path$/)
+  })
+
+  void test('[api] time limits must nest', () => {
+    const c = load({})
+    assert.deepEqual(
+      [c.api.headers_timeout, c.api.request_timeout, c.api.handler_timeout, c.api.keepalive_timeout, c.api.client_socket_timeout],
+      [10, 30, 60, 65, 120],
+    )
+    rejects(
+      { env: { CYBORG_API__HEADERS_TIMEOUT: '40' } },
+      'CYBORG_API__HEADERS_TIMEOUT: [api] headers_timeout = "40": expected at most [api] request_timeout (30)',
+    )
+    rejects({ env: { CYBORG_API__REQUEST_TIMEOUT: '60' } }, /\[api\] request_timeout = "60": expected below \[api\] handler_timeout \(60\)$/)
+    rejects({ env: { CYBORG_API__CLIENT_SOCKET_TIMEOUT: '60' } }, /\[api\] handler_timeout = "60": expected below \[api\] client_socket_timeout \(60\)$/)
   })
 
   void test('bad URLs', () => {

@@ -155,6 +155,7 @@ export function loadConfig(options: LoadConfigOptions): Config {
     for (const name of Object.keys(schema[section])) config[section][name] = resolve(section, name)
   }
   checkAuth(config, originMap)
+  checkApiTimeouts(config.api ?? {}, originMap)
   const frozen = deepFreeze(config) as unknown as Config
   origins.set(frozen, { files: [...options.files], options: originMap })
   return frozen
@@ -260,6 +261,24 @@ function checkAuth(config: Record<string, Record<string, unknown>>, originMap: M
     if (missing.length > 0) {
       const origin = originMap.get(`${section}.auth_type`) ?? { source: 'built-in default', display: '' }
       throw problem(origin, section, 'auth_type', `expected ${needs.join(', ')} to be set in [${section}] too (missing: ${missing.join(', ')})`)
+    }
+  }
+}
+
+/** The API's time limits must nest, or a shorter one silently overrides a longer one (or Node refuses to listen). */
+function checkApiTimeouts(api: Record<string, unknown>, originMap: Map<string, Origin>): void {
+  const pairs = [
+    ['headers_timeout', 'request_timeout', 'at most'],
+    // The handler's clock starts before the body is read: a slow upload must get request_timeout's 408.
+    ['request_timeout', 'handler_timeout', 'below'],
+    ['handler_timeout', 'client_socket_timeout', 'below'],
+  ] as const
+  for (const [shorter, longer, relation] of pairs) {
+    const a = api[shorter] as number
+    const b = api[longer] as number
+    if (relation === 'at most' ? a > b : a >= b) {
+      const origin = originMap.get(`api.${shorter}`) ?? { source: 'built-in default', display: String(a) }
+      throw problem(origin, 'api', shorter, `expected ${relation} [api] ${longer} (${b})`)
     }
   }
 }

@@ -85,6 +85,31 @@ export const schema = {
       default: false,
       help: 'Serve the API over HTTPS only, with [ssl] cert_file and key_file (links and version documents then say https). false: plain HTTP (put a TLS proxy in front and set public_endpoint).',
     }),
+    headers_timeout: int({
+      default: 10,
+      min: 1,
+      help: 'Seconds a client has to send the request line and all headers; a slower client gets 408 and is disconnected. At most request_timeout.',
+    }),
+    request_timeout: int({
+      default: 30,
+      min: 1,
+      help: 'Seconds a client has to send the whole request, body included (a Content-Length it never fills, a chunked body it never ends); then 408 and disconnected.',
+    }),
+    handler_timeout: int({
+      default: 60,
+      min: 1,
+      help: 'Seconds the API works on one request before answering 503 and logging the route; keep it above [DEFAULT] rpc_response_timeout so that a slow conductor is reported as such first. Below client_socket_timeout.',
+    }),
+    keepalive_timeout: int({
+      default: 65,
+      min: 1,
+      help: 'Seconds an idle keep-alive connection stays open for its next request. Keep it above the idle timeout of a load balancer in front (60 s for most), so that the balancer closes first.',
+    }),
+    client_socket_timeout: int({
+      default: 120,
+      min: 1,
+      help: 'Seconds a connection may stay silent (nothing read or written) before it is closed, as in oslo.service; above handler_timeout.',
+    }),
   },
   database: {
     connection: databaseUrl({

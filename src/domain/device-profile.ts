@@ -59,7 +59,8 @@ function invalid(field: string, problem: string): InvalidInputError {
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v)
 
-const describe = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'a list' : `a ${typeof v}`)
+const describe = (v: unknown): string =>
+  v === undefined ? 'no body' : v === null ? 'null' : Array.isArray(v) ? 'a list' : `a ${typeof v}`
 
 /**
  * Validates a create request: a JSON list with exactly one `{name, groups, uuid?, description?}`.

@@ -24,6 +24,13 @@ export async function startHttpApi(
   deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger; https?: ApiTls | undefined },
 ): Promise<ListeningApi> {
   const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
+  const { handler_timeout } = config.api
+  if (handler_timeout <= config.DEFAULT.rpc_response_timeout) {
+    deps.log.warn(
+      { handler_timeout, rpc_response_timeout: config.DEFAULT.rpc_response_timeout },
+      '[api] handler_timeout is not above [DEFAULT] rpc_response_timeout: a slow conductor is reported as a handler timeout',
+    )
+  }
   if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
   const https = deps.https ?? loadApiTls(config)
   const auth = apiAuthenticator(config, deps.log)
@@ -32,6 +39,13 @@ export async function startHttpApi(
     { db: deps.db.db, conductor: deps.conductor, log: deps.log },
     {
       maxArqsPerRequest: max_arqs_per_request,
+      timeouts: {
+        headersMs: config.api.headers_timeout * 1000,
+        requestMs: config.api.request_timeout * 1000,
+        handlerMs: handler_timeout * 1000,
+        keepAliveMs: config.api.keepalive_timeout * 1000,
+        idleMs: config.api.client_socket_timeout * 1000,
+      },
       auth,
       enforcer,
       // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
