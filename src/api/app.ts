@@ -11,6 +11,7 @@ import { createEnforcerFromRules } from '../policy/index.js'
 import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
 import { installHandlerDeadline } from './deadline.js'
+import { clientErrorHandler, frameworkErrors } from './client-errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
 import { createBaseUrl } from './links.js'
 import { deferredChildLogger } from './request-logger.js'
@@ -60,6 +61,8 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     // Content-Type is present, so such a request waited for an 'end' that never came (issue 13).
     http: nodeLimits,
     routerOptions: { ignoreTrailingSlash: true },
+    clientErrorHandler: clientErrorHandler(deps.log),
+    frameworkErrors,
     // `[api] enable_ssl_api`: HTTPS only; with a CA, a client certificate it signed is required.
     ...(options.https === undefined
       ? {}

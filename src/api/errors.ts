@@ -110,6 +110,11 @@ export function sendError(reply: FastifyReply, status: number, message: string):
 /** Installs the error handler (the map above) and the 404 handler on the root instance. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
+    if ((err as { code?: unknown }).code === 'ECONNRESET' && request.raw.destroyed) {
+      // The client (or request_timeout) closed the connection while the body was coming: nobody to answer.
+      request.log.info({ status: 400 }, 'the connection closed before the request body was complete')
+      return sendError(reply, 400, 'The connection closed before the request body was complete')
+    }
     const status = statusOf(err)
     if (status >= 500) {
       request.log.error({ err, status }, 'request failed')

@@ -110,7 +110,10 @@ function parseResponses(buf: Buffer, methods: string[], final: boolean) {
     }
     const method = methods[responses.length] ?? 'GET'
     let body = ''
-    if (method !== 'HEAD' && status !== 204 && status !== 304) {
+    // A request refused by the HTTP parser is answered with a body even when it began with HEAD
+    // (the server cannot trust a method it failed to parse); that answer always closes.
+    const refusedHead = method === 'HEAD' && final && headers.connection === 'close' && buf.length - bodyStart === Number(headers['content-length'])
+    if ((method !== 'HEAD' || refusedHead) && status !== 204 && status !== 304) {
       if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
         const chunked = readChunked(buf, bodyStart)
         if (chunked === undefined) break
