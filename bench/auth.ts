@@ -9,10 +9,9 @@
  * other load on a shared machine disturbs less than req/s.
  * Prints one JSON document. Usage: npm run bench:auth [-- --duration 10 --connections 50 --rounds 2]
  */
-import { readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import autocannon from 'autocannon'
+import { load as loadUrl, type LoadFigures } from './load.js'
 import { createPersonas, keystoneSkip, startKeystone } from '../test/support/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 
@@ -27,36 +26,10 @@ const duration = Number(values.duration)
 const connections = Number(values.connections)
 const rounds = Number(values.rounds)
 
-interface Figures {
-  requestsPerSec: number
-  /** The server process's CPU time (user + system) per request in the measured run; null off Linux. */
-  serverCpuUsPerRequest: number | null
-  p50Ms: number
-  p99Ms: number
-  non2xx: number
-  errors: number
-}
+type Figures = LoadFigures
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null where there is none. */
-function cpuSeconds(pid: number | undefined): number | null {
-  try {
-    // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15 (clock ticks, 100 Hz on Linux).
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return null
-  }
-}
-
-async function load(service: RunningService, url: string, headers: Record<string, string>): Promise<Figures> {
-  // A short warm-up lets V8 optimise the hot path before the measured run.
-  await autocannon({ url, headers, connections, duration: 2 })
-  const cpuBefore = cpuSeconds(service.child.pid)
-  const r = await autocannon({ url, headers, connections, duration })
-  const cpuAfter = cpuSeconds(service.child.pid)
-  const cpu = cpuBefore === null || cpuAfter === null || r.requests.total === 0 ? null : Math.round(((cpuAfter - cpuBefore) / r.requests.total) * 1e7) / 10
-  return { requestsPerSec: Math.round(r.requests.average), serverCpuUsPerRequest: cpu, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors }
-}
+const load = (service: RunningService, url: string, headers: Record<string, string>) =>
+  loadUrl(url, { connections, duration, pid: service.child.pid, headers })
 
 /** Creates one device profile and returns the URL of GET-one on it. */
 async function profileUrl(service: RunningService, headers: Record<string, string>): Promise<string> {

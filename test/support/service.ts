@@ -52,6 +52,8 @@ export interface StartOptions {
    * owns it (stop() leaves it). @default a new temporary directory, removed by stop()
    */
   stateDir?: string
+  /** Another checkout to run instead of this one (a benchmark's baseline). @default this checkout */
+  root?: string
 }
 
 /** A `ready` check for services without HTTP (conductor, agent): a log line matching `pattern`. */
@@ -78,12 +80,12 @@ export async function runCommand(
 }
 
 export async function startService(options: StartOptions = {}): Promise<RunningService> {
-  const { command = ['up'], env = {}, timeoutMs = 30_000 } = options
+  const { command = ['up'], env = {}, timeoutMs = 30_000, root = ROOT } = options
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'cyborg-test-')))
-  const child = spawn(NODE, ['--import', 'tsx', CLI, ...command], {
-    cwd: ROOT,
+  const child = spawn(NODE, ['--import', 'tsx', path.join(root, 'src/main/cli.ts'), ...command], {
+    cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/root',
