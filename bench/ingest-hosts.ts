@@ -3,7 +3,7 @@
  * like the agent hashes them) and the schedule of one period, spread evenly over its wall time.
  */
 import { buildSnapshot } from '../src/agent/snapshot.js'
-import { sampleDevice } from '../src/db/sample-inventory.js'
+import { sampleDevice } from '../test/support/sample-inventory.js'
 import type { InventorySnapshot } from '../src/domain/inventory.js'
 import type { ConductorRpc, InventoryReportResult } from '../src/rpc/conductor-rpc.js'
 

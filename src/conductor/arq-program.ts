@@ -4,10 +4,11 @@
  * checks it against Glance's hash and programs it, unless the FPGA already runs that image.
  */
 import type { GroupCommitter } from '../db/group-commit.js'
-import { setBitstream, type BindTarget } from '../db/arq-targets.js'
+import { type BindTarget } from '../db/arq-targets.js'
 import type { ArqSpec } from '../domain/arq.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
+import { updateBitstream } from '../db/deployables.js'
 
 /** `dddd:bb:dd.f` from a PCI address's parts. */
 export const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
@@ -31,7 +32,7 @@ export function createFpgaProgrammer(deps: ProgrammerDeps) {
     try {
       const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
       const done = await deps.agentFor(host).programFpgaImage({ address, image })
-      await deps.committer.run((trx) => setBitstream(trx, target.deployableId, done.imageId, deps.now()))
+      await deps.committer.run((trx) => updateBitstream(trx, target.deployableId, done.imageId, deps.now()))
       deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
       return undefined
     } catch (err) {

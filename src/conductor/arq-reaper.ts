@@ -6,11 +6,12 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { releaseHandle, transitionArqs } from '../db/arqs.js'
-import { staleBinds } from '../db/arq-targets.js'
+import { updateArqStates } from '../db/arqs.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
+import { releaseAttachHandle } from '../db/attach-handles.js'
+import { listStaleBinds } from '../db/arqs.js'
 
 export interface ReaperDeps {
   db: DatabaseHandle
@@ -30,14 +31,14 @@ export interface ReaperDeps {
 export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
   const nowMs = deps.clock.now().getTime()
   const cutoff = formatTimestamp(new Date(nowMs - deps.bindTimeoutMs))
-  const stale = await staleBinds(deps.db.db, cutoff)
+  const stale = await listStaleBinds(deps.db.db, cutoff)
   if (stale.length === 0) return []
   const moved = await deps.committer.run(async (trx) => {
     const now = formatTimestamp(new Date(nowMs))
     const set = { attachHandleId: null, deployableId: null }
-    const result = await transitionArqs(trx, stale.map((s) => s.uuid), 'BindFailed', { now, set })
+    const result = await updateArqStates(trx, stale.map((s) => s.uuid), 'BindFailed', { now, set })
     const movedUuids = new Set(result.moved.map((a) => a.uuid))
-    for (const s of stale) if (movedUuids.has(s.uuid) && s.attachHandleId !== null) await releaseHandle(trx, s.attachHandleId, { now })
+    for (const s of stale) if (movedUuids.has(s.uuid) && s.attachHandleId !== null) await releaseAttachHandle(trx, s.attachHandleId, { now })
     return stale.filter((s) => movedUuids.has(s.uuid))
   })
   if (moved.length === 0) return []

@@ -1,29 +1,33 @@
 /**
  * Accelerator requests, conductor side (cyborg-v2-facts §2.3, with its gaps fixed): create from a
- * device profile, bind (Initial|Unbound → BindStarted → Bound | BindFailed), unbind, delete.
+ * device profile and bind (Initial|Unbound → BindStarted → Bound | BindFailed) here; unbind and
+ * delete, which release what a request holds, in arq-release.ts.
  *
  * - Every state change is a conditional UPDATE checked against the one transition table.
- * - A handle is claimed with `claimHandle` (SKIP LOCKED) and recorded on the ARQ in the same
+ * - A handle is claimed with `claimAttachHandle` (SKIP LOCKED, arq-claim.ts) and recorded on the ARQ in the same
  *   transaction, so two binders never share a handle and a crash never leaks one.
  * - The device is prepared by the agent of its host (vfio-pci for PCI, an mdev for MDEV) before
  *   the ARQ is Bound; a failure is BindFailed and frees the handle.
  * - When Nova is configured, the ARQs of one bind are announced in one event batch.
  */
 import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
-import { createArqs, deleteArqs, getArq, getArqForUpdate, listArqs, releaseHandle, transitionArqs } from '../db/arqs.js'
-import { boundArqsOfInstance, handleById, heldByInstance, lockInstances, staleDeletes, targetById } from '../db/arq-targets.js'
+import type { GroupCommitter } from '../db/group-commit.js'
+import { createArqs, listArqs, listBoundArqsOfInstance, updateArqStates } from '../db/arqs.js'
+import { releaseAttachHandle } from '../db/attach-handles.js'
+import { claimInstanceLocks } from '../db/arq-instances.js'
 import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-profiles.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
+import { errorMessage } from '../domain/error-message.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
-import { createArqAllocator } from './arq-placement.js'
+import { createArqAllocator } from './arq-allocations.js'
+import { finishStaleDeletes, reconcileAllocations, removeArqs, unbindOne, type ReleaseDeps } from './arq-release.js'
 import { createFpgaProgrammer, pciAddress } from './arq-program.js'
 import type { V1Placement } from './v1-placement.js'
-import { needsMore, placeArq, rcOf, type Placed } from './arq-place.js'
+import { needsMore, claimHandleForArq, rcOf, type Placed } from './arq-claim.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
 import { v2Arq, type ArqInternals } from './arq-internals.js'
@@ -56,7 +60,7 @@ type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 
   finishStaleDeletes(cutoff: string): Promise<string[]>
   /** Standalone with Placement: takes back allocations of these instances that no request holds (after a crash). */
   reconcileAllocations(instances: Iterable<string>): Promise<void>
-  /** What the v1 attachments (src/conductor/v1-attach.ts) share with the ARQ flows. */
+  /** What the v1 attachments (v1-accelerators.ts) share with the ARQ flows. */
   internals: ArqInternals
 }
 
@@ -81,8 +85,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
   const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
     await committer.run(async (trx) => {
-      await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
-      if (handleId !== undefined) await releaseHandle(trx, handleId, { now: now() })
+      await updateArqStates(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+      if (handleId !== undefined) await releaseAttachHandle(trx, handleId, { now: now() })
     })
     log.warn({ arq: arq.uuid, reason }, 'bind failed')
     return { uuid: arq.uuid, state: 'BindFailed', reason }
@@ -95,17 +99,17 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     try {
       await prepare(binding.hostname, handle)
     } catch (err) {
-      return fail(arq, `preparing ${pciAddress(handle.info)} failed: ${err instanceof Error ? err.message : String(err)}`, handle.id)
+      return fail(arq, `preparing ${pciAddress(handle.info)} failed: ${errorMessage(err)}`, handle.id)
     }
     const rc = rcOf(target)
     if (allocator && target.rpUuid && rc) {
       try {
         await allocator.allocate(binding.instanceUuid, target.rpUuid, rc, binding.projectId ?? arq.projectId)
       } catch (err) {
-        return fail(arq, `Placement refused the allocation: ${err instanceof Error ? err.message : String(err)}`, handle.id)
+        return fail(arq, `Placement refused the allocation: ${errorMessage(err)}`, handle.id)
       }
     }
-    const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
+    const { count } = await committer.run((trx) => updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }))
     if (count === 0) {
       if (allocator && target.rpUuid && rc) await allocator.release(binding.instanceUuid, target.rpUuid, rc).catch(() => {})
       return fail(arq, 'the request changed while binding (unbound or deleted)', handle.id)
@@ -129,130 +133,12 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     }
   }
 
-  /**
-   * Has the agent give the device back (vfio-pci, mdev) and, for a Bound request in standalone mode
-   * with Placement, takes its allocation back. Resolves with a failure reason, or undefined.
-   */
-  const releaseDevice = async (arq: Arq): Promise<string | undefined> => {
-    if (arq.attachHandleId !== null && arq.hostname !== null) {
-      const handle = await handleById(db.db, arq.attachHandleId)
-      try {
-        if (handle && handle.type !== 'TEST_PCI' && deps.agentFor) {
-          const agent = deps.agentFor(arq.hostname)
-          if (handle.type === 'PCI') await agent.release({ address: pciAddress(handle.info) })
-          if (handle.type === 'MDEV') await agent.removeMdev({ uuid: handle.uuid })
-        }
-      } catch (err) {
-        return err instanceof Error ? err.message : String(err)
-      }
-    }
-    if (arq.deviceProfileId === null) {
-      // A v1 attachment is its own consumer; failing here keeps it Deleting, for a retry.
-      return deps.v1Placement?.release(arq.uuid).then(() => undefined, (err: unknown) => `Placement: ${err instanceof Error ? err.message : String(err)}`)
-    }
-    if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) {
-      const target = await targetById(db.db, arq.deployableId)
-      const rc = target && rcOf(target)
-      if (target?.rpUuid && rc) {
-        await allocator.release(arq.instanceUuid, target.rpUuid, rc).catch((err: unknown) =>
-          log.warn({ err, arq: arq.uuid }, 'could not take the allocation back from Placement'),
-        )
-      }
-    }
-    return undefined
-  }
-
-  /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
-  const holdsNothingOutside = async (trx: WriteTrx, arq: Arq) => {
-    if (arq.deviceProfileId === null ? deps.v1Placement : allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
-    if (arq.attachHandleId === null || arq.hostname === null || !deps.agentFor) return true
-    const handle = await handleById(trx, arq.attachHandleId)
-    return !handle || handle.type === 'TEST_PCI'
-  }
-
-  /** Frees what an ARQ holds and moves it to Unbound with its binding cleared (UnbindFailed if the agent failed). */
-  const unbindOne = async (arq: Arq, attempt = 1): Promise<ArqBindOutcome> => {
-    const reason = await releaseDevice(arq)
-    if (reason !== undefined) {
-      await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
-      log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
-      return { uuid: arq.uuid, state: 'UnbindFailed', reason }
-    }
-    const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }
-    const changed = await committer.run(async (trx) => {
-      // A bind may have claimed a handle since `arq` was read: then release that one instead.
-      if ((await getArqForUpdate(trx, arq.uuid)).attachHandleId !== arq.attachHandleId) return true
-      await transitionArqs(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
-      if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
-      return false
-    })
-    if (changed) {
-      if (attempt >= 3) throw new ConflictError(`accelerator request ${arq.uuid} kept changing while unbinding; try again`, { code: 'ARQ_BAD_STATE' })
-      return unbindOne(await getArq(db.db, arq.uuid), attempt + 1)
-    }
-    return { uuid: arq.uuid, state: 'Unbound' }
-  }
-
-  /**
-   * Releases what Deleting requests hold, then frees their handles and deletes the rows, in one
-   * transaction. One whose device the agent could not release stays Deleting (retried by the reaper).
-   */
-  const finishDeleting = async (arqs: Arq[]): Promise<Arq[]> => {
-    const ready: Arq[] = []
-    for (const arq of arqs) {
-      const reason = await releaseDevice(arq)
-      if (reason === undefined) ready.push(arq)
-      else log.warn({ arq: arq.uuid, reason }, 'could not release the device; the request stays Deleting')
-    }
-    if (ready.length === 0) return []
-    return committer.run(async (trx) => {
-      // Rows first: a handle is freed only once no request names it.
-      const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
-      for (const arq of ready) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
-      return deleted
-    })
-  }
-
-  /** Standalone with Placement: takes back allocations of `instances` that no request holds (after a crash). */
-  const reconcileAllocations = async (instances: Iterable<string>) => {
-    if (!allocator) return
-    for (const instance of new Set(instances)) {
-      await allocator.trim(instance, (rps) => heldByInstance(db.db, instance, rps)).catch((err: unknown) =>
-        log.warn({ err, instance }, "could not check the instance's allocations in Placement"),
-      )
-    }
-  }
-
-  /**
-   * Unbinds and deletes requests: first Deleting, persisted (a crash from here on leaves requests
-   * the reaper finishes); an UnbindFailed one stays as it is, it must be unbound first. One that
-   * holds nothing outside the database goes in that same transaction.
-   */
-  const remove = async (found: Arq[]): Promise<string[]> => {
-    const prior = new Map(found.map((a) => [a.uuid, a.state]))
-    const marked = await committer.run(async (trx) => {
-      const { moved } = await transitionArqs(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
-      // What each holds as of this transaction (a bind may have claimed a handle since `found`
-      // was read), with the state it was in before: that says whether Placement holds a unit.
-      const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
-      const quick: Arq[] = []
-      const rest: Arq[] = []
-      for (const arq of current) ((await holdsNothingOutside(trx, arq)) ? quick : rest).push(arq)
-      const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
-      for (const arq of quick) if (arq.attachHandleId !== null) await releaseHandle(trx, arq.attachHandleId, { now: now() })
-      return { gone, rest }
-    })
-    return [...marked.gone, ...(await finishDeleting(marked.rest))].map((a) => a.uuid)
-  }
+  const release: ReleaseDeps = { db, committer, agentFor: deps.agentFor, allocator, v1Placement: deps.v1Placement, log, now }
 
   return {
-    internals: { prepare, remove, notify },
-    async finishStaleDeletes(cutoff) {
-      const finished = await finishDeleting(await staleDeletes(db.db, cutoff))
-      await reconcileAllocations(finished.flatMap((a) => (a.instanceUuid ? [a.instanceUuid] : [])))
-      return finished.map((a) => a.uuid)
-    },
-    reconcileAllocations,
+    internals: { prepare, remove: (arqs) => removeArqs(release, arqs), notify },
+    finishStaleDeletes: (cutoff) => finishStaleDeletes(release, cutoff),
+    reconcileAllocations: (instances) => reconcileAllocations(release, instances),
 
     async createArqs(req) {
       const name = checkString(req?.deviceProfileName, 'device_profile_name')
@@ -273,7 +159,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const started = await committer.run(async (trx) => {
         // The instances' bind locks first: a concurrent bind of the same instance, through any
         // conductor, waits for this one to commit and then sees its requests.
-        await lockInstances(trx, db.dialect, instances, now())
+        await claimInstanceLocks(trx, db.dialect, instances, now())
         const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
         for (const arq of arqs) {
           if (!allowedFrom('BindStarted').includes(arq.state)) {
@@ -286,8 +172,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         for (const instance of instances) {
           // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
           // are read afresh as well (this batch's own writes are visible only through trx).
-          const others = [...(await boundArqsOfInstance(trx, instance, uuids))]
-          if (db.dialect === 'mysql') others.push(...(await boundArqsOfInstance(db.db, instance, uuids)))
+          const others = [...(await listBoundArqsOfInstance(trx, instance, uuids))]
+          if (db.dialect === 'mysql') others.push(...(await listBoundArqsOfInstance(db.db, instance, uuids)))
           if (others.length > 0) {
             throw new ConflictError(`instance ${instance} already has bound accelerator requests: ${others.join(', ')}`, {
               code: 'INSTANCE_ALREADY_BOUND',
@@ -304,21 +190,21 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
           const set = { hostname: b.hostname, deviceRpUuid: b.deviceRpUuid ?? null, instanceUuid: b.instanceUuid, projectId: b.projectId ?? arq.projectId }
-          const { count } = await transitionArqs(trx, [arq.uuid], 'BindStarted', { now: now(), set })
+          const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', { now: now(), set })
           if (count !== 1) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, { code: 'ARQ_BAD_STATE' })
         }
         // Then each one's handle, claimed in this same transaction. One that needs nothing outside
         // the database is Bound here too: a whole bind in one commit.
         for (const arq of arqs) {
           const spec = specFor(arq)
-          const placed = await placeArq(trx, arq, bindings[arq.uuid]!, spec, now())
+          const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now())
           if ('reason' in placed) {
-            await transitionArqs(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+            await updateArqStates(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
             steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
           } else if (needsMore(placed, spec, allocator !== undefined)) {
             steps.push({ arq, spec, placed })
           } else {
-            await transitionArqs(trx, [arq.uuid], 'Bound', { now: now() })
+            await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
             steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
           }
         }
@@ -330,7 +216,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         started.map(({ arq, spec, placed, done }) =>
           done ??
           finish(arq, bindings[arq.uuid]!, spec, placed!).catch((err: unknown) =>
-            fail(arq, err instanceof Error ? err.message : String(err), placed!.handle.id),
+            fail(arq, errorMessage(err), placed!.handle.id),
           ),
         ),
       )
@@ -342,7 +228,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     async unbindArqs(req) {
       const uuids = checkUuidList(req?.uuids)
       const arqs = await Promise.all(uuids.map((u) => v2Arq(db.db, u)))
-      return Promise.all(arqs.map(unbindOne))
+      return Promise.all(arqs.map((arq) => unbindOne(release, arq)))
     },
 
     async deleteArqs(req) {
@@ -353,7 +239,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             ...(req.projectId === undefined ? {} : { projectId: checkString(req.projectId, 'project_id') }),
           })
         : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => v2Arq(db.db, u).catch(() => undefined)))
-      const deleted = await remove(arqs.filter((a): a is Arq => a !== undefined))
+      const deleted = await removeArqs(release, arqs.filter((a): a is Arq => a !== undefined))
       if (!byInstance) {
         const missing = (req as { uuids: string[] }).uuids.filter((u) => !arqs.some((a) => a?.uuid === u))
         if (missing.length > 0) {

@@ -3,9 +3,9 @@
  * agent's report, compared by name (the key the inventory diff uses), so that an operator sees
  * what was added, what changed (and which part of it) and what was removed.
  */
-import type { CurrentDevice } from '../db/inventory-diff.js'
 import type { DiscoveredItem } from '../rpc/admin-types.js'
 import { controlPathText } from '../domain/control-path.js'
+import type { CurrentDevice } from '../domain/inventory-diff.js'
 
 /** One deployable reduced to what an operator may see change. */
 export interface DeployableFacts {

@@ -9,8 +9,7 @@
  * the agents report what changed through `reportInventory` as usual.
  */
 import type { DatabaseHandle } from '../db/connection.js'
-import { driverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
-import { loadHostInventory } from '../db/inventory-sync.js'
+import { listDriverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
 import { AGENT_BINARY, listServices, type Service } from '../db/services.js'
 import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
@@ -19,6 +18,7 @@ import { AppError, ConflictError, InvalidInputError, NotFoundError, TimeoutError
 import type { Logger } from '../domain/logger.js'
 import { diffDeployables, flattenInventory } from './discovery-diff.js'
 import { checkString, checkStringMap } from './validate.js'
+import { getHostInventory } from '../db/host-inventory.js'
 
 export type AdminAgent = Pick<AgentRpc, 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'>
 
@@ -90,7 +90,7 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     for (const h of listed) {
       for (const d of h.drivers) if (d.name === driver || d.aliases.includes(driver)) [d.name, ...d.aliases].forEach((n) => names.add(n))
     }
-    const held = await driverAllocations(db.db, [...names], hosts.map((h) => h.host))
+    const held = await listDriverAllocations(db.db, [...names], hosts.map((h) => h.host))
     if (held.length === 0) return
     throw new ConflictError(
       `driver ${driver} has allocated devices: ${held.map(describeAllocation).join('; ')}; detach or unbind them first`,
@@ -140,11 +140,11 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
   }
 
   const discoverHost = async (s: Service): Promise<HostDiscovery> => {
-    const before = flattenInventory(await loadHostInventory(db.db, s.host))
+    const before = flattenInventory(await getHostInventory(db.db, s.host))
     const base = { hostname: s.host, added: [], changed: [], removed: [] }
     try {
       const report = await bounded(agentFor(s.host).discover({}), actionTimeoutMs, `agent ${s.host}`)
-      const after = flattenInventory(await loadHostInventory(db.db, s.host))
+      const after = flattenInventory(await getHostInventory(db.db, s.host))
       return { hostname: s.host, status: 'ok', ...diffDeployables(before, after), report }
     } catch (err) {
       return { ...base, status: unreachable(err) ? 'unreachable' : 'failed', error: failure(err) }

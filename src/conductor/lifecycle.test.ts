@@ -5,7 +5,7 @@ import { createLifecycle, failureReason } from './lifecycle.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
 import { testDialects, type TestDatabase } from '../db/testing.js'
 import { getDevice, listDevicesByHost } from '../db/devices.js'
-import { transitionLifecycle } from '../db/lifecycle.js'
+import { updateDeviceLifecycle } from '../db/lifecycle.js'
 import { createAgentClient } from '../rpc/agent-rpc.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { ConflictError, NotFoundError, TimeoutError } from '../domain/errors.js'
@@ -60,7 +60,7 @@ void describe('device lifecycle, conductor side (sqlite; no agent on the host)',
 
   void it('refuses a device that is not inactive or error, naming its lifecycle; and unknown or malformed uuids', async () => {
     const uuid = await uuidOf('5e')
-    await transitionLifecycle(db.db, uuid, { from: ['inactive'], to: 'active', reason: null }, '2026-01-01T00:00:00.000000+00:00')
+    await updateDeviceLifecycle(db.db, uuid, { from: ['inactive'], to: 'active', reason: null }, '2026-01-01T00:00:00.000000+00:00')
     await assert.rejects(conductor.markDeviceReady({ uuid }), (err) => {
       assert.ok(err instanceof ConflictError)
       assert.equal(err.code, 'DEVICE_LIFECYCLE_CONFLICT')
@@ -76,7 +76,7 @@ void describe('device lifecycle, conductor side (sqlite; no agent on the host)',
   void it('takes over a device left installing by a conductor that died, but not a fresh install', async () => {
     const uuid = await uuidOf('e1')
     // Installing for 5 minutes: another conductor may still be waiting for the agent.
-    await transitionLifecycle(db.db, uuid, { from: ['inactive'], to: 'installing', reason: null }, '2026-11-22T05:55:00.000000+00:00')
+    await updateDeviceLifecycle(db.db, uuid, { from: ['inactive'], to: 'installing', reason: null }, '2026-11-22T05:55:00.000000+00:00')
     await assert.rejects(conductor.markDeviceReady({ uuid }), { code: 'DEVICE_LIFECYCLE_CONFLICT' })
     // Installing for an hour: nobody settles it any more; marking it ready installs again.
     await db.db.updateTable('devices').set({ updated_at: '2026-11-22T05:00:00.000000+00:00' }).where('uuid', '=', uuid).execute()

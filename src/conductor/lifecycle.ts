@@ -9,7 +9,7 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import { getDevice } from '../db/devices.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { transitionLifecycle } from '../db/lifecycle.js'
+import { updateDeviceLifecycle } from '../db/lifecycle.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { AppError, ConflictError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import { Lifecycle, type Device } from '../domain/inventory.js'
@@ -72,7 +72,7 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
 
   const settle = async (device: Device, outcome: { to: Lifecycle; reason: string | null }) => {
     const at = now()
-    const moved = await run((trx) => transitionLifecycle(trx, device.uuid, { from: [Lifecycle.installing], ...outcome }, at))
+    const moved = await run((trx) => updateDeviceLifecycle(trx, device.uuid, { from: [Lifecycle.installing], ...outcome }, at))
     if (!moved) log.warn({ uuid: device.uuid, ...outcome }, 'device left installing meanwhile; outcome not recorded')
     try {
       await onInventoryChanged(device.hostname)
@@ -92,10 +92,10 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
         const at = now()
         if (stale) {
           const change = { from: [Lifecycle.installing], to: Lifecycle.installing, reason: null, updatedBefore: staleBefore }
-          return transitionLifecycle(trx, id, change, at)
+          return updateDeviceLifecycle(trx, id, change, at)
         }
-        if (!(await transitionLifecycle(trx, id, { from: READY_FROM, to: Lifecycle.ready, reason: null }, at))) return false
-        return transitionLifecycle(trx, id, { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null }, at)
+        if (!(await updateDeviceLifecycle(trx, id, { from: READY_FROM, to: Lifecycle.ready, reason: null }, at))) return false
+        return updateDeviceLifecycle(trx, id, { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null }, at)
       })
       if (stale) log.warn({ uuid: id, since: device.updatedAt }, 'device was left installing by a conductor that stopped; installing again')
       if (!claimed) throw conflict(await getDevice(db.db, id))

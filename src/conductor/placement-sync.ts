@@ -12,7 +12,7 @@
  *   conductor, an operator), so the last writer always leaves Placement matching the database.
  */
 import type { DatabaseHandle } from '../db/connection.js'
-import { loadPlacementRows, setPlacementHashes } from '../db/placement-rows.js'
+import { listPlacementRows, updatePlacementHashes } from '../db/placement-rows.js'
 import type { WriteRunner } from '../db/group-commit.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -162,7 +162,7 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
     async syncHost(host, hint) {
       const outcome: HostSyncOutcome = { written: 0, deleted: 0, complete: true }
       for (let round = 1; ; round++) {
-        const plan = planHost(await loadPlacementRows(db.db, host))
+        const plan = planHost(await listPlacementRows(db.db, host))
         for (const problem of plan.problems) log.warn({ host }, problem)
         if (plan.writes.length === 0 && plan.deletes.length === 0) return outcome
         if (round > MAX_ROUNDS) {
@@ -186,10 +186,10 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
           if (writes.length > 0) await push(host, hint, writes)
           marks.push(...writes.map((w) => ({ id: w.id, hash: w.hash })))
         } catch (err) {
-          if (marks.length > 0) await write((trx) => setPlacementHashes(trx, marks))
+          if (marks.length > 0) await write((trx) => updatePlacementHashes(trx, marks))
           throw err
         }
-        await write((trx) => setPlacementHashes(trx, marks))
+        await write((trx) => updatePlacementHashes(trx, marks))
         outcome.written += writes.length
         outcome.deleted += deleted
         if (held) return { ...outcome, complete: false }

@@ -16,10 +16,9 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { claimHandle, transitionArqs } from '../db/arqs.js'
-import { lockInstances } from '../db/arq-targets.js'
-import { holdersOf, hasHandles, insertAttachment, lockAccelerator, setAccSpecs, v1AttachmentsOf } from '../db/v1-attachments.js'
-import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/accelerator-v1.js'
+import { updateArqStates } from '../db/arqs.js'
+import { listHolders, hasHandles, createAttachment, getAcceleratorForUpdate, updateAccSpecs, listV1Attachments } from '../db/v1-attachments.js'
+import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/v1-accelerator.js'
 import type { Arq } from '../domain/arq.js'
 import type { AttachHandle } from '../domain/inventory.js'
 import { ConflictError, InvalidInputError } from '../domain/errors.js'
@@ -30,6 +29,8 @@ import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { ArqInternals } from './arq-internals.js'
 import { checkUuid } from './validate.js'
 import type { V1Placement } from './v1-placement.js'
+import { claimAttachHandle } from '../db/attach-handles.js'
+import { claimInstanceLocks } from '../db/arq-instances.js'
 
 export interface V1Deps {
   db: DatabaseHandle
@@ -85,7 +86,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       log.warn({ accelerator: uuid, reason }, 'attach failed')
       throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, { code: 'ATTACH_FAILED', details: { uuid } })
     }
-    const { count } = await committer.run((trx) => transitionArqs(trx, [arq.uuid], 'Bound', { now: now() }))
+    const { count } = await committer.run((trx) => updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }))
     if (count === 0) {
       // A detach took it meanwhile, perhaps before the allocation was written: take that back too.
       await deps.placement?.release(arq.uuid).catch((err: unknown) => log.warn({ err, attachment: arq.uuid }, 'could not take an allocation back from Placement'))
@@ -99,9 +100,9 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const target = checkTarget(req.target)
       const instance = 'instanceUuid' in target ? target.instanceUuid : null
       const claimed = await committer.run(async (trx) => {
-        const acc = await lockAccelerator(trx, db.dialect, uuid)
-        if (instance !== null) await lockInstances(trx, db.dialect, [instance], now())
-        const holders = await holdersOf(trx, db.dialect, acc.id)
+        const acc = await getAcceleratorForUpdate(trx, db.dialect, uuid)
+        if (instance !== null) await claimInstanceLocks(trx, db.dialect, [instance], now())
+        const holders = await listHolders(trx, db.dialect, acc.id)
         const hostname = 'hostname' in target ? target.hostname : acc.hostname
         const same = holders.find((h) => h.deviceProfileId === null && h.instanceUuid === instance && h.hostname === hostname && h.state !== 'Deleting')
         if (same) return { arq: same, handle: undefined, again: true }
@@ -117,7 +118,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
             details: { field: 'hostname' },
           })
         }
-        const handle = handles ? await claimHandle(trx, acc.id, { now: now() }) : undefined
+        const handle = handles ? await claimAttachHandle(trx, acc.id, { now: now() }) : undefined
         if ((handles && !handle) || (!handles && holders.length >= acc.numAccelerators)) {
           throw new ConflictError(`accelerator ${uuid} is already attached: ${holders.map(describe).join('; ') || 'every unit is in use'}`, {
             code: 'ACCELERATOR_IN_USE',
@@ -127,7 +128,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
         const allocation = deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
         const input = { deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
-        const arq = await insertAttachment(trx, { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' }, now())
+        const arq = await createAttachment(trx, { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' }, now())
         return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }
       })
       const { arq } = claimed
@@ -141,10 +142,10 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
     async detachAccelerator(req) {
       const uuid = checkUuid(req?.uuid, 'uuid')
       const instance = req.instanceUuid === undefined ? undefined : checkUuid(req.instanceUuid, 'instance_uuid')
-      const acc = await lockAccelerator(db.db, db.dialect, uuid, false)
-      const holders = await holdersOf(db.db, db.dialect, acc.id, false)
+      const acc = await getAcceleratorForUpdate(db.db, db.dialect, uuid, false)
+      const holders = await listHolders(db.db, db.dialect, acc.id, false)
       const foreign = holders.filter((h) => h.deviceProfileId !== null)
-      const mine = (await v1AttachmentsOf(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
+      const mine = (await listV1Attachments(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
       // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
       if (foreign.length > 0 && mine.length === 0) {
         throw new ConflictError(
@@ -169,7 +170,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const specs = canonicalJson(parseAccSpecsBody({ acc_specs: req.accSpecs }))
       const ifMatch = req.ifMatch
       return committer.run(async (trx) => {
-        const acc = await lockAccelerator(trx, db.dialect, uuid)
+        const acc = await getAcceleratorForUpdate(trx, db.dialect, uuid)
         const current = accSpecsEtag(acc.accSpecs)
         if (typeof ifMatch === 'string' && !ifMatchAccepts(ifMatch, current)) {
           throw new ConflictError(`another process updated the spec of accelerator ${uuid} (its ETag is now ${current}, not ${ifMatch}); read it again and retry`, {
@@ -177,7 +178,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
             details: { field: 'If-Match', uuid, etag: current },
           })
         }
-        await setAccSpecs(trx, acc.id, specs, now())
+        await updateAccSpecs(trx, acc.id, specs, now())
         return { etag: accSpecsEtag(specs) }
       })
     },

@@ -2,11 +2,11 @@
  * v1 attachments in Placement (when `[placement]` is set, with or without Nova): each attachment
  * is its own consumer (its uuid) holding one unit of the accelerator's resource class, so that
  * Placement never offers a unit v1 holds, and Nova's allocations for its instances are never
- * touched. Read-modify-write by consumer generation, as for standalone binds (arq-placement.ts).
+ * touched. Read-modify-write by consumer generation, as for standalone binds (arq-allocations.ts).
  */
 import type { Logger } from '../domain/logger.js'
 import type { PlacementClient } from '../openstack/placement.js'
-import { createArqAllocator } from './arq-placement.js'
+import { createArqAllocator } from './arq-allocations.js'
 
 /** The project Placement records for v1 attachments' consumers. */
 export const V1_CONSUMER_PROJECT = 'cyborg-v1-attachments'

@@ -5,13 +5,7 @@
  */
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
 import { InvalidInputError } from '../domain/errors.js'
-import {
-  AttachType,
-  DeviceType,
-  canonicalJson,
-  type DiscoveredDevice,
-  type InventorySnapshot,
-} from '../domain/inventory.js'
+import { AttachType, DeviceType, canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict'
 import type { Kysely } from 'kysely'
 import { expandProfileGroups } from '../domain/arq.js'
 import { getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from './arq-views.js'
-import { claimHandle, createArqs, transitionArqs } from './arqs.js'
+import { createArqs, updateArqStates } from './arqs.js'
 import { createDeviceProfile } from './device-profiles.js'
 import type { Database } from './schema.js'
 import { testDialects } from './testing.js'
+import { claimAttachHandle } from './attach-handles.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const INSTANCE = 'aaaaaaaa-0000-4000-8000-000000000001'
@@ -51,10 +52,10 @@ for (const dialect of await testDialects()) {
       await assert.rejects(getArqDetail(db, 'nope'), { name: 'NotFoundError', code: 'ARQ_NOT_FOUND' })
 
       // a: Bound with the handle; b: BindStarted for the same instance; c: untouched.
-      const h = await claimHandle(db, depId)
+      const h = await claimAttachHandle(db, depId)
       const set = { hostname: 'h', instanceUuid: INSTANCE }
-      await transitionArqs(db, [a, b], 'BindStarted', { now: T0, set })
-      await transitionArqs(db, [a], 'Bound', { now: T0, set: { attachHandleId: h!.id, deployableId: depId } })
+      await updateArqStates(db, [a, b], 'BindStarted', { now: T0, set })
+      await updateArqStates(db, [a], 'Bound', { now: T0, set: { attachHandleId: h!.id, deployableId: depId } })
       const bound = await getArqDetail(db, a)
       assert.deepEqual(bound.attachHandle, { uuid: 'ffffffff-0000-4000-8000-000000000001', type: 'TEST_PCI', info: INFO })
       assert.equal(bound.state, 'Bound')
@@ -65,7 +66,7 @@ for (const dialect of await testDialects()) {
       assert.deepEqual(uuidsOf(await listArqDetails(db, { states: RESOLVED_STATES })), [a])
       assert.deepEqual(await listArqDetails(db, { states: [] }), [])
       assert.equal(await hasUnresolvedArqs(db, INSTANCE), true)
-      await transitionArqs(db, [b], 'BindFailed', { now: T0 })
+      await updateArqStates(db, [b], 'BindFailed', { now: T0 })
       assert.equal(await hasUnresolvedArqs(db, INSTANCE), false)
       assert.equal(await hasUnresolvedArqs(db, 'bbbbbbbb-0000-4000-8000-000000000001'), false)
 

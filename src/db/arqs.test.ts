@@ -3,20 +3,13 @@ import assert from 'node:assert/strict'
 import type { Kysely } from 'kysely'
 import { expandProfileGroups } from '../domain/arq.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
-import {
-  claimHandle,
-  createArqs,
-  deleteArqs,
-  getArq,
-  listArqs,
-  releaseHandle,
-  transitionArqs,
-} from './arqs.js'
-import { lockInstances, sweepInstanceLocks } from './arq-targets.js'
+import { createArqs, deleteArqs, getArq, listArqs, updateArqStates } from './arqs.js'
 import { openDatabase } from './connection.js'
 import { createDeviceProfile } from './device-profiles.js'
 import type { Database } from './schema.js'
 import { testDialects, type TestDatabase } from './testing.js'
+import { claimAttachHandle, releaseAttachHandle } from './attach-handles.js'
+import { claimInstanceLocks, deleteStaleInstanceLocks } from './arq-instances.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'
@@ -92,7 +85,7 @@ for (const dialect of await testDialects()) {
     assert.deepEqual(await listArqs(db, { limit: 2, marker: page1[1]!.uuid }), arqs.slice(2))
     await assert.rejects(listArqs(db, { marker: 'nope' }), { code: 'ARQ_NOT_FOUND' })
 
-    await transitionArqs(db, [arqs[0]!.uuid, arqs[1]!.uuid], 'BindStarted', { now: T1, set: { instanceUuid: INSTANCE } })
+    await updateArqStates(db, [arqs[0]!.uuid, arqs[1]!.uuid], 'BindStarted', { now: T1, set: { instanceUuid: INSTANCE } })
     assert.deepEqual((await listArqs(db, { instanceUuid: INSTANCE })).map((a) => a.id), [arqs[0]!.id, arqs[1]!.id])
     assert.equal((await listArqs(db, { projectId: 'other' })).length, 0)
 
@@ -107,51 +100,51 @@ for (const dialect of await testDialects()) {
     const arqs = await seedArqs(db, [{ 'resources:FPGA': '3' }])
     const all = arqs.map((a) => a.uuid)
     const bind = { hostname: 'h', deviceRpUuid: RP, instanceUuid: INSTANCE, projectId: 'p2' }
-    const started = await transitionArqs(db, all, 'BindStarted', { now: T1, set: bind })
+    const started = await updateArqStates(db, all, 'BindStarted', { now: T1, set: bind })
     assert.equal(started.count, 3)
     assert.deepEqual(started.moved.map((a) => [a.state, a.hostname, a.deviceRpUuid, a.instanceUuid, a.projectId, a.updatedAt]),
       Array(3).fill(['BindStarted', 'h', RP, INSTANCE, 'p2', T1]))
-    assert.equal((await transitionArqs(db, all, 'BindStarted', { now: T1 })).count, 0, 'no self-loop')
-    assert.equal((await transitionArqs(db, all, 'Initial', { now: T1 })).count, 0)
+    assert.equal((await updateArqStates(db, all, 'BindStarted', { now: T1 })).count, 0, 'no self-loop')
+    assert.equal((await updateArqStates(db, all, 'Initial', { now: T1 })).count, 0)
 
     const [h1, h2] = await db.selectFrom('attach_handles').select('id').orderBy('id').execute()
-    const bound = await transitionArqs(db, [all[0]!, 'nope'], 'Bound', { now: T1, set: { attachHandleId: h1!.id, deployableId: depId } })
+    const bound = await updateArqStates(db, [all[0]!, 'nope'], 'Bound', { now: T1, set: { attachHandleId: h1!.id, deployableId: depId } })
     assert.deepEqual(bound.moved.map((a) => [a.uuid, a.state, a.attachHandleId, a.deployableId]), [[all[0], 'Bound', h1!.id, depId]])
     await assert.rejects(
-      transitionArqs(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: h1!.id } }),
+      updateArqStates(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: h1!.id } }),
       (err: unknown) => err instanceof ConflictError && err.code === 'ATTACH_HANDLE_IN_USE')
     assert.equal((await getArq(db, all[1]!)).state, 'BindStarted', 'the refused update changed nothing')
-    await assert.rejects(transitionArqs(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: 999999 } }), NotFoundError)
+    await assert.rejects(updateArqStates(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: 999999 } }), NotFoundError)
 
     // Bound → UnbindFailed; then Deleting moves the others but not the UnbindFailed one.
-    assert.equal((await transitionArqs(db, [all[0]!], 'UnbindFailed', { now: T1 })).count, 1)
-    assert.equal((await transitionArqs(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: h2!.id } })).count, 1)
-    const deleting = await transitionArqs(db, all, 'Deleting', { now: T1 })
+    assert.equal((await updateArqStates(db, [all[0]!], 'UnbindFailed', { now: T1 })).count, 1)
+    assert.equal((await updateArqStates(db, [all[1]!], 'Bound', { now: T1, set: { attachHandleId: h2!.id } })).count, 1)
+    const deleting = await updateArqStates(db, all, 'Deleting', { now: T1 })
     assert.deepEqual(deleting.moved.map((a) => a.uuid), [all[1], all[2]])
     assert.equal((await getArq(db, all[0]!)).state, 'UnbindFailed')
-    const unbound = await transitionArqs(db, [all[0]!], 'Unbound', { now: T1, set: { attachHandleId: null, hostname: null } })
+    const unbound = await updateArqStates(db, [all[0]!], 'Unbound', { now: T1, set: { attachHandleId: null, hostname: null } })
     assert.deepEqual(unbound.moved.map((a) => [a.state, a.attachHandleId, a.hostname]), [['Unbound', null, null]])
   }))
 
   await test(`arqs: claim and release attach handles on ${name}`, { skip }, () => withDb(create, async (db) => {
     const depId = await seedDeployable(db, 2)
-    const claim = () => db.transaction().execute((trx) => claimHandle(trx, depId, { now: T1 }))
+    const claim = () => db.transaction().execute((trx) => claimAttachHandle(trx, depId, { now: T1 }))
     const a = await claim()
     const b = await claim()
     assert.ok(a && b && a.id < b.id)
     assert.deepEqual([a.inUse, a.updatedAt, a.info.function], [true, T1, '0'])
     assert.equal(await claim(), undefined)
-    assert.equal(await claimHandle(db, 999999), undefined)
+    assert.equal(await claimAttachHandle(db, 999999), undefined)
 
-    assert.equal(await db.transaction().execute((trx) => releaseHandle(trx, a.id)), true)
-    assert.equal(await releaseHandle(db, a.id), false, 'already free')
+    assert.equal(await db.transaction().execute((trx) => releaseAttachHandle(trx, a.id)), true)
+    assert.equal(await releaseAttachHandle(db, a.id), false, 'already free')
     // A claim whose transaction rolls back is undone.
     await assert.rejects(db.transaction().execute(async (trx) => {
-      assert.equal((await claimHandle(trx, depId))?.id, a.id)
+      assert.equal((await claimAttachHandle(trx, depId))?.id, a.id)
       throw new Error('rollback')
     }), /rollback/)
-    assert.equal((await claimHandle(db, depId))?.id, a.id, 'outside a transaction too')
-    assert.equal(await claimHandle(db, depId), undefined)
+    assert.equal((await claimAttachHandle(db, depId))?.id, a.id, 'outside a transaction too')
+    assert.equal(await claimAttachHandle(db, depId), undefined)
   }))
 
   await test(`arqs: 50 binders on two handles race for 100 attach handles on ${name}`, { skip }, () => withDb(create, async (db, handle) => {
@@ -166,7 +159,7 @@ for (const dialect of await testDialects()) {
         const mine = dbs[i % 2]!
         while (started < 1000) {
           started++
-          const h = await mine.transaction().execute((trx) => claimHandle(trx, depId))
+          const h = await mine.transaction().execute((trx) => claimAttachHandle(trx, depId))
           claims.push(h?.id)
         }
       }
@@ -188,17 +181,17 @@ for (const dialect of await testDialects()) {
   await test(`arqs: instance bind locks upsert and are swept once unused on ${dialect.name}`, { skip: dialect.skip }, () =>
     withDb(() => dialect.create(), async (db, handle) => {
       const OTHER = 'aaaaaaaa-0000-4000-8000-000000000002'
-      await lockInstances(db, handle.dialect, [OTHER, INSTANCE, INSTANCE], T0)
-      await lockInstances(db, handle.dialect, [INSTANCE], T1) // the second lock of one instance updates its row
+      await claimInstanceLocks(db, handle.dialect, [OTHER, INSTANCE, INSTANCE], T0)
+      await claimInstanceLocks(db, handle.dialect, [INSTANCE], T1) // the second lock of one instance updates its row
       const rows = () => db.selectFrom('arq_instances').selectAll().orderBy('instance_uuid').execute()
       assert.deepEqual(await rows(), [{ instance_uuid: INSTANCE, updated_at: T1 }, { instance_uuid: OTHER, updated_at: T0 }])
       const [arq] = await seedArqs(db, [{ 'resources:FPGA': '1' }])
-      await transitionArqs(db, [arq!.uuid], 'BindStarted', { now: T0, set: { instanceUuid: OTHER } })
+      await updateArqStates(db, [arq!.uuid], 'BindStarted', { now: T0, set: { instanceUuid: OTHER } })
       // Only rows older than the cutoff that no request names go.
-      assert.equal(await sweepInstanceLocks(db, '2030-01-01T00:00:00.000000+00:00'), 1)
+      assert.equal(await deleteStaleInstanceLocks(db, '2030-01-01T00:00:00.000000+00:00'), 1)
       assert.deepEqual((await rows()).map((r) => r.instance_uuid), [OTHER])
       await deleteArqs(db, { uuids: [arq!.uuid] })
-      assert.equal(await sweepInstanceLocks(db, T0), 0, 'not older than the cutoff')
-      assert.equal(await sweepInstanceLocks(db, T1), 1)
+      assert.equal(await deleteStaleInstanceLocks(db, T0), 0, 'not older than the cutoff')
+      assert.equal(await deleteStaleInstanceLocks(db, T1), 1)
     }))
 }

@@ -1,14 +1,13 @@
 /**
  * Accelerator requests (ARQs): create, read, move through the state machine of src/domain/arq.ts
- * with one conditional UPDATE, delete; and claim or release the attach handle a bound ARQ holds.
+ * with one conditional UPDATE, record the handle a bind claimed, delete; and list the requests the
+ * reaper finishes (stale binds and deletes).
  */
-import { MysqlAdapter, SqliteAdapter, type Kysely, type Updateable } from 'kysely'
+import type { Kysely, Updateable } from 'kysely'
 import { allowedFrom, type Arq, type ArqSpec, type ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
 import { newUuid } from '../domain/ids.js'
-import type { AttachHandle } from '../domain/inventory.js'
-import { toAttachHandle } from './attach-handles.js'
-import type { DialectName } from './connection.js'
+import { dialectOf } from './connection.js'
 import { translateDbError } from './errors.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './schema.js'
@@ -40,12 +39,6 @@ export function toArq(row: AcceleratorRequestRow): Arq {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   }
-}
-
-/** Which database `db` (a root instance or a transaction) talks to. */
-function dialectOf(db: Kysely<Database>): DialectName {
-  const adapter = db.getExecutor().adapter
-  return adapter instanceof SqliteAdapter ? 'sqlite' : adapter instanceof MysqlAdapter ? 'mysql' : 'postgres'
 }
 
 const chunks = <T>(items: readonly T[]): T[][] =>
@@ -148,7 +141,7 @@ export interface ArqBinding {
   deployableId?: number | null
 }
 
-/** The outcome of `transitionArqs`. */
+/** The outcome of `updateArqStates`. */
 export interface TransitionResult {
   /** How many rows moved. */
   count: number
@@ -165,7 +158,7 @@ export interface TransitionResult {
  * @throws ConflictError (code ATTACH_HANDLE_IN_USE) when `set.attachHandleId` is held by another ARQ.
  * @throws NotFoundError when `set` names a handle or deployable that does not exist.
  */
-export async function transitionArqs(
+export async function updateArqStates(
   db: Kysely<Database>,
   uuids: readonly string[],
   to: ArqState,
@@ -246,75 +239,6 @@ function toColumns(set: ArqBinding): ArqUpdate {
 }
 
 /**
- * Takes one free attach handle of a deployable (the lowest id not in use and not being taken by
- * another transaction), or returns undefined when none is free. PostgreSQL and MariaDB: SELECT …
- * FOR UPDATE SKIP LOCKED LIMIT 1, then UPDATE … WHERE id = ? AND in_use = 0, so concurrent binders
- * (even in other conductors) never wait for each other nor take the same handle. SQLite has one
- * writer at a time, so a single conditional UPDATE does. Run it in a transaction together with the
- * ARQ's own update; the claim is undone if that transaction rolls back.
- */
-export async function claimHandle(
-  db: Kysely<Database>,
-  deployableId: number,
-  options: { now?: string } = {},
-): Promise<AttachHandle | undefined> {
-  const set = options.now === undefined ? { in_use: 1 } : { in_use: 1, updated_at: options.now }
-  const free = () =>
-    db
-      .selectFrom('attach_handles')
-      .where('deployable_id', '=', deployableId)
-      .where('in_use', '=', 0)
-      .orderBy('id')
-      .limit(1)
-  if (dialectOf(db) === 'sqlite') {
-    const row = await db
-      .updateTable('attach_handles')
-      .set(set)
-      .where('id', '=', (eb) => eb.selectFrom(free().select('id').as('f')).select('f.id'))
-      .where('in_use', '=', 0)
-      .returningAll()
-      .executeTakeFirst()
-    return row && toAttachHandle(row)
-  }
-  // Outside a transaction the row lock ends at once; the conditional UPDATE still refuses a handle
-  // taken meanwhile, and the loop tries the next one.
-  for (;;) {
-    const row = await free().selectAll().forUpdate().skipLocked().executeTakeFirst()
-    if (!row) return undefined
-    const res = await db
-      .updateTable('attach_handles')
-      .set(set)
-      .where('id', '=', row.id)
-      .where('in_use', '=', 0)
-      .executeTakeFirst()
-    if (Number(res.numUpdatedRows) === 1) return toAttachHandle({ ...row, ...set })
-  }
-}
-
-/**
- * Marks a handle free again, unless an accelerator request still names it (so a late release can
- * never free a handle that another request has claimed meanwhile). Returns false when it was not
- * in use, does not exist, or is still named.
- */
-export async function releaseHandle(
-  db: Kysely<Database>,
-  handleId: number,
-  options: { now?: string } = {},
-): Promise<boolean> {
-  const set = options.now === undefined ? { in_use: 0 } : { in_use: 0, updated_at: options.now }
-  const res = await db
-    .updateTable('attach_handles')
-    .set(set)
-    .where('id', '=', handleId)
-    .where('in_use', '=', 1)
-    .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('accelerator_requests').select('id').where('attach_handle_id', '=', handleId))),
-    )
-    .executeTakeFirst()
-  return Number(res.numUpdatedRows) === 1
-}
-
-/**
  * Deletes ARQs by uuid or by instance and returns the deleted rows (in id order), so that the
  * caller can free the handles they held (`attachHandleId`); this does not. Run it in a transaction.
  */
@@ -335,4 +259,68 @@ export async function deleteArqs(
     await db.deleteFrom('accelerator_requests').where('id', 'in', chunk).execute()
   }
   return rows.sort((a, b) => a.id - b.id).map(toArq)
+}
+
+/** ARQs of `instanceUuid` other than `except` that hold a binding (BindStarted or Bound). */
+export async function listBoundArqsOfInstance(
+  db: Kysely<Database>,
+  instanceUuid: string,
+  except: readonly string[],
+): Promise<string[]> {
+  let qb = db
+    .selectFrom('accelerator_requests')
+    .select('uuid')
+    .where('instance_uuid', '=', instanceUuid)
+    .where('state', 'in', ['BindStarted', 'Bound'])
+  if (except.length > 0) qb = qb.where('uuid', 'not in', [...except])
+  return (await qb.execute()).map((r) => r.uuid)
+}
+
+/**
+ * Records the claimed handle on an ARQ that is still BindStarted, in the claim's transaction, so a
+ * crash never leaves a handle in use that no ARQ names. False when the ARQ moved meanwhile.
+ */
+export async function updateArqHandle(
+  db: Kysely<Database>,
+  uuid: string,
+  handle: { id: number; deployableId: number },
+  now: string,
+): Promise<boolean> {
+  const res = await db
+    .updateTable('accelerator_requests')
+    .set({ attach_handle_id: handle.id, deployable_id: handle.deployableId, updated_at: now })
+    .where('uuid', '=', uuid)
+    .where('state', '=', 'BindStarted')
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
+}
+
+/** ARQs stuck in BindStarted since before `cutoff` (a conductor died, or an agent never answered). */
+export async function listStaleBinds(
+  db: Kysely<Database>,
+  cutoff: string,
+  limit = 500,
+): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null; deviceProfileId: number | null }[]> {
+  const rows = await db
+    .selectFrom('accelerator_requests')
+    .select(['uuid', 'attach_handle_id', 'instance_uuid', 'device_profile_id'])
+    .where('state', '=', 'BindStarted')
+    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid, deviceProfileId: r.device_profile_id }))
+}
+
+/** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
+export async function listStaleDeletes(db: Kysely<Database>, cutoff: string, limit = 500): Promise<Arq[]> {
+  const rows = await db
+    .selectFrom('accelerator_requests')
+    .selectAll()
+    .where('state', '=', 'Deleting')
+    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map(toArq)
 }

@@ -1,5 +1,9 @@
-/** Attach handles: how a VM attaches to a deployable (a PCI function, an mdev, …). */
+/**
+ * Attach handles: how a VM attaches to a deployable (a PCI function, an mdev, …). A bind claims a
+ * free one and releases it when the request lets go.
+ */
 import type { Kysely } from 'kysely'
+import { dialectOf } from './connection.js'
 import type { AttachHandle, AttachType } from '../domain/inventory.js'
 import type { AttachHandleRow, Database } from './schema.js'
 
@@ -25,4 +29,79 @@ export async function listAttachHandles(
   let qb = db.selectFrom('attach_handles').selectAll()
   if (filter.deployableId !== undefined) qb = qb.where('deployable_id', '=', filter.deployableId)
   return (await qb.orderBy('id').execute()).map(toAttachHandle)
+}
+
+/** One attach handle by id, or undefined. */
+export async function getAttachHandle(db: Kysely<Database>, id: number): Promise<AttachHandle | undefined> {
+  const row = await db.selectFrom('attach_handles').selectAll().where('id', '=', id).executeTakeFirst()
+  return row && toAttachHandle(row)
+}
+
+/**
+ * Takes one free attach handle of a deployable (the lowest id not in use and not being taken by
+ * another transaction), or returns undefined when none is free. PostgreSQL and MariaDB: SELECT …
+ * FOR UPDATE SKIP LOCKED LIMIT 1, then UPDATE … WHERE id = ? AND in_use = 0, so concurrent binders
+ * (even in other conductors) never wait for each other nor take the same handle. SQLite has one
+ * writer at a time, so a single conditional UPDATE does. Run it in a transaction together with the
+ * ARQ's own update; the claim is undone if that transaction rolls back.
+ */
+export async function claimAttachHandle(
+  db: Kysely<Database>,
+  deployableId: number,
+  options: { now?: string } = {},
+): Promise<AttachHandle | undefined> {
+  const set = options.now === undefined ? { in_use: 1 } : { in_use: 1, updated_at: options.now }
+  const free = () =>
+    db
+      .selectFrom('attach_handles')
+      .where('deployable_id', '=', deployableId)
+      .where('in_use', '=', 0)
+      .orderBy('id')
+      .limit(1)
+  if (dialectOf(db) === 'sqlite') {
+    const row = await db
+      .updateTable('attach_handles')
+      .set(set)
+      .where('id', '=', (eb) => eb.selectFrom(free().select('id').as('f')).select('f.id'))
+      .where('in_use', '=', 0)
+      .returningAll()
+      .executeTakeFirst()
+    return row && toAttachHandle(row)
+  }
+  // Outside a transaction the row lock ends at once; the conditional UPDATE still refuses a handle
+  // taken meanwhile, and the loop tries the next one.
+  for (;;) {
+    const row = await free().selectAll().forUpdate().skipLocked().executeTakeFirst()
+    if (!row) return undefined
+    const res = await db
+      .updateTable('attach_handles')
+      .set(set)
+      .where('id', '=', row.id)
+      .where('in_use', '=', 0)
+      .executeTakeFirst()
+    if (Number(res.numUpdatedRows) === 1) return toAttachHandle({ ...row, ...set })
+  }
+}
+
+/**
+ * Marks a handle free again, unless an accelerator request still names it (so a late release can
+ * never free a handle that another request has claimed meanwhile). Returns false when it was not
+ * in use, does not exist, or is still named.
+ */
+export async function releaseAttachHandle(
+  db: Kysely<Database>,
+  handleId: number,
+  options: { now?: string } = {},
+): Promise<boolean> {
+  const set = options.now === undefined ? { in_use: 0 } : { in_use: 0, updated_at: options.now }
+  const res = await db
+    .updateTable('attach_handles')
+    .set(set)
+    .where('id', '=', handleId)
+    .where('in_use', '=', 1)
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('accelerator_requests').select('id').where('attach_handle_id', '=', handleId))),
+    )
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows) === 1
 }

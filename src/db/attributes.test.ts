@@ -1,16 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
-import {
-  createAttribute,
-  deleteAttribute,
-  getAttribute,
-  listAttributes,
-  listAttributesByDeployableIds,
-} from './attributes.js'
+import { createAttribute, deleteAttribute, getAttribute, listAttributes, listAttributesByDeployableIds } from './attributes.js'
 import { listDeployables } from './deployables.js'
-import { syncHostInventory } from './inventory-sync.js'
-import { sampleSnapshot } from './sample-inventory.js'
+import { ingestSnapshot } from '../../test/support/ingest.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { testDialects } from './testing.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'
@@ -24,7 +18,7 @@ for (const dialect of await testDialects()) {
       const handle = await dialect.create()
       try {
         const { db } = handle
-        await syncHostInventory(db, sampleSnapshot('host-a', 3), { autoActivate: false, now: NOW })
+        await ingestSnapshot(db, sampleSnapshot('host-a', 3), { autoActivate: false, now: NOW })
         const [a, b, c] = await listDeployables(db, {})
         assert.ok(a && b && c)
         assert.deepEqual((await listAttributes(db, { deployableId: a.id })).map((x) => [x.key, x.value]), [

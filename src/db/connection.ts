@@ -5,7 +5,7 @@
  * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`).
  */
 import path from 'node:path'
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, SqliteDriver, type Dialect as KyselyDialect } from 'kysely'
+import { Kysely, MysqlAdapter, MysqlDialect, PostgresDialect, SqliteAdapter, SqliteDialect, SqliteDriver, type Dialect as KyselyDialect } from 'kysely'
 import SqliteDatabase from 'better-sqlite3'
 import pg from 'pg'
 import { createPool } from 'mysql2'
@@ -13,6 +13,12 @@ import { ConfigError } from '../domain/errors.js'
 import type { Database } from './schema.js'
 
 export type DialectName = 'sqlite' | 'postgres' | 'mysql'
+
+/** Which database `db` (a root instance or a transaction) talks to. */
+export function dialectOf(db: Kysely<Database>): DialectName {
+  const adapter = db.getExecutor().adapter
+  return adapter instanceof SqliteAdapter ? 'sqlite' : adapter instanceof MysqlAdapter ? 'mysql' : 'postgres'
+}
 
 export interface DatabaseHandle {
   db: Kysely<Database>
@@ -202,6 +208,8 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     })
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
+    // Nor may a checked-out one: pg emits 'error' on it besides failing its query, which is enough.
+    pool.on('connect', (client) => client.on('error', () => {}))
     dialect = new PostgresDialect({ pool })
   } else {
     const pool = createPool({

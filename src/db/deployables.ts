@@ -78,3 +78,8 @@ function notFound(details: { uuid: string } | { id: number }): NotFoundError {
   const which = 'uuid' in details ? details.uuid : `#${details.id}`
   return new NotFoundError(`deployable ${which} not found`, { code: 'DEPLOYABLE_NOT_FOUND', details })
 }
+
+/** Records the image a deployable's FPGA now runs. */
+export async function updateBitstream(db: Kysely<Database>, deployableId: number, imageId: string, now: string): Promise<void> {
+  await db.updateTable('deployables').set({ bitstream_id: imageId, updated_at: now }).where('id', '=', deployableId).execute()
+}

@@ -1,13 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
-import {
-  createDeviceProfile,
-  deleteDeviceProfiles,
-  getDeviceProfile,
-  getDeviceProfileByName,
-  listDeviceProfiles,
-} from './device-profiles.js'
+import { createDeviceProfile, deleteDeviceProfiles, getDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from './device-profiles.js'
 import { testDialects } from './testing.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'

@@ -4,16 +4,9 @@ import type { Kysely } from 'kysely'
 import { InvalidInputError, NotFoundError } from '../domain/errors.js'
 import { listAttachHandles } from './attach-handles.js'
 import { getDeployable, getDeployableById, listDeployables, type DeployableSortKey } from './deployables.js'
-import {
-  getDevice,
-  listDevices,
-  listDevicesByHost,
-  setDeviceStatus,
-  type DeviceFilter,
-  type DeviceSortKey,
-} from './devices.js'
-import { syncHostInventory } from './inventory-sync.js'
-import { sampleSnapshot } from './sample-inventory.js'
+import { getDevice, listDevices, listDevicesByHost, updateDeviceStatus, type DeviceFilter, type DeviceSortKey } from './devices.js'
+import { ingestSnapshot } from '../../test/support/ingest.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import type { Database } from './schema.js'
 import { testDialects } from './testing.js'
 
@@ -21,8 +14,8 @@ const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'
 
 async function seed(db: Kysely<Database>) {
-  await syncHostInventory(db, sampleSnapshot('host-a', 5), { autoActivate: false, now: T0 })
-  await syncHostInventory(db, sampleSnapshot('host-b', 3, { handles: 1 }), { autoActivate: true, now: T0 })
+  await ingestSnapshot(db, sampleSnapshot('host-a', 5), { autoActivate: false, now: T0 })
+  await ingestSnapshot(db, sampleSnapshot('host-b', 3, { handles: 1 }), { autoActivate: true, now: T0 })
 }
 
 /** Walks every page of a list and returns the uuids in order. */
@@ -60,8 +53,8 @@ for (const dialect of await testDialects()) {
         assert.deepEqual(all[0]!.controlPath, { domain: '0000', bus: '10', device: '00', function: '0' })
 
         // Give two devices an updated_at, so that the nullable sort key has NULLs and values.
-        await setDeviceStatus(db, all[6]!.uuid, 'maintaining', T1)
-        await setDeviceStatus(db, all[2]!.uuid, 'maintaining', T1)
+        await updateDeviceStatus(db, all[6]!.uuid, 'maintaining', T1)
+        await updateDeviceStatus(db, all[2]!.uuid, 'maintaining', T1)
         const fresh = await listDevices(db, {})
         for (const sortKey of ['vendor', 'updated_at', 'hostname', 'id'] satisfies DeviceSortKey[]) {
           for (const sortDir of ['asc', 'desc'] as const) {
@@ -103,13 +96,13 @@ for (const dialect of await testDialects()) {
       assert.deepEqual(await getDevice(db, first.uuid), first)
       assert.equal(first.status, 'enabled')
       assert.equal(first.updatedAt, null)
-      const saved = await setDeviceStatus(db, first.uuid, 'maintaining', T1)
+      const saved = await updateDeviceStatus(db, first.uuid, 'maintaining', T1)
       assert.equal(saved.status, 'maintaining')
       assert.equal(saved.updatedAt, T1)
       assert.deepEqual(await getDevice(db, first.uuid), saved)
       const missing = '11111111-1111-1111-1111-111111111111'
       await assert.rejects(getDevice(db, missing), { name: 'NotFoundError', code: 'DEVICE_NOT_FOUND' })
-      await assert.rejects(setDeviceStatus(db, missing, 'enabled', T1), { code: 'DEVICE_NOT_FOUND' })
+      await assert.rejects(updateDeviceStatus(db, missing, 'enabled', T1), { code: 'DEVICE_NOT_FOUND' })
     } finally {
       await handle.close()
     }

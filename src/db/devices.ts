@@ -95,7 +95,7 @@ export async function listDevicesByHost(db: Kysely<Database>, hostname: string):
  * Sets the operator status (enabled | maintaining) and returns the device as saved.
  * @throws NotFoundError with code DEVICE_NOT_FOUND.
  */
-export async function setDeviceStatus(
+export async function updateDeviceStatus(
   db: Kysely<Database>,
   uuid: string,
   status: DeviceStatus,

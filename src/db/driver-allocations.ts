@@ -26,7 +26,7 @@ export interface DriverAllocation {
  * The allocated deployables of the drivers named `driverNames` (a driver and its aliases) on
  * `hosts`, in host then name order; empty when nothing is allocated.
  */
-export async function driverAllocations(
+export async function listDriverAllocations(
   db: Kysely<Database>,
   driverNames: readonly string[],
   hosts: readonly string[],

@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getDevice, listDevicesByHost } from './devices.js'
-import { syncHostInventory } from './inventory-sync.js'
-import { MAX_LIFECYCLE_REASON, transitionLifecycle } from './lifecycle.js'
-import { sampleSnapshot } from './sample-inventory.js'
+import { ingestSnapshot } from '../../test/support/ingest.js'
+import { MAX_LIFECYCLE_REASON, updateDeviceLifecycle } from './lifecycle.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { testDialects } from './testing.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
@@ -14,15 +14,15 @@ for (const dialect of await testDialects()) {
     const handle = await dialect.create()
     try {
       const { db } = handle
-      await syncHostInventory(db, sampleSnapshot('h1', 1), { autoActivate: false, now: T0 })
+      await ingestSnapshot(db, sampleSnapshot('h1', 1), { autoActivate: false, now: T0 })
       const [device] = await listDevicesByHost(db, 'h1')
       const uuid = device!.uuid
-      assert.equal(await transitionLifecycle(db, uuid, { from: ['inactive', 'error'], to: 'installing', reason: null }, T1), true)
+      assert.equal(await updateDeviceLifecycle(db, uuid, { from: ['inactive', 'error'], to: 'installing', reason: null }, T1), true)
       // A second claim finds the device no longer inactive or error: no row moves.
-      assert.equal(await transitionLifecycle(db, uuid, { from: ['inactive', 'error'], to: 'installing', reason: null }, T1), false)
-      assert.equal(await transitionLifecycle(db, crypto.randomUUID(), { from: ['installing'], to: 'active', reason: null }, T1), false)
+      assert.equal(await updateDeviceLifecycle(db, uuid, { from: ['inactive', 'error'], to: 'installing', reason: null }, T1), false)
+      assert.equal(await updateDeviceLifecycle(db, crypto.randomUUID(), { from: ['installing'], to: 'active', reason: null }, T1), false)
       const long = 'x'.repeat(MAX_LIFECYCLE_REASON + 50)
-      assert.equal(await transitionLifecycle(db, uuid, { from: ['installing'], to: 'error', reason: long }, T1), true)
+      assert.equal(await updateDeviceLifecycle(db, uuid, { from: ['installing'], to: 'error', reason: long }, T1), true)
       const saved = await getDevice(db, uuid)
       assert.equal(saved.lifecycle, 'error')
       assert.equal(saved.lifecycleReason, long.slice(0, MAX_LIFECYCLE_REASON))

@@ -14,7 +14,7 @@ export const MAX_LIFECYCLE_REASON = 2000
  * Moves device `uuid` to `to` (with `reason`, null to clear it) if its lifecycle is one of `from`.
  * @returns false when no device with that uuid is in one of `from` (missing, or moved by someone else)
  */
-export async function transitionLifecycle(
+export async function updateDeviceLifecycle(
   db: Kysely<Database>,
   uuid: string,
   change: { from: readonly Lifecycle[]; to: Lifecycle; reason: string | null; updatedBefore?: string },

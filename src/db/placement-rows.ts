@@ -19,7 +19,7 @@ export interface PlacementRow {
 }
 
 /** Every deployable of `host`, with its device and attributes, in id order. */
-export async function loadPlacementRows(db: Kysely<Database>, host: string): Promise<PlacementRow[]> {
+export async function listPlacementRows(db: Kysely<Database>, host: string): Promise<PlacementRow[]> {
   const deps = await db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -83,7 +83,7 @@ export async function loadPlacementRows(db: Kysely<Database>, host: string): Pro
 }
 
 /** Records what Placement now holds per deployable (null: no provider). Rows gone meanwhile are skipped. */
-export async function setPlacementHashes(
+export async function updatePlacementHashes(
   db: Kysely<Database>,
   marks: readonly { id: number; hash: string | null }[],
 ): Promise<void> {
@@ -93,7 +93,7 @@ export async function setPlacementHashes(
 }
 
 /** The host of a device, for the sync that follows a device change. */
-export async function deviceHost(db: Kysely<Database>, uuid: string): Promise<string | undefined> {
+export async function getDeviceHost(db: Kysely<Database>, uuid: string): Promise<string | undefined> {
   const row = await db.selectFrom('devices').select('hostname').where('uuid', '=', uuid).executeTakeFirst()
   return row?.hostname
 }

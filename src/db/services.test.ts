@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { getReportHash, listServices, recordHeartbeat, setReportHash } from './services.js'
+import { getReportHash, listServices, updateHeartbeat, updateReportHash } from './services.js'
 import { testDialects } from './testing.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
@@ -14,10 +14,10 @@ for (const dialect of await testDialects()) {
       const handle = await dialect.create()
       try {
         const { db } = handle
-        await recordHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.0' }, T0)
-        await recordHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.0' }, T0) // same values again
-        await recordHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.1' }, T1)
-        await recordHeartbeat(db, { host: 'ctl', binary: 'cyborg-conductor', version: '1.0' }, T0)
+        await updateHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.0' }, T0)
+        await updateHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.0' }, T0) // same values again
+        await updateHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.1' }, T1)
+        await updateHeartbeat(db, { host: 'ctl', binary: 'cyborg-conductor', version: '1.0' }, T0)
         const services = await listServices(db)
         assert.deepEqual(
           services.map(({ host, binary, version, lastSeen, createdAt, reportHash }) => ({
@@ -29,12 +29,12 @@ for (const dialect of await testDialects()) {
           ],
         )
         assert.equal(await getReportHash(db, 'c1'), null)
-        await setReportHash(db, 'c1', 'abc', T1)
+        await updateReportHash(db, 'c1', 'abc', T1)
         assert.equal(await getReportHash(db, 'c1'), 'abc')
-        await recordHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.1' }, T1)
+        await updateHeartbeat(db, { host: 'c1', binary: 'cyborg-agent', version: '1.1' }, T1)
         assert.equal(await getReportHash(db, 'c1'), 'abc', 'a heartbeat keeps the hash')
         // A report from a host that never heartbeated creates its agent row.
-        await setReportHash(db, 'c2', 'def', T1)
+        await updateReportHash(db, 'c2', 'def', T1)
         assert.equal(await getReportHash(db, 'c2'), 'def')
         assert.equal(await getReportHash(db, 'ctl'), null)
         assert.equal((await listServices(db)).length, 3)

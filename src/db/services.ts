@@ -40,7 +40,7 @@ export function toService(row: ServiceRow): Service {
  * With `reportHash`, first tries one UPDATE that also checks the stored report hash: true when it
  * matched (the common case of an unchanged inventory: one statement in all).
  */
-export async function recordHeartbeat(
+export async function updateHeartbeat(
   db: Kysely<Database>,
   service: { host: string; binary: string; version: string },
   now: string,
@@ -75,7 +75,7 @@ export async function getReportHash(db: Kysely<Database>, host: string): Promise
 
 /** Stores the hash of an accepted report (a report also counts as a sign of life). */
 /** Stores the hash of an accepted report, or null so that the next report is diffed again. */
-export async function setReportHash(db: Kysely<Database>, host: string, hash: string | null, now: string): Promise<void> {
+export async function updateReportHash(db: Kysely<Database>, host: string, hash: string | null, now: string): Promise<void> {
   await upsert(db, host, AGENT_BINARY, { report_hash: hash, last_seen: now, updated_at: now }, { version: '' })
 }
 

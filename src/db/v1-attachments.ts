@@ -3,9 +3,9 @@
  * an attach or a spec update, the requests that hold it, a v1 attachment (an accelerator request
  * with no device profile), and the stored spec.
  *
- * Locks: `lockAccelerator` takes the deployable's row lock (FOR UPDATE on PostgreSQL and MariaDB;
+ * Locks: `getAcceleratorForUpdate` takes the deployable's row lock (FOR UPDATE on PostgreSQL and MariaDB;
  * SQLite has one writer), so attaches of one accelerator run one after the other through any
- * number of conductors, and `holdersOf` is a locking read, which sees the latest committed rows
+ * number of conductors, and `listHolders` is a locking read, which sees the latest committed rows
  * even where the transaction's snapshot is older (MariaDB's REPEATABLE READ).
  */
 import type { Kysely } from 'kysely'
@@ -44,7 +44,7 @@ const notFound = (uuid: string) => new NotFoundError(`accelerator ${uuid} not fo
  * The accelerator with this uuid, its deployable row locked until the transaction ends when `lock`.
  * @throws NotFoundError (ACCELERATOR_NOT_FOUND)
  */
-export async function lockAccelerator(db: Kysely<Database>, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
+export async function getAcceleratorForUpdate(db: Kysely<Database>, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
   const qb = db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -69,13 +69,13 @@ export async function lockAccelerator(db: Kysely<Database>, dialect: DialectName
 }
 
 /** The requests (v1 and v2) that hold deployable `id`, in id order; a locking read outside SQLite when `lock`. */
-export async function holdersOf(db: Kysely<Database>, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
+export async function listHolders(db: Kysely<Database>, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
   const qb = db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('state', 'in', [...HOLDING_STATES]).orderBy('id')
   return (await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).execute()).map(toArq)
 }
 
 /** Every v1 attachment of deployable `id`, whatever its state (a failed one included), in id order. */
-export async function v1AttachmentsOf(db: Kysely<Database>, id: number): Promise<Arq[]> {
+export async function listV1Attachments(db: Kysely<Database>, id: number): Promise<Arq[]> {
   const rows = await db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('device_profile_id', 'is', null).orderBy('id').execute()
   return rows.map(toArq)
 }
@@ -86,7 +86,7 @@ export async function hasHandles(db: Kysely<Database>, id: number): Promise<bool
 }
 
 /** Records a v1 attachment: an accelerator request with no device profile. */
-export async function insertAttachment(
+export async function createAttachment(
   db: Kysely<Database>,
   input: {
     state: ArqState
@@ -120,6 +120,6 @@ export async function insertAttachment(
 }
 
 /** Stores the v1 spec of deployable `id` (canonical JSON). */
-export async function setAccSpecs(db: Kysely<Database>, id: number, accSpecs: string, now: string): Promise<void> {
+export async function updateAccSpecs(db: Kysely<Database>, id: number, accSpecs: string, now: string): Promise<void> {
   await db.updateTable('deployables').set({ acc_specs: accSpecs, updated_at: now }).where('id', '=', id).execute()
 }

@@ -1,19 +1,19 @@
 /**
- * Writes an agent's inventory snapshot into the database: loads the host's rows (five queries),
- * diffs them with `diffInventory`, then applies the writes table by table, children first for
- * deletes and parents first for inserts. Run it inside a transaction (group commit does).
+ * The queries of report ingestion (src/conductor/report-ingest.ts): a host's inventory rows as the
+ * diff needs them (`getHostInventory`, five queries), and a diff's writes (`updateHostInventory`),
+ * table by table, children first for deletes and parents first for inserts. The diff itself is
+ * pure domain policy (src/domain/inventory-diff.ts). Run the writes inside a transaction.
  */
 import type { Kysely } from 'kysely'
 import { newUuid } from '../domain/ids.js'
-import type { InventorySnapshot } from '../domain/inventory.js'
 import { translateDbError } from './errors.js'
-import { diffInventory, type CurrentDevice, type InventoryDiff, type NewDeployable } from './inventory-diff.js'
 import type { Database } from './schema.js'
+import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
 
 /** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */
 const CHUNK = 500
 
-export interface SyncOptions {
+export interface InventoryWriteOptions {
   /** New devices start `active` instead of `inactive` (embedded mode, or devices needing no install). */
   autoActivate: boolean
   /** Timestamp for created_at / updated_at (formatTimestamp). */
@@ -22,28 +22,8 @@ export interface SyncOptions {
   uuid?: () => string
 }
 
-export interface SyncResult {
-  added: number
-  updated: number
-  removed: number
-  /** Deployables missing from the report but kept (removal_pending) because something holds them. */
-  pending: number
-}
-
-/** Diffs one host's full snapshot into the tables; returns how many devices were added, updated, removed. */
-export async function syncHostInventory(
-  db: Kysely<Database>,
-  snapshot: InventorySnapshot,
-  options: SyncOptions,
-): Promise<SyncResult> {
-  const current = await loadHostInventory(db, snapshot.host)
-  const diff = diffInventory(snapshot.host, current, snapshot.devices)
-  await applyInventoryDiff(db, snapshot.host, diff, options)
-  return { ...diff.counts }
-}
-
 /** One host's devices with their deployables, attributes and handles, and what is in use. */
-export async function loadHostInventory(db: Kysely<Database>, host: string): Promise<CurrentDevice[]> {
+export async function getHostInventory(db: Kysely<Database>, host: string): Promise<CurrentDevice[]> {
   const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).orderBy('id').execute()
   const deployables = await selectIn(devices.map((d) => d.id), (ids) =>
     db.selectFrom('deployables').selectAll().where('device_id', 'in', ids).orderBy('id').execute(),
@@ -115,11 +95,11 @@ export async function loadHostInventory(db: Kysely<Database>, host: string): Pro
 }
 
 /** Applies a diff: deletes (children first), updates, then inserts (parents first). */
-export async function applyInventoryDiff(
+export async function updateHostInventory(
   db: Kysely<Database>,
   host: string,
   diff: InventoryDiff,
-  options: SyncOptions,
+  options: InventoryWriteOptions,
 ): Promise<void> {
   const { now, autoActivate, uuid = newUuid } = options
   await deleteIn(diff.removeAttributes, (ids) => db.deleteFrom('attributes').where('id', 'in', ids).execute())

@@ -3,13 +3,14 @@
  * (standalone) the first offered deployable on the host that fits the request group, with a free
  * attach handle there claimed and recorded on the request. Runs in the bind's transaction.
  */
-import { claimHandle } from '../db/arqs.js'
-import { attachHandleToArq, targetByProvider, targetsOnHost, type BindTarget } from '../db/arq-targets.js'
+import { getTargetByProvider, listTargetsOnHost, type BindTarget } from '../db/arq-targets.js'
 import type { WriteTrx } from '../db/group-commit.js'
 import type { Arq, ArqSpec } from '../domain/arq.js'
 import { ConflictError } from '../domain/errors.js'
 import type { AttachHandle } from '../domain/inventory.js'
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
+import { claimAttachHandle } from '../db/attach-handles.js'
+import { updateArqHandle } from '../db/arqs.js'
 
 /** Where a bind put an ARQ: a claimed handle on a target. */
 export interface Placed {
@@ -29,22 +30,22 @@ export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
 }
 
 /** Claims a handle for `arq` and records it on it, or says why it cannot bind. */
-export async function placeArq(trx: WriteTrx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
+export async function claimHandleForArq(trx: WriteTrx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
   let targets: BindTarget[]
   if (binding.deviceRpUuid) {
-    const target = await targetByProvider(trx, binding.deviceRpUuid)
+    const target = await getTargetByProvider(trx, binding.deviceRpUuid)
     if (!target) return { reason: `no deployable has resource provider ${binding.deviceRpUuid}` }
     if (target.hostname !== binding.hostname) return { reason: `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}` }
     if (!target.offered) return { reason: `deployable ${target.name} is not active and enabled` }
     targets = [target]
   } else {
-    targets = (await targetsOnHost(trx, binding.hostname)).filter((t) => fits(t, spec))
+    targets = (await listTargetsOnHost(trx, binding.hostname)).filter((t) => fits(t, spec))
     if (targets.length === 0) return { reason: `no active deployable on ${binding.hostname} fits the request group` }
   }
   for (const target of targets) {
-    const handle = await claimHandle(trx, target.deployableId, { now })
+    const handle = await claimAttachHandle(trx, target.deployableId, { now })
     if (!handle) continue
-    if (!(await attachHandleToArq(trx, arq.uuid, handle, now))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
+    if (!(await updateArqHandle(trx, arq.uuid, handle, now))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
     return { target, handle }
   }
   return { reason: `no free attach handle on ${targets.map((t) => t.name).join(', ')}` }

@@ -1,6 +1,6 @@
 /**
  * The pure half of report ingestion: what to add, update and remove so that a host's rows match
- * its agent's snapshot (cyborg-v2-facts §4.1). No I/O; `inventory-sync.ts` loads and applies.
+ * its agent's snapshot (cyborg-v2-facts §4.1). No I/O: src/conductor/report-ingest.ts loads the rows (src/db/host-inventory.ts), diffs them here and applies the diff.
  *
  * Keys: devices by canonical control path, deployables by name (within the device), attributes by
  * key, attach handles by canonical info. A vanished deployable that is still held (an ARQ holds it
@@ -8,9 +8,9 @@
  * removed here: it is marked `removal_pending`, its device is marked failed, and it goes once freed
  * (the conductor deletes the provider first, then a later diff removes the rows).
  */
-import { InvalidInputError } from '../domain/errors.js'
-import { deployableRpUuid } from '../domain/ids.js'
-import { canonicalJson, type DiscoveredDeployable, type DiscoveredDevice } from '../domain/inventory.js'
+import { InvalidInputError } from './errors.js'
+import { deployableRpUuid } from './ids.js'
+import { canonicalJson, type DiscoveredDeployable, type DiscoveredDevice } from './inventory.js'
 
 /** The lifecycle_reason of a device kept only because something of it vanished while in use. */
 export const MISSING_REASON = 'missing from the last inventory report'

@@ -3,16 +3,16 @@ import assert from 'node:assert/strict'
 import type { Kysely, KyselyPlugin } from 'kysely'
 import { deployableRpUuid } from '../domain/ids.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
-import { MISSING_REASON } from './inventory-diff.js'
-import { syncHostInventory } from './inventory-sync.js'
-import { sampleSnapshot } from './sample-inventory.js'
+import { ingestSnapshot } from '../../test/support/ingest.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import type { Database } from './schema.js'
 import { testDialects } from './testing.js'
+import { MISSING_REASON } from '../domain/inventory-diff.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'
 const sync = (db: Kysely<Database>, s: InventorySnapshot, now = T0, autoActivate = false) =>
-  syncHostInventory(db, s, { autoActivate, now })
+  ingestSnapshot(db, s, { autoActivate, now })
 
 /** Row counts of the four inventory tables. */
 async function counts(db: Kysely<Database>) {

@@ -1,8 +1,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { getAccelerator, listAccelerators } from './accelerators-v1.js'
-import { syncHostInventory } from './inventory-sync.js'
-import { sampleSnapshot } from './sample-inventory.js'
+import { getAccelerator, listAccelerators } from './v1-accelerators.js'
+import { ingestSnapshot } from '../../test/support/ingest.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { testDialects } from './testing.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
@@ -13,8 +13,8 @@ for (const dialect of await testDialects()) {
     const handle = await dialect.create()
     try {
       const { db } = handle
-      await syncHostInventory(db, sampleSnapshot('host-a', 3), { autoActivate: false, now: T0 })
-      await syncHostInventory(db, sampleSnapshot('host-b', 2), { autoActivate: true, now: T0 })
+      await ingestSnapshot(db, sampleSnapshot('host-a', 3), { autoActivate: false, now: T0 })
+      await ingestSnapshot(db, sampleSnapshot('host-b', 2), { autoActivate: true, now: T0 })
       const all = await listAccelerators(db)
       assert.deepEqual(all.map((a) => [a.hostname, a.deviceType, a.lifecycle]), [
         ['host-a', 'GPU', 'inactive'], ['host-a', 'FPGA', 'inactive'], ['host-a', 'GPU', 'inactive'],

@@ -1,11 +1,11 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { InvalidInputError } from '../domain/errors.js'
-import { deployableRpUuid } from '../domain/ids.js'
-import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
+import { InvalidInputError } from './errors.js'
+import { deployableRpUuid } from './ids.js'
+import { canonicalJson, type DiscoveredDevice } from './inventory.js'
 import { diffInventory, MISSING_REASON, type CurrentDevice, type InventoryDiff } from './inventory-diff.js'
-import { sampleDevice } from './sample-inventory.js'
+import { sampleDevice } from '../../test/support/sample-inventory.js'
 
 const HOST = 'h1'
 

@@ -2,7 +2,7 @@
  * Small, deterministic inventories for tests: `sampleDevice(host, n)` is the n-th PCI device of a
  * host (GPUs and FPGAs alternate, two vendors), with one deployable, two attributes and two handles.
  */
-import { canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
+import { canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../../src/domain/inventory.js'
 
 export interface SampleOptions {
   /** @default 2 */

@@ -1,0 +1,99 @@
+/**
+ * Report ingestion: an agent's inventory report becomes rows. The flow is
+ * conductor → db (load the host's rows) → domain (diff them with the snapshot) → db (apply the
+ * diff), in one write transaction of the group committer; then Placement is brought in step.
+ *
+ * - An unchanged report (same hash as stored) costs one read and no write.
+ * - The stored hash is kept only when nothing is left to do; otherwise it is cleared, so that the
+ *   host's next report (changed or not) tries again.
+ * - A report racing another conductor's identical write (a unique violation) is diffed again
+ *   against what that one wrote.
+ */
+import type { DatabaseHandle } from '../db/connection.js'
+import { isUniqueViolation } from '../db/errors.js'
+import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
+import { getHostInventory, updateHostInventory, type InventoryWriteOptions } from '../db/host-inventory.js'
+import { getReportHash, updateReportHash } from '../db/services.js'
+import type { InventorySnapshot } from '../domain/inventory.js'
+import type { Logger } from '../domain/logger.js'
+import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
+import type { RootHint } from './placement-sync.js'
+import { checkSnapshot } from './validate.js'
+import { diffInventory } from '../domain/inventory-diff.js'
+
+/** What one ingestion changed. */
+export interface IngestCounts {
+  added: number
+  updated: number
+  removed: number
+  /** Deployables missing from the report but kept (removal_pending) because something holds them. */
+  pending: number
+}
+
+/** Load → diff → apply of one host's full snapshot, inside the caller's transaction. */
+export async function ingestSnapshot(trx: WriteTrx, snapshot: InventorySnapshot, options: InventoryWriteOptions): Promise<IngestCounts> {
+  const current = await getHostInventory(trx, snapshot.host)
+  const diff = diffInventory(snapshot.host, current, snapshot.devices)
+  await updateHostInventory(trx, snapshot.host, diff, options)
+  return { ...diff.counts }
+}
+
+export interface ReportIngestDeps {
+  db: DatabaseHandle
+  committer: Pick<GroupCommitter, 'run'>
+  log: Logger
+  now: () => string
+  uuid: () => string
+  /** Brings Placement in step with a host; absent in embedded mode (conductor.ts's syncPlacement). */
+  syncPlacement?: (host: string, root?: RootHint) => Promise<{ complete: boolean; deleted: number }>
+}
+
+/** Runs `apply`; when another conductor wrote the same host's rows first, diffs again against them. */
+async function applyOnce<T>(apply: () => Promise<T>, log: Logger): Promise<T> {
+  try {
+    return await apply()
+  } catch (err) {
+    const raced = isUniqueViolation(err) || isUniqueViolation((err as { cause?: unknown }).cause)
+    if (!raced) throw err
+    log.debug({ err }, 'another conductor wrote this host meanwhile; diffing again')
+    return apply()
+  }
+}
+
+/** The conductor's `reportInventory`. */
+export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, 'reportInventory'> {
+  const { db, committer, log, now, uuid, syncPlacement } = deps
+  return {
+    async reportInventory(req): Promise<InventoryReportResult> {
+      checkSnapshot(req)
+      const { host, hash, devices, autoActivate, resourceProvider } = req
+      const unchanged = { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
+      // The common case, an unchanged inventory, costs one read and no write at all.
+      if ((await getReportHash(db.db, host)) === hash) return unchanged
+      const snapshot = { host, hash, devices }
+      /** Diffs the snapshot in; the hash is kept only when nothing is left to do (else: null, retry). */
+      const apply = (keepHash: boolean, skipIfCurrent = false) =>
+        committer.run(async (trx) => {
+          // A concurrent identical report may have landed while this one waited for its batch.
+          if (skipIfCurrent && (await getReportHash(trx, host)) === hash) return undefined
+          const at = now()
+          const counts = await ingestSnapshot(trx, snapshot, { autoActivate, now: at, uuid })
+          await updateReportHash(trx, host, keepHash && counts.pending === 0 ? hash : null, at)
+          return counts
+        })
+      let counts = await applyOnce(() => apply(!syncPlacement, true), log)
+      if (!counts) return unchanged
+      if (syncPlacement) {
+        const synced = await syncPlacement(host, resourceProvider)
+        // Providers deleted from Placement free their pending rows: diff again to remove them.
+        if (synced.complete || synced.deleted > 0) {
+          const again = (await apply(synced.complete))!
+          counts = { ...counts, removed: counts.removed + again.removed, pending: again.pending }
+        }
+      }
+      const result = { changed: true, ...counts }
+      log.info({ host, hash, ...result }, 'inventory changed')
+      return result
+    },
+  }
+}
