@@ -18,7 +18,7 @@ if (!dir) throw new Error('usage: discovery-agent.ts <fixture dir> <full|agent|b
 async function run(): Promise<InventoryReportResult | undefined> {
   if (mode === 'baseline') return undefined
   const { createAgent } = await import('../src/agent/agent.js')
-  const { createDrivers } = await import('../src/drivers/index.js')
+  const { createDrivers, DRIVER_REGISTRY } = await import('../src/drivers/index.js')
   const { createFixtureHostProbe } = await import('../src/drivers/fixture-host-probe.js')
   const { noopLogger } = await import('../src/domain/logger.js')
   const { systemClock } = await import('../src/domain/time.js')
@@ -59,7 +59,7 @@ async function run(): Promise<InventoryReportResult | undefined> {
       await db.close()
     }
   }
-  const agent = createAgent({ conductor, drivers, log: noopLogger, clock: systemClock, ...(bus ? { bus } : {}), hostProbe: probe }, { host })
+  const agent = createAgent({ conductor, drivers, driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock, ...(bus ? { bus } : {}), hostProbe: probe }, { host })
   if (bus) await agent.start() // serves the agent RPC and runs a first discovery
   const result = await agent.discoverNow()
   ;(globalThis as { keep?: unknown }).keep = {

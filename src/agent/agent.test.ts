@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { createAgent, type AgentDeps } from './agent.js'
 import { buildSnapshot } from './snapshot.js'
 import { createFakeDriver } from '../drivers/fake.js'
+import { DRIVER_REGISTRY } from '../drivers/index.js'
 import { createFixtureHostProbe } from '../drivers/fixture-host-probe.js'
 import type { AcceleratorDriver } from '../drivers/driver.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
@@ -48,6 +49,7 @@ function stubConductor(options: { fail?: boolean; events?: string[] } = {}) {
 const deps = (conductor: ConductorRpc, drivers: AcceleratorDriver[] = [fake]): AgentDeps => ({
   conductor,
   drivers,
+  driverRegistry: DRIVER_REGISTRY,
   log: noopLogger,
   clock: systemClock,
 })

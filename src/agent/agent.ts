@@ -11,8 +11,7 @@
  * driver-admin.ts) and publishes telemetry on `cyborg.telemetry` every period.
  */
 import type { MessageBus, Subscription } from '../bus/bus.js'
-import type { AcceleratorDriver, DriverFactory, HostProbe } from '../drivers/driver.js'
-import { DRIVERS } from '../drivers/index.js'
+import type { AcceleratorDriver, DriverRegistry, HostProbe, RemoteAccelerator } from '../drivers/driver.js'
 import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidStateError } from '../domain/errors.js'
@@ -25,7 +24,6 @@ import { createDriverAdmin, type DriverSettings } from './driver-admin.js'
 import { createDriverListing } from './driver-list.js'
 import { createFpgaImages, type ImageSource } from './fpga-images.js'
 import { createRemoteRegistry } from './remote-registry.js'
-import type { RemoteAccelerator } from '../drivers/remote.js'
 import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
 
 /** The binary name agents heartbeat under. */
@@ -80,8 +78,11 @@ export interface AgentDeps {
   beforeDiscovery?: () => void
   /** The options `drivers` were built with, by driver name (`updateDriverOptions` merges over them). @default {} */
   driverOptions?: Readonly<Record<string, Readonly<Record<string, string>>>>
-  /** Factories to rebuild drivers with new options, by name. @default DRIVERS (src/drivers/index.ts) */
-  driverFactories?: Readonly<Record<string, DriverFactory>>
+  /**
+   * The driver factories (to rebuild a driver with new options) and aliases (accepted by the driver
+   * RPCs, listed by `listDrivers`), by name: the composition root passes src/drivers/index.ts's.
+   */
+  driverRegistry: DriverRegistry
 }
 
 export interface AgentOptions {
@@ -136,7 +137,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const deviceOps = createDeviceOps({ host: deps.hostProbe, log })
   const admin = createDriverAdmin({
     drivers,
-    factories: deps.driverFactories ?? DRIVERS,
+    registry: deps.driverRegistry,
     baseOptions: deps.driverOptions ?? {},
     driverDeps: deps.hostProbe && { host: deps.hostProbe, hostname: host },
     store: {
@@ -150,6 +151,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     host,
     version,
     names: drivers.map((d) => d.name),
+    aliases: deps.driverRegistry.aliases,
     enabled: async () => {
       await admin.ready()
       return admin.enabled().map((d) => d.name)

@@ -9,6 +9,7 @@ import { CACHE_FILES, createFileAgentCache } from './local-cache.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createFakeDriver, FAKE_CONTROL_PATH } from '../drivers/fake.js'
+import { DRIVER_REGISTRY } from '../drivers/index.js'
 import { createFixtureHostProbe, type FixtureHostProbe } from '../drivers/fixture-host-probe.js'
 import { createIntelFpgaDriver } from '../drivers/intel-fpga.js'
 import { createPciDriver } from '../drivers/pci.js'
@@ -92,7 +93,7 @@ async function startRig(bus: MessageBus, options: { cacheDir?: string } = {}): P
   } as unknown as ConductorRpc
   const cache = options.cacheDir === undefined ? undefined : createFileAgentCache(options.cacheDir, { log: noopLogger })
   const agent = createAgent(
-    { conductor, drivers, log: noopLogger, clock: systemClock, bus, hostProbe: host, cache },
+    { conductor, drivers, driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock, bus, hostProbe: host, cache },
     { host: 'h1', periodicIntervalMs: 3_600_000 },
   )
   await agent.start()
@@ -150,7 +151,7 @@ void describe('agent RPC 1.2: install', () => {
     let discoveries = 0
     const admin = createDriverAdmin({
       drivers: [fake],
-      factories: {},
+      registry: { factories: {}, aliases: DRIVER_REGISTRY.aliases },
       baseOptions: {},
       driverDeps: undefined,
       store: { load: async () => undefined, save: async () => {} },

@@ -5,18 +5,17 @@
  *   lifecycle: the conductor calls it when an operator marks a device `ready`);
  * - `programFpga({ address, imagePath })`: the FPGA driver's `program`;
  * - `setDriverEnabled` / `updateDriverOptions`: a disabled driver is skipped by discovery; new
- *   options rebuild the driver through its factory (the registry of src/drivers/index.ts).
+ *   options rebuild the driver through its factory (the registry the composition root passed in).
  *
  * The settings (enabled, option overrides) are saved in the agent cache before they take effect,
  * so they survive a restart; `ready()` loads them before the first discovery. Actions run one at a
  * time. Devices are looked up in what each enabled driver found in its last successful discovery.
  */
-import type { AcceleratorDriver, DriverDeps, DriverFactory } from '../drivers/driver.js'
-import { DRIVER_ALIASES } from '../drivers/index.js'
-import { formatPciAddress } from '../drivers/pci-sysfs.js'
+import type { AcceleratorDriver, DriverDeps, DriverRegistry } from '../drivers/driver.js'
 import type { AgentRpc, DeviceActionResult, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { AppError, ConfigError, DriverError, InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
+import { errorMessage } from '../domain/error-message.js'
 import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { parseAdminDriver, parseControlPath, parseEnabled, parseImagePath, parseOptions, parseProgramAddress } from './driver-admin-input.js'
@@ -34,8 +33,8 @@ export type DriverSettings = Record<string, DriverSetting>
 export interface DriverAdminDeps {
   /** The configured drivers, in order. */
   drivers: readonly AcceleratorDriver[]
-  /** Factories by driver name, to rebuild a driver with new options. */
-  factories: Readonly<Record<string, DriverFactory>>
+  /** Factories by driver name, to rebuild a driver with new options, and the accepted aliases of names. */
+  registry: DriverRegistry
   /** The configured options, by driver name. */
   baseOptions: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** What rebuilt drivers get; without it, options cannot be changed. */
@@ -60,11 +59,12 @@ export interface DriverAdmin extends DriverAdminRpc {
 /** An error's code and message, for answers and wrapping. */
 const failure = (err: unknown) => ({
   code: err instanceof AppError ? err.code : 'INTERNAL_ERROR',
-  message: err instanceof Error ? err.message : String(err),
+  message: errorMessage(err),
 })
 
 export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
-  const { factories, baseOptions, driverDeps, store, log } = deps
+  const { baseOptions, driverDeps, store, log } = deps
+  const { factories, aliases } = deps.registry
   const names = deps.drivers.map((d) => d.name)
   const instances = new Map(deps.drivers.map((d) => [d.name, d]))
   let settings: DriverSettings = {}
@@ -123,7 +123,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
     })())
 
   const resolve = (raw: string): string => {
-    const name = Object.hasOwn(DRIVER_ALIASES, raw) ? DRIVER_ALIASES[raw]! : raw
+    const name = Object.hasOwn(aliases, raw) ? aliases[raw]! : raw
     if (names.includes(name)) return name
     throw new NotFoundError(`driver ${raw} is not configured on this agent; known drivers: ${names.join(', ') || '(none)'}`, {
       code: 'DRIVER_NOT_FOUND',
@@ -250,5 +250,5 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
 function handleAddress(info: Record<string, string>): string | undefined {
   const { domain, bus, device, function: fn } = info
   if (domain === undefined || bus === undefined || device === undefined || fn === undefined) return undefined
-  return formatPciAddress({ domain, bus, device, function: fn }).toLowerCase()
+  return controlPathAddress({ type: 'PCI', info: { domain, bus, device, function: fn } }).toLowerCase()
 }

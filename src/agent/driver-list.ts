@@ -3,7 +3,6 @@
  * or not, from driver-admin.ts) and the outcome of its last discovery since the agent started.
  * Drivers have no version of their own: they ship with Cyborg, so the agent's version stands for it.
  */
-import { DRIVER_ALIASES } from '../drivers/index.js'
 import type { AgentDriverInfo } from '../rpc/agent-rpc.js'
 
 /** One driver's run in a discovery (the agent's DriverState, structurally). */
@@ -22,6 +21,8 @@ export interface DriverListingDeps {
   version: string
   /** The configured drivers, in order. */
   names: readonly string[]
+  /** Accepted aliases of driver names (the registry's), alias → name. */
+  aliases: Readonly<Record<string, string>>
   /** The names of the enabled drivers, once the saved settings are loaded. */
   enabled: () => Promise<readonly string[]>
 }
@@ -35,7 +36,7 @@ export interface DriverListing {
 export function createDriverListing(deps: DriverListingDeps): DriverListing {
   let last = new Map<string, DriverRunState>()
   const aliasesOf = (name: string) =>
-    Object.entries(DRIVER_ALIASES)
+    Object.entries(deps.aliases)
       .filter(([, target]) => target === name)
       .map(([alias]) => alias)
 

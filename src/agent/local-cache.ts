@@ -24,7 +24,7 @@ import { systemClock, type Clock } from '../domain/time.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { AgentCache, DriverState } from './agent.js'
 import type { DriverSettings } from './driver-admin.js'
-import { isRemoteAccelerator, type RemoteAccelerator } from '../drivers/remote.js'
+import { isRemoteAccelerator, type RemoteAccelerator } from '../drivers/driver.js'
 
 /** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
 export type CacheFs = Pick<typeof nodeFs, 'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'>

@@ -2,15 +2,15 @@
  * The agent's side of remote accelerators (AgentRpc 1.4 `registerRemote`; seed 003 `POST
  * /accelerators`, seed 004's generic driver): the registrations this agent's `remote` driver
  * reports. They live in the agent's cache (`remote-accelerators.json`, local-cache.ts), are saved
- * before they take effect, and are handed to every enabled remote driver before each discovery, so
- * they survive periodic reports, driver rebuilds and agent restarts.
+ * before they take effect, and are handed to every enabled driver with the port's optional
+ * `setRemoteAccelerators` capability before each discovery, so they survive periodic reports,
+ * driver rebuilds and agent restarts.
  *
  * A registration whose report fails (the conductor refused it, a driver failed, the conductor did
  * not answer) is taken back and the agent reports again without it: the caller was told it failed,
  * so it must not appear later, and a refused entry must not block every later report of the host.
  */
-import type { AcceleratorDriver } from '../drivers/driver.js'
-import { isRemoteAccelerator, isRemoteDriver, REMOTE_DRIVER, type RemoteAccelerator } from '../drivers/remote.js'
+import { isRemoteAccelerator, REMOTE_DRIVER, type AcceleratorDriver, type RemoteAccelerator } from '../drivers/driver.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js'
@@ -29,9 +29,12 @@ export interface RemoteRegistryDeps {
 }
 
 export interface RemoteRegistry extends Pick<AgentRpc, 'registerRemote'> {
-  /** Gives the current registrations to every enabled remote driver; call before each discovery. */
+  /** Gives the current registrations to every enabled driver that takes them; call before each discovery. */
   feed(): Promise<void>
 }
+
+/** Whether `driver` has the remote-registration capability of the port (the remote driver does). */
+const takesRegistrations = (driver: AcceleratorDriver): boolean => typeof driver.setRemoteAccelerators === 'function'
 
 const invalid = (field: string, problem: string) =>
   new InvalidInputError(`${field} ${problem}`, { details: { field } })
@@ -75,14 +78,14 @@ export function createRemoteRegistry(deps: RemoteRegistryDeps): RemoteRegistry {
   return {
     async feed() {
       await load()
-      for (const driver of deps.enabled()) if (isRemoteDriver(driver)) driver.setAccelerators(list)
+      for (const driver of deps.enabled()) driver.setRemoteAccelerators?.(list)
     },
 
     registerRemote: (req) =>
       serialized(async () => {
         const reg = parseRegistration(req)
         await Promise.all([load(), deps.ready()])
-        if (!deps.enabled().some(isRemoteDriver)) {
+        if (!deps.enabled().some(takesRegistrations)) {
           throw new NotFoundError(`the ${REMOTE_DRIVER} driver is not enabled on this agent`, {
             code: 'REMOTE_BACKEND_NOT_ENABLED',
             details: { driver: REMOTE_DRIVER },

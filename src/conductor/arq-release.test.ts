@@ -26,10 +26,12 @@ function recordingAgent() {
     release: async ({ address }: { address: string }) => {
       calls.push(`release ${address}`)
       if (failWith) throw new Error(failWith)
+      return { address, changed: true }
     },
     removeMdev: async ({ uuid }: { uuid: string }) => {
       calls.push(`removeMdev ${uuid}`)
       if (failWith) throw new Error(failWith)
+      return { uuid, changed: true }
     },
   }
   return { calls, agentFor: () => agent, fail: (message?: string) => (failWith = message) }
@@ -107,10 +109,11 @@ void describe('releasing accelerator requests', () => {
     const b = await boundArq()
     await updateArqStates(db.db, [a.uuid, b.uuid], 'Deleting', { now: NOW })
     let n = 0
-    const release = async () => {
+    const release = async ({ address }: { address: string }) => {
       if (n++ === 1) throw new Error('busy')
+      return { address, changed: true }
     }
-    const flaky = { ...deps, agentFor: () => ({ release, removeMdev: async () => {} }) }
+    const flaky = { ...deps, agentFor: () => ({ ...agent.agentFor(), release }) }
     const deleted = await finishDeleting(flaky, [await getArq(db.db, a.uuid), await getArq(db.db, b.uuid)])
     assert.deepEqual(deleted.map((x) => x.uuid), [a.uuid])
     assert.equal((await getArq(db.db, b.uuid)).state, 'Deleting')

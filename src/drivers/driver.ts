@@ -50,6 +50,43 @@ export interface AcceleratorDriver {
    * @throws DriverError (code PROGRAM_FAILED) when the vendor tool fails
    */
   program?(address: string, imagePath: string): Promise<void>
+  /**
+   * Optional: the remote-registration capability (seed 004's generic driver; AgentRpc 1.4
+   * `registerRemote`), which only the `remote` driver has. Replaces the remote accelerators that the
+   * next `discover()` reports: the agent calls it before every discovery with the registrations it
+   * keeps in its cache. An agent with no enabled driver that has it refuses registrations.
+   */
+  setRemoteAccelerators?(accelerators: readonly RemoteAccelerator[]): void
 }
 
 export type DriverFactory = (deps: DriverDeps, options?: Record<string, string>) => AcceleratorDriver
+
+/**
+ * The drivers an agent may (re)build by name, passed in by the composition root (src/main gives the
+ * literal registry of `index.ts`), so that the agent depends on this port only.
+ */
+export interface DriverRegistry {
+  /** Factories by driver name, to rebuild a driver with new options. */
+  readonly factories: Readonly<Record<string, DriverFactory>>
+  /** Other accepted names (OpenStack Cyborg's entry-point names, e.g. `fake_driver`) → driver name. */
+  readonly aliases: Readonly<Record<string, string>>
+}
+
+/** The name the remote driver is enabled under (`[agent] enabled_drivers`). */
+export const REMOTE_DRIVER = 'remote'
+
+/** One remote registration: the accelerator's (deployable's) name, globally unique, and its uuid. */
+export interface RemoteAccelerator {
+  name: string
+  /** Lower-case UUID; the deployable gets it, and the device's control path is `{uuid}`. */
+  uuid: string
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** Whether `value` is a well-formed registration (non-empty name of at most 255 characters, lower-case uuid). */
+export function isRemoteAccelerator(value: unknown): value is RemoteAccelerator {
+  if (value === null || typeof value !== 'object') return false
+  const { name, uuid } = value as Record<string, unknown>
+  return typeof name === 'string' && name.length > 0 && name.length <= 255 && typeof uuid === 'string' && UUID_RE.test(uuid)
+}

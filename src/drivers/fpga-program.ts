@@ -7,6 +7,7 @@
 import type { HostProbe } from './driver.js'
 import { formatPciAddress, parsePciAddress } from './pci-sysfs.js'
 import { DriverError, InvalidInputError } from '../domain/errors.js'
+import { errorMessage } from '../domain/error-message.js'
 import type { PciAddress } from '../domain/inventory.js'
 
 /** How long a programming tool may run. */
@@ -34,8 +35,7 @@ export async function runProgrammer(
   try {
     await host.exec(command, args, { timeoutMs: PROGRAM_TIMEOUT_MS })
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err)
-    throw new DriverError(`${driver}: programming ${address} with ${imagePath} failed: ${reason}`, {
+    throw new DriverError(`${driver}: programming ${address} with ${imagePath} failed: ${errorMessage(err)}`, {
       code: 'PROGRAM_FAILED',
       details: { driver, address, imagePath, command, args },
       cause: err,

@@ -2,7 +2,7 @@
  * The driver registry: a literal map from the names used in `[agent] enabled_drivers` to driver
  * factories. No dynamic discovery: adding a driver means adding a line here.
  */
-import type { AcceleratorDriver, DriverDeps, DriverFactory } from './driver.js'
+import type { AcceleratorDriver, DriverDeps, DriverFactory, DriverRegistry } from './driver.js'
 import { createFakeDriver } from './fake.js'
 import { createPciDriver } from './pci.js'
 import { createNvidiaGpuDriver } from './nvidia-gpu.js'
@@ -39,6 +39,9 @@ export const DRIVER_ALIASES: Readonly<Record<string, DriverName>> = {
   xilinx_fpga_driver: 'xilinx-fpga',
   generic_remote: 'remote',
 }
+
+/** The registry as the agent takes it (AgentDeps.driverRegistry), given by the composition root. */
+export const DRIVER_REGISTRY: DriverRegistry = { factories: DRIVERS, aliases: DRIVER_ALIASES }
 
 /** Valid names, for messages. */
 export const driverNames = (): string[] => Object.keys(DRIVERS)

@@ -16,6 +16,7 @@
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
 import {
+  createVfClaimer,
   listPciFunctions,
   parsePciAddress,
   pciHandleInfo,
@@ -146,18 +147,13 @@ export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string,
       const pfSet = new Set(
         all.filter((f) => Object.hasOwn(INTEL_FPGA_PF_MODELS, f.productId) && f.physfn === undefined).map((f) => f.address),
       )
-      const claimed = new Set<string>()
+      const claim = createVfClaimer(all, pfSet)
       const devices: DiscoveredDevice[] = []
       for (const fn of all) {
         if (!pfSet.has(fn.address)) continue
         const dir = `/sys/bus/pci/devices/${fn.address}`
         const [ids, virtfn] = await Promise.all([readFpgaIds(host, dir), readVirtfns(host, dir)])
-        const children = all.filter((f) => f.physfn === fn.address).map((f) => f.address)
-        const vfs = [...new Set([...virtfn, ...children])].filter((vf) => {
-          if (pfSet.has(vf) || claimed.has(vf)) return false
-          claimed.add(vf)
-          return true
-        })
+        const vfs = claim(fn.address, virtfn)
         devices.push(intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname))
       }
       return devices

@@ -17,6 +17,7 @@
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
 import {
+  createVfClaimer,
   listPciFunctions,
   parsePciAddress,
   pciHandleInfo,
@@ -141,7 +142,7 @@ export function createIntelNicDriver(deps: DriverDeps, options: IntelNicDriverOp
       const pfSet = new Set(
         all.filter((f) => Object.hasOwn(INTEL_NIC_PF_MODELS, f.productId) && f.physfn === undefined).map((f) => f.address),
       )
-      const claimed = new Set<string>()
+      const claim = createVfClaimer(all, pfSet)
       const devices: DiscoveredDevice[] = []
       for (const fn of all) {
         if (!pfSet.has(fn.address)) continue
@@ -149,12 +150,7 @@ export function createIntelNicDriver(deps: DriverDeps, options: IntelNicDriverOp
         const netdev = (await readDirOptional(host, `${dir}/net`)).filter((n) => n !== '').sort()[0]
         const physicalNetwork = netdev === undefined ? undefined : physnetOf.get(netdev)?.[0]
         if (netdev === undefined || physicalNetwork === undefined) continue
-        const children = all.filter((f) => f.physfn === fn.address).map((f) => f.address)
-        const vfs = [...new Set([...(await readVirtfns(host, dir)), ...children])].filter((vf) => {
-          if (pfSet.has(vf) || claimed.has(vf)) return false
-          claimed.add(vf)
-          return true
-        })
+        const vfs = claim(fn.address, await readVirtfns(host, dir))
         const port = { address: fn.address, productId: fn.productId, netdev, physicalNetwork, vfs }
         const fns = (functionsOf.get(netdev) ?? []).filter((f) => traitSegment(f) !== '')
         devices.push(intelNicDevice({ ...port, functions: fns }, hostname))

@@ -8,12 +8,11 @@ import {
   defaultQatServices,
   groupQatPfs,
   parseQatServices,
-  parseVirtfnSlots,
   qatDevice,
   qatServiceTrait,
 } from './intel-qat.js'
 import { createFixtureHostProbe, garbledFixtureHostProbe as garbled } from './fixture-host-probe.js'
-import type { PciFunction } from './pci-sysfs.js'
+import { parseVirtfnSlots, type PciFunction } from './pci-sysfs.js'
 
 const fixtures = path.join(import.meta.dirname, '__fixtures__', 'intel-qat')
 const expected = (c: string): unknown => JSON.parse(readFileSync(path.join(fixtures, c, 'expected.json'), 'utf8'))

@@ -13,15 +13,15 @@
  * Each VF belongs to one PF and is reported once; a VF whose PF is not on the host (a VF passed into a VM)
  * is not reported.
  */
-import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
+import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
 import {
+  createVfClaimer,
   listPciFunctions,
   parsePciAddress,
-  parseUeventSlotName,
   pciHandleInfo,
-  readDirOptional,
   readOptional,
+  readVirtfns,
   throwIfAborted,
   type PciFunction,
 } from './pci-sysfs.js'
@@ -65,15 +65,6 @@ export function defaultQatServices(productId: string): QatService[] {
   return GEN4.has(productId) ? ['sym', 'asym'] : ['sym', 'asym', 'dc']
 }
 
-/** The VF addresses named by `virtfn<N>/uevent` files, in `N` order; garbage entries are skipped. */
-export function parseVirtfnSlots(entries: readonly { name: string; uevent: string | undefined }[]): string[] {
-  return entries
-    .map((e) => ({ n: /^virtfn(\d+)$/.exec(e.name)?.[1], slot: e.uevent === undefined ? undefined : parseUeventSlotName(e.uevent) }))
-    .filter((e): e is { n: string; slot: string } => e.n !== undefined && e.slot !== undefined)
-    .sort((a, b) => Number(a.n) - Number(b.n))
-    .map((e) => e.slot)
-}
-
 /** What discover() learned about one QAT PF. */
 export interface QatPf {
   /** Canonical PF address. */
@@ -105,14 +96,6 @@ export function qatDevice(pf: QatPf, hostname: string): DiscoveredDevice {
   }
 }
 
-async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
-  const names = (await readDirOptional(host, dir)).filter((n) => /^virtfn\d+$/.test(n))
-  const entries = await Promise.all(
-    names.map(async (name) => ({ name, uevent: await readOptional(host, `${dir}/${name}/uevent`) })),
-  )
-  return parseVirtfnSlots(entries)
-}
-
 /**
  * Groups QAT functions into PFs. `virtfn` lists the VFs a PF names; `vfs` are the top-level functions
  * (whose `physfn` names their PF). A VF is given to the first PF (in address order) that claims it.
@@ -121,17 +104,13 @@ export function groupQatPfs(
   pfs: readonly { fn: PciFunction; services: QatService[]; virtfn: string[] }[],
   all: readonly PciFunction[],
 ): QatPf[] {
-  const pfAddresses = new Set(pfs.map((p) => p.fn.address))
-  const claimed = new Set<string>()
-  return pfs.map(({ fn, services, virtfn }) => {
-    const fromChildren = all.filter((f) => f.physfn === fn.address).map((f) => f.address)
-    const vfs = [...new Set([...virtfn, ...fromChildren])].filter((vf) => {
-      if (pfAddresses.has(vf) || claimed.has(vf)) return false
-      claimed.add(vf)
-      return true
-    })
-    return { address: fn.address, productId: fn.productId, services, vfs }
-  })
+  const claim = createVfClaimer(all, new Set(pfs.map((p) => p.fn.address)))
+  return pfs.map(({ fn, services, virtfn }) => ({
+    address: fn.address,
+    productId: fn.productId,
+    services,
+    vfs: claim(fn.address, virtfn),
+  }))
 }
 
 /** Creates the `intel-qat` driver. It takes no options. */

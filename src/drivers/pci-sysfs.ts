@@ -168,17 +168,41 @@ export function pciHandleInfo(a: PciAddress, extra: Record<string, string> = {})
   return { domain: a.domain, bus: a.bus, device: a.device, function: a.function, ...extra }
 }
 
+const VIRTFN_RE = /^virtfn(\d+)$/
+
+/** The VF addresses named by `virtfn<N>/uevent` files, in `N` order; garbage entries are skipped. */
+export function parseVirtfnSlots(entries: readonly { name: string; uevent: string | undefined }[]): string[] {
+  return entries
+    .map((e) => ({ n: VIRTFN_RE.exec(e.name)?.[1], slot: e.uevent === undefined ? undefined : parseUeventSlotName(e.uevent) }))
+    .filter((e): e is { n: string; slot: string } => e.n !== undefined && e.slot !== undefined)
+    .sort((a, b) => Number(a.n) - Number(b.n))
+    .map((e) => e.slot)
+}
+
 /** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
 export async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
-  const links = (await readDirOptional(host, dir))
-    .map((n) => /^virtfn(\d+)$/.exec(n))
-    .filter((m): m is RegExpExecArray => m !== null)
-    .sort((a, b) => Number(a[1]) - Number(b[1]))
-  const slots = await Promise.all(
-    links.map(async (m) => {
-      const text = await readOptional(host, `${dir}/${m[0]}/uevent`)
-      return text === undefined ? undefined : parseUeventSlotName(text)
-    }),
-  )
-  return slots.filter((s): s is string => s !== undefined)
+  const names = (await readDirOptional(host, dir)).filter((n) => VIRTFN_RE.test(n))
+  const entries = await Promise.all(names.map(async (name) => ({ name, uevent: await readOptional(host, `${dir}/${name}/uevent`) })))
+  return parseVirtfnSlots(entries)
+}
+
+/**
+ * Hands SR-IOV VFs out to PFs so that each VF is reported once. The returned function gives a PF
+ * (canonical address) the VFs its `virtfn` links name (`readVirtfns`), then the functions of `all`
+ * whose `physfn` is that PF, each once; a VF that is one of `pfs` or that an earlier call handed out
+ * is skipped. Call it in the order PFs should win (address order).
+ */
+export function createVfClaimer(
+  all: readonly PciFunction[],
+  pfs: ReadonlySet<string>,
+): (pf: string, virtfn: readonly string[]) => string[] {
+  const claimed = new Set<string>()
+  return (pf, virtfn) => {
+    const children = all.filter((f) => f.physfn === pf).map((f) => f.address)
+    return [...new Set([...virtfn, ...children])].filter((vf) => {
+      if (pfs.has(vf) || claimed.has(vf)) return false
+      claimed.add(vf)
+      return true
+    })
+  }
 }

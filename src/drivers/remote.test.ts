@@ -1,11 +1,10 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { HostProbe } from './driver.js'
+import { isRemoteAccelerator, type HostProbe } from './driver.js'
 import { createDrivers } from './index.js'
 import { assertDeviceInvariants } from './driver-contract.case.js'
 import {
   createRemoteDriver,
-  isRemoteAccelerator,
   isRemoteDriver,
   parseRemoteAccelerators,
   REMOTE_RESOURCE_CLASS,
@@ -35,7 +34,7 @@ void describe('remote driver', () => {
 
   void it('reports one REMOTE device per registration, sorted by uuid, keyed by {uuid}, with the uuid hint', async () => {
     const driver = createRemoteDriver(deps)
-    driver.setAccelerators([A, B])
+    driver.setRemoteAccelerators([A, B])
     const devices = await driver.discover()
     assertDeviceInvariants(driver.deviceType, devices)
     assert.deepEqual(devices.map((d) => d.controlPath), [
@@ -55,14 +54,14 @@ void describe('remote driver', () => {
     assert.equal(canonicalJson(remoteDevice(A).controlPath.info), `{"uuid":"${A.uuid}"}`)
   })
 
-  void it('replaces its list on every setAccelerators, and hands out fresh objects', async () => {
+  void it('replaces its list on every setRemoteAccelerators, and hands out fresh objects', async () => {
     const driver = createRemoteDriver(deps, { accelerators: JSON.stringify([A]) })
     assert.deepEqual((await driver.discover()).map((d) => d.deployables[0]!.name), [A.name])
-    driver.setAccelerators([B])
+    driver.setRemoteAccelerators([B])
     const first = await driver.discover()
     first[0]!.deployables[0]!.name = 'mutated'
     assert.deepEqual((await driver.discover()).map((d) => d.deployables[0]!.name), [B.name])
-    driver.setAccelerators([])
+    driver.setRemoteAccelerators([])
     assert.deepEqual(await driver.discover(), [])
   })
 

@@ -3,7 +3,8 @@
  * no agent can discover, e.g. the cards of a standalone accelerator rack reached over the network.
  * An operator registers one through the API; the conductor hands the registration to an agent that
  * runs this driver (AgentRpc 1.4 `registerRemote`), the agent keeps it in its local cache and gives
- * the list to the driver before every discovery (`setAccelerators`). The driver then reports one
+ * the list to the driver before every discovery (`setRemoteAccelerators`, an optional capability of
+ * the AcceleratorDriver port that only this driver has). The driver then reports one
  * device per registration. It never touches the host: its devices come from the agent, not the OS.
  *
  * Each device is of type REMOTE, with the control path `{type: 'REMOTE', info: {uuid}}` (its canonical
@@ -11,44 +12,26 @@
  * the registered uuid as its uuid hint, one accelerator, no attach handle (nothing to pass through
  * to a VM on this host), resource class `CUSTOM_REMOTE_ACCELERATOR` and trait `OWNER_CYBORG`.
  */
-import type { AcceleratorDriver, DriverDeps } from './driver.js'
+import { isRemoteAccelerator, REMOTE_DRIVER, type AcceleratorDriver, type DriverDeps, type RemoteAccelerator } from './driver.js'
 import { AppError, ConfigError } from '../domain/errors.js'
 import { DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
 import { OWNER_CYBORG, rcAndTraits } from './traits.js'
 
-/** The driver's name in `[agent] enabled_drivers`. */
-export const REMOTE_DRIVER = 'remote'
 /** The Placement resource class of a remote accelerator. */
 export const REMOTE_RESOURCE_CLASS = 'CUSTOM_REMOTE_ACCELERATOR'
 /** Vendor and model of a remote device: nothing on this host can tell them. */
 export const REMOTE_VENDOR = 'remote'
 export const REMOTE_MODEL = 'remote accelerator'
 
-/** One registration: the accelerator's (deployable's) name, globally unique, and its uuid. */
-export interface RemoteAccelerator {
-  name: string
-  /** Lower-case UUID; the deployable gets it, and the device's control path is `{uuid}`. */
-  uuid: string
-}
-
 /** The remote driver: an AcceleratorDriver whose devices are set from outside. */
 export interface RemoteDriver extends AcceleratorDriver {
-  /** Replaces the registrations that the next `discover()` reports. */
-  setAccelerators(accelerators: readonly RemoteAccelerator[]): void
+  /** Replaces the registrations that the next `discover()` reports (the port's optional capability, here required). */
+  setRemoteAccelerators(accelerators: readonly RemoteAccelerator[]): void
 }
 
-/** True for the remote driver (whatever name it was enabled under). */
+/** True for a driver with the remote-registration capability (the remote driver, whatever name it was enabled under). */
 export function isRemoteDriver(driver: AcceleratorDriver): driver is RemoteDriver {
-  return typeof (driver as Partial<RemoteDriver>).setAccelerators === 'function'
-}
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-/** Whether `value` is a well-formed registration (non-empty name of at most 255 characters, lower-case uuid). */
-export function isRemoteAccelerator(value: unknown): value is RemoteAccelerator {
-  if (value === null || typeof value !== 'object') return false
-  const { name, uuid } = value as Record<string, unknown>
-  return typeof name === 'string' && name.length > 0 && name.length <= 255 && typeof uuid === 'string' && UUID_RE.test(uuid)
+  return typeof driver.setRemoteAccelerators === 'function'
 }
 
 /**
@@ -105,7 +88,7 @@ export function createRemoteDriver(_deps: DriverDeps, options: Record<string, st
   return {
     name: REMOTE_DRIVER,
     deviceType: DeviceType.REMOTE,
-    setAccelerators(list) {
+    setRemoteAccelerators(list) {
       accelerators = list.map(({ name, uuid }) => ({ name, uuid }))
     },
     async discover(opts = {}) {

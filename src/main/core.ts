@@ -10,7 +10,7 @@ import type { Conductor, ConductorOptions } from '../conductor/conductor.js'
 import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import { createFileAgentCache } from '../agent/local-cache.js'
-import { createDrivers } from '../drivers/index.js'
+import { createDrivers, DRIVER_REGISTRY } from '../drivers/index.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
 import { createCachingHostProbe } from '../drivers/caching-host-probe.js'
 import type { HostProbe } from '../drivers/driver.js'
@@ -138,6 +138,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           conductor: conductorClient,
           drivers,
           driverOptions,
+          driverRegistry: DRIVER_REGISTRY,
           log,
           clock,
           bus,

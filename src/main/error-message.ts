@@ -1,5 +1,3 @@
-/** An error's message on one line, for the one-line failure reports of the `cyborg` command. */
-export function errorMessage(err: unknown): string {
-  const message = err instanceof Error ? err.message || err.name : String(err)
-  return message.replace(/\s*\n\s*/g, ' ').trim()
-}
+// The one-line message of the `cyborg` command's failure reports; it lives in the domain so that
+// every layer can use it.
+export { errorMessage } from '../domain/error-message.js'

@@ -10,6 +10,7 @@ import type { MessageBus } from '../../src/bus/bus.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { createAgent } from '../../src/agent/agent.js'
 import { createFakeDriver } from '../../src/drivers/fake.js'
+import { DRIVER_REGISTRY } from '../../src/drivers/index.js'
 import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
 import { ConflictError } from '../../src/domain/errors.js'
 import { noopLogger } from '../../src/domain/logger.js'
@@ -45,7 +46,7 @@ for (const dialect of await testDialects()) {
     void it('stores an agent report as inactive devices; an identical report writes only the heartbeat', async () => {
       const host = 'compute-1.example'
       const agent = createAgent(
-        { conductor: core.conductorClient, drivers: [createFakeDriver({ host: noHost, hostname: host })], log: noopLogger, clock: systemClock },
+        { conductor: core.conductorClient, drivers: [createFakeDriver({ host: noHost, hostname: host })], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock },
         { host },
       )
       assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0, pending: 0 })

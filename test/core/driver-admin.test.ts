@@ -9,12 +9,13 @@ import assert from 'node:assert/strict'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import type { MessageBus } from '../../src/bus/bus.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
-import { sampleDevice } from '../../src/db/sample-inventory.js'
+import { sampleDevice } from '../support/sample-inventory.js'
 import { ConflictError, InvalidInputError, NotFoundError } from '../../src/domain/errors.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { systemClock } from '../../src/domain/time.js'
 import type { DiscoveredDevice } from '../../src/domain/inventory.js'
 import type { AcceleratorDriver } from '../../src/drivers/driver.js'
+import { DRIVER_REGISTRY } from '../../src/drivers/index.js'
 import { createAgent, type Agent } from '../../src/agent/agent.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
@@ -55,7 +56,7 @@ for (const dialect of await testDialects()) {
       await core.agent!.discoverNow()
       const devices = [sampleDevice('node2', 0)]
       await core.conductorClient.reportInventory({ host: 'node2', hash: inventoryHash(devices), devices, autoActivate: true })
-      node3 = createAgent({ conductor: core.conductorClient, drivers: [node3Driver], log: noopLogger, clock: systemClock, bus }, { host: 'node3', periodicIntervalMs: 3_600_000, version: '9.9.9' })
+      node3 = createAgent({ conductor: core.conductorClient, drivers: [node3Driver], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock, bus }, { host: 'node3', periodicIntervalMs: 3_600_000, version: '9.9.9' })
       await node3.start()
       await eventually(async () => (await db.db.selectFrom('devices').select('id').where('hostname', '=', 'node3').execute()).length === 2)
     })

@@ -8,6 +8,7 @@ import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { testDialects, type TestDatabase } from '../../src/db/testing.js'
 import { listDevicesByHost } from '../../src/db/devices.js'
 import { createFakeDriver } from '../../src/drivers/fake.js'
+import { DRIVER_REGISTRY } from '../../src/drivers/index.js'
 import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
 import type { AcceleratorDriver } from '../../src/drivers/driver.js'
 import { createAgentClient } from '../../src/rpc/agent-rpc.js'
@@ -69,7 +70,7 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
     await serveConductor(bus, conductor)
     client = createConductorClient(bus, { timeoutMs: 5000 })
     const fake = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname: 'h1' })
-    agent = createAgent({ conductor: client, drivers: [fake, gpuKit(kit)], log: noopLogger, clock, bus }, { host: 'h1', periodicIntervalMs: 3_600_000 })
+    agent = createAgent({ conductor: client, drivers: [fake, gpuKit(kit)], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock, bus }, { host: 'h1', periodicIntervalMs: 3_600_000 })
     await agent.start()
     await agent.discoverNow()
   })
@@ -115,7 +116,7 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
 
   void it('lets only one of two concurrent calls start the install', async () => {
     const h2 = { broken: false, installs: 0 }
-    const second = createAgent({ conductor: client, drivers: [gpuKit(h2, 'h2')], log: noopLogger, clock, bus }, { host: 'h2', periodicIntervalMs: 3_600_000 })
+    const second = createAgent({ conductor: client, drivers: [gpuKit(h2, 'h2')], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock, bus }, { host: 'h2', periodicIntervalMs: 3_600_000 })
     await second.start()
     await second.discoverNow()
     const uuid = await uuidOf('h2', 'af')

@@ -1,0 +1,8 @@
+/**
+ * A thrown value's message on one line (an Error's message, or its name when the message is empty;
+ * anything else as a string), for failure reports and for wrapping a cause into a new message.
+ */
+export function errorMessage(err: unknown): string {
+  const message = err instanceof Error ? err.message || err.name : String(err)
+  return message.replace(/\s*\n\s*/g, ' ').trim()
+}
