@@ -3,14 +3,17 @@ import assert from 'node:assert/strict'
 import { sql } from 'kysely'
 import { ConflictError, UnavailableError } from '../domain/errors.js'
 import { createDeviceProfile, listDeviceProfiles } from './device-profiles.js'
+import type { DatabaseHandle } from './connection.js'
 import { isForeignKeyViolation } from './errors.js'
 import { createGroupCommitter } from './group-commit.js'
-import { listServices, recordHeartbeat } from './services.js'
+import { listServices, updateHeartbeat } from './services.js'
 import { testDialects } from './testing.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`
 const profile = (n: number, name = `p${n}`) => ({ uuid: uuid(n), name, description: null, groups: [] })
+const markerCount = async (handle: DatabaseHandle) =>
+  (await handle.db.selectFrom('commit_markers').select('id').execute()).length
 
 for (const dialect of await testDialects()) {
   const skip = dialect.skip
@@ -21,7 +24,7 @@ for (const dialect of await testDialects()) {
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           gc.run(async (trx) => {
-            await recordHeartbeat(trx, { host: `h${String(i).padStart(2, '0')}`, binary: 'cyborg-agent', version: '1' }, NOW)
+            await updateHeartbeat(trx, { host: `h${String(i).padStart(2, '0')}`, binary: 'cyborg-agent', version: '1' }, NOW)
             return `result-${i}`
           }),
         ),
@@ -31,6 +34,23 @@ for (const dialect of await testDialects()) {
       assert.equal(ops, 20)
       assert.ok(batches < ops, `expected fewer transactions than ops, got ${batches}`)
       assert.equal((await listServices(handle.db)).length, 20)
+      await gc.close()
+      assert.equal(await markerCount(handle), 0, 'the commit markers of settled transactions are swept at close')
+    } finally {
+      await gc.close()
+      await handle.close()
+    }
+  })
+
+  await test(`group commit: commit markers are swept as they pile up on ${dialect.name}`, { skip }, async () => {
+    const handle = await dialect.create()
+    const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
+    try {
+      // One at a time: 100 transactions, each with its marker (none on SQLite).
+      for (let i = 0; i < 100; i++) await gc.run((trx) => createDeviceProfile(trx, profile(i), NOW))
+      assert.ok((await markerCount(handle)) < 64, 'a sweep every 64 transactions keeps the table small')
+      await gc.close()
+      assert.equal(await markerCount(handle), 0)
     } finally {
       await gc.close()
       await handle.close()

@@ -7,6 +7,7 @@ import { placementMigration } from './migrations/0002-placement.js'
 import { arqsMigration } from './migrations/0003-arqs.js'
 import { arqInstancesMigration } from './migrations/0004-arq-instances.js'
 import { v1AttachmentsMigration } from './migrations/0005-v1-attachments.js'
+import { commitMarkersMigration } from './migrations/0006-commit-markers.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -15,6 +16,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0003-arqs': arqsMigration(handle.dialect),
     '0004-arq-instances': arqInstancesMigration,
     '0005-v1-attachments': v1AttachmentsMigration(handle.dialect),
+    '0006-commit-markers': commitMarkersMigration,
   }
 }
 

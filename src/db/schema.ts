@@ -143,6 +143,13 @@ export interface AgentDriversTable {
   updated_at: UpdatedAt
 }
 
+/** The commit marker of a recent group-commit transaction (migration 0006, src/db/commit-markers.ts). */
+export interface CommitMarkersTable {
+  /** A uuid made before the transaction began. */
+  id: string
+  created_at: string
+}
+
 export interface Database {
   devices: DevicesTable
   deployables: DeployablesTable
@@ -153,6 +160,7 @@ export interface Database {
   arq_instances: ArqInstancesTable
   services: ServicesTable
   agent_drivers: AgentDriversTable
+  commit_markers: CommitMarkersTable
 }
 
 export type DeviceRow = Selectable<DevicesTable>
