@@ -1,5 +1,8 @@
 // Lint: typescript-eslint with type-aware async rules, plus the layering of docs/ARCHITECTURE.md.
-// A service importing another service, a layer importing upward, or an import cycle fails `npm run lint`.
+// A service importing another service, a layer importing upward, or an import cycle (type-only imports
+// included) fails `npm run lint`.
+import path from 'node:path'
+import ts from 'typescript'
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 import { importX } from 'eslint-plugin-import-x'
@@ -41,6 +44,139 @@ const homes = [
   { names: ['yaml'], home: 'src/policy' },
 ]
 
+/**
+ * An import edge of one file, as the TypeScript program sees it: static imports and re-exports,
+ * `import x = require()`, dynamic `import()`, and `import('…')` types. `typeOnly` is import-x's
+ * test: `import type`/`export type`, or named bindings that are all `type`.
+ */
+function moduleReference(node) {
+  const allTypes = (named) => named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly)
+  if (ts.isImportDeclaration(node)) {
+    const clause = node.importClause
+    const named = clause?.namedBindings
+    const typeOnly =
+      clause?.isTypeOnly || (!clause?.name && named && ts.isNamedImports(named) && allTypes(named))
+    return { literal: node.moduleSpecifier, typeOnly: Boolean(typeOnly) }
+  }
+  if (ts.isExportDeclaration(node) && node.moduleSpecifier) {
+    const named = node.exportClause
+    const typeOnly = node.isTypeOnly || (named && ts.isNamedExports(named) && allTypes(named))
+    return { literal: node.moduleSpecifier, typeOnly: Boolean(typeOnly) }
+  }
+  if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+    return { literal: node.moduleReference.expression, typeOnly: node.isTypeOnly }
+  }
+  if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) {
+    return { literal: node.argument.literal, typeOnly: true }
+  }
+  if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+    return { literal: node.arguments[0], typeOnly: false }
+  }
+  return undefined
+}
+
+/** Per TypeScript program: its files' import edges, read on first use, and a resolution cache. */
+const graphs = new WeakMap()
+
+function graphOf(program) {
+  let graph = graphs.get(program)
+  if (!graph) {
+    const options = program.getCompilerOptions()
+    const cache = ts.createModuleResolutionCache(program.getCurrentDirectory(), (f) => f, options)
+    graph = { edges: new Map(), options, cache }
+    graphs.set(program, graph)
+  }
+  return graph
+}
+
+/** The imports of `fileName` that resolve to files of the program (not to node_modules). */
+function importsOf(program, fileName) {
+  const graph = graphOf(program)
+  const known = graph.edges.get(fileName)
+  if (known) return known
+  const edges = []
+  graph.edges.set(fileName, edges)
+  const file = program.getSourceFile(fileName)
+  const visit = (node) => {
+    const ref = moduleReference(node)
+    if (ref?.literal && ts.isStringLiteralLike(ref.literal)) {
+      const mode = program.getModeForUsageLocation(file, ref.literal)
+      const { resolvedModule: found } = ts.resolveModuleName(
+        ref.literal.text,
+        fileName,
+        graph.options,
+        ts.sys,
+        graph.cache,
+        undefined,
+        mode,
+      )
+      const inProject = found && !found.isExternalLibraryImport
+      const target = inProject && program.getSourceFile(found.resolvedFileName)
+      if (target) edges.push({ target: target.fileName, typeOnly: ref.typeOnly, node })
+    }
+    ts.forEachChild(node, visit)
+  }
+  if (file) visit(file)
+  return edges
+}
+
+/** The shortest import path from `from` to `to` (both included), or undefined. */
+function importPath(program, from, to) {
+  const parent = new Map([[from, null]])
+  for (const queue = [from]; queue.length > 0;) {
+    const file = queue.shift()
+    if (file === to) {
+      const route = []
+      for (let at = to; at != null; at = parent.get(at)) route.unshift(at)
+      return route
+    }
+    for (const { target } of importsOf(program, file)) {
+      if (parent.has(target)) continue
+      parent.set(target, file)
+      queue.push(target)
+    }
+  }
+  return undefined
+}
+
+/**
+ * import-x/no-cycle skips type-only imports and has no option to count them. This rule reports
+ * the cycles it misses: a type-only import whose target leads back to this file through imports
+ * of any kind. Cycles made of value imports only are left to import-x/no-cycle.
+ */
+const noTypeImportCycle = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Forbid import cycles that pass through a type-only import.' },
+    messages: {
+      cycle:
+        'Import cycle through a type-only import: {{route}}. Put the shared types in a leaf file.',
+    },
+    schema: [],
+  },
+  create(context) {
+    const services = context.sourceCode.parserServices
+    const program = services?.program
+    const self = program?.getSourceFile(context.physicalFilename)?.fileName
+    if (!self) return {}
+    return {
+      Program() {
+        for (const { target, typeOnly, node } of importsOf(program, self)) {
+          const route = typeOnly && target !== self && importPath(program, target, self)
+          if (!route) continue
+          const names = [self, ...route].map((f) => path.relative(context.cwd, f))
+          const at = services.tsNodeToESTreeNodeMap.get(node)
+          context.report({
+            ...(at ? { node: at } : { loc: { line: 1, column: 0 } }),
+            messageId: 'cycle',
+            data: { route: names.join(' → ') },
+          })
+        }
+      },
+    }
+  },
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.cyborg/', 'src/drivers/__fixtures__/'] },
   js.configs.recommended,
@@ -49,7 +185,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
     },
-    plugins: { 'import-x': importX },
+    plugins: { 'import-x': importX, cyborg: { rules: { 'no-type-import-cycle': noTypeImportCycle } } },
     settings: {
       ...importX.flatConfigs.typescript.settings,
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
@@ -69,6 +205,7 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'import-x/no-cycle': 'error',
+      'cyborg/no-type-import-cycle': 'error',
       'import-x/no-restricted-paths': ['error', { zones }],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },

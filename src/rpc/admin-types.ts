@@ -1,8 +1,49 @@
 /**
- * Shapes of the conductor's driver administration and on-demand discovery (ConductorRpc 1.4):
- * one outcome per agent host, so that one unreachable agent never fails the whole call.
+ * Shapes that both RPC contracts use, so that neither contract imports the other: the result of an
+ * inventory report, an agent's driver state and listing (AgentRpc 1.4), and the conductor's driver
+ * administration and on-demand discovery (ConductorRpc 1.4), with one outcome per agent host so
+ * that one unreachable agent never fails the whole call. A leaf: it imports nothing.
  */
-import type { AgentDriverInfo, DriverAdminState } from './agent-rpc.js'
+
+/** The conductor's answer to an inventory report (also what `discover` and a rediscovery return). */
+export interface InventoryReportResult {
+  /** False when the snapshot hash matched the last accepted one: nothing was written. */
+  changed: boolean
+  added: number
+  updated: number
+  removed: number
+  /** Deployables missing from the report but kept (removal_pending) until nothing holds them. */
+  pending: number
+}
+
+/** A driver's runtime state on one agent: the answer of `setDriverEnabled` and `updateDriverOptions`. */
+export interface DriverAdminState {
+  driver: string
+  /** False when discovery skips it (its devices leave the next report). */
+  enabled: boolean
+  /** The options the running instance was built with: the configured ones, then the overrides. */
+  options: Record<string, string>
+  /** The runtime overrides only (what the agent's cache keeps). */
+  overrides: Record<string, string>
+  /** The rediscovery run after the change: the conductor's answer, or why it failed (the change stands). */
+  report: { ok: true; result: InventoryReportResult } | { ok: false; code: string; message: string }
+}
+
+/** One configured driver of an agent, as `listDrivers` (1.4) answers. */
+export interface AgentDriverInfo {
+  /** The driver's name (`fake`, `nvidia-gpu`, …). */
+  name: string
+  /** OpenStack Cyborg's names for it (`fake_driver`), accepted wherever a driver is named. */
+  aliases: string[]
+  /** The driver's version: drivers ship with Cyborg, so the agent's package version. */
+  version: string
+  /** False when discovery skips it (uninstalled at runtime). */
+  enabled: boolean
+  /** Devices it found in its last discovery (0 when that failed, or when it did not run since it was enabled). */
+  deviceCount: number
+  /** Its last discovery since the agent started, or null when it has not run (disabled, or not yet). */
+  lastDiscovery: { at: string; ok: boolean; error?: { code: string; message: string } } | null
+}
 
 /** How a host took part in a call. */
 export type HostCallStatus =

@@ -9,8 +9,10 @@
  */
 import type { MessageBus } from '../bus/bus.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
-import type { InventoryReportResult } from './conductor-rpc.js'
+import type { AgentDriverInfo, DriverAdminState, InventoryReportResult } from './admin-types.js'
 import type { PciAddress } from '../domain/inventory.js'
+
+export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
 
 export const AGENT_RPC_VERSION = '1.4'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
@@ -66,35 +68,6 @@ export interface DeviceActionResult {
   driver: string
   /** The device's control path (its PF), `dddd:bb:dd.f`. */
   address: string
-}
-
-/** A driver's runtime state on one agent: the answer of `setDriverEnabled` and `updateDriverOptions`. */
-export interface DriverAdminState {
-  driver: string
-  /** False when discovery skips it (its devices leave the next report). */
-  enabled: boolean
-  /** The options the running instance was built with: the configured ones, then the overrides. */
-  options: Record<string, string>
-  /** The runtime overrides only (what the agent's cache keeps). */
-  overrides: Record<string, string>
-  /** The rediscovery run after the change: the conductor's answer, or why it failed (the change stands). */
-  report: { ok: true; result: InventoryReportResult } | { ok: false; code: string; message: string }
-}
-
-/** One configured driver of an agent, as `listDrivers` (1.4) answers. */
-export interface AgentDriverInfo {
-  /** The driver's name (`fake`, `nvidia-gpu`, …). */
-  name: string
-  /** OpenStack Cyborg's names for it (`fake_driver`), accepted wherever a driver is named. */
-  aliases: string[]
-  /** The driver's version: drivers ship with Cyborg, so the agent's package version. */
-  version: string
-  /** False when discovery skips it (uninstalled at runtime). */
-  enabled: boolean
-  /** Devices it found in its last discovery (0 when that failed, or when it did not run since it was enabled). */
-  deviceCount: number
-  /** Its last discovery since the agent started, or null when it has not run (disabled, or not yet). */
-  lastDiscovery: { at: string; ok: boolean; error?: { code: string; message: string } } | null
 }
 
 export interface AgentRpc {

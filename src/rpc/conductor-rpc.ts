@@ -7,24 +7,16 @@ import type { MessageBus } from '../bus/bus.js'
 import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
-import type { AttachTarget } from '../domain/accelerator-v1.js'
+import type { AttachTarget } from '../domain/v1-accelerator.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
-import type { DriverActionOutcome, HostDiscovery, HostDrivers } from './admin-types.js'
+import type { DriverActionOutcome, HostDiscovery, HostDrivers, InventoryReportResult } from './admin-types.js'
+
+export type { InventoryReportResult } from './admin-types.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration. */
 export const CONDUCTOR_RPC_VERSION = '1.4'
-
-export interface InventoryReportResult {
-  /** False when the snapshot hash matched the last accepted one: nothing was written. */
-  changed: boolean
-  added: number
-  updated: number
-  removed: number
-  /** Deployables missing from the report but kept (removal_pending) until nothing holds them. */
-  pending: number
-}
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {

@@ -33,6 +33,25 @@ describe('lint enforces the architecture', () => {
     assert.ok(ids.includes('import-x/no-restricted-paths'), 'domain must not import db either')
   })
 
+  test('a type-only import cycle fails', async () => {
+    // agent-rpc.ts imports admin-types.ts; a type import back closes a cycle that import-x/no-cycle
+    // skips (it ignores type-only imports), so the repo's own rule has to catch it.
+    const ids = await ruleIds('src/rpc/admin-types.ts', "import type { AgentRpc } from './agent-rpc.js'\nexport type X = AgentRpc\n")
+    assert.deepEqual(ids, ['cyborg/no-type-import-cycle'])
+  })
+
+  test('a cycle closed by inline type specifiers, across files, fails', async () => {
+    // errors.ts ← db/devices.ts: `import { type … }` counts as type-only, as it does for import-x.
+    const ids = await ruleIds('src/domain/errors.ts', "import { type DeviceFilter } from '../db/devices.js'\nexport type X = DeviceFilter\n")
+    assert.ok(ids.includes('cyborg/no-type-import-cycle'), ids.join(', '))
+    assert.ok(!ids.includes('import-x/no-cycle'), ids.join(', '))
+  })
+
+  test('a type-only import without a cycle passes', async () => {
+    const ids = await ruleIds('src/rpc/admin-types.ts', "import type { PciAddress } from '../domain/inventory.js'\nexport type X = PciAddress\n")
+    assert.deepEqual(ids, [])
+  })
+
   test('kysely outside src/db fails', async () => {
     const ids = await ruleIds('src/api/app.ts', "import { Kysely } from 'kysely'\nexport const x = Kysely\n")
     assert.ok(ids.includes('no-restricted-imports'), ids.join(', '))

@@ -10,10 +10,10 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest, FastifyInstance } from 'fastify'
-import { isUuidLike } from '../../domain/device-profile.js'
-import { InvalidInputError } from '../../domain/errors.js'
+import { isUuidLike } from '../../domain/ids.js'
+import { invalidField } from '../../domain/errors.js'
 import { extendResource, type RouteSpec } from '../routing.js'
-import type { V1Env } from './index.js'
+import type { V1Env } from './env.js'
 
 /** The seed's schema, word for word: `additionalProperties: false`, only `name` required. */
 export const AcceleratorCreateBody = Type.Object(
@@ -25,9 +25,6 @@ export const AcceleratorCreateBody = Type.Object(
 )
 export type AcceleratorCreateBody = Static<typeof AcceleratorCreateBody>
 
-const invalid = (field: string, problem: string) =>
-  new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
-
 /**
  * Adds the two POST routes to the accelerator paths; call it before `acceleratorRoutes` declares
  * those paths (their 405 `Allow` then lists POST).
@@ -37,9 +34,9 @@ export function acceleratorCreateRoutes(app: FastifyInstance, { conductor, baseU
     const body = request.body as AcceleratorCreateBody
     let uuid = body.uuid?.toLowerCase()
     if (inPath !== undefined) {
-      if (!isUuidLike(inPath)) throw invalid('uuid', `the path must end in a UUID, got ${JSON.stringify(inPath)}`)
+      if (!isUuidLike(inPath)) throw invalidField('uuid', `the path must end in a UUID, got ${JSON.stringify(inPath)}`)
       if (uuid !== undefined && uuid !== inPath.toLowerCase()) {
-        throw invalid('uuid', `${JSON.stringify(body.uuid)} differs from the uuid in the path (${inPath})`)
+        throw invalidField('uuid', `${JSON.stringify(body.uuid)} differs from the uuid in the path (${inPath})`)
       }
       uuid = inPath.toLowerCase()
     }

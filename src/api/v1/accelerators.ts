@@ -6,13 +6,13 @@
  * spec (`PUT /{uuid}/acc_specs`, If-Match) and the operator lifecycle (`POST /{uuid}/ready`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ACCELERATOR_SORT_KEYS, getAccelerator, listAccelerators, type Accelerator } from '../../db/accelerators-v1.js'
-import { isUuidLike } from '../../domain/device-profile.js'
-import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/accelerator-v1.js'
+import { ACCELERATOR_SORT_KEYS, getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-accelerators.js'
+import { isUuidLike } from '../../domain/ids.js'
+import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
 import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
-import type { V1Env } from './index.js'
+import type { V1Env } from './env.js'
 
 /** The v1 object. `type`, `device_type` and `capability` are the columns the v1 client prints. */
 export function acceleratorView(a: Accelerator, base: string) {

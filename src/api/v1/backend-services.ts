@@ -5,13 +5,13 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { listBackends, type Backend } from '../../db/backend-services.js'
-import { isUuidLike } from '../../domain/device-profile.js'
+import { isUuidLike } from '../../domain/ids.js'
 import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import { controlPathText } from '../../domain/control-path.js'
 import { deriveServices } from './service-names.js'
-import type { V1Env } from './index.js'
+import type { V1Env } from './env.js'
 
 /** One row per service of each deployable of each backend. */
 export function backendServiceRows(backends: readonly Backend[]) {

@@ -7,11 +7,10 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
-import type { AgentDriverInfo } from '../../rpc/agent-rpc.js'
-import type { DiscoveredItem, DriverActionOutcome, HostDiscovery, HostDrivers } from '../../rpc/admin-types.js'
+import type { AgentDriverInfo, DiscoveredItem, DriverActionOutcome, HostDiscovery, HostDrivers } from '../../rpc/admin-types.js'
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
-import type { V1Env } from './index.js'
+import type { V1Env } from './env.js'
 
 const Hostname = Type.String({ minLength: 1, maxLength: 255 })
 const HostBody = Type.Object({ hostname: Type.Optional(Hostname) }, { additionalProperties: false })

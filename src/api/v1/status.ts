@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify'
 import { listServices } from '../../db/services.js'
 import { resource } from '../routing.js'
-import type { V1Env } from './index.js'
+import type { V1Env } from './env.js'
 
 /** 2 × the default `[DEFAULT] periodic_interval` (60 s) + the default `rpc_response_timeout` (30 s). */
 export const DEFAULT_SERVICE_DOWN_AFTER_MS = 150_000

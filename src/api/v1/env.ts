@@ -1,0 +1,14 @@
+/** What every v1 route module gets: the read-only database, the conductor and the link base. */
+import type { FastifyRequest } from 'fastify'
+import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
+import type { Db } from '../types.js'
+
+export interface V1Env {
+  db: Db
+  /** Every v1 write goes to the conductor. */
+  conductor: ConductorRpc
+  /** The base URL of links for this request (no trailing slash). */
+  baseUrl: (request: FastifyRequest) => string
+  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
+  serviceDownAfterMs?: number
+}
