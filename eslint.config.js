@@ -177,6 +177,43 @@ const noTypeImportCycle = {
   },
 }
 
+/** Repository functions that write (the house verbs, docs/ARCHITECTURE.md): src/api may not import them. */
+const WRITE_FUNCTION = '^(create|update|delete|claim|release|insert|upsert|set|record|apply|lock|sweep|transition)[A-Z]'
+/** Modules of src/db that only write (or run the write path): src/api may not import them at all. */
+const WRITE_MODULES = ['group-commit', 'commit-markers', 'host-inventory', 'arq-instances', 'migrate', 'migrations/*']
+
+/**
+ * What `folder` may not import: each outside library outside its home; in src/api, any write of
+ * src/db (the API only reads; writes go through the conductor); in src/agent, any driver module but
+ * the port (driver.ts), except in its tests.
+ */
+function restrictedImports(folder, { tests = false } = {}) {
+  const paths = homes
+    .filter(({ home }) => home !== `src/${folder}`)
+    .flatMap(({ names, home }) => names.map((name) => ({ name, message: `${name} is used only in ${home}/.` })))
+  const patterns = []
+  if (folder === 'api') {
+    patterns.push(
+      {
+        group: ['**/db/*'],
+        importNamePattern: WRITE_FUNCTION,
+        message: 'src/api only reads: a write goes through the conductor (docs/ARCHITECTURE.md).',
+      },
+      {
+        group: WRITE_MODULES.map((m) => `**/db/${m}.js`),
+        message: 'src/api only reads: this src/db module writes (docs/ARCHITECTURE.md).',
+      },
+    )
+  }
+  if (folder === 'agent' && !tests) {
+    patterns.push({
+      group: ['**/drivers/*', '!**/drivers/driver.js'],
+      message: 'src/agent depends on the driver port (src/drivers/driver.ts) only; src/main passes the drivers in.',
+    })
+  }
+  return patterns.length > 0 ? { paths, patterns } : { paths }
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.cyborg/', 'src/drivers/__fixtures__/'] },
   js.configs.recommended,
@@ -212,16 +249,9 @@ export default tseslint.config(
   },
   ...Object.keys(allowed).map((folder) => ({
     files: [`src/${folder}/**/*.ts`],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          paths: homes
-            .filter(({ home }) => home !== `src/${folder}`)
-            .flatMap(({ names, home }) => names.map((name) => ({ name, message: `${name} is used only in ${home}/.` }))),
-        },
-      ],
-    },
+    rules: { 'no-restricted-imports': ['error', restrictedImports(folder)] },
   })),
+  // Tests of the agent build it with real drivers over fixtures.
+  { files: ['src/agent/**/*.test.ts'], rules: { 'no-restricted-imports': ['error', restrictedImports('agent', { tests: true })] } },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
 )

@@ -19,6 +19,7 @@ import type { HostProbe } from '../drivers/driver.js'
 import type { MdevResult, PciBindingResult } from '../rpc/agent-rpc.js'
 import { ConflictError, InvalidInputError, InvalidStateError, NotFoundError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
+import { isCanonicalUuid } from '../domain/ids.js'
 
 export const PCI_DEVICES = '/sys/bus/pci/devices'
 export const PCI_DRIVERS_PROBE = '/sys/bus/pci/drivers_probe'
@@ -26,7 +27,6 @@ export const VFIO_PCI_DRIVER = '/sys/bus/pci/drivers/vfio-pci'
 export const MDEV_DEVICES = '/sys/bus/mdev/devices'
 
 const PCI_ADDRESS = /^[0-9a-f]{4,5}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$/
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** mdev type names as the kernel makes them (`nvidia-35`, `i915-GVTg_V5_4`): no `/`, no `..`. */
 const MDEV_TYPE = /^[A-Za-z0-9][A-Za-z0-9_.:+-]{0,99}$/
 
@@ -55,7 +55,7 @@ export function parsePciAddress(value: unknown, name = 'address'): string {
 /** A uuid in canonical lower-case form. @throws InvalidInputError */
 export function parseUuid(value: unknown, name = 'uuid'): string {
   const uuid = typeof value === 'string' ? value.toLowerCase() : ''
-  if (!UUID.test(uuid)) {
+  if (!isCanonicalUuid(uuid)) {
     throw new InvalidInputError(`${name} must be a uuid, not ${JSON.stringify(value)}`, {
       code: 'UUID_INVALID',
       details: { field: name },

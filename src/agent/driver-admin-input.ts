@@ -6,6 +6,7 @@
 import path from 'node:path'
 import { InvalidInputError } from '../domain/errors.js'
 import { parsePciAddress } from './device-ops.js'
+import { isCanonicalUuid } from '../domain/ids.js'
 
 const field = (req: unknown, name: string): unknown =>
   req !== null && typeof req === 'object' ? (req as Record<string, unknown>)[name] : undefined
@@ -13,8 +14,6 @@ const field = (req: unknown, name: string): unknown =>
 const invalid = (name: string, message: string, code = 'INVALID_INPUT'): never => {
   throw new InvalidInputError(`${name} ${message}`, { code, details: { field: name } })
 }
-
-const REMOTE_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 /**
  * `controlPath` ({domain, bus, device, function}) as `dddd:bb:dd.f`, lower case; a remote
@@ -24,7 +23,7 @@ export function parseControlPath(req: unknown): string {
   const cp = field(req, 'controlPath')
   const remote = field(cp, 'uuid')
   if (remote !== undefined) {
-    if (typeof remote !== 'string' || !REMOTE_UUID.test(remote)) invalid('controlPath.uuid', 'must be a lower-case UUID')
+    if (typeof remote !== 'string' || !isCanonicalUuid(remote)) invalid('controlPath.uuid', 'must be a lower-case UUID')
     return `remote:${remote as string}`
   }
   const parts = ['domain', 'bus', 'device', 'function'].map((k) => field(cp, k))

@@ -6,9 +6,10 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
+import { UUID_PATTERN } from '../domain/ids.js'
 
 export const REQUEST_ID_HEADER = 'x-openstack-request-id'
-const REQUEST_ID_RE = /^req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const REQUEST_ID_RE = new RegExp(`^req-${UUID_PATTERN}$`)
 
 /** The project of noauth callers when nothing else is configured (`[api] noauth_project_id`'s default). */
 export const NOAUTH_PROJECT_ID = '00000000-0000-0000-0000-000000000000'

@@ -2,19 +2,15 @@
  * Query-string parsing for list endpoints. Unknown parameters are ignored (real clients send
  * extras such as `filters.field`); known ones are checked and a bad one is a 400 naming it.
  */
-import { InvalidInputError, NotFoundError } from '../domain/errors.js'
+import { NotFoundError, invalidField } from '../domain/errors.js'
 
 export type Query = Record<string, unknown>
-
-function invalid(field: string, problem: string): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
-}
 
 /** A single-valued string parameter, or undefined when absent. */
 export function stringParam(query: Query, name: string): string | undefined {
   const v = query[name]
   if (v === undefined) return undefined
-  if (typeof v !== 'string') throw invalid(name, 'must be given at most once')
+  if (typeof v !== 'string') throw invalidField(name, 'must be given at most once')
   return v
 }
 
@@ -22,7 +18,7 @@ export function stringParam(query: Query, name: string): string | undefined {
 export function idParam(query: Query, name: string): number | undefined {
   const v = stringParam(query, name)
   if (v === undefined) return undefined
-  if (!/^[0-9]{1,15}$/.test(v)) throw invalid(name, `must be a non-negative integer, got ${JSON.stringify(v)}`)
+  if (!/^[0-9]{1,15}$/.test(v)) throw invalidField(name, `must be a non-negative integer, got ${JSON.stringify(v)}`)
   return Number(v)
 }
 
@@ -44,7 +40,7 @@ export function pagingParams<K extends string>(query: Query, sortKeys: readonly 
   const out: Paging<K> = {}
   const limit = stringParam(query, 'limit')
   if (limit !== undefined) {
-    if (!/^[1-9][0-9]{0,8}$/.test(limit)) throw invalid('limit', `must be a positive integer, got ${JSON.stringify(limit)}`)
+    if (!/^[1-9][0-9]{0,8}$/.test(limit)) throw invalidField('limit', `must be a positive integer, got ${JSON.stringify(limit)}`)
     out.limit = Number(limit)
   }
   const marker = stringParam(query, 'marker')
@@ -52,13 +48,13 @@ export function pagingParams<K extends string>(query: Query, sortKeys: readonly 
   const sortKey = stringParam(query, 'sort_key')
   if (sortKey !== undefined) {
     if (!(sortKeys as readonly string[]).includes(sortKey)) {
-      throw invalid('sort_key', `must be one of: ${sortKeys.join(', ')}`)
+      throw invalidField('sort_key', `must be one of: ${sortKeys.join(', ')}`)
     }
     out.sortKey = sortKey as K
   }
   const sortDir = stringParam(query, 'sort_dir')
   if (sortDir !== undefined) {
-    if (sortDir !== 'asc' && sortDir !== 'desc') throw invalid('sort_dir', 'must be asc or desc')
+    if (sortDir !== 'asc' && sortDir !== 'desc') throw invalidField('sort_dir', 'must be asc or desc')
     out.sortDir = sortDir
   }
   return out
@@ -67,7 +63,7 @@ export function pagingParams<K extends string>(query: Query, sortKeys: readonly 
 /** An unknown marker is the caller's mistake (400), not a missing resource (404). */
 export function markerNotFoundToInvalid(err: unknown): unknown {
   if (err instanceof NotFoundError && err.details?.field === 'marker') {
-    return invalid('marker', `no item with uuid ${String(err.details.marker ?? '')}`)
+    return invalidField('marker', `no item with uuid ${String(err.details.marker ?? '')}`)
   }
   return err
 }

@@ -3,17 +3,20 @@
  * carries once the `onRequest` hooks ran (its caller context and its microversion).
  */
 import type { Logger } from 'pino'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { ReadDb } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'
 import type { Enforcer } from '../policy/index.js'
 
-/** The Kysely instance, named through the db layer so that src/api never imports kysely. */
-export type Db = DatabaseHandle['db']
+/**
+ * The database as the API holds it: for reads only (src/db/connection.ts's ReadDb has no insert,
+ * update, delete or transaction), so no write repository function accepts it.
+ */
+export type Db = ReadDb
 
 export interface ApiDeps {
-  /** Used for reads only, through the repository functions of src/db. */
+  /** Reads only, through the read repository functions of src/db; typed so that writes do not compile. */
   db: Db
   /** Every write goes through the conductor. */
   conductor: ConductorRpc

@@ -11,7 +11,8 @@
 import type { MessageBus } from './bus.js'
 import { InvalidInputError, UnavailableError } from '../domain/errors.js'
 import { noopLogger, type Logger } from '../domain/logger.js'
-import { message, ReconnectingConnection } from './rabbitmq-connection.js'
+import { ReconnectingConnection } from './rabbitmq-connection.js'
+import { errorMessage } from '../domain/error-message.js'
 import { Consumer, type ConsumerContext, type ConsumerKind } from './rabbitmq-consumers.js'
 import { Publisher, type Session } from './rabbitmq-publisher.js'
 import { parseTransportUrl } from './transport-url.js'
@@ -117,7 +118,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
         if (link.alive) {
           consumers.delete(consumer)
           await consumer.stop()
-          throw new UnavailableError(`cannot consume ${topic}: ${message(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err })
+          throw new UnavailableError(`cannot consume ${topic}: ${errorMessage(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err })
         }
       }
     }

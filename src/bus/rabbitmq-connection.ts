@@ -8,6 +8,7 @@ import { connect, type ChannelModel } from 'amqplib'
 import type { Logger } from '../domain/logger.js'
 import { UnavailableError } from '../domain/errors.js'
 import { describeBroker, type BrokerAddress } from './transport-url.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** A live connection and what the owner built on it. */
 export interface Link<S> {
@@ -123,7 +124,7 @@ export class ReconnectingConnection<S> {
         try {
           if (await this.#open(broker)) return
         } catch (err) {
-          failures.push(`${describeBroker(broker)}: ${message(err)}`)
+          failures.push(`${describeBroker(broker)}: ${errorMessage(err)}`)
         }
       }
       if (this.#closed) return
@@ -218,6 +219,3 @@ export class ReconnectingConnection<S> {
   }
 }
 
-export function message(err: unknown): string {
-  return err instanceof Error ? err.message : String(err)
-}

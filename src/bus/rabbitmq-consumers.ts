@@ -9,7 +9,8 @@ import type { MessageHandler, RpcHandler } from './bus.js'
 import { errorReply, type RequestEnvelope } from './envelope.js'
 import { InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import { message, type Link } from './rabbitmq-connection.js'
+import { type Link } from './rabbitmq-connection.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** The topic queues: durable, so that calls and casts wait for a server that is not there yet. */
 export const TOPIC_QUEUE = { durable: true, autoDelete: false, exclusive: false } as const
@@ -174,7 +175,7 @@ export class Consumer {
       channel.ack(msg)
     } catch (err) {
       // The channel is gone: the broker requeues the request for another server.
-      this.#ctx.log.debug({ topic: this.topic, method, err: message(err) }, 'could not reply; the request goes back to the queue')
+      this.#ctx.log.debug({ topic: this.topic, method, err: errorMessage(err) }, 'could not reply; the request goes back to the queue')
     } finally {
       this.#running -= 1
       if (this.#running === 0 && !this.#active) await this.#release(channel)
@@ -210,7 +211,7 @@ export class Consumer {
     const attempt = (this.#retry?.attempt ?? 0) + 1
     const delay = this.#ctx.retryDelayMs(attempt)
     this.#ctx.log.error(
-      { topic: this.topic, err: message(err), retryInMs: delay },
+      { topic: this.topic, err: errorMessage(err), retryInMs: delay },
       `cannot consume ${this.topic}; retrying in ${delay} ms`,
     )
     if (this.#retry) clearTimeout(this.#retry.timer)

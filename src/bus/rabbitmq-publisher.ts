@@ -11,7 +11,8 @@ import type { CallOptions } from './bus.js'
 import { unwrapReply, type ReplyEnvelope } from './envelope.js'
 import { AppError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import { message, type Link } from './rabbitmq-connection.js'
+import { type Link } from './rabbitmq-connection.js'
+import { errorMessage } from '../domain/error-message.js'
 import { JSON_TYPE, TOPIC_QUEUE } from './rabbitmq-consumers.js'
 
 /** The pseudo-queue of direct reply-to: replies go straight to the calling channel. */
@@ -185,7 +186,7 @@ export class Publisher {
         out.link = undefined
         if (link.alive && !out.done) {
           out.fail(
-            new UnavailableError(`cannot declare the queue ${out.topic}: ${message(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err }),
+            new UnavailableError(`cannot declare the queue ${out.topic}: ${errorMessage(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err }),
           )
         }
         return

@@ -10,6 +10,7 @@ import { attachmentsOf, listAllAccelerators } from './accelerator-commands.js'
 import { action, client, col, query, V2_VERSION, type ClientFlags, type Row } from './client.js'
 import { apiRequest, CliError, type ClientOptions } from './http.js'
 import { print } from './output.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** A type, not an interface, so that it is a Row (an index signature) for print(). */
 type AttachmentRow = {
@@ -58,7 +59,7 @@ async function deleteQuietly(options: ClientOptions, uuids: string[]): Promise<s
     await apiRequest(options, 'DELETE', `${ARQS}${query({ arqs: uuids.join(',') })}`, { version: V2_VERSION })
     return `its ${uuids.length} new request(s) were deleted`
   } catch (err) {
-    return `deleting its new requests failed too (${err instanceof Error ? err.message : String(err)}); delete them with \`cyborg arq delete ${uuids.join(' ')}\``
+    return `deleting its new requests failed too (${errorMessage(err)}); delete them with \`cyborg arq delete ${uuids.join(' ')}\``
   }
 }
 

@@ -6,6 +6,7 @@
 import { Option, type Command } from 'commander'
 import { apiRequest, CliError, type ClientOptions } from './http.js'
 import { print, type Column, type Format } from './output.js'
+import { errorMessage } from '../domain/error-message.js'
 
 export interface ClientFlags extends ClientOptions {
   format: Format
@@ -53,7 +54,7 @@ export function action<F extends ClientFlags = ClientFlags>(body: (flags: F, arg
     try {
       await body(command.opts<F>(), args)
     } catch (err) {
-      const message = err instanceof CliError ? err.message : err instanceof Error ? err.message : String(err)
+      const message = errorMessage(err)
       process.stderr.write(`cyborg ${commandName(command)}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
       process.exitCode = 1
     }
@@ -77,7 +78,7 @@ export function parseJson(name: string, text: string, example: string): unknown 
   try {
     return JSON.parse(text) as unknown
   } catch (err) {
-    throw new CliError(`${name} is not valid JSON (${err instanceof Error ? err.message : String(err)}); expected e.g. ${example}`)
+    throw new CliError(`${name} is not valid JSON (${errorMessage(err)}); expected e.g. ${example}`)
   }
 }
 

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import { errorMessage } from '../domain/error-message.js'
 
 export interface ClientOptions {
   /** The API's base URL, without /v1 or /v2. */
@@ -78,7 +79,7 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
   try {
     res = await send(url, method, headers, payload, ca)
   } catch (err) {
-    const cause = (err as { code?: string }).code ?? (err instanceof Error ? err.message : String(err))
+    const cause = (err as { code?: string }).code ?? errorMessage(err)
     throw new CliError(unreachable(options, cause))
   }
   if (res.status < 200 || res.status > 299) throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(res.text)}`, { status: res.status })

@@ -9,6 +9,7 @@ import type { ArqSpec } from '../domain/arq.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { updateBitstream } from '../db/deployables.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** `dddd:bb:dd.f` from a PCI address's parts. */
 export const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
@@ -36,7 +37,7 @@ export function createFpgaProgrammer(deps: ProgrammerDeps) {
       deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
       return undefined
     } catch (err) {
-      return `programming ${target.name} failed: ${err instanceof Error ? err.message : String(err)}`
+      return `programming ${target.name} failed: ${errorMessage(err)}`
     }
   }
 }

@@ -19,6 +19,7 @@ import { getDeviceProfileByName, listDeviceProfilesById } from '../db/device-pro
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../domain/arq.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
+import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
@@ -146,7 +147,13 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const profile = await getDeviceProfileByName(db.db, name)
       const specs = expandProfileGroups(profile.groups, maxArqs)
       const projectId = req.projectId === null ? null : checkString(req.projectId, 'project_id')
-      const arqs = await committer.run((trx) => createArqs(trx, { profileId: profile.id, specs, projectId }, { now: now() }))
+      // Ids and time are made before the write runs, so that a re-run writes the very same rows.
+      const uuids = specs.map(() => newUuid())
+      const at = now()
+      const arqs = await committer.run((trx) => {
+        const next = uuids.values()
+        return createArqs(trx, { profileId: profile.id, specs, projectId }, { now: at, uuid: () => next.next().value! })
+      })
       log.info({ profile: name, arqs: arqs.length }, 'accelerator requests created')
       return arqs
     },

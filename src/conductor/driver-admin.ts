@@ -19,6 +19,7 @@ import type { Logger } from '../domain/logger.js'
 import { diffDeployables, flattenInventory } from './discovery-diff.js'
 import { checkString, checkStringMap } from './validate.js'
 import { getHostInventory } from '../db/host-inventory.js'
+import { errorMessage } from '../domain/error-message.js'
 
 export type AdminAgent = Pick<AgentRpc, 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'>
 
@@ -39,7 +40,7 @@ export type DriverAdminService = Pick<ConductorRpc, 'listAgentDrivers' | 'instal
 
 const failure = (err: unknown): HostError => ({
   code: err instanceof AppError ? err.code : 'INTERNAL_ERROR',
-  message: err instanceof Error ? err.message : String(err),
+  message: errorMessage(err),
 })
 
 /** A timeout or a bus that cannot deliver: the agent is unreachable, not failing. */

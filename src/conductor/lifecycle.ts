@@ -16,6 +16,7 @@ import { Lifecycle, type Device } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import { checkUuid } from './validate.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** The lifecycles from which a device may be marked ready. */
 export const READY_FROM: readonly Lifecycle[] = [Lifecycle.inactive, Lifecycle.error]
@@ -50,7 +51,7 @@ export interface DeviceLifecycle {
 
 /** The lifecycle_reason of a failed install: what the agent said, or that it never answered. */
 export function failureReason(host: string, err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err)
+  const message = errorMessage(err)
   if (err instanceof TimeoutError || err instanceof UnavailableError) return `agent on ${host} did not answer: ${message}`
   if (err instanceof AppError && err.code === 'RPC_NO_METHOD') {
     return `agent on ${host} cannot install devices (it predates agent RPC 1.2): ${message}`

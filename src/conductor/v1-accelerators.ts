@@ -31,6 +31,8 @@ import { checkUuid } from './validate.js'
 import type { V1Placement } from './v1-placement.js'
 import { claimAttachHandle } from '../db/attach-handles.js'
 import { claimInstanceLocks } from '../db/arq-instances.js'
+import { errorMessage } from '../domain/error-message.js'
+import { newUuid } from '../domain/ids.js'
 
 export interface V1Deps {
   db: DatabaseHandle
@@ -82,7 +84,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       if (allocation) await deps.placement!.allocate(arq.uuid, allocation.rp, allocation.rc)
     } catch (err) {
       await undo(arq)
-      const reason = err instanceof Error ? err.message : String(err)
+      const reason = errorMessage(err)
       log.warn({ accelerator: uuid, reason }, 'attach failed')
       throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, { code: 'ATTACH_FAILED', details: { uuid } })
     }
@@ -99,6 +101,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const uuid = checkUuid(req?.uuid, 'uuid')
       const target = checkTarget(req.target)
       const instance = 'instanceUuid' in target ? target.instanceUuid : null
+      const attachment = newUuid() // made before the write, so that a re-run writes the same row
       const claimed = await committer.run(async (trx) => {
         const acc = await getAcceleratorForUpdate(trx, db.dialect, uuid)
         if (instance !== null) await claimInstanceLocks(trx, db.dialect, [instance], now())
@@ -127,7 +130,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         }
         const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
         const allocation = deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
-        const input = { deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
+        const input = { uuid: attachment, deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
         const arq = await createAttachment(trx, { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' }, now())
         return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }
       })

@@ -7,8 +7,7 @@ import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
 import { InvalidInputError } from '../domain/errors.js'
 import { AttachType, DeviceType, canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+import { isUuidLike } from '../domain/ids.js'
 
 /** Fails with InvalidInputError naming `field`. */
 export function invalid(field: string, message: string): never {
@@ -24,7 +23,7 @@ export function checkString(value: unknown, field: string, { max = 255, allowEmp
 }
 
 export function checkUuid(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !UUID_RE.test(value)) invalid(field, 'must be a UUID')
+  if (typeof value !== 'string' || !isUuidLike(value)) invalid(field, 'must be a UUID')
   return value
 }
 

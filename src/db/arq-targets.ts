@@ -4,9 +4,8 @@
  * requests hold. Read-only: every write of a bind lives with its table (arqs.ts, attach-handles.ts,
  * arq-instances.ts, deployables.ts).
  */
-import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { isOffered } from '../domain/inventory.js'
-import type { Database } from './schema.js'
 
 export interface BindTarget {
   deployableId: number
@@ -22,7 +21,7 @@ export interface BindTarget {
   attributes: { key: string; value: string }[]
 }
 
-const base = (db: Kysely<Database>) =>
+const base = (db: ReadDb) =>
   db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -30,7 +29,7 @@ const base = (db: Kysely<Database>) =>
 
 type Row = { id: number; name: string; rp_uuid: string | null; bitstream_id: string | null; cpid_info: string; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
 
-async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTarget[]> {
+async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
   if (rows.length === 0) return []
   const attrs = await db
     .selectFrom('attributes')
@@ -51,18 +50,18 @@ async function withAttributes(db: Kysely<Database>, rows: Row[]): Promise<BindTa
 }
 
 /** The deployable whose resource provider is `rpUuid`, or undefined. */
-export async function getTargetByProvider(db: Kysely<Database>, rpUuid: string): Promise<BindTarget | undefined> {
+export async function getTargetByProvider(db: ReadDb, rpUuid: string): Promise<BindTarget | undefined> {
   const rows = await base(db).where('p.rp_uuid', '=', rpUuid).execute()
   return (await withAttributes(db, rows))[0]
 }
 
 /** The deployable with id `id`, or undefined. */
-export async function getTargetById(db: Kysely<Database>, id: number): Promise<BindTarget | undefined> {
+export async function getTargetById(db: ReadDb, id: number): Promise<BindTarget | undefined> {
   return (await withAttributes(db, await base(db).where('p.id', '=', id).execute()))[0]
 }
 
 /** Every deployable of `host`, in id order (the caller filters by resource class and traits). */
-export async function listTargetsOnHost(db: Kysely<Database>, host: string): Promise<BindTarget[]> {
+export async function listTargetsOnHost(db: ReadDb, host: string): Promise<BindTarget[]> {
   return withAttributes(db, await base(db).where('d.hostname', '=', host).orderBy('p.id').execute())
 }
 
@@ -70,7 +69,7 @@ export async function listTargetsOnHost(db: Kysely<Database>, host: string): Pro
  * For each of `rps` that is a deployable's resource provider: how many of `instance`'s requests
  * hold that deployable (a claimed handle, whatever the state). Other providers are left out.
  */
-export async function getHeldCountsByInstance(db: Kysely<Database>, instance: string, rps: string[]): Promise<Map<string, number>> {
+export async function getHeldCountsByInstance(db: ReadDb, instance: string, rps: string[]): Promise<Map<string, number>> {
   if (rps.length === 0) return new Map()
   const rows = await db
     .selectFrom('deployables as d')

@@ -2,13 +2,13 @@
  * The API's read model of accelerator requests (read-only): each ARQ with its device profile's
  * name and, when it holds one, its attach handle (type, info, uuid), in one query with joins.
  */
-import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { ARQ_STATES, isResolved, type Arq, type ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
 import { toArq } from './arqs.js'
 import { jsonMemo } from './json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import type { AcceleratorRequestRow, Database } from './schema.js'
+import type { AcceleratorRequestRow } from './schema.js'
 
 /** Columns an ARQ list may sort by. */
 export const ARQ_SORT_KEYS = ['id', 'uuid', 'state', 'hostname', 'instance_uuid', 'created_at', 'updated_at'] as const
@@ -51,7 +51,7 @@ export interface ArqDetailFilter extends PageOptions<ArqSortKey> {
 /** An attach handle's info, parsed once per distinct text (see json-memo.ts). */
 const parseInfo = jsonMemo<Record<string, string>>()
 
-const selectDetails = (db: Kysely<Database>) =>
+const selectDetails = (db: ReadDb) =>
   db
     .selectFrom('accelerator_requests')
     .innerJoin('device_profiles', 'device_profiles.id', 'accelerator_requests.device_profile_id')
@@ -82,7 +82,7 @@ function toDetail(row: DetailRow): ArqDetail {
  * Lists ARQs (id order unless sorted otherwise) with their profile names and handles.
  * @throws NotFoundError (code ARQ_NOT_FOUND, `details.field` 'marker') for an unknown marker.
  */
-export async function listArqDetails(db: Kysely<Database>, filter: ArqDetailFilter = {}): Promise<ArqDetail[]> {
+export async function listArqDetails(db: ReadDb, filter: ArqDetailFilter = {}): Promise<ArqDetail[]> {
   if (filter.states?.length === 0) return []
   let qb = selectDetails(db)
   if (filter.instanceUuid !== undefined) qb = qb.where('accelerator_requests.instance_uuid', '=', filter.instanceUuid)
@@ -94,7 +94,7 @@ export async function listArqDetails(db: Kysely<Database>, filter: ArqDetailFilt
 }
 
 /** @throws NotFoundError with code ARQ_NOT_FOUND. */
-export async function getArqDetail(db: Kysely<Database>, uuid: string): Promise<ArqDetail> {
+export async function getArqDetail(db: ReadDb, uuid: string): Promise<ArqDetail> {
   const row = await selectDetails(db).where('accelerator_requests.uuid', '=', uuid).executeTakeFirst()
   if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
   return toDetail(row)
@@ -104,7 +104,7 @@ export async function getArqDetail(db: Kysely<Database>, uuid: string): Promise<
  * True when some ARQ of the instance (of `projectId`'s, when given) is not resolved yet (Nova then
  * waits: 423). v1 attachments are not ARQs of v2's view, so they never make Nova wait.
  */
-export async function hasUnresolvedArqs(db: Kysely<Database>, instanceUuid: string, projectId?: string): Promise<boolean> {
+export async function hasUnresolvedArqs(db: ReadDb, instanceUuid: string, projectId?: string): Promise<boolean> {
   let qb = db
     .selectFrom('accelerator_requests')
     .select('id')

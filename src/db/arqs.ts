@@ -7,7 +7,7 @@ import type { Kysely, Updateable } from 'kysely'
 import { allowedFrom, type Arq, type ArqSpec, type ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
 import { newUuid } from '../domain/ids.js'
-import { dialectOf } from './connection.js'
+import { dialectOf, type ReadDb } from './connection.js'
 import { translateDbError } from './errors.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './schema.js'
@@ -92,7 +92,7 @@ export async function createArqs(
 }
 
 /** @throws NotFoundError with code ARQ_NOT_FOUND. */
-export async function getArq(db: Kysely<Database>, uuid: string): Promise<Arq> {
+export async function getArq(db: ReadDb, uuid: string): Promise<Arq> {
   const row = await db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).executeTakeFirst()
   if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
   return toArq(row)
@@ -120,7 +120,7 @@ export interface ArqFilter extends Omit<PageOptions<'id'>, 'sortKey' | 'sortDir'
  * Lists ARQs in id order.
  * @throws NotFoundError (code ARQ_NOT_FOUND, `details.field` 'marker') for an unknown marker.
  */
-export async function listArqs(db: Kysely<Database>, filter: ArqFilter = {}): Promise<Arq[]> {
+export async function listArqs(db: ReadDb, filter: ArqFilter = {}): Promise<Arq[]> {
   let qb = db.selectFrom('accelerator_requests').selectAll()
   if (filter.instanceUuid !== undefined) qb = qb.where('instance_uuid', '=', filter.instanceUuid)
   if (filter.projectId !== undefined) qb = qb.where('project_id', '=', filter.projectId)
@@ -263,7 +263,7 @@ export async function deleteArqs(
 
 /** ARQs of `instanceUuid` other than `except` that hold a binding (BindStarted or Bound). */
 export async function listBoundArqsOfInstance(
-  db: Kysely<Database>,
+  db: ReadDb,
   instanceUuid: string,
   except: readonly string[],
 ): Promise<string[]> {
@@ -297,7 +297,7 @@ export async function updateArqHandle(
 
 /** ARQs stuck in BindStarted since before `cutoff` (a conductor died, or an agent never answered). */
 export async function listStaleBinds(
-  db: Kysely<Database>,
+  db: ReadDb,
   cutoff: string,
   limit = 500,
 ): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null; deviceProfileId: number | null }[]> {
@@ -313,7 +313,7 @@ export async function listStaleBinds(
 }
 
 /** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
-export async function listStaleDeletes(db: Kysely<Database>, cutoff: string, limit = 500): Promise<Arq[]> {
+export async function listStaleDeletes(db: ReadDb, cutoff: string, limit = 500): Promise<Arq[]> {
   const rows = await db
     .selectFrom('accelerator_requests')
     .selectAll()

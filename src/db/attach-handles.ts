@@ -3,7 +3,7 @@
  * free one and releases it when the request lets go.
  */
 import type { Kysely } from 'kysely'
-import { dialectOf } from './connection.js'
+import { dialectOf, type ReadDb } from './connection.js'
 import type { AttachHandle, AttachType } from '../domain/inventory.js'
 import type { AttachHandleRow, Database } from './schema.js'
 
@@ -23,7 +23,7 @@ export function toAttachHandle(row: AttachHandleRow): AttachHandle {
 
 /** Lists attach handles in id order, optionally of one deployable. */
 export async function listAttachHandles(
-  db: Kysely<Database>,
+  db: ReadDb,
   filter: { deployableId?: number } = {},
 ): Promise<AttachHandle[]> {
   let qb = db.selectFrom('attach_handles').selectAll()
@@ -32,7 +32,7 @@ export async function listAttachHandles(
 }
 
 /** One attach handle by id, or undefined. */
-export async function getAttachHandle(db: Kysely<Database>, id: number): Promise<AttachHandle | undefined> {
+export async function getAttachHandle(db: ReadDb, id: number): Promise<AttachHandle | undefined> {
   const row = await db.selectFrom('attach_handles').selectAll().where('id', '=', id).executeTakeFirst()
   return row && toAttachHandle(row)
 }

@@ -1,5 +1,6 @@
 /** Attributes of deployables: key `rc` is the resource class, keys starting with `trait` are traits. */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Attribute } from '../domain/inventory.js'
 import { translateDbError } from './errors.js'
@@ -23,7 +24,7 @@ export function toAttribute(row: AttributeRow): Attribute {
 
 /** Lists attributes in id order, filtered by deployable and/or key. */
 export async function listAttributes(
-  db: Kysely<Database>,
+  db: ReadDb,
   filter: { deployableId?: number; key?: string } = {},
 ): Promise<Attribute[]> {
   let qb = db.selectFrom('attributes').selectAll()
@@ -37,7 +38,7 @@ export async function listAttributes(
  * Every requested id has an entry, empty when it has no attributes.
  */
 export async function listAttributesByDeployableIds(
-  db: Kysely<Database>,
+  db: ReadDb,
   ids: number[],
 ): Promise<Map<number, Attribute[]>> {
   const unique = [...new Set(ids)]
@@ -55,7 +56,7 @@ export async function listAttributesByDeployableIds(
 }
 
 /** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
-export async function getAttribute(db: Kysely<Database>, uuid: string): Promise<Attribute> {
+export async function getAttribute(db: ReadDb, uuid: string): Promise<Attribute> {
   const row = await db.selectFrom('attributes').selectAll().where('uuid', '=', uuid).executeTakeFirst()
   if (!row) throw notFound(uuid)
   return toAttribute(row)

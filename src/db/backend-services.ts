@@ -2,8 +2,7 @@
  * Read-only: the backends (devices) with their deployables and attributes, as last reported, for
  * the v1 service list (which services each backend offers: derived from resource class and traits).
  */
-import type { Kysely } from 'kysely'
-import type { Database } from './schema.js'
+import type { ReadDb } from './connection.js'
 
 export interface BackendDeployable {
   uuid: string
@@ -31,7 +30,7 @@ export interface Backend {
 }
 
 /** Backends in host then id order, optionally of one host or one device uuid. */
-export async function listBackends(db: Kysely<Database>, filter: { hostname?: string; uuid?: string } = {}): Promise<Backend[]> {
+export async function listBackends(db: ReadDb, filter: { hostname?: string; uuid?: string } = {}): Promise<Backend[]> {
   let qb = db.selectFrom('devices').selectAll()
   if (filter.hostname !== undefined) qb = qb.where('hostname', '=', filter.hostname)
   if (filter.uuid !== undefined) qb = qb.where('uuid', '=', filter.uuid)

@@ -20,6 +20,34 @@ export function dialectOf(db: Kysely<Database>): DialectName {
   return adapter instanceof SqliteAdapter ? 'sqlite' : adapter instanceof MysqlAdapter ? 'mysql' : 'postgres'
 }
 
+/**
+ * The database for reads only, as the API holds it: Kysely without its write and transaction entry
+ * points (insertInto, updateTable, deleteFrom, …). Read repository functions take it; write ones
+ * take a full Kysely, so a ReadDb cannot be handed to them.
+ */
+export type ReadDb = ReadOnlyKysely<Database>
+
+/** Kysely over `DB` without its write and transaction entry points (see ReadDb). */
+export type ReadOnlyKysely<DB> = Omit<
+  Kysely<DB>,
+  | 'insertInto'
+  | 'replaceInto'
+  | 'updateTable'
+  | 'deleteFrom'
+  | 'mergeInto'
+  | 'transaction'
+  | 'startTransaction'
+  | 'connection'
+  | 'schema'
+  | 'with'
+  | 'withRecursive'
+  | 'withSchema'
+  | 'withPlugin'
+  | 'withoutPlugins'
+  | 'withTables'
+  | 'destroy'
+>
+
 export interface DatabaseHandle {
   db: Kysely<Database>
   dialect: DialectName

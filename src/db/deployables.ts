@@ -1,5 +1,6 @@
 /** Deployables: the units that Placement sees as resource providers. */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Deployable } from '../domain/inventory.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
@@ -52,7 +53,7 @@ export function toDeployable(row: DeployableRow): Deployable {
  * Lists deployables, by default in id order.
  * @throws NotFoundError (`details.field` 'marker') when the marker names no deployable.
  */
-export async function listDeployables(db: Kysely<Database>, filter: DeployableFilter = {}): Promise<Deployable[]> {
+export async function listDeployables(db: ReadDb, filter: DeployableFilter = {}): Promise<Deployable[]> {
   let qb = db.selectFrom('deployables').selectAll()
   if (filter.deviceId !== undefined) qb = qb.where('device_id', '=', filter.deviceId)
   if (filter.name !== undefined) qb = qb.where('name', '=', filter.name)
@@ -61,14 +62,14 @@ export async function listDeployables(db: Kysely<Database>, filter: DeployableFi
 }
 
 /** @throws NotFoundError with code DEPLOYABLE_NOT_FOUND. */
-export async function getDeployable(db: Kysely<Database>, uuid: string): Promise<Deployable> {
+export async function getDeployable(db: ReadDb, uuid: string): Promise<Deployable> {
   const row = await db.selectFrom('deployables').selectAll().where('uuid', '=', uuid).executeTakeFirst()
   if (!row) throw notFound({ uuid })
   return toDeployable(row)
 }
 
 /** @throws NotFoundError with code DEPLOYABLE_NOT_FOUND. */
-export async function getDeployableById(db: Kysely<Database>, id: number): Promise<Deployable> {
+export async function getDeployableById(db: ReadDb, id: number): Promise<Deployable> {
   const row = await db.selectFrom('deployables').selectAll().where('id', '=', id).executeTakeFirst()
   if (!row) throw notFound({ id })
   return toDeployable(row)

@@ -1,5 +1,6 @@
 /** Device profiles: named lists of request groups, stored as `{"groups":[…]}` in profile_json. */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import { translateDbError } from './errors.js'
@@ -25,17 +26,17 @@ export function toDeviceProfile(row: DeviceProfileRow): DeviceProfile {
 }
 
 // The API's fixed-shape reads, precompiled (see precompiled.ts); a name filter varies in length.
-const selectAll = precompile((db: Kysely<Database>) => db.selectFrom('device_profiles').selectAll().orderBy('id'))
-const selectByUuid = precompile((db: Kysely<Database>, uuid: string) =>
+const selectAll = precompile((db: ReadDb) => db.selectFrom('device_profiles').selectAll().orderBy('id'))
+const selectByUuid = precompile((db: ReadDb, uuid: string) =>
   db.selectFrom('device_profiles').selectAll().where('uuid', '=', uuid),
 )
-const selectByName = precompile((db: Kysely<Database>, name: string) =>
+const selectByName = precompile((db: ReadDb, name: string) =>
   db.selectFrom('device_profiles').selectAll().where('name', '=', name),
 )
 
 /** Lists device profiles in id order; `names` keeps only those (an empty list matches none). */
 export async function listDeviceProfiles(
-  db: Kysely<Database>,
+  db: ReadDb,
   filter: { names?: string[] } = {},
 ): Promise<DeviceProfile[]> {
   if (filter.names === undefined) return (await selectAll(db)).map(toDeviceProfile)
@@ -45,21 +46,21 @@ export async function listDeviceProfiles(
 }
 
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */
-export async function getDeviceProfile(db: Kysely<Database>, uuid: string): Promise<DeviceProfile> {
+export async function getDeviceProfile(db: ReadDb, uuid: string): Promise<DeviceProfile> {
   const row = await selectByUuid.first(db, uuid)
   if (!row) throw notFound('uuid', uuid)
   return toDeviceProfile(row)
 }
 
 /** The profiles with these row ids (accelerator requests name theirs by id), in id order. */
-export async function listDeviceProfilesById(db: Kysely<Database>, ids: readonly number[]): Promise<DeviceProfile[]> {
+export async function listDeviceProfilesById(db: ReadDb, ids: readonly number[]): Promise<DeviceProfile[]> {
   if (ids.length === 0) return []
   const rows = await db.selectFrom('device_profiles').selectAll().where('id', 'in', [...ids]).orderBy('id').execute()
   return rows.map(toDeviceProfile)
 }
 
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */
-export async function getDeviceProfileByName(db: Kysely<Database>, name: string): Promise<DeviceProfile> {
+export async function getDeviceProfileByName(db: ReadDb, name: string): Promise<DeviceProfile> {
   const row = await selectByName.first(db, name)
   if (!row) throw notFound('name', name)
   return toDeviceProfile(row)

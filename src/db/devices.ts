@@ -1,5 +1,6 @@
 /** Devices: list (filtered, sorted, paged), get, and the operator's status switch. */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Device, DeviceStatus, DeviceType, Health, Lifecycle, PciAddress } from '../domain/inventory.js'
 import { jsonMemo } from './json-memo.js'
@@ -64,7 +65,7 @@ export function toDevice(row: DeviceRow): Device {
  * @throws NotFoundError (`details.field` 'marker') when the marker names no device.
  * @throws InvalidInputError for an unknown sort key or a bad limit.
  */
-export async function listDevices(db: Kysely<Database>, filter: DeviceFilter = {}): Promise<Device[]> {
+export async function listDevices(db: ReadDb, filter: DeviceFilter = {}): Promise<Device[]> {
   let qb = db.selectFrom('devices').selectAll()
   if (filter.type !== undefined) qb = qb.where('type', '=', filter.type)
   if (filter.vendor !== undefined) qb = qb.where('vendor', '=', filter.vendor)
@@ -74,19 +75,19 @@ export async function listDevices(db: Kysely<Database>, filter: DeviceFilter = {
 }
 
 // Precompiled: `GET /v2/devices/{uuid}` is the API's hottest read (see precompiled.ts).
-const selectByUuid = precompile((db: Kysely<Database>, uuid: string) =>
+const selectByUuid = precompile((db: ReadDb, uuid: string) =>
   db.selectFrom('devices').selectAll().where('uuid', '=', uuid),
 )
 
 /** @throws NotFoundError with code DEVICE_NOT_FOUND. */
-export async function getDevice(db: Kysely<Database>, uuid: string): Promise<Device> {
+export async function getDevice(db: ReadDb, uuid: string): Promise<Device> {
   const row = await selectByUuid.first(db, uuid)
   if (!row) throw deviceNotFound(uuid)
   return toDevice(row)
 }
 
 /** Every device of one host, in id order. */
-export async function listDevicesByHost(db: Kysely<Database>, hostname: string): Promise<Device[]> {
+export async function listDevicesByHost(db: ReadDb, hostname: string): Promise<Device[]> {
   const rows = await db.selectFrom('devices').selectAll().where('hostname', '=', hostname).orderBy('id').execute()
   return rows.map(toDevice)
 }

@@ -4,8 +4,7 @@
  * request in BindStarted or Bound names it or holds one of its attach handles (v2 ARQs and v1
  * attachments alike), or when one of its attach handles is marked in use.
  */
-import type { Kysely } from 'kysely'
-import type { Database } from './schema.js'
+import type { ReadDb } from './connection.js'
 
 /** States in which a request holds its deployable. */
 const HOLDING_STATES = ['BindStarted', 'Bound']
@@ -27,7 +26,7 @@ export interface DriverAllocation {
  * `hosts`, in host then name order; empty when nothing is allocated.
  */
 export async function listDriverAllocations(
-  db: Kysely<Database>,
+  db: ReadDb,
   driverNames: readonly string[],
   hosts: readonly string[],
 ): Promise<DriverAllocation[]> {

@@ -5,6 +5,7 @@
  * pure domain policy (src/domain/inventory-diff.ts). Run the writes inside a transaction.
  */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { newUuid } from '../domain/ids.js'
 import { translateDbError } from './errors.js'
 import type { Database } from './schema.js'
@@ -23,7 +24,7 @@ export interface InventoryWriteOptions {
 }
 
 /** One host's devices with their deployables, attributes and handles, and what is in use. */
-export async function getHostInventory(db: Kysely<Database>, host: string): Promise<CurrentDevice[]> {
+export async function getHostInventory(db: ReadDb, host: string): Promise<CurrentDevice[]> {
   const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).orderBy('id').execute()
   const deployables = await selectIn(devices.map((d) => d.id), (ids) =>
     db.selectFrom('deployables').selectAll().where('device_id', 'in', ids).orderBy('id').execute(),

@@ -2,7 +2,8 @@
  * Keyset pagination shared by the list queries: sort by any whitelisted column, tie-break on id,
  * and continue after a marker row (named by uuid), as OpenStack's `marker`/`limit`/`sort_key` do.
  */
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely'
+import { sql, type SelectQueryBuilder } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { InvalidInputError, NotFoundError } from '../domain/errors.js'
 import type { Database } from './schema.js'
 
@@ -32,7 +33,7 @@ export interface PageSpec<K extends string> {
 
 /** Adds ORDER BY, the marker condition and LIMIT to `qb` (a select from `spec.table`). */
 export async function paginate<TB extends keyof Database, O, K extends string>(
-  db: Kysely<Database>,
+  db: ReadDb,
   qb: SelectQueryBuilder<Database, TB, O>,
   spec: PageSpec<K>,
   options: PageOptions<K>,

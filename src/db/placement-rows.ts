@@ -3,6 +3,7 @@
  * should hold (device state, attributes) and the hash of what Placement was last confirmed to hold.
  */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import type { Database } from './schema.js'
 
 export interface PlacementRow {
@@ -19,7 +20,7 @@ export interface PlacementRow {
 }
 
 /** Every deployable of `host`, with its device and attributes, in id order. */
-export async function listPlacementRows(db: Kysely<Database>, host: string): Promise<PlacementRow[]> {
+export async function listPlacementRows(db: ReadDb, host: string): Promise<PlacementRow[]> {
   const deps = await db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -93,7 +94,7 @@ export async function updatePlacementHashes(
 }
 
 /** The host of a device, for the sync that follows a device change. */
-export async function getDeviceHost(db: Kysely<Database>, uuid: string): Promise<string | undefined> {
+export async function getDeviceHost(db: ReadDb, uuid: string): Promise<string | undefined> {
   const row = await db.selectFrom('devices').select('hostname').where('uuid', '=', uuid).executeTakeFirst()
   return row?.hostname
 }

@@ -10,8 +10,8 @@
  * other dialects, it goes through the instance's executor (connection mutex, pools,
  * transactions, plugins).
  */
-import type { Compilable, CompiledQuery, Kysely } from 'kysely'
-import { directReaderOf, type DirectReader } from './connection.js'
+import type { Compilable, CompiledQuery } from 'kysely'
+import { directReaderOf, type DirectReader, type ReadOnlyKysely } from './connection.js'
 
 /** What a precompiled query's builder receives in place of the caller's `index`-th argument. */
 class Arg {
@@ -30,9 +30,9 @@ interface Compiled<R> {
 
 /** A precompiled query: call it for every row, or `.first` for the first row only. */
 export interface Precompiled<DB, R, A extends unknown[]> {
-  (db: Kysely<DB>, ...args: A): Promise<R[]>
+  (db: ReadOnlyKysely<DB>, ...args: A): Promise<R[]>
   /** The first row, or undefined when none; on SQLite's direct path the read stops there. */
-  first(db: Kysely<DB>, ...args: A): Promise<R | undefined>
+  first(db: ReadOnlyKysely<DB>, ...args: A): Promise<R | undefined>
 }
 
 /**
@@ -44,12 +44,12 @@ export interface Precompiled<DB, R, A extends unknown[]> {
  * @throws TypeError on first use with an instance when `build` left an argument unused.
  */
 export function precompile<DB, R, A extends unknown[]>(
-  build: (db: Kysely<DB>, ...args: A) => Compilable<R>,
+  build: (db: ReadOnlyKysely<DB>, ...args: A) => Compilable<R>,
 ): Precompiled<DB, R, A> {
   const arity = build.length - 1
   const placeholders = Array.from({ length: arity }, (_, i) => new Arg(i)) as unknown as A
-  const cache = new WeakMap<Kysely<DB>, Compiled<R>>()
-  const compile = (db: Kysely<DB>): Compiled<R> => {
+  const cache = new WeakMap<object, Compiled<R>>()
+  const compile = (db: ReadOnlyKysely<DB>): Compiled<R> => {
     const query = build(db, ...placeholders).compile()
     const slots = query.parameters.map((p) => (p instanceof Arg ? p.index : -1))
     for (let i = 0; i < arity; i++) {
@@ -63,14 +63,14 @@ export function precompile<DB, R, A extends unknown[]>(
   const bind = ({ query, slots, asGiven }: Compiled<R>, args: A): readonly unknown[] =>
     asGiven ? args : slots.map((slot, i) => (slot < 0 ? query.parameters[i] : args[slot]))
 
-  const all = async (db: Kysely<DB>, ...args: A): Promise<R[]> => {
+  const all = async (db: ReadOnlyKysely<DB>, ...args: A): Promise<R[]> => {
     const compiled = cache.get(db) ?? compile(db)
     const parameters = bind(compiled, args)
     const statement = compiled.direct?.(compiled.query.sql)
     if (statement) return statement.all(parameters) as R[]
     return (await db.executeQuery<R>({ ...compiled.query, parameters })).rows
   }
-  const first = async (db: Kysely<DB>, ...args: A): Promise<R | undefined> => {
+  const first = async (db: ReadOnlyKysely<DB>, ...args: A): Promise<R | undefined> => {
     const compiled = cache.get(db) ?? compile(db)
     const parameters = bind(compiled, args)
     const statement = compiled.direct?.(compiled.query.sql)

@@ -1,5 +1,6 @@
 /** Services: one row per (host, binary) with its heartbeat, plus the agent's last accepted report hash. */
 import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import { isUniqueViolation } from './errors.js'
 import type { Database, ServiceRow } from './schema.js'
 
@@ -63,7 +64,7 @@ export async function updateHeartbeat(
 }
 
 /** The last accepted inventory hash of a host's agent, or null when none was accepted yet. */
-export async function getReportHash(db: Kysely<Database>, host: string): Promise<string | null> {
+export async function getReportHash(db: ReadDb, host: string): Promise<string | null> {
   const row = await db
     .selectFrom('services')
     .select('report_hash')
@@ -80,7 +81,7 @@ export async function updateReportHash(db: Kysely<Database>, host: string, hash:
 }
 
 /** Every service, ordered by host then binary. */
-export async function listServices(db: Kysely<Database>): Promise<Service[]> {
+export async function listServices(db: ReadDb): Promise<Service[]> {
   const rows = await db.selectFrom('services').selectAll().orderBy('host').orderBy('binary').execute()
   return rows.map(toService)
 }

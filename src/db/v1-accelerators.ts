@@ -3,12 +3,11 @@
  * second copy. One accelerator is one deployable, with its device's type, vendor, host and
  * lifecycle, its attributes, and the instances its bound requests attach it to.
  */
-import type { Kysely } from 'kysely'
+import type { ReadDb } from './connection.js'
 import type { Attribute } from '../domain/inventory.js'
 import { NotFoundError } from '../domain/errors.js'
 import { listAttributesByDeployableIds } from './attributes.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import type { Database } from './schema.js'
 
 export const ACCELERATOR_SORT_KEYS = ['id', 'uuid', 'name', 'num_accelerators', 'created_at', 'updated_at'] as const
 export type AcceleratorSortKey = (typeof ACCELERATOR_SORT_KEYS)[number]
@@ -62,7 +61,7 @@ const PAGE: PageSpec<AcceleratorSortKey> = {
   notFoundCode: 'ACCELERATOR_NOT_FOUND',
 }
 
-const select = (db: Kysely<Database>) =>
+const select = (db: ReadDb) =>
   db
     .selectFrom('deployables')
     .innerJoin('devices', 'devices.id', 'deployables.device_id')
@@ -87,7 +86,7 @@ const select = (db: Kysely<Database>) =>
 
 type Row = Awaited<ReturnType<ReturnType<typeof select>['execute']>>[number]
 
-async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerator[]> {
+async function withDetails(db: ReadDb, rows: Row[]): Promise<Accelerator[]> {
   if (rows.length === 0) return []
   const ids = rows.map((r) => r.id)
   const attributes = await listAttributesByDeployableIds(db, ids)
@@ -134,7 +133,7 @@ async function withDetails(db: Kysely<Database>, rows: Row[]): Promise<Accelerat
  * Lists accelerators, by default in id order.
  * @throws NotFoundError (code ACCELERATOR_NOT_FOUND) when the marker names none.
  */
-export async function listAccelerators(db: Kysely<Database>, filter: AcceleratorFilter = {}): Promise<Accelerator[]> {
+export async function listAccelerators(db: ReadDb, filter: AcceleratorFilter = {}): Promise<Accelerator[]> {
   let qb = select(db)
   if (filter.deviceType !== undefined) qb = qb.where('devices.type', '=', filter.deviceType)
   if (filter.hostname !== undefined) qb = qb.where('devices.hostname', '=', filter.hostname)
@@ -143,7 +142,7 @@ export async function listAccelerators(db: Kysely<Database>, filter: Accelerator
 }
 
 /** @throws NotFoundError with code ACCELERATOR_NOT_FOUND. */
-export async function getAccelerator(db: Kysely<Database>, uuid: string): Promise<Accelerator> {
+export async function getAccelerator(db: ReadDb, uuid: string): Promise<Accelerator> {
   const row = await select(db).where('deployables.uuid', '=', uuid).executeTakeFirst()
   if (!row) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
   return (await withDetails(db, [row]))[0]!

@@ -14,7 +14,7 @@ import { NotFoundError } from '../domain/errors.js'
 import { isOffered } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import { toArq } from './arqs.js'
-import type { DialectName } from './connection.js'
+import type { DialectName, ReadDb } from './connection.js'
 import type { Database } from './schema.js'
 
 /** An accelerator as an attach or a spec update sees it. */
@@ -44,7 +44,7 @@ const notFound = (uuid: string) => new NotFoundError(`accelerator ${uuid} not fo
  * The accelerator with this uuid, its deployable row locked until the transaction ends when `lock`.
  * @throws NotFoundError (ACCELERATOR_NOT_FOUND)
  */
-export async function getAcceleratorForUpdate(db: Kysely<Database>, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
+export async function getAcceleratorForUpdate(db: ReadDb, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
   const qb = db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -69,19 +69,19 @@ export async function getAcceleratorForUpdate(db: Kysely<Database>, dialect: Dia
 }
 
 /** The requests (v1 and v2) that hold deployable `id`, in id order; a locking read outside SQLite when `lock`. */
-export async function listHolders(db: Kysely<Database>, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
+export async function listHolders(db: ReadDb, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
   const qb = db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('state', 'in', [...HOLDING_STATES]).orderBy('id')
   return (await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).execute()).map(toArq)
 }
 
 /** Every v1 attachment of deployable `id`, whatever its state (a failed one included), in id order. */
-export async function listV1Attachments(db: Kysely<Database>, id: number): Promise<Arq[]> {
+export async function listV1Attachments(db: ReadDb, id: number): Promise<Arq[]> {
   const rows = await db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('device_profile_id', 'is', null).orderBy('id').execute()
   return rows.map(toArq)
 }
 
 /** Does deployable `id` have attach handles (a device the host's agent prepares)? */
-export async function hasHandles(db: Kysely<Database>, id: number): Promise<boolean> {
+export async function hasHandles(db: ReadDb, id: number): Promise<boolean> {
   return (await db.selectFrom('attach_handles').select('id').where('deployable_id', '=', id).limit(1).executeTakeFirst()) !== undefined
 }
 
@@ -95,10 +95,12 @@ export async function createAttachment(
     hostname: string
     instanceUuid: string | null
     attachHandleId: number | null
+    /** Made by the caller before the write runs, so that a re-run writes the same row. @default a new one */
+    uuid?: string
   },
   now: string,
 ): Promise<Arq> {
-  const uuid = newUuid()
+  const uuid = input.uuid ?? newUuid()
   await db
     .insertInto('accelerator_requests')
     .values({

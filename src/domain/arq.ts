@@ -3,7 +3,7 @@
  * request per accelerator unit. OpenStack Cyborg: `common/constants.py`, `objects/ext_arq.py`
  * (see cyborg-v2-facts.md §2.3).
  */
-import { InvalidInputError } from './errors.js'
+import { invalidField } from './errors.js'
 
 /** ARQ states (const object plus same-named type). */
 export const ArqState = {
@@ -121,14 +121,14 @@ export function expandProfileGroups(groups: readonly Record<string, string>[], m
         const trait = key.slice('trait:'.length).trim()
         if (value === 'required') requiredTraits.push(trait)
         else if (value === 'forbidden') forbiddenTraits.push(trait)
-        else throw invalid(field, `expected "required" or "forbidden", got ${JSON.stringify(value)}`)
+        else throw invalidField(field, `expected "required" or "forbidden", got ${JSON.stringify(value)}`)
       } else if (key === 'accel:bitstream_id') accel.bitstream_id = value
       else if (key === 'accel:function_id') accel.function_id = value
     }
     for (const [resourceClass, amount, field] of units) {
       // Checked before expanding, so a huge amount fails fast instead of filling memory.
       if (specs.length + amount > max) {
-        throw invalid(field, `the profile asks for more than ${max} accelerators in total`, { limit: max })
+        throw invalidField(field, `the profile asks for more than ${max} accelerators in total`, { limit: max })
       }
       for (let i = 0; i < amount; i++) {
         specs.push({
@@ -148,11 +148,8 @@ function parseAmount(value: string, field: string): number {
   const trimmed = typeof value === 'string' ? value.trim() : ''
   const amount = /^[0-9]+$/.test(trimmed) ? Number(trimmed) : NaN
   if (!Number.isSafeInteger(amount) || amount < 1) {
-    throw invalid(field, `the amount must be a positive integer, got ${JSON.stringify(value)}`)
+    throw invalidField(field, `the amount must be a positive integer, got ${JSON.stringify(value)}`)
   }
   return amount
 }
 
-function invalid(field: string, problem: string, extra: Record<string, unknown> = {}): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field, ...extra } })
-}

@@ -1,5 +1,6 @@
 /** Device profiles: "what a VM may ask for", as groups of `resources:`, `trait:` and `accel:` keys. */
-import { InvalidInputError } from './errors.js'
+import { isUuidLike } from './ids.js'
+import { invalidField } from './errors.js'
 
 export interface DeviceProfile {
   id: number
@@ -42,19 +43,10 @@ export const DEVICE_PROFILE_TEXT_MAX = 255
 export const MAX_RESOURCE_AMOUNT = 2_147_483_647
 
 const NAME_RE = /^[a-zA-Z0-9-_]+$/
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** Placement's rule for custom resource classes and traits. */
 const CUSTOM_RE = /^CUSTOM_[A-Z0-9_]+$/
 const KNOWN_FIELDS = new Set(['name', 'groups', 'uuid', 'description'])
 
-/** True for a canonical 8-4-4-4-12 hex uuid (any version, any case). */
-export function isUuidLike(value: string): boolean {
-  return UUID_RE.test(value)
-}
-
-function invalid(field: string, problem: string): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
-}
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v)
@@ -68,15 +60,15 @@ const describe = (v: unknown): string =>
  */
 export function parseDeviceProfileCreate(body: unknown): NewDeviceProfile {
   if (!Array.isArray(body)) {
-    throw invalid('body', `expected a JSON list with exactly one device profile, got ${describe(body)}`)
+    throw invalidField('body', `expected a JSON list with exactly one device profile, got ${describe(body)}`)
   }
   if (body.length !== 1) {
-    throw invalid('body', `expected a JSON list with exactly one device profile, got ${body.length} elements`)
+    throw invalidField('body', `expected a JSON list with exactly one device profile, got ${body.length} elements`)
   }
   const item: unknown = body[0]
-  if (!isPlainObject(item)) throw invalid('body[0]', `expected a JSON object, got ${describe(item)}`)
+  if (!isPlainObject(item)) throw invalidField('body[0]', `expected a JSON object, got ${describe(item)}`)
   for (const key of Object.keys(item)) {
-    if (!KNOWN_FIELDS.has(key)) throw invalid(key, 'unknown field (allowed: name, groups, uuid, description)')
+    if (!KNOWN_FIELDS.has(key)) throw invalidField(key, 'unknown field (allowed: name, groups, uuid, description)')
   }
   const out: NewDeviceProfile = {
     name: validateDeviceProfileName(item.name),
@@ -84,8 +76,8 @@ export function parseDeviceProfileCreate(body: unknown): NewDeviceProfile {
     groups: validateDeviceProfileGroups(item.groups),
   }
   if (item.uuid !== undefined && item.uuid !== null) {
-    if (typeof item.uuid !== 'string' || !UUID_RE.test(item.uuid)) {
-      throw invalid('uuid', 'expected a UUID such as 3fa85f64-5717-4562-b3fc-2c963f66afa6')
+    if (typeof item.uuid !== 'string' || !isUuidLike(item.uuid)) {
+      throw invalidField('uuid', 'expected a UUID such as 3fa85f64-5717-4562-b3fc-2c963f66afa6')
     }
     out.uuid = item.uuid.toLowerCase()
   }
@@ -94,21 +86,21 @@ export function parseDeviceProfileCreate(body: unknown): NewDeviceProfile {
 
 /** A device profile name: 1 to 255 characters of `[a-zA-Z0-9-_]`. */
 export function validateDeviceProfileName(name: unknown, field = 'name'): string {
-  if (name === undefined) throw invalid(field, 'required')
-  if (typeof name !== 'string') throw invalid(field, `expected a string, got ${describe(name)}`)
-  if (name.length === 0) throw invalid(field, 'must not be empty')
+  if (name === undefined) throw invalidField(field, 'required')
+  if (typeof name !== 'string') throw invalidField(field, `expected a string, got ${describe(name)}`)
+  if (name.length === 0) throw invalidField(field, 'must not be empty')
   if (name.length > DEVICE_PROFILE_TEXT_MAX) {
-    throw invalid(field, `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${name.length}`)
+    throw invalidField(field, `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${name.length}`)
   }
-  if (!NAME_RE.test(name)) throw invalid(field, 'may contain only letters, digits, "-" and "_"')
+  if (!NAME_RE.test(name)) throw invalidField(field, 'may contain only letters, digits, "-" and "_"')
   return name
 }
 
 function validateDescription(description: unknown): string | null {
   if (description === undefined || description === null) return null
-  if (typeof description !== 'string') throw invalid('description', `expected a string, got ${describe(description)}`)
+  if (typeof description !== 'string') throw invalidField('description', `expected a string, got ${describe(description)}`)
   if (description.length > DEVICE_PROFILE_TEXT_MAX) {
-    throw invalid('description', `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${description.length}`)
+    throw invalidField('description', `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${description.length}`)
   }
   return description
 }
@@ -120,21 +112,21 @@ function validateDescription(description: unknown): string | null {
  * written without padding and trait names without surrounding spaces, so Nova reads clean keys.
  */
 export function validateDeviceProfileGroups(groups: unknown, field = 'groups'): Record<string, string>[] {
-  if (groups === undefined) throw invalid(field, 'required')
-  if (!Array.isArray(groups)) throw invalid(field, `expected a list of groups, got ${describe(groups)}`)
-  if (groups.length === 0) throw invalid(field, 'must contain at least one group')
+  if (groups === undefined) throw invalidField(field, 'required')
+  if (!Array.isArray(groups)) throw invalidField(field, `expected a list of groups, got ${describe(groups)}`)
+  if (groups.length === 0) throw invalidField(field, 'must contain at least one group')
   return groups.map((group: unknown, i) => validateGroup(group, `${field}[${i}]`))
 }
 
 function validateGroup(group: unknown, field: string): Record<string, string> {
-  if (!isPlainObject(group)) throw invalid(field, `expected a JSON object of string values, got ${describe(group)}`)
+  if (!isPlainObject(group)) throw invalidField(field, `expected a JSON object of string values, got ${describe(group)}`)
   const keys = Object.keys(group)
-  if (keys.length === 0) throw invalid(field, 'must contain at least one key')
+  if (keys.length === 0) throw invalidField(field, 'must contain at least one key')
   const out: Record<string, string> = {}
   for (const key of keys) {
     const where = `${field}[${JSON.stringify(key)}]`
     const [normKey, value] = validateEntry(key, group[key], where)
-    if (Object.hasOwn(out, normKey)) throw invalid(where, `duplicates the key ${JSON.stringify(normKey)}`)
+    if (Object.hasOwn(out, normKey)) throw invalidField(where, `duplicates the key ${JSON.stringify(normKey)}`)
     out[normKey] = value
   }
   return out
@@ -144,15 +136,15 @@ function validateEntry(key: string, raw: unknown, where: string): [string, strin
   let value: string
   if (typeof raw === 'string') value = raw
   else if (typeof raw === 'number' && Number.isFinite(raw)) value = String(raw)
-  else throw invalid(where, `expected a string value, got ${describe(raw)}`)
+  else throw invalidField(where, `expected a string value, got ${describe(raw)}`)
   if (key.length > DEVICE_PROFILE_TEXT_MAX) {
-    throw invalid(where, `keys must be at most ${DEVICE_PROFILE_TEXT_MAX} characters`)
+    throw invalidField(where, `keys must be at most ${DEVICE_PROFILE_TEXT_MAX} characters`)
   }
 
   if (key.startsWith('resources:')) {
     const rc = key.slice('resources:'.length)
     if (!STANDARD_RESOURCE_CLASSES.includes(rc) && !CUSTOM_RE.test(rc)) {
-      throw invalid(
+      throw invalidField(
         where,
         `unknown resource class ${JSON.stringify(rc)}: expected one of ${STANDARD_RESOURCE_CLASSES.join(', ')} or CUSTOM_ followed by A-Z, 0-9 and _`,
       )
@@ -160,7 +152,7 @@ function validateEntry(key: string, raw: unknown, where: string): [string, strin
     const trimmed = value.trim()
     const amount = /^[0-9]+$/.test(trimmed) ? Number(trimmed) : NaN
     if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_RESOURCE_AMOUNT) {
-      throw invalid(where, `the amount must be a positive integer (at most ${MAX_RESOURCE_AMOUNT}), got ${JSON.stringify(value)}`)
+      throw invalidField(where, `the amount must be a positive integer (at most ${MAX_RESOURCE_AMOUNT}), got ${JSON.stringify(value)}`)
     }
     return [key, String(amount)]
   }
@@ -168,21 +160,21 @@ function validateEntry(key: string, raw: unknown, where: string): [string, strin
   if (key.startsWith('trait:')) {
     const trait = key.slice('trait:'.length).trim()
     if (!CUSTOM_RE.test(trait)) {
-      throw invalid(where, 'trait names must start with CUSTOM_ followed by A-Z, 0-9 and _')
+      throw invalidField(where, 'trait names must start with CUSTOM_ followed by A-Z, 0-9 and _')
     }
     if (value !== 'required' && value !== 'forbidden') {
-      throw invalid(where, `the value must be "required" or "forbidden", got ${JSON.stringify(value)}`)
+      throw invalidField(where, `the value must be "required" or "forbidden", got ${JSON.stringify(value)}`)
     }
     return [`trait:${trait}`, value]
   }
 
   if (key.startsWith('accel:')) {
-    if (!ACCEL_KEYS.includes(key)) throw invalid(where, `unknown accel key: expected one of ${ACCEL_KEYS.join(', ')}`)
+    if (!ACCEL_KEYS.includes(key)) throw invalidField(where, `unknown accel key: expected one of ${ACCEL_KEYS.join(', ')}`)
     if (value.length === 0 || value.length > DEVICE_PROFILE_TEXT_MAX) {
-      throw invalid(where, `the value must be 1 to ${DEVICE_PROFILE_TEXT_MAX} characters`)
+      throw invalidField(where, `the value must be 1 to ${DEVICE_PROFILE_TEXT_MAX} characters`)
     }
     return [key, value]
   }
 
-  throw invalid(where, 'keys must start with "resources:", "trait:" or "accel:"')
+  throw invalidField(where, 'keys must start with "resources:", "trait:" or "accel:"')
 }

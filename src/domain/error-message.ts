@@ -6,3 +6,12 @@ export function errorMessage(err: unknown): string {
   const message = err instanceof Error ? err.message || err.name : String(err)
   return message.replace(/\s*\n\s*/g, ' ').trim()
 }
+
+/**
+ * What went wrong underneath: the code (ECONNREFUSED) or message of `err.cause`, else the message
+ * of `err` itself. fetch's "fetch failed" keeps the real reason in its cause.
+ */
+export function causeMessage(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } } | null)?.cause
+  return cause?.code ?? cause?.message ?? errorMessage(err)
+}

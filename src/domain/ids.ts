@@ -8,7 +8,20 @@ import { InvalidInputError } from './errors.js'
 /** The namespace of every name-based UUID this project derives. Never change it: RP uuids depend on it. */
 export const CYBORG_NAMESPACE = '6c3f9a52-0b7e-5d1a-9f44-2f6e1c8b7d30'
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** The 8-4-4-4-12 hex form of a UUID, lower case, unanchored: build other patterns from it. */
+export const UUID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+const UUID_ANY_CASE = new RegExp(`^${UUID_PATTERN}$`, 'i')
+const UUID_LOWER = new RegExp(`^${UUID_PATTERN}$`)
+
+/** True for an 8-4-4-4-12 hex uuid (any version, any case): what the APIs accept. */
+export function isUuidLike(value: string): boolean {
+  return UUID_ANY_CASE.test(value)
+}
+
+/** True for a uuid in its canonical, lower-case form: what is stored and what the agent writes to sysfs. */
+export function isCanonicalUuid(value: string): boolean {
+  return UUID_LOWER.test(value)
+}
 
 /**
  * A name-based UUID, version 5 (SHA-1), as RFC 4122 §4.3 (RFC 9562 §5.5) defines it:
@@ -16,7 +29,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * @throws InvalidInputError when `namespace` is not a UUID.
  */
 export function uuidV5(name: string, namespace: string): string {
-  if (!UUID_RE.test(namespace)) {
+  if (!isUuidLike(namespace)) {
     throw new InvalidInputError(`namespace is not a UUID: ${namespace}`, { details: { field: 'namespace' } })
   }
   const hash = createHash('sha1')

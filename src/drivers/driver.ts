@@ -3,6 +3,7 @@
  * driver runs in tests against recorded fixtures (a sysfs subtree and command outputs).
  */
 import type { DeviceType, DiscoveredDevice } from '../domain/inventory.js'
+import { isCanonicalUuid } from '../domain/ids.js'
 
 /** The narrow view of the host that drivers may use. Paths are absolute (`/sys/...`). */
 export interface HostProbe {
@@ -82,11 +83,9 @@ export interface RemoteAccelerator {
   uuid: string
 }
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
 /** Whether `value` is a well-formed registration (non-empty name of at most 255 characters, lower-case uuid). */
 export function isRemoteAccelerator(value: unknown): value is RemoteAccelerator {
   if (value === null || typeof value !== 'object') return false
   const { name, uuid } = value as Record<string, unknown>
-  return typeof name === 'string' && name.length > 0 && name.length <= 255 && typeof uuid === 'string' && UUID_RE.test(uuid)
+  return typeof name === 'string' && name.length > 0 && name.length <= 255 && typeof uuid === 'string' && isCanonicalUuid(uuid)
 }

@@ -3,6 +3,7 @@
  * timeout, and errors mapped to domain errors that name the service, the call and its answer.
  */
 import { AppError, UnavailableError } from '../domain/errors.js'
+import { causeMessage } from '../domain/error-message.js'
 
 /** A non-2xx answer other than 5xx: the caller decides (409 conflict, 404 gone, 400 bad input). */
 export class OpenStackHttpError extends AppError {
@@ -80,7 +81,7 @@ export async function requestJson(
       })
     } catch (err) {
       ep.onCall?.(method, path, 0)
-      const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${ep.timeoutMs} ms` : errText(err)
+      const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${ep.timeoutMs} ms` : causeMessage(err)
       throw new UnavailableError(`${what}: ${reason}`, { code: 'OPENSTACK_UNAVAILABLE', cause: err })
     }
     ep.onCall?.(method, path, res.status)
@@ -124,7 +125,3 @@ function errorOf(parsed: unknown, text: string): { detail: string; code: string 
   return { detail, code: typeof first?.code === 'string' ? first.code : undefined }
 }
 
-const errText = (err: unknown) => {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
-}

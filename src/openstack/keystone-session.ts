@@ -6,6 +6,7 @@
  * error message. See docs/auth-outbound.md.
  */
 import { UnavailableError } from '../domain/errors.js'
+import { causeMessage } from '../domain/error-message.js'
 
 export interface PasswordAuth {
   /** Keystone's v3 endpoint, e.g. http://keystone:5000/v3 (`/v3` is added when missing). */
@@ -104,7 +105,7 @@ async function authenticate(auth: PasswordAuth, tokenUrl: string, now: () => num
       signal: AbortSignal.timeout(auth.timeoutMs),
     })
   } catch (err) {
-    const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${auth.timeoutMs} ms` : causeOf(err)
+    const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${auth.timeoutMs} ms` : causeMessage(err)
     throw new UnavailableError(`${what}: ${reason}`, { code: 'KEYSTONE_UNAVAILABLE', cause: err })
   }
   const text = await res.text()
@@ -166,7 +167,3 @@ function safeJson(text: string): unknown {
   }
 }
 
-const causeOf = (err: unknown) => {
-  const cause = (err as { cause?: { code?: string; message?: string } }).cause
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
-}

@@ -61,4 +61,28 @@ describe('lint enforces the architecture', () => {
     const ids = await ruleIds('src/conductor/conductor.ts', "import { getDevice } from '../db/devices.js'\nexport const x = getDevice\n")
     assert.deepEqual(ids, [])
   })
+
+  test('a write function of src/db imported into src/api fails; reads pass', async () => {
+    const write = await ruleIds('src/api/v2/devices.ts', "import { updateDeviceStatus } from '../../db/devices.js'\nexport const x = updateDeviceStatus\n")
+    assert.ok(write.includes('no-restricted-imports'), write.join(', '))
+    const release = await ruleIds('src/api/v2/arqs.ts', "import { releaseAttachHandle } from '../../db/attach-handles.js'\nexport const x = releaseAttachHandle\n")
+    assert.ok(release.includes('no-restricted-imports'), release.join(', '))
+    const read = await ruleIds('src/api/v2/devices.ts', "import { getDevice, listDevices } from '../../db/devices.js'\nexport const x = [getDevice, listDevices]\n")
+    assert.deepEqual(read, [])
+  })
+
+  test('a write module of src/db imported into src/api fails', async () => {
+    const ids = await ruleIds('src/api/app.ts', "import { createGroupCommitter } from '../db/group-commit.js'\nexport const x = createGroupCommitter\n")
+    assert.ok(ids.includes('no-restricted-imports'), ids.join(', '))
+    const types = await ruleIds('src/api/app.ts', "import type { GroupCommitter } from '../db/group-commit.js'\nexport type X = GroupCommitter\n")
+    assert.ok(types.includes('no-restricted-imports'), types.join(', '))
+  })
+
+  test('the agent importing a concrete driver fails; the driver port passes', async () => {
+    const concrete = await ruleIds('src/agent/agent.ts', "import { DRIVERS } from '../drivers/index.js'\nexport const x = DRIVERS\n")
+    assert.ok(concrete.includes('no-restricted-imports'), concrete.join(', '))
+    const port = await ruleIds('src/agent/agent.ts', "import { REMOTE_DRIVER } from '../drivers/driver.js'\nexport const x = REMOTE_DRIVER\n")
+    assert.deepEqual(port, [])
+  })
+
 })

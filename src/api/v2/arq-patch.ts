@@ -4,8 +4,8 @@
  * `/device_rp_uuid`, and `/project_id` from 2.1 on); a list of `remove` ops unbinds.
  */
 import { Type, type Static } from '@sinclair/typebox'
-import { isUuidLike } from '../../domain/device-profile.js'
-import { InvalidInputError } from '../../domain/errors.js'
+import { isUuidLike } from '../../domain/ids.js'
+import { invalidField } from '../../domain/errors.js'
 import type { ArqBindRequest } from '../../rpc/conductor-rpc.js'
 import { ApiError } from '../errors.js'
 
@@ -28,24 +28,20 @@ export type ArqPatch = { kind: 'bind'; bindings: Record<string, ArqBindRequest> 
 const PATHS = ['/hostname', '/device_rp_uuid', '/instance_uuid', '/project_id'] as const
 type PatchPath = (typeof PATHS)[number]
 
-function invalid(field: string, problem: string): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
-}
-
 /** Checks one ARQ's op list; returns its kind and, for a bind, the values by path. */
 function parseOps(key: string, ops: ArqPatchBody[string], apiMinor: number, isAdmin: boolean) {
   const kinds = new Set(ops.map((o) => o.op))
   if (kinds.size > 1) {
-    throw invalid(key, 'mixes add and remove: a list either binds (all add) or unbinds (all remove)')
+    throw invalidField(key, 'mixes add and remove: a list either binds (all add) or unbinds (all remove)')
   }
   const kind = kinds.has('add') ? 'bind' : 'unbind'
   const values = new Map<PatchPath, string>()
   const seen = new Set<string>()
   ops.forEach(({ path, value }, i) => {
     if (!(PATHS as readonly string[]).includes(path)) {
-      throw invalid(`${key}/${i}/path`, `unknown path ${JSON.stringify(path)}; allowed: ${PATHS.join(', ')}`)
+      throw invalidField(`${key}/${i}/path`, `unknown path ${JSON.stringify(path)}; allowed: ${PATHS.join(', ')}`)
     }
-    if (seen.has(path)) throw invalid(`${key}/${i}/path`, `${path} is given twice`)
+    if (seen.has(path)) throw invalidField(`${key}/${i}/path`, `${path} is given twice`)
     seen.add(path)
     if (path === '/project_id') {
       if (apiMinor < 1) {
@@ -54,9 +50,9 @@ function parseOps(key: string, ops: ArqPatchBody[string], apiMinor: number, isAd
       if (!isAdmin) throw new ApiError(403, 'Only an admin may set /project_id of an accelerator request')
     }
     if (kind === 'unbind') return
-    if (value === undefined || value === '') throw invalid(`${key}/${i}/value`, `a non-empty value is required to add ${path}`)
+    if (value === undefined || value === '') throw invalidField(`${key}/${i}/value`, `a non-empty value is required to add ${path}`)
     if ((path === '/instance_uuid' || path === '/device_rp_uuid') && !isUuidLike(value)) {
-      throw invalid(`${key}/${i}/value`, `${path} must be a UUID, got ${JSON.stringify(value)}`)
+      throw invalidField(`${key}/${i}/value`, `${path} must be a UUID, got ${JSON.stringify(value)}`)
     }
     values.set(path as PatchPath, value)
   })
@@ -73,15 +69,15 @@ export function parseArqPatch(body: ArqPatchBody, options: { apiMinor: number; i
   if (options.pathUuid !== undefined) {
     const keys = entries.map(([k]) => k.toLowerCase())
     if (keys.length !== 1 || keys[0] !== options.pathUuid) {
-      throw invalid('body', `must have exactly one key, the uuid of the path (${options.pathUuid}); got ${JSON.stringify(Object.keys(body))}`)
+      throw invalidField('body', `must have exactly one key, the uuid of the path (${options.pathUuid}); got ${JSON.stringify(Object.keys(body))}`)
     }
   }
   const bindings: Record<string, ArqBindRequest> = {}
   const unbinds: string[] = []
   for (const [key, ops] of entries) {
-    if (!isUuidLike(key)) throw invalid(key, 'is not an accelerator request UUID')
+    if (!isUuidLike(key)) throw invalidField(key, 'is not an accelerator request UUID')
     const uuid = key.toLowerCase()
-    if (uuid in bindings || unbinds.includes(uuid)) throw invalid(key, 'is given twice')
+    if (uuid in bindings || unbinds.includes(uuid)) throw invalidField(key, 'is given twice')
     const { kind, values } = parseOps(key, ops, options.apiMinor, options.isAdmin)
     if (kind === 'unbind') {
       unbinds.push(uuid)
@@ -91,7 +87,7 @@ export function parseArqPatch(body: ArqPatchBody, options: { apiMinor: number; i
     const instanceUuid = values.get('/instance_uuid')
     if (hostname === undefined || instanceUuid === undefined) {
       const missing = ['/hostname', '/instance_uuid'].filter((p) => !values.has(p as PatchPath))
-      throw invalid(key, `Fields absent: binding needs /hostname and /instance_uuid (missing ${missing.join(', ')})`)
+      throw invalidField(key, `Fields absent: binding needs /hostname and /instance_uuid (missing ${missing.join(', ')})`)
     }
     const deviceRpUuid = values.get('/device_rp_uuid')
     const projectId = values.get('/project_id')
@@ -104,7 +100,7 @@ export function parseArqPatch(body: ArqPatchBody, options: { apiMinor: number; i
   }
   const binds = Object.keys(bindings).length
   if (binds > 0 && unbinds.length > 0) {
-    throw invalid('body', 'binds some accelerator requests and unbinds others; send them as two requests')
+    throw invalidField('body', 'binds some accelerator requests and unbinds others; send them as two requests')
   }
   return binds > 0 ? { kind: 'bind', bindings } : { kind: 'unbind', uuids: unbinds }
 }

@@ -8,8 +8,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ARQ_SORT_KEYS, getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from '../../db/arq-views.js'
-import { isUuidLike } from '../../domain/device-profile.js'
-import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { isUuidLike } from '../../domain/ids.js'
+import { ForbiddenError, InvalidInputError, NotFoundError, invalidField } from '../../domain/errors.js'
 import type { RequestContext } from '../../domain/request-context.js'
 import { listParam, markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
@@ -31,10 +31,6 @@ const ArqCreateBody = Type.Object(
   { additionalProperties: false },
 )
 
-function invalid(field: string, problem: string): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field } })
-}
-
 const notFound = (uuid: string) =>
   new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
 
@@ -48,7 +44,7 @@ function uuidParam(request: FastifyRequest): string {
 /** A query parameter that must be a UUID when given. */
 function uuidQuery(query: Query, name: string): string | undefined {
   const v = stringParam(query, name)
-  if (v !== undefined && !isUuidLike(v)) throw invalid(name, `must be a UUID, got ${JSON.stringify(v)}`)
+  if (v !== undefined && !isUuidLike(v)) throw invalidField(name, `must be a UUID, got ${JSON.stringify(v)}`)
   return v?.toLowerCase()
 }
 
@@ -126,7 +122,7 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
         const instanceUuid = uuidQuery(query, 'instance')
         const bindState = stringParam(query, 'bind_state')
         if (bindState !== undefined && bindState !== 'resolved') {
-          throw invalid('bind_state', `must be "resolved", got ${JSON.stringify(bindState)}`)
+          throw invalidField('bind_state', `must be "resolved", got ${JSON.stringify(bindState)}`)
         }
         const paging = pagingParams(query, ARQ_SORT_KEYS)
         // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
@@ -164,9 +160,9 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
           const projectId = visibleProject(request.ctx)
           await conductor.deleteArqs(projectId === undefined ? { instanceUuid } : { instanceUuid, projectId })
         } else {
-          if (uuids!.length === 0) throw invalid('arqs', 'name at least one accelerator request uuid')
+          if (uuids!.length === 0) throw invalidField('arqs', 'name at least one accelerator request uuid')
           const bad = uuids!.find((u) => !isUuidLike(u))
-          if (bad !== undefined) throw invalid('arqs', `${JSON.stringify(bad)} is not a UUID`)
+          if (bad !== undefined) throw invalidField('arqs', `${JSON.stringify(bad)} is not a UUID`)
           await deleteByUuid(request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
         }
         return reply.code(204).send()

@@ -6,7 +6,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { getDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from '../../db/device-profiles.js'
-import { isUuidLike, parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
+import { parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
+import { isUuidLike } from '../../domain/ids.js'
 import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
 import { listParam, stringParam, type Query } from '../query.js'

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { DEVICE_SORT_KEYS, getDevice, listDevices } from '../../db/devices.js'
 import { NotFoundError } from '../../domain/errors.js'
-import { isUuidLike } from '../../domain/device-profile.js'
+import { isUuidLike } from '../../domain/ids.js'
 import type { DeviceStatus } from '../../domain/inventory.js'
 import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
