@@ -8,7 +8,7 @@ import { cpus } from 'node:os'
 import type { MessageBus } from '../src/bus/bus.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { testBroker } from '../src/bus/rabbitmq-testing.js'
+import { testBroker } from '../test/support/rabbitmq.js'
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '5000' } } })
 const calls = Number(values.calls)

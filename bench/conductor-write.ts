@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util'
 import { cpus } from 'node:os'
-import { testDialects, type TestDialect } from '../src/db/testing.js'
+import { testDialects, type TestDialect } from '../test/support/db.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'

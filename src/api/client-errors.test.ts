@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { describeClientError } from './client-errors.js'
-import { createTestApp, faultOf, type TestApp } from './testing.js'
+import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
 
 void describe('client errors', () => {
   let t: TestApp

@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { parseDeviceProfileCreate } from '../domain/device-profile.js'
 import { InvalidInputError } from '../domain/errors.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { createTestApp, type TestApp } from './testing.js'
+import { createTestApp, type TestApp } from '../../test/support/api-app.js'
 
 const dp = (fields: Record<string, unknown>) => [{ name: 'dp1', groups: [{ 'resources:FPGA': '1' }], ...fields }]
 const group = (g: Record<string, unknown>) => dp({ groups: [g] })

@@ -11,7 +11,7 @@ import {
   UnavailableError,
 } from '../domain/errors.js'
 import { ApiError, errorBody, formatValidationError, statusOf } from './errors.js'
-import { createTestApp, faultOf, type TestApp } from './testing.js'
+import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
 
 const UUID = '0b0e5fd4-6f4a-4d2b-9d1c-9a5a3f7d2e11'
 

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { negotiateMicroversion } from './microversion.js'
-import { createTestApp, faultOf, type TestApp } from './testing.js'
+import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
 
 void describe('negotiateMicroversion', () => {
   const ok: [string | string[] | undefined, number][] = [

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { createTestApp, faultOf, type TestApp } from './testing.js'
+import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
 import { rawExchange } from '../../test/support/raw-http.js'
 
 /** A conductor that never answers. */

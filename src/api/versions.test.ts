@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createTestApp, type TestApp } from './testing.js'
+import { createTestApp, type TestApp } from '../../test/support/api-app.js'
 
 const v2Doc = (href: string, id = 'v2.0') => ({
   id,

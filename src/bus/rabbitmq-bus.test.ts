@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { MessageBus } from './bus.js'
 import { runBusContract } from './bus-contract.case.js'
 import { createRabbitMqBus, type RabbitMqBusOptions } from './rabbitmq-bus.js'
-import { testBroker, type TestVhost } from './rabbitmq-testing.js'
+import { testBroker, type TestVhost } from '../../test/support/rabbitmq.js'
 import { AppError, ConflictError, InvalidInputError, NotFoundError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createConductor, type Conductor } from './conductor.js'
-import { testDialects, type TestDatabase } from '../db/testing.js'
+import { testDialects, type TestDatabase } from '../../test/support/db.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
 import type { DiscoveredDevice } from '../domain/inventory.js'

@@ -6,7 +6,7 @@ import { getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from
 import { createArqs, updateArqStates } from './arqs.js'
 import { createDeviceProfile } from './device-profiles.js'
 import type { Database } from './schema.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 import { claimAttachHandle } from './attach-handles.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'

@@ -7,7 +7,7 @@ import { createArqs, deleteArqs, getArq, listArqs, updateArqStates } from './arq
 import { openDatabase } from './connection.js'
 import { createDeviceProfile } from './device-profiles.js'
 import type { Database } from './schema.js'
-import { testDialects, type TestDatabase } from './testing.js'
+import { testDialects, type TestDatabase } from '../../test/support/db.js'
 import { claimAttachHandle, releaseAttachHandle } from './attach-handles.js'
 import { claimInstanceLocks, deleteStaleInstanceLocks } from './arq-instances.js'
 

@@ -5,7 +5,7 @@ import { createAttribute, deleteAttribute, getAttribute, listAttributes, listAtt
 import { listDeployables } from './deployables.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`

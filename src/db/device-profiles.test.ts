@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import { createDeviceProfile, deleteDeviceProfiles, getDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from './device-profiles.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`

@@ -8,7 +8,7 @@ import { getDevice, listDevices, listDevicesByHost, updateDeviceStatus, type Dev
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import type { Database } from './schema.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'

@@ -12,7 +12,7 @@ import { UnavailableError } from '../domain/errors.js'
 import { openDatabase, parseConnectionUrl, type DatabaseHandle } from './connection.js'
 import { createGroupCommitter } from './group-commit.js'
 import type { Database } from './schema.js'
-import { testDialects, type TestDatabase } from './testing.js'
+import { testDialects, type TestDatabase } from '../../test/support/db.js'
 
 /** `url` with its host and port replaced by the proxy's. */
 const viaProxy = (url: string, port: number) =>

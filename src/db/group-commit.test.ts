@@ -7,7 +7,7 @@ import type { DatabaseHandle } from './connection.js'
 import { isForeignKeyViolation } from './errors.js'
 import { createGroupCommitter } from './group-commit.js'
 import { listServices, updateHeartbeat } from './services.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`

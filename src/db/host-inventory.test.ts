@@ -6,7 +6,7 @@ import type { InventorySnapshot } from '../domain/inventory.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import type { Database } from './schema.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 import { MISSING_REASON } from '../domain/inventory-diff.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'

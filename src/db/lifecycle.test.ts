@@ -4,7 +4,7 @@ import { getDevice, listDevicesByHost } from './devices.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { MAX_LIFECYCLE_REASON, updateDeviceLifecycle } from './lifecycle.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'

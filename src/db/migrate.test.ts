@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 import { migrateToLatest } from './migrate.js'
 
 for (const dialect of await testDialects()) {

@@ -6,7 +6,7 @@ import { createDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from 
 import { precompile } from './precompiled.js'
 import type { Database } from './schema.js'
 import type { ReadDb } from './connection.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const UUIDS = ['0b0e5fd4-6f4a-4d2b-9d1c-9a5a3f7d2e11', '1c1f60e5-705b-4e3c-8e2d-0b6b408e3f22', '2d2071f6-816c-4f4d-9f3e-1c7c519f4033']

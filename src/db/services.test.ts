@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getReportHash, listServices, updateHeartbeat, updateReportHash } from './services.js'
-import { testDialects } from './testing.js'
+import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-01T00:00:10.000000+00:00'

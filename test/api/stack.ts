@@ -10,7 +10,7 @@ import type { ApiOptions } from '../../src/api/types.js'
 import type { ConductorOptions } from '../../src/conductor/conductor.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { sampleDevice } from '../support/sample-inventory.js'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 

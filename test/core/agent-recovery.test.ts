@@ -1,7 +1,7 @@
 /** The agent outlives a conductor that is not up yet, and reports once it is (SQLite only). */
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { testDialects } from '../../src/db/testing.js'
+import { testDialects } from '../support/db.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { startCore } from '../../src/main/core.js'
 import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'

@@ -4,7 +4,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import type { MessageBus } from '../../src/bus/bus.js'
 import { startCore, type Core } from '../../src/main/core.js'

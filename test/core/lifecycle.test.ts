@@ -5,7 +5,7 @@ import { createConductor, type Conductor } from '../../src/conductor/conductor.j
 import { createLifecycle } from '../../src/conductor/lifecycle.js'
 import { createAgent, type Agent } from '../../src/agent/agent.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { listDevicesByHost } from '../../src/db/devices.js'
 import { createFakeDriver } from '../../src/drivers/fake.js'
 import { DRIVER_REGISTRY } from '../../src/drivers/index.js'

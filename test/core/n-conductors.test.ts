@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
 import { sampleDevice } from '../support/sample-inventory.js'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 

@@ -13,7 +13,7 @@ import fc from 'fast-check'
 import { startService, type RunningService } from '../support/service.js'
 import { rawExchange, routePaths, type RawExchange } from '../support/raw-http.js'
 import { fuzzCases, type FuzzCase, type ParamValues } from '../support/http-fuzz.js'
-import { createTestApp } from '../../src/api/testing.js'
+import { createTestApp } from '../support/api-app.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 3000)

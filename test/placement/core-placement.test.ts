@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { NotFoundError } from '../../src/domain/errors.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
-import { testDialects, type TestDatabase } from '../../src/db/testing.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { deployableRpUuid } from '../../src/domain/ids.js'

@@ -4,10 +4,10 @@
  */
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
-import { testDialects, type TestDatabase } from '../db/testing.js'
-import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { createApp } from './app.js'
-import type { ApiOptions } from './types.js'
+import { testDialects, type TestDatabase } from './db.js'
+import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
+import { createApp } from '../../src/api/app.js'
+import type { ApiOptions } from '../../src/api/types.js'
 
 export interface TestApp {
   app: FastifyInstance

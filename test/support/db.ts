@@ -7,8 +7,8 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { createConnection } from 'mysql2/promise'
-import { openDatabase, parseConnectionUrl, type DatabaseHandle, type DialectName } from './connection.js'
-import { migrateToLatest } from './migrate.js'
+import { openDatabase, parseConnectionUrl, type DatabaseHandle, type DialectName } from '../../src/db/connection.js'
+import { migrateToLatest } from '../../src/db/migrate.js'
 
 export const POSTGRES_URL = process.env.CYBORG_TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
 export const MYSQL_URL = process.env.CYBORG_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/mysql'
