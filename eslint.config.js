@@ -8,7 +8,21 @@ import tseslint from 'typescript-eslint'
 import { importX } from 'eslint-plugin-import-x'
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
 
-const layers = ['domain', 'config', 'db', 'bus', 'rpc', 'drivers', 'agent', 'conductor', 'openstack', 'policy', 'api', 'cli', 'main']
+const layers = [
+  'domain',
+  'config',
+  'db',
+  'bus',
+  'rpc',
+  'drivers',
+  'agent',
+  'conductor',
+  'openstack',
+  'policy',
+  'api',
+  'cli',
+  'main',
+]
 
 /** What each src/ folder may import (besides itself). `main` may import anything. */
 const allowed = {
@@ -178,9 +192,17 @@ const noTypeImportCycle = {
 }
 
 /** Repository functions that write (the house verbs, docs/ARCHITECTURE.md): src/api may not import them. */
-const WRITE_FUNCTION = '^(create|update|delete|claim|release|insert|upsert|set|record|apply|lock|sweep|transition)[A-Z]'
+const WRITE_FUNCTION =
+  '^(create|update|delete|claim|release|insert|upsert|set|record|apply|lock|sweep|transition)[A-Z]'
 /** Modules of src/db that only write (or run the write path): src/api may not import them at all. */
-const WRITE_MODULES = ['group-commit', 'commit-markers', 'host-inventory', 'arq-instances', 'migrate', 'migrations/*']
+const WRITE_MODULES = [
+  'group-commit',
+  'commit-markers',
+  'host-inventory',
+  'arq-instances',
+  'migrate',
+  'migrations/*',
+]
 
 /**
  * What `folder` may not import: each outside library outside its home; in src/api, any write of
@@ -190,7 +212,9 @@ const WRITE_MODULES = ['group-commit', 'commit-markers', 'host-inventory', 'arq-
 function restrictedImports(folder, { tests = false } = {}) {
   const paths = homes
     .filter(({ home }) => home !== `src/${folder}`)
-    .flatMap(({ names, home }) => names.map((name) => ({ name, message: `${name} is used only in ${home}/.` })))
+    .flatMap(({ names, home }) =>
+      names.map((name) => ({ name, message: `${name} is used only in ${home}/.` })),
+    )
   const patterns = []
   if (folder === 'api') {
     patterns.push(
@@ -208,7 +232,8 @@ function restrictedImports(folder, { tests = false } = {}) {
   if (folder === 'agent' && !tests) {
     patterns.push({
       group: ['**/drivers/*', '!**/drivers/driver.js'],
-      message: 'src/agent depends on the driver port (src/drivers/driver.ts) only; src/main passes the drivers in.',
+      message:
+        'src/agent depends on the driver port (src/drivers/driver.ts) only; src/main passes the drivers in.',
     })
   }
   return patterns.length > 0 ? { paths, patterns } : { paths }
@@ -220,9 +245,15 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
-    plugins: { 'import-x': importX, cyborg: { rules: { 'no-type-import-cycle': noTypeImportCycle } } },
+    plugins: {
+      'import-x': importX,
+      cyborg: { rules: { 'no-type-import-cycle': noTypeImportCycle } },
+    },
     settings: {
       ...importX.flatConfigs.typescript.settings,
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: './tsconfig.json' })],
@@ -233,14 +264,21 @@ export default tseslint.config(
         {
           // node:test's describe/test/it return promises that the runner itself awaits.
           allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'test', 'it', 'suite', 'before', 'after'] },
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'test', 'it', 'suite', 'before', 'after'],
+            },
           ],
         },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       '@typescript-eslint/consistent-type-imports': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'import-x/no-cycle': 'error',
       'cyborg/no-type-import-cycle': 'error',
       'import-x/no-restricted-paths': ['error', { zones }],
@@ -252,6 +290,9 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', restrictedImports(folder)] },
   })),
   // Tests of the agent build it with real drivers over fixtures.
-  { files: ['src/agent/**/*.test.ts'], rules: { 'no-restricted-imports': ['error', restrictedImports('agent', { tests: true })] } },
+  {
+    files: ['src/agent/**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', restrictedImports('agent', { tests: true })] },
+  },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
 )

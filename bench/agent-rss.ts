@@ -17,16 +17,27 @@ import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'
 
 /** The child's figures, run `repeats` times: the run with the median RSS, and the range. */
-export async function childRss(dir: string, mode: string, repeats: number, extra: string[] = [], bundle?: string) {
+export async function childRss(
+  dir: string,
+  mode: string,
+  repeats: number,
+  extra: string[] = [],
+  bundle?: string,
+) {
   const out: { rssMb: number; heapUsedMb: number; result: unknown }[] = []
   for (let i = 0; i < repeats; i++) {
-    const script = bundle ? [bundle] : ['--import', 'tsx', path.join(ROOT, 'bench/discovery-agent.ts')]
+    const script = bundle
+      ? [bundle]
+      : ['--import', 'tsx', path.join(ROOT, 'bench/discovery-agent.ts')]
     const args = [...script, dir, mode, ...extra]
     const { stdout } = await promisify(execFile)(NODE, args, { cwd: ROOT })
     out.push(JSON.parse(stdout.trim().split('\n').pop()!) as (typeof out)[number])
   }
   out.sort((a, b) => a.rssMb - b.rssMb)
-  return { ...out[Math.floor(out.length / 2)]!, rssRangeMb: [out[0]!.rssMb, out[out.length - 1]!.rssMb] }
+  return {
+    ...out[Math.floor(out.length / 2)]!,
+    rssRangeMb: [out[0]!.rssMb, out[out.length - 1]!.rssMb],
+  }
 }
 
 /**
@@ -40,7 +51,18 @@ async function bundleAgent(): Promise<{ file: string; remove(): Promise<void> }>
   const file = path.join(dir, 'discovery-agent.mjs')
   const entry = path.join(ROOT, 'bench/discovery-agent.ts')
   // Code splitting keeps the dynamic imports lazy: the rabbitmq mode never loads the database modules.
-  await build({ entryPoints: [entry], outdir: dir, outExtension: { '.js': '.mjs' }, bundle: true, splitting: true, platform: 'node', format: 'esm', packages: 'external', target: 'node24', logLevel: 'silent' })
+  await build({
+    entryPoints: [entry],
+    outdir: dir,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    splitting: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    target: 'node24',
+    logLevel: 'silent',
+  })
   return { file, remove: () => rm(dir, { recursive: true, force: true }) }
 }
 
@@ -96,14 +118,25 @@ async function cliAgentRss(dir: string, url: string, repeats: number) {
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     const reports = () => (out.match(/"msg":"inventory reported"/g) ?? []).length
     const started = Date.now()
-    while (Date.now() - started < 30_000 && (out.match(/cyborg agent is ready/g) ?? []).length === 0) await sleep(100)
+    while (
+      Date.now() - started < 30_000 &&
+      (out.match(/cyborg agent is ready/g) ?? []).length === 0
+    )
+      await sleep(100)
     await sleep(8000)
     const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
-    samples.push({ rssMb: Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 102.4) / 10, reports: reports() })
+    samples.push({
+      rssMb: Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 102.4) / 10,
+      reports: reports(),
+    })
     child.kill('SIGTERM')
     await new Promise((r) => child.once('close', r))
     await rm(state, { recursive: true, force: true })
   }
   samples.sort((a, b) => a.rssMb - b.rssMb)
-  return { rssMb: samples[Math.floor(samples.length / 2)]!.rssMb, rssRangeMb: [samples[0]!.rssMb, samples.at(-1)!.rssMb], samples }
+  return {
+    rssMb: samples[Math.floor(samples.length / 2)]!.rssMb,
+    rssRangeMb: [samples[0]!.rssMb, samples.at(-1)!.rssMb],
+    samples,
+  }
 }

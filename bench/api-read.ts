@@ -37,25 +37,43 @@ async function startBare(): Promise<{ url: string; pid: number | undefined; stop
 }
 
 /** Starts one checkout's `cyborg up` with 100 device profiles; returns the two URLs loaded. */
-async function startTarget(root: string): Promise<{ service: RunningService; getOne: string; list: string }> {
+async function startTarget(
+  root: string,
+): Promise<{ service: RunningService; getOne: string; list: string }> {
   const service = await startService({
     root,
     env: { CYBORG_LOG_LEVEL: 'warn', CYBORG_DEFAULT__HOST: 'bench-host' },
-    ready: async (u) => ((await (await fetch(`${u}/v2/devices`)).json()) as { devices: unknown[] }).devices.length > 0,
+    ready: async (u) =>
+      ((await (await fetch(`${u}/v2/devices`)).json()) as { devices: unknown[] }).devices.length >
+      0,
   })
   for (let i = 0; i < 100; i++) {
     const res = await fetch(`${service.url}/v2/device_profiles`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([{ name: `bench-dp-${i}`, groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }] }]),
+      body: JSON.stringify([
+        {
+          name: `bench-dp-${i}`,
+          groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+        },
+      ]),
     })
     if (res.status !== 201) throw new Error(`profile create: ${res.status} ${await res.text()}`)
   }
-  const devices = (await (await fetch(`${service.url}/v2/devices`)).json()) as { devices: { uuid: string }[] }
-  return { service, getOne: `${service.url}/v2/devices/${devices.devices[0]!.uuid}`, list: `${service.url}/v2/device_profiles` }
+  const devices = (await (await fetch(`${service.url}/v2/devices`)).json()) as {
+    devices: { uuid: string }[]
+  }
+  return {
+    service,
+    getOne: `${service.url}/v2/devices/${devices.devices[0]!.uuid}`,
+    list: `${service.url}/v2/device_profiles`,
+  }
 }
 
-const measure = async (url: string, pid: number | undefined): Promise<Figures> => ({ url, ...(await loadUrl(url, { connections, duration, pid })) })
+const measure = async (url: string, pid: number | undefined): Promise<Figures> => ({
+  url,
+  ...(await loadUrl(url, { connections, duration, pid })),
+})
 
 const loadAtStart = loadavg()[0]!
 const targets: { name: string; root: string }[] = [{ name: 'this', root: ROOT }]
@@ -67,7 +85,10 @@ try {
     const order = round % 2 === 0 ? targets.keys() : [...targets.keys()].reverse()
     for (const i of order) {
       const { service, getOne, list } = started[i]!
-      const figures = { deviceGetOne: await measure(getOne, service.child.pid), deviceProfileList100: await measure(list, service.child.pid) }
+      const figures = {
+        deviceGetOne: await measure(getOne, service.child.pid),
+        deviceProfileList100: await measure(list, service.child.pid),
+      }
       ;(runs[targets[i]!.name] ??= []).push(figures)
     }
   }
@@ -78,11 +99,15 @@ try {
   } finally {
     bare.stop()
   }
-  const ratio = (x: Figures) => Math.round((x.requestsPerSec / bareFigures.requestsPerSec) * 1000) / 1000
+  const ratio = (x: Figures) =>
+    Math.round((x.requestsPerSec / bareFigures.requestsPerSec) * 1000) / 1000
   const withRatios = (list: { deviceGetOne: Figures; deviceProfileList100: Figures }[]) =>
     list.map((r) => ({
       deviceGetOne: { ...r.deviceGetOne, ratioToBare: ratio(r.deviceGetOne) },
-      deviceProfileList100: { ...r.deviceProfileList100, ratioToBare: ratio(r.deviceProfileList100) },
+      deviceProfileList100: {
+        ...r.deviceProfileList100,
+        ratioToBare: ratio(r.deviceProfileList100),
+      },
     }))
   const [first] = withRatios(runs.this!)
   process.stdout.write(
@@ -90,12 +115,24 @@ try {
       {
         benchmark: 'api-read',
         date: new Date().toISOString(),
-        machine: { cpus: cpus().length, node: process.version, loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100 },
-        settings: { connections, durationSeconds: duration, rounds, client: 'autocannon (same machine)', baseline: values.baseline ?? null },
+        machine: {
+          cpus: cpus().length,
+          node: process.version,
+          loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
+        },
+        settings: {
+          connections,
+          durationSeconds: duration,
+          rounds,
+          client: 'autocannon (same machine)',
+          baseline: values.baseline ?? null,
+        },
         results: {
           ...first,
           bareNodeHttp: bareFigures,
-          ...(values.baseline === undefined ? {} : { rounds: { this: withRatios(runs.this!), baseline: withRatios(runs.baseline!) } }),
+          ...(values.baseline === undefined
+            ? {}
+            : { rounds: { this: withRatios(runs.this!), baseline: withRatios(runs.baseline!) } }),
         },
       },
       null,

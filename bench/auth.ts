@@ -32,11 +32,19 @@ const load = (service: RunningService, url: string, headers: Record<string, stri
   loadUrl(url, { connections, duration, pid: service.child.pid, headers })
 
 /** Creates one device profile and returns the URL of GET-one on it. */
-async function profileUrl(service: RunningService, headers: Record<string, string>): Promise<string> {
+async function profileUrl(
+  service: RunningService,
+  headers: Record<string, string>,
+): Promise<string> {
   const res = await fetch(`${service.url}/v2/device_profiles`, {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json' },
-    body: JSON.stringify([{ name: 'bench-auth-dp', groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }] }]),
+    body: JSON.stringify([
+      {
+        name: 'bench-auth-dp',
+        groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+      },
+    ]),
   })
   if (res.status !== 201) throw new Error(`profile create: ${res.status} ${await res.text()}`)
   const uuid = ((await res.json()) as { uuid: string }).uuid
@@ -44,10 +52,13 @@ async function profileUrl(service: RunningService, headers: Record<string, strin
 }
 
 const mean = (xs: Figures[]): Figures => {
-  const avg = (f: (x: Figures) => number) => Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
+  const avg = (f: (x: Figures) => number) =>
+    Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
   return {
     requestsPerSec: Math.round(avg((x) => x.requestsPerSec)),
-    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null) ? null : avg((x) => x.serverCpuUsPerRequest!),
+    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null)
+      ? null
+      : avg((x) => x.serverCpuUsPerRequest!),
     p50Ms: avg((x) => x.p50Ms),
     p99Ms: avg((x) => x.p99Ms),
     non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
@@ -85,9 +96,11 @@ try {
   const readerHeaders = { 'x-auth-token': reader }
   // The reader's token is validated once here and served from the cache from then on.
   const first = await fetch(keystoneUrl, { headers: readerHeaders })
-  if (first.status !== 200) throw new Error(`GET-one as the reader: ${first.status} ${await first.text()}`)
+  if (first.status !== 200)
+    throw new Error(`GET-one as the reader: ${first.status} ${await first.text()}`)
   const unauthenticated = await fetch(keystoneUrl)
-  if (unauthenticated.status !== 401) throw new Error(`GET-one without a token answered ${unauthenticated.status}, not 401`)
+  if (unauthenticated.status !== 401)
+    throw new Error(`GET-one without a token answered ${unauthenticated.status}, not 401`)
 
   const perRound: { noauth: Figures; keystone: Figures }[] = []
   for (let i = 0; i < rounds; i++) {
@@ -104,15 +117,31 @@ try {
       {
         benchmark: 'auth',
         date: new Date().toISOString(),
-        machine: { cpus: cpus().length, node: process.version, loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100 },
-        settings: { connections, durationSeconds: duration, rounds, request: 'GET /v2/device_profiles/{uuid}', client: 'autocannon (same machine)' },
+        machine: {
+          cpus: cpus().length,
+          node: process.version,
+          loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
+        },
+        settings: {
+          connections,
+          durationSeconds: duration,
+          rounds,
+          request: 'GET /v2/device_profiles/{uuid}',
+          client: 'autocannon (same machine)',
+        },
         results: {
           noauth: n,
           keystoneCachedToken: k,
           ratio: Math.round((k.requestsPerSec / n.requestsPerSec) * 1000) / 1000,
-          extraServerCpuUsPerRequest: n.serverCpuUsPerRequest === null || k.serverCpuUsPerRequest === null ? null : Math.round((k.serverCpuUsPerRequest - n.serverCpuUsPerRequest) * 10) / 10,
+          extraServerCpuUsPerRequest:
+            n.serverCpuUsPerRequest === null || k.serverCpuUsPerRequest === null
+              ? null
+              : Math.round((k.serverCpuUsPerRequest - n.serverCpuUsPerRequest) * 10) / 10,
           goal: 0.9,
-          rounds: perRound.map((r) => ({ ...r, ratio: Math.round((r.keystone.requestsPerSec / r.noauth.requestsPerSec) * 1000) / 1000 })),
+          rounds: perRound.map((r) => ({
+            ...r,
+            ratio: Math.round((r.keystone.requestsPerSec / r.noauth.requestsPerSec) * 1000) / 1000,
+          })),
         },
       },
       null,

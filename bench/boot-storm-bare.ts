@@ -22,7 +22,9 @@ type Op = { path: string; op: string; value: string }
 
 const RP = randomUUID()
 const PROFILE_UUID = randomUUID()
-const DEPLOYABLES = JSON.stringify({ deployables: [{ name: `${STORM_HOST}_0000:10:00.0`, rp_uuid: RP }] })
+const DEPLOYABLES = JSON.stringify({
+  deployables: [{ name: `${STORM_HOST}_0000:10:00.0`, rp_uuid: RP }],
+})
 const free: string[] = Array.from({ length: 256 }, () => randomUUID()) // attach handles not held by a bound ARQ
 const arqs = new Map<string, Arq>()
 const byInstance = new Map<string, Arq[]>()
@@ -35,7 +37,10 @@ function send(res: ServerResponse, status: number, data?: unknown): void {
     return
   }
   const body = typeof data === 'string' ? data : JSON.stringify(data)
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  })
   res.end(body)
 }
 
@@ -77,13 +82,25 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const query = new URLSearchParams(search)
   if (path === '/v2/device_profiles' && req.method === 'GET') {
     const name = query.get('name') ?? ''
-    return send(res, 200, { device_profiles: [{ name, uuid: PROFILE_UUID, groups: [{ 'resources:FPGA': '1' }] }] })
+    return send(res, 200, {
+      device_profiles: [{ name, uuid: PROFILE_UUID, groups: [{ 'resources:FPGA': '1' }] }],
+    })
   }
   if (path === '/v2/deployables' && req.method === 'GET') return send(res, 200, DEPLOYABLES)
   if (path !== '/v2/accelerator_requests') return send(res, 404, { error: 'not found' })
   if (req.method === 'POST') {
-    const { device_profile_name: profile } = (await readBody(req)) as { device_profile_name: string }
-    const arq: Arq = { uuid: randomUUID(), profile, instance: null, hostname: null, rp: null, handle: null, createdAt: new Date().toISOString() }
+    const { device_profile_name: profile } = (await readBody(req)) as {
+      device_profile_name: string
+    }
+    const arq: Arq = {
+      uuid: randomUUID(),
+      profile,
+      instance: null,
+      hostname: null,
+      rp: null,
+      handle: null,
+      createdAt: new Date().toISOString(),
+    }
     arqs.set(arq.uuid, arq)
     return send(res, 201, { arqs: [view(arq)] })
   }
@@ -106,7 +123,8 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     return send(res, 202)
   }
   const instance = query.get('instance')
-  if (req.method === 'GET' && instance) return send(res, 200, { arqs: (byInstance.get(instance) ?? []).map(view) })
+  if (req.method === 'GET' && instance)
+    return send(res, 200, { arqs: (byInstance.get(instance) ?? []).map(view) })
   if (req.method === 'GET') return send(res, 200, { arqs: [...arqs.values()].map(view) })
   if (req.method === 'DELETE' && instance) {
     for (const arq of byInstance.get(instance) ?? []) {

@@ -15,15 +15,32 @@ import { seedStorm } from '../test/support/storm-inventory.js'
 const [stateDir, port] = process.argv.slice(2)
 const config = loadConfig({
   files: [],
-  env: { CYBORG_DEFAULT__STATE_PATH: stateDir!, CYBORG_API__PORT: port!, CYBORG_LOG_LEVEL: 'warn', ...(process.env.STORM_SAVE_INTERVAL_MS ? { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: process.env.STORM_SAVE_INTERVAL_MS } : {}) },
+  env: {
+    CYBORG_DEFAULT__STATE_PATH: stateDir!,
+    CYBORG_API__PORT: port!,
+    CYBORG_LOG_LEVEL: 'warn',
+    ...(process.env.STORM_SAVE_INTERVAL_MS
+      ? { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: process.env.STORM_SAVE_INTERVAL_MS }
+      : {}),
+  },
 })
 const log = createLogger(config, { service: 'bench-embedded', env: { CYBORG_LOG_LEVEL: 'warn' } })
 const db = await openConfiguredDatabase(config)
 await migrateDatabase(db)
-const core = await startCore({ db, bus: createInProcessBus(), log, conductor: conductorOptions(config), agent: false })
+const core = await startCore({
+  db,
+  bus: createInProcessBus(),
+  log,
+  conductor: conductorOptions(config),
+  agent: false,
+})
 await seedStorm(core.conductorClient)
 const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
 process.stdout.write(`ready ${api.url}\n`)
 process.on('SIGTERM', () => {
-  void api.app.close().then(() => core.stop()).then(() => db.close()).then(() => process.exit(0))
+  void api.app
+    .close()
+    .then(() => core.stop())
+    .then(() => db.close())
+    .then(() => process.exit(0))
 })

@@ -7,7 +7,15 @@ import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { testBroker } from '../test/support/rabbitmq.js'
 import { testDialects } from '../test/support/db.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
-import { NODE, ROOT, freePort, printed, runCommand, startService, type RunningService } from '../test/support/service.js'
+import {
+  NODE,
+  ROOT,
+  freePort,
+  printed,
+  runCommand,
+  startService,
+  type RunningService,
+} from '../test/support/service.js'
 import { STORM_HOST, seedStorm } from '../test/support/storm-inventory.js'
 
 export interface StormTarget {
@@ -24,7 +32,11 @@ async function providers(url: string): Promise<string[]> {
 }
 
 /** Runs a bench/ server script as a child process, with these arguments, until it prints "ready <url>". */
-async function startChild(script: string, args: string[], cleanup = async () => {}): Promise<StormTarget> {
+async function startChild(
+  script: string,
+  args: string[],
+  cleanup = async () => {},
+): Promise<StormTarget> {
   const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench', script), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -53,13 +65,18 @@ export async function startBare(): Promise<StormTarget> {
 
 export async function startEmbedded(): Promise<StormTarget> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-storm-'))
-  return startChild('boot-storm-embedded.ts', [dir, String(await freePort())], () => rm(dir, { recursive: true, force: true }))
+  return startChild('boot-storm-embedded.ts', [dir, String(await freePort())], () =>
+    rm(dir, { recursive: true, force: true }),
+  )
 }
 
 export async function startMulti(conductors: number): Promise<StormTarget> {
   const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
   const broker = await testBroker()
-  if (postgres.skip || broker.skip) throw new Error(`multi-process storm needs PostgreSQL and RabbitMQ: ${postgres.skip ?? broker.skip}`)
+  if (postgres.skip || broker.skip)
+    throw new Error(
+      `multi-process storm needs PostgreSQL and RabbitMQ: ${postgres.skip ?? broker.skip}`,
+    )
   const [db, vhost] = await Promise.all([postgres.create(), broker.createVhost()])
   const env = {
     CYBORG_DATABASE__CONNECTION: db.url,
@@ -70,7 +87,13 @@ export async function startMulti(conductors: number): Promise<StormTarget> {
   const sync = await runCommand(['db', 'sync'], env)
   if (sync.code !== 0) throw new Error(`db sync: ${sync.output}`)
   for (let i = 0; i < conductors; i++) {
-    started.push(await startService({ command: ['conductor'], env: { ...env, CYBORG_LOG_LEVEL: 'info' }, ready: printed(/cyborg conductor is ready/) }))
+    started.push(
+      await startService({
+        command: ['conductor'],
+        env: { ...env, CYBORG_LOG_LEVEL: 'info' },
+        ready: printed(/cyborg conductor is ready/),
+      }),
+    )
   }
   const api = await startService({ command: ['api'], env })
   started.push(api)

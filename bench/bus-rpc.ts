@@ -13,7 +13,10 @@ import { testBroker } from '../test/support/rabbitmq.js'
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '5000' } } })
 const calls = Number(values.calls)
 
-async function rate(bus: MessageBus, inFlight: number): Promise<{ callsPerSec: number; meanMs: number }> {
+async function rate(
+  bus: MessageBus,
+  inFlight: number,
+): Promise<{ callsPerSec: number; meanMs: number }> {
   let next = 0
   const started = process.hrtime.bigint()
   const worker = async () => {
@@ -24,7 +27,10 @@ async function rate(bus: MessageBus, inFlight: number): Promise<{ callsPerSec: n
   }
   await Promise.all(Array.from({ length: inFlight }, worker))
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
-  return { callsPerSec: Math.round(calls / seconds), meanMs: Math.round(((seconds * 1000) / calls) * inFlight * 1000) / 1000 }
+  return {
+    callsPerSec: Math.round(calls / seconds),
+    meanMs: Math.round(((seconds * 1000) / calls) * inFlight * 1000) / 1000,
+  }
 }
 
 async function measure(server: MessageBus, client: MessageBus) {

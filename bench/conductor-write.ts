@@ -12,7 +12,10 @@ import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'
 
 const { values } = parseArgs({
-  options: { writes: { type: 'string', default: '2000' }, concurrency: { type: 'string', default: '64' } },
+  options: {
+    writes: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '64' },
+  },
 })
 const writes = Number(values.writes)
 const concurrency = Number(values.concurrency)
@@ -20,7 +23,13 @@ const concurrency = Number(values.concurrency)
 async function measure(dialect: TestDialect, maxBatch: number, saveIntervalMs: number) {
   const db = await dialect.create()
   const bus = createInProcessBus()
-  const core = await startCore({ db, bus, log: noopLogger, conductor: { maxBatch, saveIntervalMs }, agent: false })
+  const core = await startCore({
+    db,
+    bus,
+    log: noopLogger,
+    conductor: { maxBatch, saveIntervalMs },
+    agent: false,
+  })
   try {
     let next = 0
     const started = process.hrtime.bigint()
@@ -37,7 +46,11 @@ async function measure(dialect: TestDialect, maxBatch: number, saveIntervalMs: n
     await Promise.all(Array.from({ length: concurrency }, worker))
     const seconds = Number(process.hrtime.bigint() - started) / 1e9
     const stats = core.conductor!.stats()
-    return { writesPerSec: Math.round(writes / seconds), transactions: stats.batches, writes: stats.ops }
+    return {
+      writesPerSec: Math.round(writes / seconds),
+      transactions: stats.batches,
+      writes: stats.ops,
+    }
   } finally {
     await core.stop()
     await bus.close()

@@ -59,7 +59,18 @@ async function run(): Promise<InventoryReportResult | undefined> {
       await db.close()
     }
   }
-  const agent = createAgent({ conductor, drivers, driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock, ...(bus ? { bus } : {}), hostProbe: probe }, { host })
+  const agent = createAgent(
+    {
+      conductor,
+      drivers,
+      driverRegistry: DRIVER_REGISTRY,
+      log: noopLogger,
+      clock: systemClock,
+      ...(bus ? { bus } : {}),
+      hostProbe: probe,
+    },
+    { host },
+  )
   if (bus) await agent.start() // serves the agent RPC and runs a first discovery
   const result = await agent.discoverNow()
   ;(globalThis as { keep?: unknown }).keep = {
@@ -74,6 +85,8 @@ async function run(): Promise<InventoryReportResult | undefined> {
 const result = await run()
 const { rss, heapUsed } = process.memoryUsage()
 const mb = (n: number) => Math.round((n / 1048576) * 10) / 10
-process.stdout.write(`${JSON.stringify({ mode, rssMb: mb(rss), heapUsedMb: mb(heapUsed), result })}\n`)
+process.stdout.write(
+  `${JSON.stringify({ mode, rssMb: mb(rss), heapUsedMb: mb(heapUsed), result })}\n`,
+)
 const kept = (globalThis as { keep?: { stop(): Promise<void> } }).keep
 await kept?.stop()

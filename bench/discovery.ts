@@ -19,7 +19,13 @@ import { createFixtureHostProbe } from '../src/drivers/fixture-host-probe.js'
 import { createCachingHostProbe } from '../src/drivers/caching-host-probe.js'
 import { buildSnapshot, discoverAll } from '../src/agent/snapshot.js'
 import { childRss, rabbitMqAgentRss } from './agent-rss.js'
-import { DEFAULT_SHAPE, DRIVER_OPTIONS, ENABLED_DRIVERS, writeEmptyHost, writeHostFixture } from './host-fixture.js'
+import {
+  DEFAULT_SHAPE,
+  DRIVER_OPTIONS,
+  ENABLED_DRIVERS,
+  writeEmptyHost,
+  writeHostFixture,
+} from './host-fixture.js'
 
 const { values } = parseArgs({
   options: {
@@ -34,21 +40,33 @@ const warmup = Number(values.warmup)
 const repeats = Number(values['rss-repeats'])
 const shape = { ...DEFAULT_SHAPE, qatVfs: Number(values['qat-vfs']) }
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!
 
 async function measure(dir: string, cache = false) {
   const fixture = createFixtureHostProbe(dir)
   // The agent's probe (src/main/core.ts): reads cached for one discovery. Uncached: every driver reads itself.
   const probe = cache ? createCachingHostProbe(fixture) : { ...fixture, reset() {} }
-  const drivers = createDrivers(ENABLED_DRIVERS, { host: probe, hostname: 'bench-host' }, DRIVER_OPTIONS)
+  const drivers = createDrivers(
+    ENABLED_DRIVERS,
+    { host: probe, hostname: 'bench-host' },
+    DRIVER_OPTIONS,
+  )
   const signal = new AbortController().signal
   const perDriver: Record<string, number[]> = {}
   const once = async () => {
     probe.reset()
     const started = performance.now()
-    const { devices, failures, runs: driverRuns } = await discoverAll(drivers, { signal, timeoutMs: 60_000 })
+    const {
+      devices,
+      failures,
+      runs: driverRuns,
+    } = await discoverAll(drivers, { signal, timeoutMs: 60_000 })
     for (const r of driverRuns) (perDriver[r.driver] ??= []).push(r.durationMs)
-    if (failures.length > 0) throw new Error(`driver failed: ${failures.map((f) => `${f.driver}: ${f.error.message}`).join('; ')}`)
+    if (failures.length > 0)
+      throw new Error(
+        `driver failed: ${failures.map((f) => `${f.driver}: ${f.error.message}`).join('; ')}`,
+      )
     const snapshot = buildSnapshot('bench-host', devices)
     return { ms: performance.now() - started, snapshot }
   }
@@ -65,13 +83,24 @@ async function measure(dir: string, cache = false) {
   return {
     devices: devices.length,
     deployables: devices.reduce((n, d) => n + d.deployables.length, 0),
-    attachHandles: devices.reduce((n, d) => n + d.deployables.reduce((m, x) => m + x.attachHandles.length, 0), 0),
+    attachHandles: devices.reduce(
+      (n, d) => n + d.deployables.reduce((m, x) => m + x.attachHandles.length, 0),
+      0,
+    ),
     snapshotJsonKb: round(JSON.stringify(last!.snapshot).length / 1024, 1),
     medianMs: round(quantile(times, 0.5)),
     p95Ms: round(quantile(times, 0.95)),
     maxMs: round(times[times.length - 1]!),
     perDriverMedianMs: Object.fromEntries(
-      Object.entries(perDriver).map(([d, t]) => [d, round(quantile(t.sort((a, b) => a - b), 0.5))]),
+      Object.entries(perDriver).map(([d, t]) => [
+        d,
+        round(
+          quantile(
+            t.sort((a, b) => a - b),
+            0.5,
+          ),
+        ),
+      ]),
     ),
   }
 }
@@ -83,7 +112,8 @@ try {
   const expected = await writeHostFixture(hostDir, shape)
   await writeEmptyHost(emptyDir)
   const host = await measure(hostDir, true)
-  if (host.devices !== expected) throw new Error(`found ${host.devices} devices, expected ${expected}`)
+  if (host.devices !== expected)
+    throw new Error(`found ${host.devices} devices, expected ${expected}`)
   const empty = await measure(emptyDir, true)
   const uncached = await measure(hostDir)
   const benchRssMb = round(process.memoryUsage().rss / 1048576, 1)
@@ -93,16 +123,36 @@ try {
   const overRabbitMq = await rabbitMqAgentRss(hostDir, repeats)
   const cli = 'skipped' in overRabbitMq ? undefined : overRabbitMq.cyborgAgent
   const results = {
-    host64: { ...host, what: 'as the agent discovers: one caching probe shared by the drivers, reset per discovery' },
+    host64: {
+      ...host,
+      what: 'as the agent discovers: one caching probe shared by the drivers, reset per discovery',
+    },
     emptyHost: empty,
-    host64Uncached: { ...uncached, what: 'the same host with every driver reading sysfs itself (before the caching probe)' },
+    host64Uncached: {
+      ...uncached,
+      what: 'the same host with every driver reading sysfs itself (before the caching probe)',
+    },
     benchProcessRssMb: benchRssMb,
     agentRssMb: cli?.rssMb ?? null,
     agentRss: {
-      cyborgAgent: cli ? { ...cli, what: 'the real `cyborg agent` process (bin/cyborg, tsx) over RabbitMQ, drivers reading this host via [agent] host_root' } : overRabbitMq,
-      full: { ...full, what: 'createAgent (started) + in-process bus + conductor on SQLite, one process (as cyborg up)' },
-      agentOverRabbitMq: { ...overRabbitMq, what: 'createAgent (started) on a RabbitMQ bus, conductor in another process (as cyborg agent); under tsx, and bundled by esbuild on plain node' },
-      agentWithConductorStub: { ...agentOnly, what: 'createAgent, drivers, fixture probe; conductor stubbed, no database modules' },
+      cyborgAgent: cli
+        ? {
+            ...cli,
+            what: 'the real `cyborg agent` process (bin/cyborg, tsx) over RabbitMQ, drivers reading this host via [agent] host_root',
+          }
+        : overRabbitMq,
+      full: {
+        ...full,
+        what: 'createAgent (started) + in-process bus + conductor on SQLite, one process (as cyborg up)',
+      },
+      agentOverRabbitMq: {
+        ...overRabbitMq,
+        what: 'createAgent (started) on a RabbitMQ bus, conductor in another process (as cyborg agent); under tsx, and bundled by esbuild on plain node',
+      },
+      agentWithConductorStub: {
+        ...agentOnly,
+        what: 'createAgent, drivers, fixture probe; conductor stubbed, no database modules',
+      },
       nodeWithTsx: { ...baseline, what: 'node + tsx loader, nothing else loaded' },
     },
     goals: {
@@ -111,7 +161,13 @@ try {
         goal: '< 80 MB',
         agentRssMb: cli?.rssMb ?? null,
         met: cli ? cli.rssMb < 80 : null,
-        agentAloneOverRabbitMqMb: 'skipped' in overRabbitMq ? null : { tsx: overRabbitMq.tsx.rssMb, bundledPlainNode: overRabbitMq.bundledPlainNode.rssMb },
+        agentAloneOverRabbitMqMb:
+          'skipped' in overRabbitMq
+            ? null
+            : {
+                tsx: overRabbitMq.tsx.rssMb,
+                bundledPlainNode: overRabbitMq.bundledPlainNode.rssMb,
+              },
       },
     },
   }

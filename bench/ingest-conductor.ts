@@ -15,17 +15,26 @@ import { serveConductor } from '../src/rpc/conductor-rpc.js'
 import { noopLogger } from '../src/domain/logger.js'
 import { systemClock } from '../src/domain/time.js'
 
-const [dbUrl, busUrl, saveIntervalMs = '10', maxBatch = '64', poolSize = '10'] = process.argv.slice(2)
-if (!dbUrl || !busUrl || !process.send) throw new Error('fork me with <database url> <transport url> …')
+const [dbUrl, busUrl, saveIntervalMs = '10', maxBatch = '64', poolSize = '10'] =
+  process.argv.slice(2)
+if (!dbUrl || !busUrl || !process.send)
+  throw new Error('fork me with <database url> <transport url> …')
 
 type Counts = { total: number; byVerb: Record<string, number> }
-const statements = { outsideTransaction: { total: 0, byVerb: {} } as Counts, inTransaction: { total: 0, byVerb: {} } as Counts }
+const statements = {
+  outsideTransaction: { total: 0, byVerb: {} } as Counts,
+  inTransaction: { total: 0, byVerb: {} } as Counts,
+}
 const inTx = new WeakSet<object>()
 const original = pg.Client.prototype.query as (...args: unknown[]) => unknown
 pg.Client.prototype.query = function (this: object, ...args: unknown[]) {
   const config = args[0] as string | { text?: string } | undefined
-  const text = (typeof config === 'string' ? config : (config?.text ?? '')).trimStart().toLowerCase()
-  const verb = text.startsWith('rollback to') ? 'rollback to savepoint' : (text.split(/\s/, 1)[0] ?? '')
+  const text = (typeof config === 'string' ? config : (config?.text ?? ''))
+    .trimStart()
+    .toLowerCase()
+  const verb = text.startsWith('rollback to')
+    ? 'rollback to savepoint'
+    : (text.split(/\s/, 1)[0] ?? '')
   if (verb === 'begin' || verb === 'start') inTx.add(this)
   const bucket = inTx.has(this) ? statements.inTransaction : statements.outsideTransaction
   bucket.total++
@@ -35,7 +44,11 @@ pg.Client.prototype.query = function (this: object, ...args: unknown[]) {
 } as typeof pg.Client.prototype.query
 
 const db = await openDatabase(dbUrl, { poolSize: Number(poolSize) })
-const bus = await createRabbitMqBus({ url: busUrl, log: noopLogger, connectionName: 'cyborg-bench-conductor' })
+const bus = await createRabbitMqBus({
+  url: busUrl,
+  log: noopLogger,
+  connectionName: 'cyborg-bench-conductor',
+})
 const conductor = createConductor(
   { db, log: noopLogger, clock: systemClock },
   { saveIntervalMs: Number(saveIntervalMs), maxBatch: Number(maxBatch) },
@@ -45,7 +58,13 @@ const server = await serveConductor(bus, conductor)
 process.on('message', (msg: unknown) => {
   if (msg === 'stats') {
     const { batches, ops } = conductor.stats()
-    process.send!({ cpu: process.cpuUsage(), statements, batches, ops, rssMb: Math.round(process.memoryUsage().rss / 1048576) })
+    process.send!({
+      cpu: process.cpuUsage(),
+      statements,
+      batches,
+      ops,
+      rssMb: Math.round(process.memoryUsage().rss / 1048576),
+    })
   } else if (msg === 'stop') {
     void (async () => {
       await server.unsubscribe()

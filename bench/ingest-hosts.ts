@@ -16,7 +16,8 @@ export const hostName = (i: number) => `bench-host-${String(i).padStart(6, '0')}
 export function hostSnapshot(i: number, devices: number, generation = 0): InventorySnapshot {
   const host = hostName(i)
   const list = Array.from({ length: devices }, (_, n) => sampleDevice(host, n))
-  if (generation > 0) list[generation % devices]!.vendorBoardInfo = { firmware: `gen-${generation}` }
+  if (generation > 0)
+    list[generation % devices]!.vendorBoardInfo = { firmware: `gen-${generation}` }
   return buildSnapshot(host, list)
 }
 
@@ -47,7 +48,11 @@ export interface PeriodOutcome {
 export async function playPeriod(
   client: ConductorRpc,
   snapshots: readonly InventorySnapshot[],
-  { periodMs, inFlight, accepted }: { periodMs: number; inFlight: number; accepted: Map<string, string> },
+  {
+    periodMs,
+    inFlight,
+    accepted,
+  }: { periodMs: number; inFlight: number; accepted: Map<string, string> },
 ): Promise<PeriodOutcome> {
   const hosts = snapshots.length
   const start = performance.now()
@@ -70,10 +75,19 @@ export async function playPeriod(
         const snapshot = snapshots[i]!
         const current =
           accepted.get(snapshot.host) === snapshot.hash &&
-          (await client.heartbeat({ host: snapshot.host, binary: 'cyborg-agent', version: 'bench', inventoryHash: snapshot.hash }))
-            ?.inventoryCurrent === true
+          (
+            await client.heartbeat({
+              host: snapshot.host,
+              binary: 'cyborg-agent',
+              version: 'bench',
+              inventoryHash: snapshot.hash,
+            })
+          )?.inventoryCurrent === true
         if (!current) {
-          const result: InventoryReportResult = await client.reportInventory({ ...snapshot, autoActivate: false })
+          const result: InventoryReportResult = await client.reportInventory({
+            ...snapshot,
+            autoActivate: false,
+          })
           accepted.set(snapshot.host, snapshot.hash)
           if (result.changed) changed++
           // Every agent heartbeats once a period; an unchanged one did it above, with its hash.
@@ -88,7 +102,10 @@ export async function playPeriod(
   }
   await Promise.all(Array.from({ length: inFlight }, worker))
   latencies.sort((a, b) => a - b)
-  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]! * 10) / 10
+  const at = (q: number) =>
+    Math.round(
+      latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)]! * 10,
+    ) / 10
   return {
     reports: hosts,
     changed,

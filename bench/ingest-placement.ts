@@ -23,7 +23,9 @@ import { rootProviderUuid } from '../src/openstack/root-provider.js'
 import { inventoryHash } from '../src/rpc/inventory-hash.js'
 import { freePort, ROOT } from '../test/support/service.js'
 
-const { values } = parseArgs({ options: { hosts: { type: 'string', default: '200' }, devices: { type: 'string', default: '8' } } })
+const { values } = parseArgs({
+  options: { hosts: { type: 'string', default: '200' }, devices: { type: 'string', default: '8' } },
+})
 const hosts = Number(values.hosts)
 const perHost = Number(values.devices)
 const run = promisify(execFile)
@@ -35,7 +37,13 @@ async function countingProxy(target: URL) {
     const shape = `${req.method} ${(req.url ?? '').replace(/[0-9a-f-]{36}/g, '{uuid}').replace(/\?.*/, '?…')}`
     counts.set(shape, (counts.get(shape) ?? 0) + 1)
     const up = request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
@@ -46,26 +54,41 @@ async function countingProxy(target: URL) {
   })
   const port = await freePort()
   await new Promise<void>((r) => server.listen(port, '127.0.0.1', r))
-  return { url: `http://127.0.0.1:${port}`, counts, close: () => new Promise((r) => server.close(r)) }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    counts,
+    close: () => new Promise((r) => server.close(r)),
+  }
 }
 
 const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-bench-placement-'))
 const script = path.join(ROOT, 'scripts/placement.sh')
-const placementUrl = (await run('bash', [script, 'up', dir, String(await freePort())])).stdout.trim().split('\n').pop()!
+const placementUrl = (await run('bash', [script, 'up', dir, String(await freePort())])).stdout
+  .trim()
+  .split('\n')
+  .pop()!
 const proxy = await countingProxy(new URL(placementUrl))
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
 if (postgres.skip) throw new Error(`PostgreSQL: ${postgres.skip}`)
 const db = await postgres.create()
 try {
-  const direct = createPlacementClient({ endpoint: placementUrl, token: 'admin', timeoutMs: 30_000 })
+  const direct = createPlacementClient({
+    endpoint: placementUrl,
+    token: 'admin',
+    timeoutMs: 30_000,
+  })
   const client = createPlacementClient({ endpoint: proxy.url, token: 'admin', timeoutMs: 30_000 })
   const conductor = createConductor(
     { db, log: noopLogger, clock: systemClock, placement: { client, createRootProvider: false } },
     { saveIntervalMs: 2 },
   )
   const name = (i: number) => `bench-${String(i).padStart(5, '0')}`
-  for (let i = 0; i < hosts; i++) await direct.createProvider({ uuid: rootProviderUuid(name(i)), name: name(i) })
-  const report = (i: number, devices = Array.from({ length: perHost }, (_, n) => sampleDevice(name(i), n))) => ({
+  for (let i = 0; i < hosts; i++)
+    await direct.createProvider({ uuid: rootProviderUuid(name(i)), name: name(i) })
+  const report = (
+    i: number,
+    devices = Array.from({ length: perHost }, (_, n) => sampleDevice(name(i), n)),
+  ) => ({
     host: name(i),
     hash: inventoryHash(devices),
     devices,
@@ -77,7 +100,8 @@ try {
   const round = async (label: string, reports: ReturnType<typeof report>[]) => {
     proxy.counts.clear()
     const started = performance.now()
-    for (let k = 0; k < reports.length; k += 8) await Promise.all(reports.slice(k, k + 8).map((r) => conductor.reportInventory(r)))
+    for (let k = 0; k < reports.length; k += 8)
+      await Promise.all(reports.slice(k, k + 8).map((r) => conductor.reportInventory(r)))
     const seconds = (performance.now() - started) / 1000
     const total = [...proxy.counts.values()].reduce((a, b) => a + b, 0)
     return {
@@ -92,34 +116,72 @@ try {
   const all = Array.from({ length: hosts }, (_, i) => i)
   const changed = all.filter((i) => i % 100 === 0)
   const results = [
-    await round('new hosts (first report)', all.map((i) => report(i))),
-    await round('unchanged', all.map((i) => report(i))),
-    await round('firmware changed (1 %)', changed.map((i) => {
-      const devices = Array.from({ length: perHost }, (_, n) => sampleDevice(name(i), n))
-      devices[0]!.vendorBoardInfo = { firmware: 'v2' }
-      return report(i, devices)
-    })),
-    await round('one deployable resized (1 %)', changed.map((i) => {
-      const devices = Array.from({ length: perHost }, (_, n) => sampleDevice(name(i), n, n === 1 ? { numAccelerators: 1 } : {}))
-      return report(i, devices)
-    })),
-    await round('one device removed (1 %)', changed.map((i) => {
-      const devices = Array.from({ length: perHost - 1 }, (_, n) => sampleDevice(name(i), n, n === 1 ? { numAccelerators: 1 } : {}))
-      return report(i, devices)
-    })),
+    await round(
+      'new hosts (first report)',
+      all.map((i) => report(i)),
+    ),
+    await round(
+      'unchanged',
+      all.map((i) => report(i)),
+    ),
+    await round(
+      'firmware changed (1 %)',
+      changed.map((i) => {
+        const devices = Array.from({ length: perHost }, (_, n) => sampleDevice(name(i), n))
+        devices[0]!.vendorBoardInfo = { firmware: 'v2' }
+        return report(i, devices)
+      }),
+    ),
+    await round(
+      'one deployable resized (1 %)',
+      changed.map((i) => {
+        const devices = Array.from({ length: perHost }, (_, n) =>
+          sampleDevice(name(i), n, n === 1 ? { numAccelerators: 1 } : {}),
+        )
+        return report(i, devices)
+      }),
+    ),
+    await round(
+      'one device removed (1 %)',
+      changed.map((i) => {
+        const devices = Array.from({ length: perHost - 1 }, (_, n) =>
+          sampleDevice(name(i), n, n === 1 ? { numAccelerators: 1 } : {}),
+        )
+        return report(i, devices)
+      }),
+    ),
   ]
   await conductor.stop()
   const [first, unchanged] = results
-  console.log(JSON.stringify({
-    benchmark: 'ingest-placement',
-    date: new Date().toISOString(),
-    settings: { hosts, devicesPerHost: perHost, placement: 'placement-api 8.0.0 (Debian), noauth2, SQLite, 1 uwsgi thread', database: 'postgresql' },
-    results,
-    goals: {
-      unchangedReportCalls: { goal: 0, measured: unchanged!.callsPerReport, met: unchanged!.callsPerReport === 0 },
-      newHostWith8Deployables: { goal: '≤ 12', measured: first!.callsPerReport, met: first!.callsPerReport <= 12 },
-    },
-  }, null, 2))
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: 'ingest-placement',
+        date: new Date().toISOString(),
+        settings: {
+          hosts,
+          devicesPerHost: perHost,
+          placement: 'placement-api 8.0.0 (Debian), noauth2, SQLite, 1 uwsgi thread',
+          database: 'postgresql',
+        },
+        results,
+        goals: {
+          unchangedReportCalls: {
+            goal: 0,
+            measured: unchanged!.callsPerReport,
+            met: unchanged!.callsPerReport === 0,
+          },
+          newHostWith8Deployables: {
+            goal: '≤ 12',
+            measured: first!.callsPerReport,
+            met: first!.callsPerReport <= 12,
+          },
+        },
+      },
+      null,
+      2,
+    ),
+  )
 } finally {
   await proxy.close()
   await db.close()

@@ -29,7 +29,12 @@ export function cpuSeconds(pid: number | undefined): number | null {
 /** Loads `url` for `duration` s after a 2 s warm-up (V8 optimises the hot path first). */
 export async function load(
   url: string,
-  options: { connections: number; duration: number; pid?: number | undefined; headers?: Record<string, string> },
+  options: {
+    connections: number
+    duration: number
+    pid?: number | undefined
+    headers?: Record<string, string>
+  },
 ): Promise<LoadFigures> {
   const { connections, duration, pid, headers = {} } = options
   await autocannon({ url, headers, connections, duration: 2 })
@@ -37,6 +42,15 @@ export async function load(
   const r = await autocannon({ url, headers, connections, duration })
   const cpuAfter = cpuSeconds(pid)
   const cpu =
-    cpuBefore === null || cpuAfter === null || r.requests.total === 0 ? null : Math.round(((cpuAfter - cpuBefore) / r.requests.total) * 1e7) / 10
-  return { requestsPerSec: Math.round(r.requests.average), serverCpuUsPerRequest: cpu, p50Ms: r.latency.p50, p99Ms: r.latency.p99, non2xx: r.non2xx, errors: r.errors }
+    cpuBefore === null || cpuAfter === null || r.requests.total === 0
+      ? null
+      : Math.round(((cpuAfter - cpuBefore) / r.requests.total) * 1e7) / 10
+  return {
+    requestsPerSec: Math.round(r.requests.average),
+    serverCpuUsPerRequest: cpu,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors,
+  }
 }

@@ -12,13 +12,26 @@ import { parseArgs } from 'node:util'
 import { STORM_PROFILE } from '../test/support/storm-inventory.js'
 import { startEmbedded } from './boot-storm-targets.js'
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, levels: { type: 'string', default: '1,8,32' } } })
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    levels: { type: 'string', default: '1,8,32' },
+  },
+})
 const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
 const json = { 'content-type': 'application/json' }
 
-async function call(method: string, url: string, body?: unknown): Promise<{ status: number; data: unknown }> {
-  const res = await fetch(url, { method, headers: body === undefined ? {} : json, body: body === undefined ? undefined : JSON.stringify(body) })
+async function call(
+  method: string,
+  url: string,
+  body?: unknown,
+): Promise<{ status: number; data: unknown }> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : json,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   const text = await res.text()
   return { status: res.status, data: text ? (JSON.parse(text) as unknown) : null }
 }
@@ -26,26 +39,50 @@ async function call(method: string, url: string, body?: unknown): Promise<{ stat
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return null
   const sorted = [...xs].sort((a, b) => a - b)
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 100) / 100
+  return (
+    Math.round(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! * 100) /
+    100
+  )
 }
 
-type Cycle = (vm: string, acc: { uuid: string; rp: string }, timed: (step: string, fn: () => Promise<{ status: number; data: unknown }>) => Promise<{ status: number; data: unknown }>) => Promise<string | undefined>
+type Cycle = (
+  vm: string,
+  acc: { uuid: string; rp: string },
+  timed: (
+    step: string,
+    fn: () => Promise<{ status: number; data: unknown }>,
+  ) => Promise<{ status: number; data: unknown }>,
+) => Promise<string | undefined>
 
 const v1: (api: string) => Cycle = (api) => async (vm, acc, timed) => {
-  const put = await timed('attach', () => call('PUT', `${api}/v1/accelerators/${acc.uuid}`, { instance_uuid: vm }))
+  const put = await timed('attach', () =>
+    call('PUT', `${api}/v1/accelerators/${acc.uuid}`, { instance_uuid: vm }),
+  )
   if (put.status !== 200) return `attach ${put.status}`
-  const del = await timed('detach', () => call('DELETE', `${api}/v1/accelerators/${acc.uuid}?instance_uuid=${vm}`))
+  const del = await timed('detach', () =>
+    call('DELETE', `${api}/v1/accelerators/${acc.uuid}?instance_uuid=${vm}`),
+  )
   return del.status === 204 ? undefined : `detach ${del.status}`
 }
 
 const v2: (api: string) => Cycle = (api) => async (vm, acc, timed) => {
-  const created = await timed('create', () => call('POST', `${api}/v2/accelerator_requests`, { device_profile_name: STORM_PROFILE }))
+  const created = await timed('create', () =>
+    call('POST', `${api}/v2/accelerator_requests`, { device_profile_name: STORM_PROFILE }),
+  )
   if (created.status !== 201) return `create ${created.status}`
   const [arq] = (created.data as { arqs: { uuid: string }[] }).arqs
-  const bind = [{ path: '/hostname', op: 'add', value: 'storm-host' }, { path: '/device_rp_uuid', op: 'add', value: acc.rp }, { path: '/instance_uuid', op: 'add', value: vm }]
-  const bound = await timed('bind', () => call('PATCH', `${api}/v2/accelerator_requests`, { [arq!.uuid]: bind }))
+  const bind = [
+    { path: '/hostname', op: 'add', value: 'storm-host' },
+    { path: '/device_rp_uuid', op: 'add', value: acc.rp },
+    { path: '/instance_uuid', op: 'add', value: vm },
+  ]
+  const bound = await timed('bind', () =>
+    call('PATCH', `${api}/v2/accelerator_requests`, { [arq!.uuid]: bind }),
+  )
   if (bound.status !== 202) return `bind ${bound.status}`
-  const del = await timed('delete', () => call('DELETE', `${api}/v2/accelerator_requests?instance=${vm}`))
+  const del = await timed('delete', () =>
+    call('DELETE', `${api}/v2/accelerator_requests?instance=${vm}`),
+  )
   return del.status === 204 ? undefined : `delete ${del.status}`
 }
 
@@ -77,20 +114,32 @@ async function run(cycle: Cycle, accs: { uuid: string; rp: string }[], concurren
   const t0 = performance.now()
   await Promise.all(Array.from({ length: concurrency }, worker))
   const elapsed = (performance.now() - t0) / 1000
-  const steps = Object.fromEntries(Object.entries(times).map(([k, xs]) => [k, { p50: pct(xs, 50), p99: pct(xs, 99) }]))
-  return { concurrency, cyclesPerSec: Math.round((cycles / elapsed) * 10) / 10, cycles, steps, errors }
+  const steps = Object.fromEntries(
+    Object.entries(times).map(([k, xs]) => [k, { p50: pct(xs, 50), p99: pct(xs, 99) }]),
+  )
+  return {
+    concurrency,
+    cyclesPerSec: Math.round((cycles / elapsed) * 10) / 10,
+    cycles,
+    steps,
+    errors,
+  }
 }
 
 const target = await startEmbedded()
 try {
-  const list = (await call('GET', `${target.url}/v2/deployables`)).data as { deployables: { uuid: string; rp_uuid: string }[] }
+  const list = (await call('GET', `${target.url}/v2/deployables`)).data as {
+    deployables: { uuid: string; rp_uuid: string }[]
+  }
   const accs = list.deployables.map((d) => ({ uuid: d.uuid, rp: d.rp_uuid }))
   const results: Record<string, unknown[]> = { v1: [], v2: [] }
   for (const level of levels) {
     results.v1!.push(await run(v1(target.url), accs, level))
     results.v2!.push(await run(v2(target.url), accs, level))
   }
-  process.stdout.write(`${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results }, null, 2)}\n`)
+  process.stdout.write(
+    `${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results }, null, 2)}\n`,
+  )
 } finally {
   await target.stop()
 }

@@ -16,7 +16,16 @@ if (!owner) throw new Error('unrs-resolver is not in package-lock.json')
 /** `<os>-<cpu>[-<abi>]` → the package's os/cpu/libc fields. */
 function platformOf(suffix) {
   const [os, cpu, abi] = suffix.split('-')
-  const cpus = { arm: 'arm', arm64: 'arm64', x64: 'x64', ia32: 'ia32', loong64: 'loong64', ppc64: 'ppc64', riscv64: 'riscv64', s390x: 's390x' }
+  const cpus = {
+    arm: 'arm',
+    arm64: 'arm64',
+    x64: 'x64',
+    ia32: 'ia32',
+    loong64: 'loong64',
+    ppc64: 'ppc64',
+    riscv64: 'riscv64',
+    s390x: 's390x',
+  }
   const entry = { cpu: [cpus[cpu]], os: [os] }
   if (os === 'linux') entry.libc = [abi?.startsWith('musl') ? 'musl' : 'glibc']
   return entry
@@ -28,9 +37,21 @@ for (const [name, version] of Object.entries(owner.optionalDependencies ?? {})) 
   if (lock.packages[key]) continue
   const suffix = name.replace('@unrs/resolver-binding-', '')
   const { cpu, os, libc } = platformOf(suffix)
-  lock.packages[key] = { version, cpu, dev: true, ...(libc ? { libc } : {}), license: 'MIT', optional: true, os }
+  lock.packages[key] = {
+    version,
+    cpu,
+    dev: true,
+    ...(libc ? { libc } : {}),
+    license: 'MIT',
+    optional: true,
+    os,
+  }
   added++
 }
-lock.packages = Object.fromEntries(Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))))
+lock.packages = Object.fromEntries(
+  Object.entries(lock.packages).sort(([a], [b]) =>
+    a === '' ? -1 : b === '' ? 1 : a.localeCompare(b),
+  ),
+)
 writeFileSync(lockPath, `${JSON.stringify(lock, null, 2)}\n`)
 console.log(`added ${added} platform build entries to package-lock.json`)

@@ -33,7 +33,13 @@ function stubConductor(options: { fail?: boolean; events?: string[] } = {}) {
       if (options.fail) throw new UnavailableError('conductor down')
       options.events?.push(`report ${req.hash.slice(0, 8)}`)
       reports.push(req)
-      return { changed: reports.length === 1, added: reports.length === 1 ? 1 : 0, updated: 0, removed: 0, pending: 0 }
+      return {
+        changed: reports.length === 1,
+        added: reports.length === 1 ? 1 : 0,
+        updated: 0,
+        removed: 0,
+        pending: 0,
+      }
     },
     async heartbeat(req: { host: string; inventoryHash?: string }) {
       if (options.fail) throw new UnavailableError('conductor down')
@@ -55,14 +61,24 @@ const deps = (conductor: ConductorRpc, drivers: AcceleratorDriver[] = [fake]): A
 })
 
 function failingDriver(name: string): AcceleratorDriver {
-  return { name, deviceType: 'GPU', discover: async () => Promise.reject(new Error('nvidia-smi exploded')) }
+  return {
+    name,
+    deviceType: 'GPU',
+    discover: async () => Promise.reject(new Error('nvidia-smi exploded')),
+  }
 }
 
 void describe('agent', () => {
   void it('reports every driver’s devices with a hash that ignores their order', async () => {
     const stub = stubConductor()
     const agent = createAgent(deps(stub.conductor), { host: 'h1', autoActivate: true })
-    assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0, pending: 0 })
+    assert.deepEqual(await agent.discoverNow(), {
+      changed: true,
+      added: 1,
+      updated: 0,
+      removed: 0,
+      pending: 0,
+    })
     const [report] = stub.reports
     assert.ok(report)
     assert.equal(report.host, 'h1')
@@ -71,7 +87,11 @@ void describe('agent', () => {
     const devices = await fake.discover()
     const shuffled: DiscoveredDevice[] = devices.map((d) => ({
       ...d,
-      deployables: d.deployables.map((dep) => ({ ...dep, attachHandles: [...dep.attachHandles].reverse(), attributes: [...dep.attributes].reverse() })),
+      deployables: d.deployables.map((dep) => ({
+        ...dep,
+        attachHandles: [...dep.attachHandles].reverse(),
+        attributes: [...dep.attributes].reverse(),
+      })),
     }))
     assert.equal(buildSnapshot('h1', shuffled).hash, report.hash)
   })
@@ -97,7 +117,13 @@ void describe('agent', () => {
     await assert.rejects(agent.discoverNow(), (err) => {
       assert.ok(err instanceof DriverError)
       assert.equal(err.code, 'DISCOVERY_FAILED')
-      assert.deepEqual(err.details?.failures, [{ driver: 'broken', code: 'DRIVER_ERROR', message: 'driver broken failed: nvidia-smi exploded' }])
+      assert.deepEqual(err.details?.failures, [
+        {
+          driver: 'broken',
+          code: 'DRIVER_ERROR',
+          message: 'driver broken failed: nvidia-smi exploded',
+        },
+      ])
       return true
     })
     assert.equal(stub.reports.length, 0)
@@ -105,8 +131,15 @@ void describe('agent', () => {
 
   void it('fails a driver that hangs, after its time limit', async () => {
     const stub = stubConductor()
-    const hanging: AcceleratorDriver = { name: 'slow', deviceType: 'GPU', discover: () => new Promise(() => {}) }
-    const agent = createAgent(deps(stub.conductor, [hanging]), { host: 'h1', discoverTimeoutMs: 30 })
+    const hanging: AcceleratorDriver = {
+      name: 'slow',
+      deviceType: 'GPU',
+      discover: () => new Promise(() => {}),
+    }
+    const agent = createAgent(deps(stub.conductor, [hanging]), {
+      host: 'h1',
+      discoverTimeoutMs: 30,
+    })
     await assert.rejects(agent.discoverNow(), { code: 'DISCOVERY_FAILED' })
   })
 
@@ -132,7 +165,10 @@ void describe('agent', () => {
     const stub = stubConductor()
     const bus = createInProcessBus()
     try {
-      const agent = createAgent({ ...deps(stub.conductor), bus }, { host: 'h1', periodicIntervalMs: 20, version: '9.9' })
+      const agent = createAgent(
+        { ...deps(stub.conductor), bus },
+        { host: 'h1', periodicIntervalMs: 20, version: '9.9' },
+      )
       await agent.start()
       const client = createAgentClient(bus, 'h1', { timeoutMs: 1000 })
       assert.equal((await client.discover({})).changed, false)
@@ -148,7 +184,9 @@ void describe('agent', () => {
       await new Promise((r) => setTimeout(r, 50))
       assert.equal(stub.confirms.length, count, 'no run after stop')
       await assert.rejects(agent.discoverNow(), { code: 'AGENT_STOPPED' })
-      await assert.rejects(createAgentClient(bus, 'h1', { timeoutMs: 50 }).discover({}), { name: 'TimeoutError' })
+      await assert.rejects(createAgentClient(bus, 'h1', { timeoutMs: 50 }).discover({}), {
+        name: 'TimeoutError',
+      })
     } finally {
       await bus.close()
     }
@@ -157,8 +195,15 @@ void describe('agent', () => {
   void it('survives a conductor that keeps failing', async () => {
     const stub = stubConductor({ fail: true })
     const warnings: string[] = []
-    const log = { ...noopLogger, warn: (_o: unknown, msg?: unknown) => void warnings.push(String(msg)), child: () => log }
-    const agent = createAgent({ ...deps(stub.conductor), log }, { host: 'h1', periodicIntervalMs: 15 })
+    const log = {
+      ...noopLogger,
+      warn: (_o: unknown, msg?: unknown) => void warnings.push(String(msg)),
+      child: () => log,
+    }
+    const agent = createAgent(
+      { ...deps(stub.conductor), log },
+      { host: 'h1', periodicIntervalMs: 15 },
+    )
     await agent.start()
     await new Promise((r) => setTimeout(r, 60))
     assert.equal(agent.state, 'running')
@@ -168,8 +213,15 @@ void describe('agent', () => {
   })
 
   void it('stops within its grace period while a report waits on a conductor that never answers', async () => {
-    const hung = { ...stubConductor().conductor, reportInventory: () => new Promise<never>(() => {}) } as unknown as ConductorRpc
-    const agent = createAgent(deps(hung), { host: 'h1', periodicIntervalMs: 3_600_000, stopGraceMs: 50 })
+    const hung = {
+      ...stubConductor().conductor,
+      reportInventory: () => new Promise<never>(() => {}),
+    } as unknown as ConductorRpc
+    const agent = createAgent(deps(hung), {
+      host: 'h1',
+      periodicIntervalMs: 3_600_000,
+      stopGraceMs: 50,
+    })
     await agent.start()
     await new Promise((r) => setTimeout(r, 20))
     const started = Date.now()
@@ -183,7 +235,10 @@ void describe('agent', () => {
     try {
       // First life: the conductor is down; the report stays in the outbox.
       const down = stubConductor({ fail: true })
-      const first = createAgent({ ...deps(down.conductor), cache: createFileAgentCache(dir, { log: noopLogger }) }, { host: 'h1' })
+      const first = createAgent(
+        { ...deps(down.conductor), cache: createFileAgentCache(dir, { log: noopLogger }) },
+        { host: 'h1' },
+      )
       await assert.rejects(first.discoverNow(), { code: 'UNAVAILABLE' })
       const sent = await createFileAgentCache(dir, { log: noopLogger }).pending()
       assert.equal(sent.length, 1)
@@ -192,7 +247,10 @@ void describe('agent', () => {
       // Second life on the same directory, the conductor is up, and the host has changed meanwhile.
       const events: string[] = []
       const up = stubConductor({ events })
-      const changed = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname: 'h1-renamed' })
+      const changed = createFakeDriver({
+        host: createFixtureHostProbe('/nonexistent'),
+        hostname: 'h1-renamed',
+      })
       const observed: AcceleratorDriver = {
         name: 'fake',
         deviceType: 'FPGA',
@@ -202,7 +260,10 @@ void describe('agent', () => {
         },
       }
       const cache = createFileAgentCache(dir, { log: noopLogger })
-      const second = createAgent({ ...deps(up.conductor, [observed]), cache }, { host: 'h1', periodicIntervalMs: 60_000 })
+      const second = createAgent(
+        { ...deps(up.conductor, [observed]), cache },
+        { host: 'h1', periodicIntervalMs: 60_000 },
+      )
       await second.start()
       await second.discoverNow()
       await second.stop()
@@ -210,12 +271,19 @@ void describe('agent', () => {
       assert.equal(events[0], `report ${lostHash.slice(0, 8)}`)
       assert.equal(events[1], 'discover')
       assert.deepEqual(await cache.pending(), [])
-      assert.deepEqual(await createFileAgentCache(dir, { log: noopLogger }).pending(), [], 'the outbox is empty on disk too')
+      assert.deepEqual(
+        await createFileAgentCache(dir, { log: noopLogger }).pending(),
+        [],
+        'the outbox is empty on disk too',
+      )
       assert.equal((await cache.driverStates())[0]?.ok, true)
 
       // A third life (with no drivers, so that any report of lostHash would be a replay) replays nothing.
       const third = stubConductor()
-      const again = createAgent({ ...deps(third.conductor, []), cache: createFileAgentCache(dir, { log: noopLogger }) }, { host: 'h1' })
+      const again = createAgent(
+        { ...deps(third.conductor, []), cache: createFileAgentCache(dir, { log: noopLogger }) },
+        { host: 'h1' },
+      )
       await again.start()
       await again.discoverNow()
       await again.stop()
@@ -230,7 +298,10 @@ void describe('agent', () => {
     const bus = createInProcessBus()
     try {
       const received: AgentTelemetry[] = []
-      const sub = await bus.subscribe(TELEMETRY_TOPIC, (m) => void received.push(m as AgentTelemetry))
+      const sub = await bus.subscribe(
+        TELEMETRY_TOPIC,
+        (m) => void received.push(m as AgentTelemetry),
+      )
       const withStats: AcceleratorDriver & DriverStats = {
         name: 'busy',
         deviceType: 'GPU',
@@ -238,7 +309,10 @@ void describe('agent', () => {
         stats: async () => ({ utilizationPercent: 42, nested: { no: 1 } as never, model: 'x' }),
       }
       const brokenStats = { ...fake, name: 'flaky', stats: () => Promise.reject(new Error('no')) }
-      const agent = createAgent({ ...deps(stubConductor().conductor, [fake, withStats, brokenStats]), bus }, { host: 'h1', periodicIntervalMs: 20 })
+      const agent = createAgent(
+        { ...deps(stubConductor().conductor, [fake, withStats, brokenStats]), bus },
+        { host: 'h1', periodicIntervalMs: 20 },
+      )
       await agent.start()
       await new Promise((r) => setTimeout(r, 60))
       await agent.stop()
@@ -249,12 +323,17 @@ void describe('agent', () => {
       assert.equal(message!.host, 'h1')
       assert.ok(!Number.isNaN(Date.parse(message!.time)))
       assert.equal(message!.deviceCount, 2)
-      assert.deepEqual(message!.drivers.map((d) => [d.name, d.ok, d.deviceCount, d.stats]), [
-        ['fake', true, 1, undefined],
-        ['busy', true, 0, { utilizationPercent: 42, model: 'x' }],
-        ['flaky', true, 1, undefined],
-      ])
-      assert.ok(message!.drivers.every((d) => typeof d.durationMs === 'number' && d.durationMs >= 0))
+      assert.deepEqual(
+        message!.drivers.map((d) => [d.name, d.ok, d.deviceCount, d.stats]),
+        [
+          ['fake', true, 1, undefined],
+          ['busy', true, 0, { utilizationPercent: 42, model: 'x' }],
+          ['flaky', true, 1, undefined],
+        ],
+      )
+      assert.ok(
+        message!.drivers.every((d) => typeof d.durationMs === 'number' && d.durationMs >= 0),
+      )
     } finally {
       await bus.close()
     }
@@ -264,14 +343,23 @@ void describe('agent', () => {
     const bus = createInProcessBus()
     try {
       const probe = createFixtureHostProbe('/nonexistent')
-      const agent = createAgent({ ...deps(stubConductor().conductor), bus, hostProbe: probe }, { host: 'h1' })
+      const agent = createAgent(
+        { ...deps(stubConductor().conductor), bus, hostProbe: probe },
+        { host: 'h1' },
+      )
       await agent.start()
       const client = createAgentClient(bus, 'h1', { timeoutMs: 1000 })
-      await assert.rejects(client.prepare({ address: '0000:3b:00.1' }), { name: 'NotFoundError', code: 'PCI_DEVICE_NOT_FOUND' })
-      await assert.rejects(client.createMdev({ parent: '0000:3b:00.1', type: '../../x', uuid: 'x' }), {
-        name: 'InvalidInputError',
-        code: 'MDEV_TYPE_INVALID',
+      await assert.rejects(client.prepare({ address: '0000:3b:00.1' }), {
+        name: 'NotFoundError',
+        code: 'PCI_DEVICE_NOT_FOUND',
       })
+      await assert.rejects(
+        client.createMdev({ parent: '0000:3b:00.1', type: '../../x', uuid: 'x' }),
+        {
+          name: 'InvalidInputError',
+          code: 'MDEV_TYPE_INVALID',
+        },
+      )
       assert.deepEqual(await client.removeMdev({ uuid: '5a1f6f3c-3a0e-4c53-9d2a-0a4a5e3f9b11' }), {
         uuid: '5a1f6f3c-3a0e-4c53-9d2a-0a4a5e3f9b11',
         changed: false,

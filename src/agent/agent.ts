@@ -11,7 +11,12 @@
  * driver-admin.ts) and publishes telemetry on `cyborg.telemetry` every period.
  */
 import type { MessageBus, Subscription } from '../bus/bus.js'
-import type { AcceleratorDriver, DriverRegistry, HostProbe, RemoteAccelerator } from '../drivers/driver.js'
+import type {
+  AcceleratorDriver,
+  DriverRegistry,
+  HostProbe,
+  RemoteAccelerator,
+} from '../drivers/driver.js'
 import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidStateError } from '../domain/errors.js'
@@ -133,7 +138,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     stopGraceMs = 5000,
   } = options
   const log = deps.log.child({ component: 'agent', host })
-  const placementRoot = options.resourceProvider ? { resourceProvider: options.resourceProvider } : {}
+  const placementRoot = options.resourceProvider
+    ? { resourceProvider: options.resourceProvider }
+    : {}
   const deviceOps = createDeviceOps({ host: deps.hostProbe, log })
   const admin = createDriverAdmin({
     drivers,
@@ -198,7 +205,12 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   let beat = false
   /** Heartbeats with `hash`: true when the conductor still holds it (never from a conductor older than 1.2). */
   const confirmed = async (hash: string): Promise<boolean> => {
-    const answer = await conductor.heartbeat({ host, binary: AGENT_BINARY, version, inventoryHash: hash })
+    const answer = await conductor.heartbeat({
+      host,
+      binary: AGENT_BINARY,
+      version,
+      inventoryHash: hash,
+    })
     beat = true
     return answer?.inventoryCurrent === true
   }
@@ -208,25 +220,40 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     await admin.ready()
     await remote.feed()
     deps.beforeDiscovery?.()
-    const { devices, failures, runs, byDriver } = await discoverAll(admin.enabled(), { signal, timeoutMs: discoverTimeoutMs })
+    const { devices, failures, runs, byDriver } = await discoverAll(admin.enabled(), {
+      signal,
+      timeoutMs: discoverTimeoutMs,
+    })
     admin.recordDiscovery(byDriver)
     lastRuns = runs
     const at = clock.now().toISOString()
     const states: DriverState[] = runs.map((run) => {
       const error = failures.find((f) => f.driver === run.driver)?.error
-      return { ...run, at, ...(error ? { error: { code: error.code, message: error.message } } : {}) }
+      return {
+        ...run,
+        at,
+        ...(error ? { error: { code: error.code, message: error.message } } : {}),
+      }
     })
     listing.record(states)
     await cached('saving driver states', () => cache.saveDriverStates?.(states))
     if (failures.length > 0) {
-      for (const { driver, error } of failures) log.warn({ driver, err: error }, 'driver discovery failed')
+      for (const { driver, error } of failures)
+        log.warn({ driver, err: error }, 'driver discovery failed')
       const names = failures.map((f) => f.driver).join(', ')
-      throw new DriverError(`discovery failed for ${names}; not reporting, so that their devices are kept`, {
-        code: 'DISCOVERY_FAILED',
-        details: {
-          failures: failures.map((f) => ({ driver: f.driver, code: f.error.code, message: f.error.message })),
+      throw new DriverError(
+        `discovery failed for ${names}; not reporting, so that their devices are kept`,
+        {
+          code: 'DISCOVERY_FAILED',
+          details: {
+            failures: failures.map((f) => ({
+              driver: f.driver,
+              code: f.error.code,
+              message: f.error.message,
+            })),
+          },
         },
-      })
+      )
     }
     const snapshot = buildSnapshot(host, devices)
     // Nothing changed since the conductor's last answer: confirm the hash instead of resending it all.
@@ -245,7 +272,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
 
   const discoverNow = (): Promise<InventoryReportResult> => {
     if (state === 'stopping' || state === 'stopped') {
-      return Promise.reject(new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STOPPED' }))
+      return Promise.reject(
+        new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STOPPED' }),
+      )
     }
     return serialized(runOnce)
   }
@@ -261,15 +290,25 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     for (const snapshot of pending) {
       if (state !== 'running') return
       if (snapshot.host !== host) {
-        log.warn({ hash: snapshot.hash, reportHost: snapshot.host }, 'outbox holds another host’s report; skipping it')
+        log.warn(
+          { hash: snapshot.hash, reportHost: snapshot.host },
+          'outbox holds another host’s report; skipping it',
+        )
         continue
       }
       try {
-        const result = await conductor.reportInventory({ ...snapshot, autoActivate, ...placementRoot })
+        const result = await conductor.reportInventory({
+          ...snapshot,
+          autoActivate,
+          ...placementRoot,
+        })
         await cached('acknowledging a replayed report', () => cache.acknowledge(snapshot, result))
         log.info({ ...result, hash: snapshot.hash }, 'replayed an unacknowledged report')
       } catch (err) {
-        log.warn({ err, hash: snapshot.hash, pending: pending.length }, 'replaying the outbox failed; it stays until a report gets through')
+        log.warn(
+          { err, hash: snapshot.hash, pending: pending.length },
+          'replaying the outbox failed; it stays until a report gets through',
+        )
         return
       }
     }
@@ -281,7 +320,10 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     const stats = new Map<string, DriverStatsValues>()
     await Promise.all(
       admin.enabled().map(async (driver) => {
-        const values = await collectStats(driver, { timeoutMs: statsTimeoutMs, signal: controller.signal })
+        const values = await collectStats(driver, {
+          timeoutMs: statsTimeoutMs,
+          signal: controller.signal,
+        })
         if (values) stats.set(driver.name, values)
       }),
     )
@@ -321,10 +363,23 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       return state
     },
     async start() {
-      if (state !== 'idle') throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
+      if (state !== 'idle')
+        throw new InvalidStateError(`agent ${host} is ${state}`, { code: 'AGENT_STARTED' })
       state = 'running'
-      const images = createFpgaImages({ images: deps.images, program: (req) => admin.programFpga(req), log })
-      if (bus) server = await serveAgent(bus, host, { discover: () => discoverNow(), ...deviceOps, ...admin, ...images, listDrivers: () => listing.listDrivers(), registerRemote: (req) => remote.registerRemote(req) })
+      const images = createFpgaImages({
+        images: deps.images,
+        program: (req) => admin.programFpga(req),
+        log,
+      })
+      if (bus)
+        server = await serveAgent(bus, host, {
+          discover: () => discoverNow(),
+          ...deviceOps,
+          ...admin,
+          ...images,
+          listDrivers: () => listing.listDrivers(),
+          registerRemote: (req) => remote.registerRemote(req),
+        })
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()
@@ -333,7 +388,9 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       if (state === 'stopping' || state === 'stopped') return
       state = 'stopping'
       clearTimeout(timer)
-      controller.abort(new InvalidStateError(`agent ${host} is stopping`, { code: 'AGENT_STOPPED' }))
+      controller.abort(
+        new InvalidStateError(`agent ${host} is stopping`, { code: 'AGENT_STOPPED' }),
+      )
       await server?.unsubscribe()
       // A report waiting on a conductor that does not answer would hold SIGTERM for a whole RPC
       // timeout; after the grace period stop anyway: the outbox keeps the report for the next start.

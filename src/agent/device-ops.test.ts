@@ -52,7 +52,10 @@ void describe('device operations over the HostProbe', () => {
 
   void it('prepare writes driver_override, unbinds the current driver, reprobes: in that order', async () => {
     fresh()
-    assert.deepEqual(await ops.prepare({ address: FREE.toUpperCase() }), { address: FREE, changed: true })
+    assert.deepEqual(await ops.prepare({ address: FREE.toUpperCase() }), {
+      address: FREE,
+      changed: true,
+    })
     assert.deepEqual(probe.writes, [
       { path: `/sys/bus/pci/devices/${FREE}/driver_override`, data: 'vfio-pci' },
       { path: `/sys/bus/pci/devices/${FREE}/driver/unbind`, data: FREE },
@@ -63,10 +66,10 @@ void describe('device operations over the HostProbe', () => {
   void it('prepare of a device without a driver does not unbind', async () => {
     fresh()
     await ops.prepare({ address: LONER })
-    assert.deepEqual(probe.writes.map((w) => w.path), [
-      `/sys/bus/pci/devices/${LONER}/driver_override`,
-      '/sys/bus/pci/drivers_probe',
-    ])
+    assert.deepEqual(
+      probe.writes.map((w) => w.path),
+      [`/sys/bus/pci/devices/${LONER}/driver_override`, '/sys/bus/pci/drivers_probe'],
+    )
   })
 
   void it('prepare of a device already on vfio-pci is a no-op', async () => {
@@ -90,15 +93,27 @@ void describe('device operations over the HostProbe', () => {
 
   void it('createMdev writes the uuid to the type’s create file; an existing one is a no-op', async () => {
     fresh()
-    assert.deepEqual(await ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid: MDEV_NEW }), { uuid: MDEV_NEW, changed: true })
+    assert.deepEqual(await ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid: MDEV_NEW }), {
+      uuid: MDEV_NEW,
+      changed: true,
+    })
     assert.deepEqual(probe.writes, [
       { path: `/sys/bus/pci/devices/${GPU}/mdev_supported_types/nvidia-35/create`, data: MDEV_NEW },
     ])
     fresh()
-    assert.deepEqual(await ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid: MDEV_OLD }), { uuid: MDEV_OLD, changed: false })
-    await assert.rejects(ops.createMdev({ parent: GPU, type: 'nvidia-36', uuid: MDEV_NEW }), { code: 'MDEV_EXHAUSTED' })
-    await assert.rejects(ops.createMdev({ parent: GPU, type: 'nvidia-99', uuid: MDEV_NEW }), { code: 'MDEV_TYPE_NOT_FOUND' })
-    await assert.rejects(ops.createMdev({ parent: FREE, type: 'nvidia-35', uuid: MDEV_NEW }), { code: 'MDEV_TYPE_NOT_FOUND' })
+    assert.deepEqual(await ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid: MDEV_OLD }), {
+      uuid: MDEV_OLD,
+      changed: false,
+    })
+    await assert.rejects(ops.createMdev({ parent: GPU, type: 'nvidia-36', uuid: MDEV_NEW }), {
+      code: 'MDEV_EXHAUSTED',
+    })
+    await assert.rejects(ops.createMdev({ parent: GPU, type: 'nvidia-99', uuid: MDEV_NEW }), {
+      code: 'MDEV_TYPE_NOT_FOUND',
+    })
+    await assert.rejects(ops.createMdev({ parent: FREE, type: 'nvidia-35', uuid: MDEV_NEW }), {
+      code: 'MDEV_TYPE_NOT_FOUND',
+    })
     assert.deepEqual(probe.writes, [])
   })
 
@@ -106,26 +121,64 @@ void describe('device operations over the HostProbe', () => {
     fresh()
     assert.deepEqual(await ops.removeMdev({ uuid: MDEV_OLD }), { uuid: MDEV_OLD, changed: true })
     assert.deepEqual(await ops.removeMdev({ uuid: MDEV_NEW }), { uuid: MDEV_NEW, changed: false })
-    assert.deepEqual(probe.writes, [{ path: `/sys/bus/mdev/devices/${MDEV_OLD}/remove`, data: '1' }])
+    assert.deepEqual(probe.writes, [
+      { path: `/sys/bus/mdev/devices/${MDEV_OLD}/remove`, data: '1' },
+    ])
   })
 
   void it('refuses malformed input and missing devices, writing nothing', async () => {
     fresh()
-    const badAddresses = ['', '../../etc/passwd', `${FREE}/../../../etc`, '0000:3b:00.8', '0000:3b:20.0', '3b:00.1', 42, null]
+    const badAddresses = [
+      '',
+      '../../etc/passwd',
+      `${FREE}/../../../etc`,
+      '0000:3b:00.8',
+      '0000:3b:20.0',
+      '3b:00.1',
+      42,
+      null,
+    ]
     for (const address of badAddresses) {
-      await assert.rejects(ops.prepare({ address } as never), { code: 'PCI_ADDRESS_INVALID' }, String(address))
-      await assert.rejects(ops.release({ address } as never), { code: 'PCI_ADDRESS_INVALID' }, String(address))
+      await assert.rejects(
+        ops.prepare({ address } as never),
+        { code: 'PCI_ADDRESS_INVALID' },
+        String(address),
+      )
+      await assert.rejects(
+        ops.release({ address } as never),
+        { code: 'PCI_ADDRESS_INVALID' },
+        String(address),
+      )
     }
     await assert.rejects(ops.prepare(undefined as never), { code: 'PCI_ADDRESS_INVALID' })
     await assert.rejects(ops.prepare({ address: '0000:99:00.0' }), { code: 'PCI_DEVICE_NOT_FOUND' })
-    for (const type of ['..', '../nvidia-35', 'nvidia-35/../../x', 'a/b', '.hidden', '', 'x'.repeat(200), 7]) {
-      await assert.rejects(ops.createMdev({ parent: GPU, type, uuid: MDEV_NEW } as never), { code: 'MDEV_TYPE_INVALID' }, String(type))
+    for (const type of [
+      '..',
+      '../nvidia-35',
+      'nvidia-35/../../x',
+      'a/b',
+      '.hidden',
+      '',
+      'x'.repeat(200),
+      7,
+    ]) {
+      await assert.rejects(
+        ops.createMdev({ parent: GPU, type, uuid: MDEV_NEW } as never),
+        { code: 'MDEV_TYPE_INVALID' },
+        String(type),
+      )
     }
     for (const uuid of ['', 'not-a-uuid', `${MDEV_OLD}/../x`, `../${MDEV_OLD}`, `${MDEV_OLD}0`]) {
-      await assert.rejects(ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid }), { code: 'UUID_INVALID' }, uuid)
+      await assert.rejects(
+        ops.createMdev({ parent: GPU, type: 'nvidia-35', uuid }),
+        { code: 'UUID_INVALID' },
+        uuid,
+      )
       await assert.rejects(ops.removeMdev({ uuid }), { code: 'UUID_INVALID' }, uuid)
     }
-    await assert.rejects(ops.createMdev({ parent: '../x', type: 'nvidia-35', uuid: MDEV_NEW }), { code: 'PCI_ADDRESS_INVALID' })
+    await assert.rejects(ops.createMdev({ parent: '../x', type: 'nvidia-35', uuid: MDEV_NEW }), {
+      code: 'PCI_ADDRESS_INVALID',
+    })
     assert.deepEqual(probe.writes, [])
   })
 

@@ -17,7 +17,12 @@
  */
 import type { HostProbe } from '../drivers/driver.js'
 import type { MdevResult, PciBindingResult } from '../rpc/agent-rpc.js'
-import { ConflictError, InvalidInputError, InvalidStateError, NotFoundError } from '../domain/errors.js'
+import {
+  ConflictError,
+  InvalidInputError,
+  InvalidStateError,
+  NotFoundError,
+} from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { isCanonicalUuid } from '../domain/ids.js'
 
@@ -44,10 +49,13 @@ const field = (req: unknown, name: string): unknown =>
 export function parsePciAddress(value: unknown, name = 'address'): string {
   const address = typeof value === 'string' ? value.toLowerCase() : ''
   if (!PCI_ADDRESS.test(address)) {
-    throw new InvalidInputError(`${name} must be a PCI address like 0000:3b:00.1, not ${JSON.stringify(value)}`, {
-      code: 'PCI_ADDRESS_INVALID',
-      details: { field: name },
-    })
+    throw new InvalidInputError(
+      `${name} must be a PCI address like 0000:3b:00.1, not ${JSON.stringify(value)}`,
+      {
+        code: 'PCI_ADDRESS_INVALID',
+        details: { field: name },
+      },
+    )
   }
   return address
 }
@@ -67,10 +75,13 @@ export function parseUuid(value: unknown, name = 'uuid'): string {
 /** An mdev type name: one path segment, never `.`/`..`. @throws InvalidInputError */
 export function parseMdevType(value: unknown, name = 'type'): string {
   if (typeof value !== 'string' || !MDEV_TYPE.test(value) || value.includes('..')) {
-    throw new InvalidInputError(`${name} must be an mdev type name like nvidia-35, not ${JSON.stringify(value)}`, {
-      code: 'MDEV_TYPE_INVALID',
-      details: { field: name },
-    })
+    throw new InvalidInputError(
+      `${name} must be an mdev type name like nvidia-35, not ${JSON.stringify(value)}`,
+      {
+        code: 'MDEV_TYPE_INVALID',
+        details: { field: name },
+      },
+    )
   }
   return value
 }
@@ -81,7 +92,8 @@ export function createDeviceOps(deps: { host: HostProbe | undefined; log: Logger
   let queue: Promise<unknown> = Promise.resolve()
   const serialized = <T>(fn: (probe: HostProbe) => Promise<T>): Promise<T> => {
     const run = queue.then(() => {
-      if (!host) throw new InvalidStateError('this agent has no host probe', { code: 'AGENT_NO_HOST_PROBE' })
+      if (!host)
+        throw new InvalidStateError('this agent has no host probe', { code: 'AGENT_NO_HOST_PROBE' })
       return fn(host)
     })
     queue = run.catch(() => {})
@@ -107,7 +119,8 @@ export function createDeviceOps(deps: { host: HostProbe | undefined; log: Logger
     return value === '(null)' ? '' : value
   }
 
-  const boundToVfio = (probe: HostProbe, address: string) => probe.exists(`${VFIO_PCI_DRIVER}/${address}`)
+  const boundToVfio = (probe: HostProbe, address: string) =>
+    probe.exists(`${VFIO_PCI_DRIVER}/${address}`)
 
   return {
     async prepare(req) {
@@ -118,7 +131,8 @@ export function createDeviceOps(deps: { host: HostProbe | undefined; log: Logger
         const bound = await boundToVfio(probe, address)
         if (overridden && bound) return { address, changed: false }
         if (!overridden) await probe.writeFile(`${dev}/driver_override`, 'vfio-pci')
-        if (!bound && (await probe.exists(`${dev}/driver`))) await probe.writeFile(`${dev}/driver/unbind`, address)
+        if (!bound && (await probe.exists(`${dev}/driver`)))
+          await probe.writeFile(`${dev}/driver/unbind`, address)
         if (!bound) await probe.writeFile(PCI_DRIVERS_PROBE, address)
         log.info({ address }, 'PCI function bound to vfio-pci')
         return { address, changed: true }
@@ -159,7 +173,10 @@ export function createDeviceOps(deps: { host: HostProbe | undefined; log: Logger
           })
         }
         const available = `${typeDir}/available_instances`
-        if ((await probe.exists(available)) && Number((await probe.readFile(available)).trim()) === 0) {
+        if (
+          (await probe.exists(available)) &&
+          Number((await probe.readFile(available)).trim()) === 0
+        ) {
           throw new ConflictError(`no instance of mdev type ${type} left on ${parent}`, {
             code: 'MDEV_EXHAUSTED',
             details: { parent, type },

@@ -23,12 +23,17 @@ export function parseControlPath(req: unknown): string {
   const cp = field(req, 'controlPath')
   const remote = field(cp, 'uuid')
   if (remote !== undefined) {
-    if (typeof remote !== 'string' || !isCanonicalUuid(remote)) invalid('controlPath.uuid', 'must be a lower-case UUID')
+    if (typeof remote !== 'string' || !isCanonicalUuid(remote))
+      invalid('controlPath.uuid', 'must be a lower-case UUID')
     return `remote:${remote as string}`
   }
   const parts = ['domain', 'bus', 'device', 'function'].map((k) => field(cp, k))
   if (!parts.every((p) => typeof p === 'string')) {
-    invalid('controlPath', 'must be a PCI address {domain, bus, device, function} of strings', 'PCI_ADDRESS_INVALID')
+    invalid(
+      'controlPath',
+      'must be a PCI address {domain, bus, device, function} of strings',
+      'PCI_ADDRESS_INVALID',
+    )
   }
   const [domain, bus, device, fn] = parts as string[]
   return parsePciAddress(`${domain}:${bus}:${device}.${fn}`, 'controlPath')
@@ -49,14 +54,20 @@ export function parseImagePath(req: unknown): string {
     path.posix.isAbsolute(value) &&
     ![...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f) &&
     !value.split('/').some((seg) => seg === '.' || seg === '..')
-  if (!ok) invalid('imagePath', `must be an absolute path like /var/lib/cyborg/images/x.gbs, not ${JSON.stringify(value)}`, 'IMAGE_PATH_INVALID')
+  if (!ok)
+    invalid(
+      'imagePath',
+      `must be an absolute path like /var/lib/cyborg/images/x.gbs, not ${JSON.stringify(value)}`,
+      'IMAGE_PATH_INVALID',
+    )
   return value as string
 }
 
 /** `driver`: a driver name (or one of Cyborg's aliases). */
 export function parseAdminDriver(req: unknown): string {
   const value = field(req, 'driver')
-  if (typeof value !== 'string' || value.length === 0 || value.length > 64) invalid('driver', 'must be a driver name')
+  if (typeof value !== 'string' || value.length === 0 || value.length > 64)
+    invalid('driver', 'must be a driver name')
   return value as string
 }
 
@@ -70,12 +81,15 @@ export function parseEnabled(req: unknown): boolean {
 /** `options`: a flat object of strings (at most 64 keys). */
 export function parseOptions(req: unknown): Record<string, string> {
   const value = field(req, 'options')
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) invalid('options', 'must be an object of strings')
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    invalid('options', 'must be an object of strings')
   const entries = Object.entries(value as object)
   if (entries.length > 64) invalid('options', 'may hold at most 64 options')
   for (const [k, v] of entries) {
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(k) || k === '__proto__') invalid(`options.${k}`, 'is not an option name')
-    if (typeof v !== 'string' || v.length > 65536) invalid(`options.${k}`, 'must be a string of at most 65536 characters')
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(k) || k === '__proto__')
+      invalid(`options.${k}`, 'is not an option name')
+    if (typeof v !== 'string' || v.length > 65536)
+      invalid(`options.${k}`, 'must be a string of at most 65536 characters')
   }
   return Object.fromEntries(entries) as Record<string, string>
 }

@@ -14,11 +14,25 @@
 import type { AcceleratorDriver, DriverDeps, DriverRegistry } from '../drivers/driver.js'
 import type { AgentRpc, DeviceActionResult, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
-import { AppError, ConfigError, DriverError, InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
+import {
+  AppError,
+  ConfigError,
+  DriverError,
+  InvalidInputError,
+  NotFoundError,
+  UnavailableError,
+} from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
 import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
-import { parseAdminDriver, parseControlPath, parseEnabled, parseImagePath, parseOptions, parseProgramAddress } from './driver-admin-input.js'
+import {
+  parseAdminDriver,
+  parseControlPath,
+  parseEnabled,
+  parseImagePath,
+  parseOptions,
+  parseProgramAddress,
+} from './driver-admin-input.js'
 
 /** One driver's runtime settings, as the agent cache keeps them. */
 export interface DriverSetting {
@@ -39,13 +53,19 @@ export interface DriverAdminDeps {
   baseOptions: Readonly<Record<string, Readonly<Record<string, string>>>>
   /** What rebuilt drivers get; without it, options cannot be changed. */
   driverDeps: DriverDeps | undefined
-  store: { load(): Promise<DriverSettings | undefined>; save(settings: DriverSettings): Promise<void> }
+  store: {
+    load(): Promise<DriverSettings | undefined>
+    save(settings: DriverSettings): Promise<void>
+  }
   /** Discovers and reports now (the agent's serialized discovery). */
   rediscover(): Promise<InventoryReportResult>
   log: Logger
 }
 
-export type DriverAdminRpc = Pick<AgentRpc, 'install' | 'programFpga' | 'setDriverEnabled' | 'updateDriverOptions'>
+export type DriverAdminRpc = Pick<
+  AgentRpc,
+  'install' | 'programFpga' | 'setDriverEnabled' | 'updateDriverOptions'
+>
 
 export interface DriverAdmin extends DriverAdminRpc {
   /** Loads the saved settings once (rebuilding overridden drivers); every call waits for that load. */
@@ -82,13 +102,18 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   }
 
   const setting = (name: string): DriverSetting => settings[name] ?? { enabled: true, options: {} }
-  const optionsOf = (name: string, overrides: Record<string, string>) => ({ ...baseOptions[name], ...overrides })
+  const optionsOf = (name: string, overrides: Record<string, string>) => ({
+    ...baseOptions[name],
+    ...overrides,
+  })
 
   /** A new instance of `name` with `overrides`. @throws InvalidInputError when the factory refuses them */
   const build = (name: string, overrides: Record<string, string>): AcceleratorDriver => {
     const factory = Object.hasOwn(factories, name) ? factories[name] : undefined
     if (!factory || !driverDeps) {
-      throw new UnavailableError(`driver ${name} cannot be rebuilt on this agent`, { code: 'DRIVER_NOT_REBUILDABLE' })
+      throw new UnavailableError(`driver ${name} cannot be rebuilt on this agent`, {
+        code: 'DRIVER_NOT_REBUILDABLE',
+      })
     }
     try {
       return factory(driverDeps, optionsOf(name, overrides))
@@ -117,7 +142,10 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         try {
           instances.set(name, build(name, s.options))
         } catch (err) {
-          log.warn({ err, driver: name }, 'saved driver options no longer apply; using the configured ones')
+          log.warn(
+            { err, driver: name },
+            'saved driver options no longer apply; using the configured ones',
+          )
         }
       }
     })())
@@ -125,20 +153,26 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   const resolve = (raw: string): string => {
     const name = Object.hasOwn(aliases, raw) ? aliases[raw]! : raw
     if (names.includes(name)) return name
-    throw new NotFoundError(`driver ${raw} is not configured on this agent; known drivers: ${names.join(', ') || '(none)'}`, {
-      code: 'DRIVER_NOT_FOUND',
-      details: { driver: raw, known: names },
-    })
+    throw new NotFoundError(
+      `driver ${raw} is not configured on this agent; known drivers: ${names.join(', ') || '(none)'}`,
+      {
+        code: 'DRIVER_NOT_FOUND',
+        details: { driver: raw, known: names },
+      },
+    )
   }
 
   const persist = async (next: DriverSettings) => {
     try {
       await store.save(next)
     } catch (err) {
-      throw new UnavailableError(`driver settings could not be saved in the agent cache: ${failure(err).message}`, {
-        code: 'AGENT_CACHE_WRITE_FAILED',
-        cause: err,
-      })
+      throw new UnavailableError(
+        `driver settings could not be saved in the agent cache: ${failure(err).message}`,
+        {
+          code: 'AGENT_CACHE_WRITE_FAILED',
+          cause: err,
+        },
+      )
     }
     settings = next
   }
@@ -149,14 +183,21 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
       (err: unknown) => ({ ok: false as const, ...failure(err) }),
     )
     const { enabled, options } = setting(name)
-    return { driver: name, enabled, options: optionsOf(name, options), overrides: { ...options }, report }
+    return {
+      driver: name,
+      enabled,
+      options: optionsOf(name, options),
+      overrides: { ...options },
+      report,
+    }
   }
 
   const enabled = () => names.filter((n) => setting(n).enabled).map((n) => instances.get(n)!)
 
   /** The enabled driver that found a device matching `match`, and that device. */
   const owner = async (match: (d: DiscoveredDevice) => boolean) => {
-    if (found.size === 0) await deps.rediscover().catch((err: unknown) => log.debug({ err }, 'rediscovery failed'))
+    if (found.size === 0)
+      await deps.rediscover().catch((err: unknown) => log.debug({ err }, 'rediscovery failed'))
     for (const driver of enabled()) {
       const device = found.get(driver.name)?.find(match)
       if (device) return { driver, device, address: controlPathAddress(device.controlPath) }
@@ -176,22 +217,31 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         const address = parseControlPath(req)
         const hit = await owner((d) => controlPathAddress(d.controlPath) === address)
         if (!hit) {
-          throw new NotFoundError(`no enabled driver on this host reported a device at ${address}`, {
-            code: 'DEVICE_NOT_ON_HOST',
-            details: { address },
-          })
+          throw new NotFoundError(
+            `no enabled driver on this host reported a device at ${address}`,
+            {
+              code: 'DEVICE_NOT_ON_HOST',
+              details: { address },
+            },
+          )
         }
         const { driver, device } = hit
         try {
           await driver.install?.(device)
         } catch (err) {
-          throw new DriverError(`driver ${driver.name} could not install device ${address}: ${failure(err).message}`, {
-            code: 'INSTALL_FAILED',
-            details: { driver: driver.name, address, cause: failure(err).code },
-            cause: err,
-          })
+          throw new DriverError(
+            `driver ${driver.name} could not install device ${address}: ${failure(err).message}`,
+            {
+              code: 'INSTALL_FAILED',
+              details: { driver: driver.name, address, cause: failure(err).code },
+              cause: err,
+            },
+          )
         }
-        log.info({ driver: driver.name, address, step: driver.install ? 'install' : 'none' }, 'device installed')
+        log.info(
+          { driver: driver.name, address, step: driver.install ? 'install' : 'none' },
+          'device installed',
+        )
         return { ok: true, driver: driver.name, address }
       }),
 
@@ -202,7 +252,9 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         const hit = await owner(
           (d) =>
             controlPathAddress(d.controlPath) === address ||
-            d.deployables.some((dep) => dep.attachHandles.some((h) => handleAddress(h.info) === address)),
+            d.deployables.some((dep) =>
+              dep.attachHandles.some((h) => handleAddress(h.info) === address),
+            ),
         )
         if (!hit) {
           throw new NotFoundError(`no enabled driver on this host owns PCI function ${address}`, {
@@ -240,7 +292,10 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         await persist({ ...settings, [name]: { ...setting(name), options: overrides } })
         instances.set(name, instance)
         found.delete(name)
-        log.info({ driver: name, overrides: Object.keys(overrides) }, 'driver options updated; driver rebuilt')
+        log.info(
+          { driver: name, overrides: Object.keys(overrides) },
+          'driver options updated; driver rebuilt',
+        )
         return answer(name)
       }),
   }
@@ -249,6 +304,10 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
 /** The `dddd:bb:dd.f` of a PCI attach handle's info, or undefined for another kind of handle. */
 function handleAddress(info: Record<string, string>): string | undefined {
   const { domain, bus, device, function: fn } = info
-  if (domain === undefined || bus === undefined || device === undefined || fn === undefined) return undefined
-  return controlPathAddress({ type: 'PCI', info: { domain, bus, device, function: fn } }).toLowerCase()
+  if (domain === undefined || bus === undefined || device === undefined || fn === undefined)
+    return undefined
+  return controlPathAddress({
+    type: 'PCI',
+    info: { domain, bus, device, function: fn },
+  }).toLowerCase()
 }

@@ -55,7 +55,9 @@ export function createDriverListing(deps: DriverListingDeps): DriverListing {
           version: deps.version,
           enabled: enabled.has(name),
           deviceCount: run?.ok ? run.deviceCount : 0,
-          lastDiscovery: run ? { at: run.at, ok: run.ok, ...(run.error ? { error: { ...run.error } } : {}) } : null,
+          lastDiscovery: run
+            ? { at: run.at, ok: run.ok, ...(run.error ? { error: { ...run.error } } : {}) }
+            : null,
         }
       })
       return { host: deps.host, drivers }

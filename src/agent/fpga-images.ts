@@ -27,14 +27,25 @@ export function createFpgaImages(deps: {
       const imageId = typeof image?.imageId === 'string' ? image.imageId : undefined
       const functionId = typeof image?.functionId === 'string' ? image.functionId : undefined
       if ((imageId === undefined) === (functionId === undefined)) {
-        throw new InvalidInputError('name exactly one of image.imageId and image.functionId', { details: { field: 'image' } })
+        throw new InvalidInputError('name exactly one of image.imageId and image.functionId', {
+          details: { field: 'image' },
+        })
       }
-      if (!deps.images) throw new UnavailableError('this agent has no image store ([glance] endpoint_override)', { code: 'NO_IMAGE_SOURCE' })
+      if (!deps.images)
+        throw new UnavailableError('this agent has no image store ([glance] endpoint_override)', {
+          code: 'NO_IMAGE_SOURCE',
+        })
       const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-bitstream-'))
       try {
         const dest = path.join(dir, 'image.gbs')
-        const { id } = await deps.images.fetch({ ...(imageId ? { imageId } : {}), ...(functionId ? { functionId } : {}) }, dest)
-        const result: DeviceActionResult = await deps.program({ address: req.address, imagePath: dest })
+        const { id } = await deps.images.fetch(
+          { ...(imageId ? { imageId } : {}), ...(functionId ? { functionId } : {}) },
+          dest,
+        )
+        const result: DeviceActionResult = await deps.program({
+          address: req.address,
+          imagePath: dest,
+        })
         deps.log.info({ address: result.address, image: id }, 'FPGA programmed from image')
         return { ...result, imageId: id }
       } finally {

@@ -3,19 +3,29 @@ import assert from 'node:assert/strict'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { CACHE_FILES, createFileAgentCache, decodeCacheFile, encodeCacheFile } from './local-cache.js'
+import {
+  CACHE_FILES,
+  createFileAgentCache,
+  decodeCacheFile,
+  encodeCacheFile,
+} from './local-cache.js'
 import { buildSnapshot } from './snapshot.js'
 import { createFakeDriver } from '../drivers/fake.js'
 import { createFixtureHostProbe } from '../drivers/fixture-host-probe.js'
 import { noopLogger } from '../domain/logger.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 
-const devicesOf = (hostname: string) => createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname }).discover()
+const devicesOf = (hostname: string) =>
+  createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname }).discover()
 const unchanged = { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
 
 function warnings() {
   const lines: { obj: unknown; msg: string }[] = []
-  const log = { ...noopLogger, warn: (obj: unknown, msg?: unknown) => void lines.push({ obj, msg: String(msg) }), child: () => log }
+  const log = {
+    ...noopLogger,
+    warn: (obj: unknown, msg?: unknown) => void lines.push({ obj, msg: String(msg) }),
+    child: () => log,
+  }
   return { log, lines }
 }
 
@@ -38,9 +48,14 @@ void describe('file agent cache', () => {
     const cache = createFileAgentCache(dir, { log: noopLogger })
     assert.deepEqual(await cache.pending(), [])
     await cache.saveSnapshot(a)
-    await cache.saveDriverStates([{ driver: 'fake', ok: true, deviceCount: 1, durationMs: 0.5, at: '2026-01-01T00:00:00.000Z' }])
+    await cache.saveDriverStates([
+      { driver: 'fake', ok: true, deviceCount: 1, durationMs: 0.5, at: '2026-01-01T00:00:00.000Z' },
+    ])
     assert.equal(await cache.driverSettings(), undefined)
-    const settings = { fake: { enabled: false, options: {} }, pci: { enabled: true, options: { device_spec: '[]' } } }
+    const settings = {
+      fake: { enabled: false, options: {} },
+      pci: { enabled: true, options: { device_spec: '[]' } },
+    }
     await cache.saveDriverSettings(settings)
     assert.equal(await cache.remoteAccelerators(), undefined)
     const remote = [{ name: 'IPSec Card', uuid: '8e45a2ea-5364-4b0d-a252-bf8becaa606e' }]
@@ -53,15 +68,25 @@ void describe('file agent cache', () => {
     assert.equal((await reopened.driverStates())[0]?.driver, 'fake')
     await reopened.acknowledge(a, unchanged)
     assert.deepEqual(await createFileAgentCache(dir, { log: noopLogger }).pending(), [])
-    assert.equal(await createFileAgentCache(dir, { log: noopLogger }).lastAcknowledgedHash(), a.hash)
-    assert.deepEqual((await readdir(dir)).sort(), Object.values(CACHE_FILES).sort(), 'no temp files left')
+    assert.equal(
+      await createFileAgentCache(dir, { log: noopLogger }).lastAcknowledgedHash(),
+      a.hash,
+    )
+    assert.deepEqual(
+      (await readdir(dir)).sort(),
+      Object.values(CACHE_FILES).sort(),
+      'no temp files left',
+    )
   })
 
   void it('a newer snapshot supersedes a pending one; an acknowledged hash is not queued again', async () => {
     const cache = createFileAgentCache(newDir(), { log: noopLogger })
     await cache.saveSnapshot(a)
     await cache.saveSnapshot(b)
-    assert.deepEqual((await cache.pending()).map((s) => s.hash), [b.hash])
+    assert.deepEqual(
+      (await cache.pending()).map((s) => s.hash),
+      [b.hash],
+    )
     await cache.acknowledge(b, unchanged)
     await cache.saveSnapshot(b)
     assert.deepEqual(await cache.pending(), [])
@@ -84,7 +109,10 @@ void describe('file agent cache', () => {
     await assert.rejects(crashing.saveSnapshot(b), /power cut/)
     assert.equal(await readFile(path.join(dir, CACHE_FILES.outbox), 'utf8'), before)
     // A temp file that a real crash would leave behind is cleaned up on the next open.
-    await writeFile(path.join(dir, `.${CACHE_FILES.outbox}.999.deadbeef.tmp`), 'cyborg-agent-cache 1 sha256=')
+    await writeFile(
+      path.join(dir, `.${CACHE_FILES.outbox}.999.deadbeef.tmp`),
+      'cyborg-agent-cache 1 sha256=',
+    )
     const reopened = createFileAgentCache(dir, { log: noopLogger })
     assert.deepEqual(await reopened.pending(), [a])
     assert.ok(!(await readdir(dir)).some((f) => f.endsWith('.tmp')))
@@ -109,9 +137,15 @@ void describe('file agent cache', () => {
     const files = await readdir(dir)
     assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.outbox}.corrupt-`)).length, 1)
     assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.drivers}.corrupt-`)).length, 1)
-    assert.equal(files.filter((f) => f.startsWith(`${CACHE_FILES.driverSettings}.corrupt-`)).length, 1)
+    assert.equal(
+      files.filter((f) => f.startsWith(`${CACHE_FILES.driverSettings}.corrupt-`)).length,
+      1,
+    )
     await cache.saveSnapshot(b) // and keeps working
-    assert.deepEqual((await createFileAgentCache(dir, { log: noopLogger }).pending()).map((s) => s.hash), [b.hash])
+    assert.deepEqual(
+      (await createFileAgentCache(dir, { log: noopLogger }).pending()).map((s) => s.hash),
+      [b.hash],
+    )
   })
 
   void it('detects a checksum mismatch even when the JSON parses', () => {

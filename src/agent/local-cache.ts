@@ -27,7 +27,10 @@ import type { DriverSettings } from './driver-admin.js'
 import { isRemoteAccelerator, type RemoteAccelerator } from '../drivers/driver.js'
 
 /** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
-export type CacheFs = Pick<typeof nodeFs, 'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'>
+export type CacheFs = Pick<
+  typeof nodeFs,
+  'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'
+>
 
 export interface FileAgentCacheDeps {
   log: Logger
@@ -169,7 +172,10 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
     await fsyncDir()
   }
 
-  const readChecked = async <T>(name: string, valid: (body: unknown) => body is T): Promise<T | undefined> => {
+  const readChecked = async <T>(
+    name: string,
+    valid: (body: unknown) => body is T,
+  ): Promise<T | undefined> => {
     const file = path.join(dir, name)
     let text: string
     try {
@@ -185,7 +191,10 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
     } catch (err) {
       const aside = `${file}.corrupt-${now().replace(/[:.]/g, '-')}`
       await fs.rename(file, aside)
-      log.warn({ file, movedTo: aside, reason: (err as Error).message }, 'agent cache file is corrupt; moved aside, starting without it')
+      log.warn(
+        { file, movedTo: aside, reason: (err as Error).message },
+        'agent cache file is corrupt; moved aside, starting without it',
+      )
       return undefined
     }
   }
@@ -258,11 +267,15 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
         await writeAtomic(CACHE_FILES.driverSettings, file)
         s.settings = file
       }),
-    remoteAccelerators: () => serialized(async () => (await load()).remote?.accelerators.map((a) => ({ ...a }))),
+    remoteAccelerators: () =>
+      serialized(async () => (await load()).remote?.accelerators.map((a) => ({ ...a }))),
     saveRemoteAccelerators: (accelerators) =>
       serialized(async () => {
         const s = await load()
-        const file: RemoteAcceleratorsFile = { savedAt: now(), accelerators: accelerators.map(({ name, uuid }) => ({ name, uuid })) }
+        const file: RemoteAcceleratorsFile = {
+          savedAt: now(),
+          accelerators: accelerators.map(({ name, uuid }) => ({ name, uuid })),
+        }
         await writeAtomic(CACHE_FILES.remoteAccelerators, file)
         s.remote = file
       }),
@@ -272,11 +285,18 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v)
 const isSnapshot = (v: unknown): v is InventorySnapshot =>
-  isObject(v) && typeof v.host === 'string' && typeof v.hash === 'string' && Array.isArray(v.devices)
+  isObject(v) &&
+  typeof v.host === 'string' &&
+  typeof v.hash === 'string' &&
+  Array.isArray(v.devices)
 const isSnapshotFile = (v: unknown): v is SnapshotFile =>
-  isObject(v) && typeof v.savedAt === 'string' && isSnapshot(v.snapshot) && (v.acknowledged === null || isObject(v.acknowledged))
+  isObject(v) &&
+  typeof v.savedAt === 'string' &&
+  isSnapshot(v.snapshot) &&
+  (v.acknowledged === null || isObject(v.acknowledged))
 const isDriversFile = (v: unknown): v is DriversFile => isObject(v) && Array.isArray(v.drivers)
 const isStringMap = (v: unknown): v is Record<string, string> =>
   isObject(v) && Object.values(v).every((x) => typeof x === 'string')
@@ -284,9 +304,14 @@ const isDriverSettingsFile = (v: unknown): v is DriverSettingsFile =>
   isObject(v) &&
   typeof v.savedAt === 'string' &&
   isObject(v.drivers) &&
-  Object.values(v.drivers).every((d) => isObject(d) && typeof d.enabled === 'boolean' && isStringMap(d.options))
+  Object.values(v.drivers).every(
+    (d) => isObject(d) && typeof d.enabled === 'boolean' && isStringMap(d.options),
+  )
 const isRemoteAcceleratorsFile = (v: unknown): v is RemoteAcceleratorsFile =>
-  isObject(v) && typeof v.savedAt === 'string' && Array.isArray(v.accelerators) && v.accelerators.every(isRemoteAccelerator)
+  isObject(v) &&
+  typeof v.savedAt === 'string' &&
+  Array.isArray(v.accelerators) &&
+  v.accelerators.every(isRemoteAccelerator)
 const isOutboxFile = (v: unknown): v is OutboxFile =>
   isObject(v) &&
   Array.isArray(v.entries) &&

@@ -10,7 +10,12 @@
  * not answer) is taken back and the agent reports again without it: the caller was told it failed,
  * so it must not appear later, and a refused entry must not block every later report of the host.
  */
-import { isRemoteAccelerator, REMOTE_DRIVER, type AcceleratorDriver, type RemoteAccelerator } from '../drivers/driver.js'
+import {
+  isRemoteAccelerator,
+  REMOTE_DRIVER,
+  type AcceleratorDriver,
+  type RemoteAccelerator,
+} from '../drivers/driver.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js'
@@ -18,7 +23,10 @@ import type { Logger } from '../domain/logger.js'
 
 export interface RemoteRegistryDeps {
   /** Where registrations persist (the agent cache); `load` answers undefined when nothing was saved. */
-  store: { load(): Promise<readonly RemoteAccelerator[] | undefined>; save(list: readonly RemoteAccelerator[]): Promise<void> }
+  store: {
+    load(): Promise<readonly RemoteAccelerator[] | undefined>
+    save(list: readonly RemoteAccelerator[]): Promise<void>
+  }
   /** The enabled drivers now (after runtime enable/disable and rebuilds). */
   enabled(): readonly AcceleratorDriver[]
   /** Waits for the driver settings to be loaded (so that `enabled()` is final). */
@@ -34,15 +42,20 @@ export interface RemoteRegistry extends Pick<AgentRpc, 'registerRemote'> {
 }
 
 /** Whether `driver` has the remote-registration capability of the port (the remote driver does). */
-const takesRegistrations = (driver: AcceleratorDriver): boolean => typeof driver.setRemoteAccelerators === 'function'
+const takesRegistrations = (driver: AcceleratorDriver): boolean =>
+  typeof driver.setRemoteAccelerators === 'function'
 
 const invalid = (field: string, problem: string) =>
   new InvalidInputError(`${field} ${problem}`, { details: { field } })
 
 /** Checks `{name, uuid}`: a name of 1-255 characters, a UUID (lower-cased). */
 export function parseRegistration(req: unknown): RemoteAccelerator {
-  const { name, uuid } = (req !== null && typeof req === 'object' ? req : {}) as Record<string, unknown>
-  if (typeof name !== 'string' || name.length === 0 || name.length > 255) throw invalid('name', 'must be a string of 1 to 255 characters')
+  const { name, uuid } = (req !== null && typeof req === 'object' ? req : {}) as Record<
+    string,
+    unknown
+  >
+  if (typeof name !== 'string' || name.length === 0 || name.length > 255)
+    throw invalid('name', 'must be a string of 1 to 255 characters')
   const reg = { name, uuid: typeof uuid === 'string' ? uuid.toLowerCase() : '' }
   if (!isRemoteAccelerator(reg)) throw invalid('uuid', 'must be a UUID')
   return reg
@@ -95,10 +108,13 @@ export function createRemoteRegistry(deps: RemoteRegistryDeps): RemoteRegistry {
         const clash = list.find((a) => (a.uuid === reg.uuid) !== (a.name === reg.name))
         if (clash) {
           const field = clash.name === reg.name ? 'name' : 'uuid'
-          throw new ConflictError(`an accelerator with ${field} ${JSON.stringify(reg[field])} is already registered here`, {
-            code: 'ACCELERATOR_EXISTS',
-            details: { field, value: reg[field] },
-          })
+          throw new ConflictError(
+            `an accelerator with ${field} ${JSON.stringify(reg[field])} is already registered here`,
+            {
+              code: 'ACCELERATOR_EXISTS',
+              details: { field, value: reg[field] },
+            },
+          )
         }
         if (!same) await save([...list, reg])
         try {
@@ -107,11 +123,21 @@ export function createRemoteRegistry(deps: RemoteRegistryDeps): RemoteRegistry {
           return { uuid: reg.uuid, report }
         } catch (err) {
           if (same) throw err
-          log.warn({ err, name: reg.name, uuid: reg.uuid }, 'remote accelerator not reported; registration taken back')
-          await save(list.filter((a) => a.uuid !== reg.uuid)).catch((saveErr: unknown) =>
-            log.error({ err: saveErr }, 'could not take back a remote registration; the next report carries it'),
+          log.warn(
+            { err, name: reg.name, uuid: reg.uuid },
+            'remote accelerator not reported; registration taken back',
           )
-          await deps.rediscover().catch((again: unknown) => log.warn({ err: again }, 'report after taking back a registration failed'))
+          await save(list.filter((a) => a.uuid !== reg.uuid)).catch((saveErr: unknown) =>
+            log.error(
+              { err: saveErr },
+              'could not take back a remote registration; the next report carries it',
+            ),
+          )
+          await deps
+            .rediscover()
+            .catch((again: unknown) =>
+              log.warn({ err: again }, 'report after taking back a registration failed'),
+            )
           throw err
         }
       }),

@@ -4,7 +4,11 @@
  */
 import type { AcceleratorDriver } from '../drivers/driver.js'
 import { AppError, DriverError, TimeoutError } from '../domain/errors.js'
-import { canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
+import {
+  canonicalJson,
+  type DiscoveredDevice,
+  type InventorySnapshot,
+} from '../domain/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 
 /** A driver whose discovery failed, and why. */
@@ -69,19 +73,24 @@ async function discoverOne(
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      const err = new TimeoutError(`driver ${driver.name} did not finish discovery within ${timeoutMs} ms`)
+      const err = new TimeoutError(
+        `driver ${driver.name} did not finish discovery within ${timeoutMs} ms`,
+      )
       controller.abort(err)
       reject(err)
     }, timeoutMs)
   })
   try {
     const devices = await Promise.race([driver.discover({ signal: controller.signal }), deadline])
-    if (!Array.isArray(devices)) throw new DriverError(`driver ${driver.name} returned no device list`)
+    if (!Array.isArray(devices))
+      throw new DriverError(`driver ${driver.name} returned no device list`)
     return devices
   } catch (err) {
     return err instanceof AppError
       ? err
-      : new DriverError(`driver ${driver.name} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+      : new DriverError(`driver ${driver.name} failed: ${(err as Error)?.message ?? String(err)}`, {
+          cause: err,
+        })
   } finally {
     clearTimeout(timer)
     parent.removeEventListener('abort', onAbort)
@@ -94,7 +103,10 @@ async function discoverOne(
  * drivers or the file system list things.
  */
 export function normalizeDevices(devices: readonly DiscoveredDevice[]): DiscoveredDevice[] {
-  const byKey = <T>(key: (item: T) => string) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)
+  const byKey =
+    <T>(key: (item: T) => string) =>
+    (a: T, b: T) =>
+      key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
   return devices
     .map((device) => ({
       ...device,
@@ -110,7 +122,10 @@ export function normalizeDevices(devices: readonly DiscoveredDevice[]): Discover
 }
 
 /** The snapshot of `host`: normalized devices and their content hash. */
-export function buildSnapshot(host: string, devices: readonly DiscoveredDevice[]): InventorySnapshot {
+export function buildSnapshot(
+  host: string,
+  devices: readonly DiscoveredDevice[],
+): InventorySnapshot {
   const normalized = normalizeDevices(devices)
   return { host, hash: inventoryHash(normalized), devices: normalized }
 }

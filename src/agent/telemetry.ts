@@ -45,7 +45,8 @@ export async function collectStats(
     if (values === null || typeof values !== 'object' || Array.isArray(values)) return undefined
     const flat: DriverStatsValues = {}
     for (const [key, value] of Object.entries(values).slice(0, 64)) {
-      if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean') flat[key] = value
+      if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean')
+        flat[key] = value
     }
     return flat
   } catch {

@@ -48,7 +48,10 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   const nodeLimits = { headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }
   const app = Fastify({
     loggerInstance: deps.log,
-    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    logController: new LogController({
+      disableRequestLogging: true,
+      requestIdLogLabel: 'request_id',
+    }),
     childLoggerFactory: deferredChildLogger,
     genReqId: requestId,
     requestIdHeader: false,
@@ -66,9 +69,24 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     // `[api] enable_ssl_api`: HTTPS only; with a CA, a client certificate it signed is required.
     ...(options.https === undefined
       ? {}
-      : { https: { ...nodeLimits, ...options.https, ...(options.https.ca === undefined ? {} : { requestCert: true, rejectUnauthorized: true }) } }),
+      : {
+          https: {
+            ...nodeLimits,
+            ...options.https,
+            ...(options.https.ca === undefined
+              ? {}
+              : { requestCert: true, rejectUnauthorized: true }),
+          },
+        }),
     // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: false,
+        allErrors: false,
+        allowUnionTypes: true,
+      },
+    },
   }) as unknown as FastifyInstance
 
   app.decorateRequest('ctx', null as never)
@@ -82,7 +100,12 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.debug(
-        { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+        {
+          method: request.method,
+          url: request.url,
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
         'request',
       )
       done()
@@ -93,7 +116,13 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   rootRoutes(app, baseUrl)
   healthcheckRoutes(app, deps.db)
   const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
-  await app.register(v1Plugin, { prefix: '/v1', db: deps.db, conductor: deps.conductor, baseUrl, serviceDownAfterMs: options.serviceDownAfterMs })
+  await app.register(v1Plugin, {
+    prefix: '/v1',
+    db: deps.db,
+    conductor: deps.conductor,
+    baseUrl,
+    serviceDownAfterMs: options.serviceDownAfterMs,
+  })
   await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
   await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })
   return app

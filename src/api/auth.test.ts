@@ -19,8 +19,10 @@ async function closedPort(): Promise<number> {
 
 void describe('api auth hook', () => {
   void it('knows the paths that need no token', () => {
-    for (const p of ['/', '/v1', '/v2', '/v2/', '/healthcheck', '/v2?x=1']) assert.equal(isPublicPath(p), true, p)
-    for (const p of ['/v2/devices', '/devices', '/v1/accelerators', '/healthcheck/x', '/v3']) assert.equal(isPublicPath(p), false, p)
+    for (const p of ['/', '/v1', '/v2', '/v2/', '/healthcheck', '/v2?x=1'])
+      assert.equal(isPublicPath(p), true, p)
+    for (const p of ['/v2/devices', '/devices', '/v1/accelerators', '/healthcheck/x', '/v3'])
+      assert.equal(isPublicPath(p), false, p)
   })
 
   void it('noauth: every caller is an admin of the configured project', () => {
@@ -36,12 +38,21 @@ void describe('api auth hook', () => {
     const secret = 'gAAAAA-a-secret-token-value'
     const password = 'a-secret-password'
     const lines: string[] = []
-    const log = pino({ level: 'trace' }, new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }))
+    const log = pino(
+      { level: 'trace' },
+      new Writable({ write: (c: Buffer, _e, cb) => (lines.push(c.toString()), cb()) }),
+    )
     const url = `http://127.0.0.1:${await closedPort()}/v3`
     const auth = createKeystoneAuthenticator({
       authUrl: url,
       timeoutMs: 5_000,
-      credentials: { username: 'cyborg', password, projectName: 'service', userDomainName: 'Default', projectDomainName: 'Default' },
+      credentials: {
+        username: 'cyborg',
+        password,
+        projectName: 'service',
+        userDomainName: 'Default',
+        projectDomainName: 'Default',
+      },
       serviceTokenRoles: ['service'],
       serviceTokenRolesRequired: true,
       cacheTimeMs: 300_000,
@@ -54,14 +65,20 @@ void describe('api auth hook', () => {
       const none = await app.inject({ url: '/test/ok' })
       assert.equal(none.statusCode, 401)
       assert.equal(none.headers['www-authenticate'], `Keystone uri="${url}"`)
-      const down = await app.inject({ url: '/test/ok', headers: { 'x-auth-token': secret, 'x-service-token': secret } })
+      const down = await app.inject({
+        url: '/test/ok',
+        headers: { 'x-auth-token': secret, 'x-service-token': secret },
+      })
       assert.equal(down.statusCode, 503)
       assert.match(down.body, /Keystone at http:\/\/127\.0\.0\.1:\d+\/v3 is unavailable/)
       for (const text of [none.body, down.body, ...lines]) {
         assert.ok(!text.includes(secret), 'a token is shown')
         assert.ok(!text.includes(password), 'a password is shown')
       }
-      assert.ok(lines.some((l) => l.includes('request failed')), 'the 503 was logged')
+      assert.ok(
+        lines.some((l) => l.includes('request failed')),
+        'the 503 was logged',
+      )
     } finally {
       await app.close()
     }

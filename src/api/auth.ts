@@ -4,7 +4,12 @@
  * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, and
  * `/healthcheck` need no token. Policy decisions are not made here: the policy layer reads ctx.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+} from 'fastify'
 import { NotAuthenticatedError } from '../domain/errors.js'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
 import { noauthContext } from './context.js'
@@ -20,7 +25,10 @@ export interface Authenticator {
    * @throws NotAuthenticatedError for a missing, invalid, expired or revoked token;
    *   UnavailableError when Keystone cannot be asked
    */
-  authenticate(token: string | undefined, serviceToken: string | undefined): RequestContext | Promise<RequestContext>
+  authenticate(
+    token: string | undefined,
+    serviceToken: string | undefined,
+  ): RequestContext | Promise<RequestContext>
   /** The `WWW-Authenticate` value sent with a 401, e.g. `Keystone uri="http://keystone:5000/v3"`. */
   readonly wwwAuthenticate?: string
 }
@@ -62,31 +70,38 @@ function header(request: FastifyRequest, name: string): string | undefined {
 /** Installs the hook; call after the request-id hook (src/api/context.ts). */
 export function installAuth(app: FastifyInstance, auth: Authenticator): void {
   const fail = (reply: FastifyReply, done: HookHandlerDoneFunction, err: unknown) => {
-    if (err instanceof NotAuthenticatedError && auth.wwwAuthenticate) reply.header('www-authenticate', auth.wwwAuthenticate)
+    if (err instanceof NotAuthenticatedError && auth.wwwAuthenticate)
+      reply.header('www-authenticate', auth.wwwAuthenticate)
     done(err as Error)
   }
-  app.addHook('onRequest', (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-    if (isPublicPath(request.url)) {
-      request.ctx = ANONYMOUS_CONTEXT
-      return done()
-    }
-    let result: RequestContext | Promise<RequestContext>
-    try {
-      result = auth.authenticate(header(request, AUTH_TOKEN_HEADER), header(request, SERVICE_TOKEN_HEADER))
-    } catch (err) {
-      return fail(reply, done, err)
-    }
-    if (result instanceof Promise) {
-      result.then(
-        (ctx) => {
-          request.ctx = ctx
-          done()
-        },
-        (err: unknown) => fail(reply, done, err),
-      )
-      return
-    }
-    request.ctx = result
-    done()
-  })
+  app.addHook(
+    'onRequest',
+    (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+      if (isPublicPath(request.url)) {
+        request.ctx = ANONYMOUS_CONTEXT
+        return done()
+      }
+      let result: RequestContext | Promise<RequestContext>
+      try {
+        result = auth.authenticate(
+          header(request, AUTH_TOKEN_HEADER),
+          header(request, SERVICE_TOKEN_HEADER),
+        )
+      } catch (err) {
+        return fail(reply, done, err)
+      }
+      if (result instanceof Promise) {
+        result.then(
+          (ctx) => {
+            request.ctx = ctx
+            done()
+          },
+          (err: unknown) => fail(reply, done, err),
+        )
+        return
+      }
+      request.ctx = result
+      done()
+    },
+  )
 }

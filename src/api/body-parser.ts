@@ -8,7 +8,9 @@ import { InvalidInputError } from '../domain/errors.js'
 
 function rejectProtoKeys(key: string, value: unknown): unknown {
   if (key === '__proto__') {
-    throw new InvalidInputError("Invalid input for field '__proto__': not allowed", { details: { field: '__proto__' } })
+    throw new InvalidInputError("Invalid input for field '__proto__': not allowed", {
+      details: { field: '__proto__' },
+    })
   }
   return value
 }

@@ -10,10 +10,21 @@ void describe('client errors', () => {
   after(() => t.close())
 
   void it("names the parser's problem, the size limit and the time limits", () => {
-    const parser = Object.assign(new Error('Parse Error: Invalid method encountered'), { code: 'HPE_INVALID_METHOD', reason: 'Invalid method encountered' })
-    assert.deepEqual(describeClientError(parser), { status: 400, message: 'Malformed HTTP request: Invalid method encountered (HPE_INVALID_METHOD)' })
-    assert.equal(describeClientError(Object.assign(new Error('x'), { code: 'HPE_HEADER_OVERFLOW' })).status, 431)
-    const timeout = describeClientError(Object.assign(new Error('x'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }))
+    const parser = Object.assign(new Error('Parse Error: Invalid method encountered'), {
+      code: 'HPE_INVALID_METHOD',
+      reason: 'Invalid method encountered',
+    })
+    assert.deepEqual(describeClientError(parser), {
+      status: 400,
+      message: 'Malformed HTTP request: Invalid method encountered (HPE_INVALID_METHOD)',
+    })
+    assert.equal(
+      describeClientError(Object.assign(new Error('x'), { code: 'HPE_HEADER_OVERFLOW' })).status,
+      431,
+    )
+    const timeout = describeClientError(
+      Object.assign(new Error('x'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }),
+    )
     assert.equal(timeout.status, 408)
     assert.match(timeout.message, /headers_timeout, request_timeout/)
   })
@@ -21,7 +32,10 @@ void describe('client errors', () => {
   void it('a broken percent-encoding in the path is a 400 naming the path', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/v2/devices/%zz' })
     assert.equal(res.statusCode, 400)
-    assert.equal(faultOf(res.body).faultstring, 'The path "/v2/devices/%zz" is not a valid URL: it has a malformed percent-encoding')
+    assert.equal(
+      faultOf(res.body).faultstring,
+      'The path "/v2/devices/%zz" is not a valid URL: it has a malformed percent-encoding',
+    )
   })
 
   void it('a path parameter over 100 characters is a 414', async () => {

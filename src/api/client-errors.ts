@@ -20,11 +20,18 @@ interface ParserError extends Error {
 /** The status and message for a parser error or a client timeout. */
 export function describeClientError(err: ParserError): { status: number; message: string } {
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    return { status: 408, message: 'The request was not received in time ([api] headers_timeout, request_timeout)' }
+    return {
+      status: 408,
+      message: 'The request was not received in time ([api] headers_timeout, request_timeout)',
+    }
   }
-  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, message: 'The request headers are larger than 16 KiB' }
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, message: 'The request headers are larger than 16 KiB' }
   const reason = (err.reason ?? err.message).replace(/\.$/, '')
-  return { status: 400, message: `Malformed HTTP request: ${reason}${err.code ? ` (${err.code})` : ''}` }
+  return {
+    status: 400,
+    message: `Malformed HTTP request: ${reason}${err.code ? ` (${err.code})` : ''}`,
+  }
 }
 
 /** Fastify's `clientErrorHandler`: answers once if the socket can still take it, then closes. */
@@ -47,10 +54,18 @@ export function clientErrorHandler(log: Logger) {
 }
 
 /** Fastify's `frameworkErrors`: the router's refusals, before any route or hook runs. */
-export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(
+  err: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): void {
   const path = JSON.stringify(request.url.split('?')[0]?.slice(0, 200))
   if (err.code === 'FST_ERR_BAD_URL') {
-    sendError(reply, 400, `The path ${path} is not a valid URL: it has a malformed percent-encoding`)
+    sendError(
+      reply,
+      400,
+      `The path ${path} is not a valid URL: it has a malformed percent-encoding`,
+    )
   } else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
     sendError(reply, 414, `A path segment of ${path} is longer than 100 characters`)
   } else {

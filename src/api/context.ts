@@ -41,7 +41,11 @@ export function requestId(raw: IncomingMessage): string {
 }
 
 /** Root `onRequest` hook: echoes the request id and sets `request.ctx`. */
-export function identify(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+export function identify(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
   reply.header(REQUEST_ID_HEADER, request.id)
   request.ctx = NOAUTH_CONTEXT
   done()

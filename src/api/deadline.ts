@@ -22,14 +22,21 @@ export function installHandlerDeadline(app: FastifyInstance, ms: number): void {
 function expire(request: FastifyRequest, reply: FastifyReply, ms: number): void {
   if (reply.sent || reply.raw.headersSent) return
   const seconds = ms / 1000
-  request.log.warn({ status: 503, method: request.method, route: request.routeOptions.url }, `request not finished within ${seconds} s`)
+  request.log.warn(
+    { status: 503, method: request.method, route: request.routeOptions.url },
+    `request not finished within ${seconds} s`,
+  )
   const body = errorBody(
     503,
     `The request was not finished within ${seconds} s ([api] handler_timeout); its work may still complete, so check the resource before retrying`,
   )
   // Hijacked, so that the handler's late answer (or error) is dropped instead of sent twice.
   reply.hijack()
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
-  reply.raw.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+  for (const [name, value] of Object.entries(reply.getHeaders()))
+    if (value !== undefined) reply.raw.setHeader(name, value)
+  reply.raw.writeHead(503, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  })
   reply.raw.end(body)
 }

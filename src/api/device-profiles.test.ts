@@ -6,20 +6,36 @@ import { InvalidInputError } from '../domain/errors.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createTestApp, type TestApp } from '../../test/support/api-app.js'
 
-const dp = (fields: Record<string, unknown>) => [{ name: 'dp1', groups: [{ 'resources:FPGA': '1' }], ...fields }]
+const dp = (fields: Record<string, unknown>) => [
+  { name: 'dp1', groups: [{ 'resources:FPGA': '1' }], ...fields },
+]
 const group = (g: Record<string, unknown>) => dp({ groups: [g] })
 
 void describe('parseDeviceProfileCreate: accepted', () => {
   const cases: [string, unknown, unknown][] = [
     [
       'the CLI body',
-      [{ groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required' }], description: null, name: 'my-dp_1' }],
-      { name: 'my-dp_1', description: null, groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required' }] },
+      [
+        {
+          groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required' }],
+          description: null,
+          name: 'my-dp_1',
+        },
+      ],
+      {
+        name: 'my-dp_1',
+        description: null,
+        groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required' }],
+      },
     ],
     [
       'integer values become strings',
       group({ 'resources:GPU': 2, 'resources:CUSTOM_ACCEL_X': 1.0 }),
-      { name: 'dp1', description: null, groups: [{ 'resources:GPU': '2', 'resources:CUSTOM_ACCEL_X': '1' }] },
+      {
+        name: 'dp1',
+        description: null,
+        groups: [{ 'resources:GPU': '2', 'resources:CUSTOM_ACCEL_X': '1' }],
+      },
     ],
     [
       'uuid (lower-cased), description, accel keys, forbidden trait, several groups',
@@ -67,8 +83,16 @@ void describe('parseDeviceProfileCreate: rejected with the field named', () => {
     ['a group that is a list', dp({ groups: [[]] }), 'groups[0]'],
     ['an empty group', dp({ groups: [{ 'resources:FPGA': '1' }, {}] }), 'groups[1]'],
     ['an unknown prefix', group({ 'foo:bar': 'x' }), 'groups[0]["foo:bar"]'],
-    ['a standard trait', group({ 'trait:HW_CPU_X86_AVX': 'required' }), 'groups[0]["trait:HW_CPU_X86_AVX"]'],
-    ['a lower-case custom trait', group({ 'trait:CUSTOM_a': 'required' }), 'groups[0]["trait:CUSTOM_a"]'],
+    [
+      'a standard trait',
+      group({ 'trait:HW_CPU_X86_AVX': 'required' }),
+      'groups[0]["trait:HW_CPU_X86_AVX"]',
+    ],
+    [
+      'a lower-case custom trait',
+      group({ 'trait:CUSTOM_a': 'required' }),
+      'groups[0]["trait:CUSTOM_a"]',
+    ],
     ['a trait value', group({ 'trait:CUSTOM_A': 'maybe' }), 'groups[0]["trait:CUSTOM_A"]'],
     ['an unknown RC', group({ 'resources:TPU': '1' }), 'groups[0]["resources:TPU"]'],
     ['amount 0', group({ 'resources:FPGA': '0' }), 'groups[0]["resources:FPGA"]'],
@@ -80,7 +104,11 @@ void describe('parseDeviceProfileCreate: rejected with the field named', () => {
     ['a boolean value', group({ 'accel:bitstream_id': true }), 'groups[0]["accel:bitstream_id"]'],
     ['an unknown accel key', group({ 'accel:colour': 'red' }), 'groups[0]["accel:colour"]'],
     ['an empty accel value', group({ 'accel:function_id': '' }), 'groups[0]["accel:function_id"]'],
-    ['duplicate trait keys after trimming', group({ 'trait:CUSTOM_A': 'required', 'trait: CUSTOM_A': 'forbidden' }), 'groups[0]["trait: CUSTOM_A"]'],
+    [
+      'duplicate trait keys after trimming',
+      group({ 'trait:CUSTOM_A': 'required', 'trait: CUSTOM_A': 'forbidden' }),
+      'groups[0]["trait: CUSTOM_A"]',
+    ],
     ['a bad uuid', dp({ uuid: 'nope' }), 'uuid'],
     ['a numeric description', dp({ description: 1 }), 'description'],
     ['a long description', dp({ description: 'd'.repeat(256) }), 'description'],
@@ -103,17 +131,30 @@ void describe('parseDeviceProfileCreate: rejected with the field named', () => {
 
 /** Bodies that are often nearly valid, so that the fuzzing reaches the deep checks. */
 const keyArb = fc.oneof(
-  fc.constantFrom('resources:FPGA', 'resources:CUSTOM_X', 'trait:CUSTOM_A', 'trait: CUSTOM_A', 'accel:bitstream_id', 'accel:x'),
+  fc.constantFrom(
+    'resources:FPGA',
+    'resources:CUSTOM_X',
+    'trait:CUSTOM_A',
+    'trait: CUSTOM_A',
+    'accel:bitstream_id',
+    'accel:x',
+  ),
   fc.string(),
 )
-const valueArb = fc.oneof(fc.constantFrom('1', 'required', 'forbidden', 0, 2, -3, 1.5), fc.jsonValue())
+const valueArb = fc.oneof(
+  fc.constantFrom('1', 'required', 'forbidden', 0, 2, -3, 1.5),
+  fc.jsonValue(),
+)
 const bodyArb = fc.oneof(
   fc.jsonValue(),
   fc.array(
     fc.record(
       {
         name: fc.oneof(fc.stringMatching(/^[a-z0-9_-]{1,8}$/), fc.jsonValue()),
-        groups: fc.oneof(fc.array(fc.dictionary(keyArb, valueArb, { maxKeys: 4 }), { maxLength: 3 }), fc.jsonValue()),
+        groups: fc.oneof(
+          fc.array(fc.dictionary(keyArb, valueArb, { maxKeys: 4 }), { maxLength: 3 }),
+          fc.jsonValue(),
+        ),
         description: fc.oneof(fc.constant(null), fc.string(), fc.jsonValue()),
         uuid: fc.oneof(fc.uuid(), fc.string()),
       },
@@ -130,7 +171,8 @@ void describe('device-profile fuzzing', () => {
         try {
           const p = parseDeviceProfileCreate(body)
           assert.ok(p.groups.length > 0)
-          for (const g of p.groups) for (const v of Object.values(g)) assert.equal(typeof v, 'string')
+          for (const g of p.groups)
+            for (const v of Object.values(g)) assert.equal(typeof v, 'string')
         } catch (err) {
           if (!(err instanceof InvalidInputError)) throw err
         }
@@ -167,8 +209,12 @@ void describe('device-profile fuzzing', () => {
           headers: { 'content-type': 'application/json' },
           payload,
         })
-        assert.ok(res.statusCode === 201 || res.statusCode === 400, `${res.statusCode} ${res.body} for ${payload}`)
-        if (res.statusCode === 201) assert.equal(res.json().name, (body as { name: string }[])[0]!.name)
+        assert.ok(
+          res.statusCode === 201 || res.statusCode === 400,
+          `${res.statusCode} ${res.body} for ${payload}`,
+        )
+        if (res.statusCode === 201)
+          assert.equal(res.json().name, (body as { name: string }[])[0]!.name)
       }),
       { numRuns: 300 },
     )

@@ -32,7 +32,8 @@ void describe('the error → HTTP map', () => {
     [Object.assign(new Error('x'), { code: 'SOMETHING', statusCode: 400 }), 500],
   ]
   for (const [err, status] of cases) {
-    void it(`${err instanceof Error ? err.constructor.name : typeof err} → ${status}`, () => assert.equal(statusOf(err), status))
+    void it(`${err instanceof Error ? err.constructor.name : typeof err} → ${status}`, () =>
+      assert.equal(statusOf(err), status))
   }
 
   void it('the body is compat-v2: a JSON string inside error_message', () => {
@@ -45,14 +46,24 @@ void describe('the error → HTTP map', () => {
   })
 
   void it('formats ajv errors naming the field', () => {
-    const f = (e: object) => formatValidationError([{ instancePath: '', params: {}, ...e } as never], 'body')
-    assert.equal(f({ keyword: 'required', params: { missingProperty: 'key' } }), "Invalid input for field 'key': required")
+    const f = (e: object) =>
+      formatValidationError([{ instancePath: '', params: {}, ...e } as never], 'body')
+    assert.equal(
+      f({ keyword: 'required', params: { missingProperty: 'key' } }),
+      "Invalid input for field 'key': required",
+    )
     assert.equal(
       f({ instancePath: '/groups/0', keyword: 'type', params: { type: 'object' } }),
       "Invalid input for field 'groups/0': must be object",
     )
-    assert.equal(f({ keyword: 'additionalProperties', params: { additionalProperty: 'x' } }), "Invalid input for field 'x': unknown field")
-    assert.equal(f({ keyword: 'type', params: { type: 'object' } }), "Invalid input for field 'body': must be object")
+    assert.equal(
+      f({ keyword: 'additionalProperties', params: { additionalProperty: 'x' } }),
+      "Invalid input for field 'x': unknown field",
+    )
+    assert.equal(
+      f({ keyword: 'type', params: { type: 'object' } }),
+      "Invalid input for field 'body': must be object",
+    )
   })
 })
 
@@ -63,7 +74,11 @@ void describe('error responses', () => {
   })
   after(() => t.close())
 
-  const expectError = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, re: RegExp) => {
+  const expectError = (
+    res: { statusCode: number; headers: Record<string, unknown>; body: string },
+    status: number,
+    re: RegExp,
+  ) => {
     assert.equal(res.statusCode, status, res.body)
     assert.match(String(res.headers['content-type']), /^application\/json/)
     const fault = faultOf(res.body)
@@ -72,7 +87,12 @@ void describe('error responses', () => {
     assert.match(fault.faultstring, re)
   }
   const post = (url: string, payload: string, contentType: string | null = 'application/json') =>
-    t.app.inject({ method: 'POST', url, payload, headers: contentType ? { 'content-type': contentType } : {} })
+    t.app.inject({
+      method: 'POST',
+      url,
+      payload,
+      headers: contentType ? { 'content-type': contentType } : {},
+    })
 
   void it('unknown path → 404 in the same format, with or without /v2', async () => {
     expectError(await t.app.inject({ url: '/v2/nope' }), 404, /not be found.*\/v2\/nope/)
@@ -83,7 +103,11 @@ void describe('error responses', () => {
     const res = await t.app.inject({ method: 'PATCH', url: '/v2/device_profiles' })
     expectError(res, 405, /PATCH/)
     assert.equal(res.headers.allow, 'GET, HEAD, POST, DELETE')
-    expectError(await t.app.inject({ method: 'DELETE', url: `/v2/devices/${UUID}` }), 405, /allowed: GET, HEAD/)
+    expectError(
+      await t.app.inject({ method: 'DELETE', url: `/v2/devices/${UUID}` }),
+      405,
+      /allowed: GET, HEAD/,
+    )
   })
 
   void it('malformed JSON → 400', async () => {
@@ -95,19 +119,47 @@ void describe('error responses', () => {
   })
 
   void it('a body without Content-Type or with another one → 415 saying what to send', async () => {
-    expectError(await post('/v2/device_profiles', 'name=x', null), 415, /Content-Type: application\/json/)
-    expectError(await post('/v2/device_profiles', 'name=x', 'application/x-www-form-urlencoded'), 415, /application\/json/)
+    expectError(
+      await post('/v2/device_profiles', 'name=x', null),
+      415,
+      /Content-Type: application\/json/,
+    )
+    expectError(
+      await post('/v2/device_profiles', 'name=x', 'application/x-www-form-urlencoded'),
+      415,
+      /application\/json/,
+    )
   })
 
   void it('a body over the limit → 413', async () => {
-    expectError(await post('/v2/device_profiles', JSON.stringify([{ name: 'x'.repeat(5000) }])), 413, /4096 bytes/)
+    expectError(
+      await post('/v2/device_profiles', JSON.stringify([{ name: 'x'.repeat(5000) }])),
+      413,
+      /4096 bytes/,
+    )
   })
 
   void it('schema violations → 400 naming the field', async () => {
-    expectError(await post('/v2/attributes', '{"deployable_id": 1, "key": "k"}'), 400, /field 'value': required/)
-    expectError(await post('/v2/attributes', '{"deployable_id": 1, "key": "k", "value": "v", "x": 1}'), 400, /field 'x'/)
-    expectError(await post('/v2/attributes', '{"deployable_id": "1a", "key": "k", "value": "v"}'), 400, /field 'deployable_id'/)
-    expectError(await post('/v2/attributes', '{"deployable_id": [1], "key": "k", "value": "v"}'), 400, /field 'deployable_id'/)
+    expectError(
+      await post('/v2/attributes', '{"deployable_id": 1, "key": "k"}'),
+      400,
+      /field 'value': required/,
+    )
+    expectError(
+      await post('/v2/attributes', '{"deployable_id": 1, "key": "k", "value": "v", "x": 1}'),
+      400,
+      /field 'x'/,
+    )
+    expectError(
+      await post('/v2/attributes', '{"deployable_id": "1a", "key": "k", "value": "v"}'),
+      400,
+      /field 'deployable_id'/,
+    )
+    expectError(
+      await post('/v2/attributes', '{"deployable_id": [1], "key": "k", "value": "v"}'),
+      400,
+      /field 'deployable_id'/,
+    )
     expectError(await post('/v2/attributes', '[]'), 400, /field 'body'/)
     expectError(await post('/v2/attributes', ''), 400, /field 'body'/)
   })
@@ -116,18 +168,36 @@ void describe('error responses', () => {
     expectError(await t.app.inject({ url: '/v2/devices?limit=0' }), 400, /'limit'/)
     expectError(await t.app.inject({ url: '/v2/devices?limit=abc' }), 400, /'limit'/)
     expectError(await t.app.inject({ url: '/v2/devices?sort_dir=up' }), 400, /'sort_dir'/)
-    expectError(await t.app.inject({ url: '/v2/deployables?sort_key=bogus' }), 400, /'sort_key': must be one of/)
+    expectError(
+      await t.app.inject({ url: '/v2/deployables?sort_key=bogus' }),
+      400,
+      /'sort_key': must be one of/,
+    )
     expectError(await t.app.inject({ url: `/v2/devices?marker=${UUID}` }), 400, /'marker'/)
     expectError(await t.app.inject({ url: '/v2/devices?type=a&type=b' }), 400, /'type'/)
-    expectError(await t.app.inject({ url: '/v2/attributes?deployable_id=x' }), 400, /'deployable_id'/)
-    const ok = await t.app.inject({ url: '/v2/devices?filters.field=name&filters.value=x&whatever=1' })
+    expectError(
+      await t.app.inject({ url: '/v2/attributes?deployable_id=x' }),
+      400,
+      /'deployable_id'/,
+    )
+    const ok = await t.app.inject({
+      url: '/v2/devices?filters.field=name&filters.value=x&whatever=1',
+    })
     assert.equal(ok.statusCode, 200)
     assert.deepEqual(ok.json(), { devices: [] })
   })
 
   void it('a malformed uuid in a path is 404, as an unknown one', async () => {
-    expectError(await t.app.inject({ url: '/v2/devices/not-a-uuid' }), 404, /device not-a-uuid not found/)
-    expectError(await t.app.inject({ url: `/v2/devices/${UUID}` }), 404, new RegExp(`device ${UUID} not found`))
+    expectError(
+      await t.app.inject({ url: '/v2/devices/not-a-uuid' }),
+      404,
+      /device not-a-uuid not found/,
+    )
+    expectError(
+      await t.app.inject({ url: `/v2/devices/${UUID}` }),
+      404,
+      new RegExp(`device ${UUID} not found`),
+    )
     expectError(await t.app.inject({ url: '/v2/deployables/x' }), 404, /deployable x not found/)
     expectError(await t.app.inject({ url: '/v2/attributes/x' }), 404, /attribute x not found/)
   })
@@ -136,7 +206,9 @@ void describe('error responses', () => {
     const res = await t.app.inject({ method: 'POST', url: `/v2/devices/${UUID}/disable` })
     expectError(res, 500, /Internal error.*req-/)
     assert.doesNotMatch(res.body, /conductor stub/)
-    const line = t.logs.find((l) => l.request_id === res.headers['x-openstack-request-id'] && l.level === 50)
+    const line = t.logs.find(
+      (l) => l.request_id === res.headers['x-openstack-request-id'] && l.level === 50,
+    )
     assert.ok(line, 'an error line for the request')
     assert.match(String((line.err as { stack?: string }).stack), /conductor stub/)
   })
@@ -167,7 +239,10 @@ void describe('request ids', () => {
     const id = 'req-0b0e5fd4-6f4a-4d2b-9d1c-9a5a3f7d2e11'
     const res = await t.app.inject({ url: '/v2', headers: { 'x-openstack-request-id': id } })
     assert.equal(res.headers['x-openstack-request-id'], id)
-    const bad = await t.app.inject({ url: '/v2', headers: { 'x-openstack-request-id': 'evil\u0000' } })
+    const bad = await t.app.inject({
+      url: '/v2',
+      headers: { 'x-openstack-request-id': 'evil\u0000' },
+    })
     assert.notEqual(bad.headers['x-openstack-request-id'], 'evil\u0000')
     assert.match(String(bad.headers['x-openstack-request-id']), /^req-/)
   })

@@ -15,7 +15,12 @@ import {
   TimeoutError,
   UnavailableError,
 } from '../domain/errors.js'
-import { MIN_MINOR, negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from './microversion.js'
+import {
+  MIN_MINOR,
+  negotiateMicroversion,
+  VERSION_HEADER,
+  VERSION_RESPONSE_HEADERS,
+} from './microversion.js'
 
 /** An HTTP-only failure such as 405 or 406; the message is shown to the client. */
 export class ApiError extends Error {
@@ -40,7 +45,11 @@ export function statusOf(err: unknown): number {
   if (err instanceof AppError) return 500
   const fst = err as Partial<FastifyError> | null
   // Fastify's own client errors: bad JSON framing, body too large, unsupported media type, …
-  if (typeof fst?.code === 'string' && fst.code.startsWith('FST_') && typeof fst.statusCode === 'number') {
+  if (
+    typeof fst?.code === 'string' &&
+    fst.code.startsWith('FST_') &&
+    typeof fst.statusCode === 'number'
+  ) {
     if (fst.statusCode >= 400 && fst.statusCode < 500) return fst.statusCode
   }
   return 500
@@ -48,7 +57,11 @@ export function statusOf(err: unknown): number {
 
 /** The compat-v2 error body. */
 export function errorBody(status: number, message: string): string {
-  const fault = { faultcode: status < 500 ? 'Client' : 'Server', faultstring: message, debuginfo: null }
+  const fault = {
+    faultcode: status < 500 ? 'Client' : 'Server',
+    faultstring: message,
+    debuginfo: null,
+  }
   return JSON.stringify({ error_message: JSON.stringify(fault) })
 }
 
@@ -85,7 +98,8 @@ function clientMessage(err: unknown, status: number, request: FastifyRequest): s
   if (Array.isArray(fst.validation)) {
     const context = fst.validationContext ?? 'body'
     // An empty body (with or without Content-Type) is no body: say so rather than "must be object".
-    if (context === 'body' && request.body === undefined) return "Invalid input for field 'body': required, and the request has none"
+    if (context === 'body' && request.body === undefined)
+      return "Invalid input for field 'body': required, and the request has none"
     return formatValidationError(fst.validation, context)
   }
   switch (fst.code) {
@@ -112,17 +126,25 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     if ((err as { code?: unknown }).code === 'ECONNRESET' && request.raw.destroyed) {
       // The client (or request_timeout) closed the connection while the body was coming: nobody to answer.
-      request.log.info({ status: 400 }, 'the connection closed before the request body was complete')
+      request.log.info(
+        { status: 400 },
+        'the connection closed before the request body was complete',
+      )
       return sendError(reply, 400, 'The connection closed before the request body was complete')
     }
     const status = statusOf(err)
     if (status >= 500) {
       request.log.error({ err, status }, 'request failed')
       const message =
-        status === 500 ? `Internal error; the server log has the details (request ${request.id})` : (err as Error).message
+        status === 500
+          ? `Internal error; the server log has the details (request ${request.id})`
+          : (err as Error).message
       return sendError(reply, status, message)
     }
-    const message = err instanceof AppError || err instanceof ApiError ? err.message : clientMessage(err, status, request)
+    const message =
+      err instanceof AppError || err instanceof ApiError
+        ? err.message
+        : clientMessage(err, status, request)
     request.log.info({ status, code: (err as { code?: unknown }).code }, message)
     return sendError(reply, status, message)
   })

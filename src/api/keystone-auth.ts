@@ -10,7 +10,14 @@ import { createHash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import { AppError, NotAuthenticatedError, UnavailableError } from '../domain/errors.js'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
-import { InvalidTokenError, v3Url, validateToken, type KeystoneEndpoint, type PasswordCredentials, type TokenInfo } from '../openstack/keystone.js'
+import {
+  InvalidTokenError,
+  v3Url,
+  validateToken,
+  type KeystoneEndpoint,
+  type PasswordCredentials,
+  type TokenInfo,
+} from '../openstack/keystone.js'
 import { createKeystoneSession } from '../openstack/keystone-session.js'
 import type { Authenticator } from './auth.js'
 
@@ -63,10 +70,13 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
         )
       }
       if (err instanceof UnavailableError) {
-        throw new UnavailableError(`Cannot get a token: Keystone at ${v3Url(opts.authUrl)} is unavailable (${err.message})`, {
-          code: 'KEYSTONE_UNAVAILABLE',
-          cause: err,
-        })
+        throw new UnavailableError(
+          `Cannot get a token: Keystone at ${v3Url(opts.authUrl)} is unavailable (${err.message})`,
+          {
+            code: 'KEYSTONE_UNAVAILABLE',
+            cause: err,
+          },
+        )
       }
       throw err
     })
@@ -105,7 +115,9 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
         })
         .catch((err: unknown) => {
           if (err instanceof InvalidTokenError) {
-            throw new NotAuthenticatedError(`The ${what} is invalid, expired or revoked`, { details: { header: what } })
+            throw new NotAuthenticatedError(`The ${what} is invalid, expired or revoked`, {
+              details: { header: what },
+            })
           }
           throw err
         })
@@ -118,7 +130,12 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
   const combine = (user: Validated, service: Validated): RequestContext => {
     const roles = service.info.roles
     const accepted = !opts.serviceTokenRolesRequired || roles.some((r) => serviceRoles.has(r))
-    return freezeContext({ ...user.ctx, roles: [...user.ctx.roles], serviceRoles: [...roles], serviceToken: accepted })
+    return freezeContext({
+      ...user.ctx,
+      roles: [...user.ctx.roles],
+      serviceRoles: [...roles],
+      serviceToken: accepted,
+    })
   }
 
   return {
@@ -128,9 +145,13 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
       return validations
     },
     authenticate(token, serviceToken) {
-      if (token === undefined) throw new NotAuthenticatedError('Authentication required: send a Keystone token in X-Auth-Token')
+      if (token === undefined)
+        throw new NotAuthenticatedError(
+          'Authentication required: send a Keystone token in X-Auth-Token',
+        )
       const user = validate(token, 'X-Auth-Token')
-      if (serviceToken === undefined) return user instanceof Promise ? user.then((v) => v.ctx) : user.ctx
+      if (serviceToken === undefined)
+        return user instanceof Promise ? user.then((v) => v.ctx) : user.ctx
       const service = validate(serviceToken, 'X-Service-Token')
       if (!(user instanceof Promise) && !(service instanceof Promise)) return combine(user, service)
       return Promise.all([user, service]).then(([u, s]) => combine(u, s))

@@ -14,7 +14,9 @@ const first = (v: string | string[] | undefined): string | undefined => {
 }
 
 /** Returns a function from request to base URL (no trailing slash), e.g. `http://h:6666/accelerator`. */
-export function createBaseUrl(publicEndpoint: string | undefined): (request: FastifyRequest) => string {
+export function createBaseUrl(
+  publicEndpoint: string | undefined,
+): (request: FastifyRequest) => string {
   if (publicEndpoint !== undefined && publicEndpoint !== '') {
     const fixed = publicEndpoint.replace(/\/+$/, '')
     return () => fixed

@@ -19,9 +19,18 @@ void describe('negotiateMicroversion', () => {
     [['compute 2.1', 'accelerator 2.1'], 1],
   ]
   for (const [header, minor] of ok) {
-    void it(`${JSON.stringify(header)} → 2.${minor}`, () => assert.deepEqual(negotiateMicroversion(header), { minor }))
+    void it(`${JSON.stringify(header)} → 2.${minor}`, () =>
+      assert.deepEqual(negotiateMicroversion(header), { minor }))
   }
-  const bad = ['accelerator 2.5', 'accelerator 3.0', 'accelerator 1.9', 'accelerator two', '2', 'accelerator 2.x', 'accelerator']
+  const bad = [
+    'accelerator 2.5',
+    'accelerator 3.0',
+    'accelerator 1.9',
+    'accelerator two',
+    '2',
+    'accelerator 2.x',
+    'accelerator',
+  ]
   for (const header of bad) {
     void it(`${JSON.stringify(header)} → error naming the range`, () => {
       const r = negotiateMicroversion(header)
@@ -47,15 +56,25 @@ void describe('microversion headers on responses', () => {
 
   void it('no header is 2.0; latest is 2.4; the bare form works', async () => {
     expectHeaders((await t.app.inject({ url: '/v2/devices' })).headers, '2.0')
-    const latest = await t.app.inject({ url: '/devices', headers: { 'openstack-api-version': 'accelerator latest' } })
+    const latest = await t.app.inject({
+      url: '/devices',
+      headers: { 'openstack-api-version': 'accelerator latest' },
+    })
     assert.equal(latest.statusCode, 200)
     expectHeaders(latest.headers, '2.4')
-    expectHeaders((await t.app.inject({ url: '/v2/devices', headers: { 'openstack-api-version': '2.2' } })).headers, '2.2')
+    expectHeaders(
+      (await t.app.inject({ url: '/v2/devices', headers: { 'openstack-api-version': '2.2' } }))
+        .headers,
+      '2.2',
+    )
   })
 
   void it('a version out of range or unparsable is 406 naming the range, with the headers', async () => {
     for (const v of ['accelerator 2.5', 'accelerator 3.0', 'accelerator abc']) {
-      const res = await t.app.inject({ url: '/v2/device_profiles', headers: { 'openstack-api-version': v } })
+      const res = await t.app.inject({
+        url: '/v2/device_profiles',
+        headers: { 'openstack-api-version': v },
+      })
       assert.equal(res.statusCode, 406, v)
       assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.4/)
       assert.equal(faultOf(res.body).faultcode, 'Client')
@@ -65,7 +84,10 @@ void describe('microversion headers on responses', () => {
 
   void it('errors (404, 405) carry the headers of the negotiated version', async () => {
     const h = { 'openstack-api-version': 'accelerator 2.1' }
-    const missing = await t.app.inject({ url: '/v2/devices/5c8f3ac5-8e38-4f38-9ad7-a0a17b2b4e5a', headers: h })
+    const missing = await t.app.inject({
+      url: '/v2/devices/5c8f3ac5-8e38-4f38-9ad7-a0a17b2b4e5a',
+      headers: h,
+    })
     assert.equal(missing.statusCode, 404)
     expectHeaders(missing.headers, '2.1')
     const unknown = await t.app.inject({ url: '/v2/nothing-here', headers: h })

@@ -18,7 +18,8 @@ export function stringParam(query: Query, name: string): string | undefined {
 export function idParam(query: Query, name: string): number | undefined {
   const v = stringParam(query, name)
   if (v === undefined) return undefined
-  if (!/^[0-9]{1,15}$/.test(v)) throw invalidField(name, `must be a non-negative integer, got ${JSON.stringify(v)}`)
+  if (!/^[0-9]{1,15}$/.test(v))
+    throw invalidField(name, `must be a non-negative integer, got ${JSON.stringify(v)}`)
   return Number(v)
 }
 
@@ -40,7 +41,8 @@ export function pagingParams<K extends string>(query: Query, sortKeys: readonly 
   const out: Paging<K> = {}
   const limit = stringParam(query, 'limit')
   if (limit !== undefined) {
-    if (!/^[1-9][0-9]{0,8}$/.test(limit)) throw invalidField('limit', `must be a positive integer, got ${JSON.stringify(limit)}`)
+    if (!/^[1-9][0-9]{0,8}$/.test(limit))
+      throw invalidField('limit', `must be a positive integer, got ${JSON.stringify(limit)}`)
     out.limit = Number(limit)
   }
   const marker = stringParam(query, 'marker')
@@ -54,7 +56,8 @@ export function pagingParams<K extends string>(query: Query, sortKeys: readonly 
   }
   const sortDir = stringParam(query, 'sort_dir')
   if (sortDir !== undefined) {
-    if (sortDir !== 'asc' && sortDir !== 'desc') throw invalidField('sort_dir', 'must be asc or desc')
+    if (sortDir !== 'asc' && sortDir !== 'desc')
+      throw invalidField('sort_dir', 'must be asc or desc')
     out.sortDir = sortDir
   }
   return out

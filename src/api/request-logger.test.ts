@@ -3,7 +3,11 @@ import assert from 'node:assert/strict'
 import pino, { type Logger } from 'pino'
 import { deferredChildLogger } from './request-logger.js'
 
-function capture(level: string): { log: Logger; lines: Record<string, unknown>[]; children: () => number } {
+function capture(level: string): {
+  log: Logger
+  lines: Record<string, unknown>[]
+  children: () => number
+} {
   const lines: Record<string, unknown>[] = []
   let made = 0
   const log = pino(
@@ -30,12 +34,16 @@ void describe('the deferred per-request logger', () => {
     const deferred = capture('info')
     const real = capture('info')
     const err = new Error('boom')
-    for (const l of [make(deferred.log, { request_id: 'req-2' }), real.log.child({ request_id: 'req-2' })]) {
+    for (const l of [
+      make(deferred.log, { request_id: 'req-2' }),
+      real.log.child({ request_id: 'req-2' }),
+    ]) {
       l.info({ status: 404 }, 'not found')
       l.error({ err, status: 500 }, 'request failed')
       l.debug('hidden')
     }
-    const strip = (lines: Record<string, unknown>[]) => lines.map((x) => ({ ...x, time: undefined }))
+    const strip = (lines: Record<string, unknown>[]) =>
+      lines.map((x) => ({ ...x, time: undefined }))
     assert.equal(deferred.lines.length, 2)
     assert.deepEqual(strip(deferred.lines), strip(real.lines))
     assert.equal(deferred.lines[0]!.request_id, 'req-2')

@@ -67,8 +67,10 @@ class DeferredLogger {
 Object.setPrototypeOf(
   DeferredLogger.prototype,
   new Proxy(Object.create(null) as object, {
-    get: (_target, key, receiver: DeferredLogger) => Reflect.get(DeferredLogger.childOf(receiver), key),
-    set: (_target, key, value, receiver: DeferredLogger) => Reflect.set(DeferredLogger.childOf(receiver), key, value),
+    get: (_target, key, receiver: DeferredLogger) =>
+      Reflect.get(DeferredLogger.childOf(receiver), key),
+    set: (_target, key, value, receiver: DeferredLogger) =>
+      Reflect.set(DeferredLogger.childOf(receiver), key, value),
   }),
 )
 
@@ -76,12 +78,9 @@ Object.setPrototypeOf(
  * Fastify's `childLoggerFactory`. With child options (a route's `logLevel` or `logSerializers`)
  * the child is made at once, as Fastify would.
  */
-export const deferredChildLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = function (
-  logger,
-  bindings,
-  opts,
-) {
-  if (Object.keys(opts).length > 0) return logger.child(bindings, opts)
-  // Fastify hands over its pino child of the process logger (src/main/logger.ts).
-  return new DeferredLogger(logger as Logger, bindings) as unknown as Logger
-}
+export const deferredChildLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> =
+  function (logger, bindings, opts) {
+    if (Object.keys(opts).length > 0) return logger.child(bindings, opts)
+    // Fastify hands over its pino child of the process logger (src/main/logger.ts).
+    return new DeferredLogger(logger as Logger, bindings) as unknown as Logger
+  }

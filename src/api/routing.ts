@@ -2,7 +2,12 @@
  * Registers the handlers of one path and answers every other method on it with 405 and an
  * `Allow` header (Fastify alone would answer 404).
  */
-import type { FastifyInstance, RouteShorthandOptions, RouteHandlerMethod, HTTPMethods } from 'fastify'
+import type {
+  FastifyInstance,
+  RouteShorthandOptions,
+  RouteHandlerMethod,
+  HTTPMethods,
+} from 'fastify'
 import { ApiError } from './errors.js'
 
 /**
@@ -27,20 +32,33 @@ const extensions = new WeakMap<FastifyInstance, Map<string, Partial<Record<Metho
  * instance (`POST /v1/accelerators` lives apart from the reads): `resource()` then registers them
  * with its own and lists them in its 405 `Allow`. Call it before that `resource()`.
  */
-export function extendResource(app: FastifyInstance, url: string, methods: Partial<Record<Method, RouteSpec>>): void {
+export function extendResource(
+  app: FastifyInstance,
+  url: string,
+  methods: Partial<Record<Method, RouteSpec>>,
+): void {
   const byUrl = extensions.get(app) ?? new Map<string, Partial<Record<Method, RouteSpec>>>()
   byUrl.set(url, { ...byUrl.get(url), ...methods })
   extensions.set(app, byUrl)
 }
 
 /** `resource(app, '/devices/:uuid', { GET: {...}, DELETE: {...} })`. */
-export function resource(app: FastifyInstance, url: string, declared: Partial<Record<Method, RouteSpec>>): void {
+export function resource(
+  app: FastifyInstance,
+  url: string,
+  declared: Partial<Record<Method, RouteSpec>>,
+): void {
   const methods = { ...extensions.get(app)?.get(url), ...declared }
   const given = Object.keys(methods) as Method[]
   const allowed: HTTPMethods[] = given.includes('GET') ? [...given, 'HEAD'] : [...given]
   for (const method of given) {
     const { policy, config, ...spec } = methods[method]!
-    app.route({ ...spec, method, url, config: { ...(config as object | undefined), policy } satisfies RouteConfig })
+    app.route({
+      ...spec,
+      method,
+      url,
+      config: { ...(config as object | undefined), policy } satisfies RouteConfig,
+    })
   }
   const allow = ALL.filter((m) => allowed.includes(m)).join(', ')
   const others = ALL.filter((m) => !allowed.includes(m))
@@ -49,7 +67,10 @@ export function resource(app: FastifyInstance, url: string, declared: Partial<Re
     url,
     handler: async (request, reply) => {
       reply.header('allow', allow)
-      throw new ApiError(405, `Method ${request.method} is not allowed on this resource; allowed: ${allow}`)
+      throw new ApiError(
+        405,
+        `Method ${request.method} is not allowed on this resource; allowed: ${allow}`,
+      )
     },
   })
 }

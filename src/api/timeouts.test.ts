@@ -11,9 +11,16 @@ import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app
 import { rawExchange } from '../../test/support/raw-http.js'
 
 /** A conductor that never answers. */
-const silentConductor = () => new Proxy({} as ConductorRpc, { get: () => () => new Promise(() => {}) })
+const silentConductor = () =>
+  new Proxy({} as ConductorRpc, { get: () => () => new Promise(() => {}) })
 
-const LIMITS = { headersMs: 1000, requestMs: 1500, handlerMs: 3000, keepAliveMs: 1000, idleMs: 5000 }
+const LIMITS = {
+  headersMs: 1000,
+  requestMs: 1500,
+  handlerMs: 3000,
+  keepAliveMs: 1000,
+  idleMs: 5000,
+}
 
 void describe('[api] time limits over a real socket', () => {
   let t: TestApp
@@ -31,29 +38,42 @@ void describe('[api] time limits over a real socket', () => {
     const answer = await rawExchange(port, request, { deadlineMs: 5000 })
     assert.equal(answer.timedOut, false, JSON.stringify(t.logs))
     assert.equal(answer.responses[0]?.status, 503)
-    assert.match(faultOf(answer.responses[0]!.body).faultstring, /not finished within 3 s \(\[api\] handler_timeout\)/)
+    assert.match(
+      faultOf(answer.responses[0]!.body).faultstring,
+      /not finished within 3 s \(\[api\] handler_timeout\)/,
+    )
     const line = t.logs.find((l) => l.msg === 'request not finished within 3 s')
     assert.equal(line?.route, '/v2/device_profiles')
     assert.equal(line?.method, 'POST')
     // The connection stays usable for the next request.
-    const next = await rawExchange(port, 'GET /healthcheck HTTP/1.1\r\nHost: a\r\n\r\n', { deadlineMs: 5000 })
+    const next = await rawExchange(port, 'GET /healthcheck HTTP/1.1\r\nHost: a\r\n\r\n', {
+      deadlineMs: 5000,
+    })
     assert.equal(next.responses[0]?.status, 200)
   })
 
   void it('a slowloris client (headers a byte at a time) is cut off after headers_timeout', async () => {
     const head = 'GET /v2 HTTP/1.1\r\nHost: a\r\nX-Slow: ' + 'x'.repeat(100)
-    const answer = await rawExchange(port, '', { deadlineMs: 8000, untilClosed: true, pieces: { chunks: [...head], gapMs: 100 } })
+    const answer = await rawExchange(port, '', {
+      deadlineMs: 8000,
+      untilClosed: true,
+      pieces: { chunks: [...head], gapMs: 100 },
+    })
     assert.equal(answer.timedOut, false, 'the server never closed the connection')
     assert.equal(answer.closed, true)
     assert.deepEqual(
       answer.responses.map((r) => r.status),
       [408],
     )
-    assert.ok(answer.elapsedMs >= LIMITS.headersMs, `closed after ${answer.elapsedMs} ms, before headers_timeout`)
+    assert.ok(
+      answer.elapsedMs >= LIMITS.headersMs,
+      `closed after ${answer.elapsedMs} ms, before headers_timeout`,
+    )
   })
 
   void it('a declared Content-Length that never arrives is cut off after request_timeout', async () => {
-    const request = 'POST /v2/device_profiles HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[{"name"'
+    const request =
+      'POST /v2/device_profiles HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[{"name"'
     const answer = await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true })
     assert.equal(answer.timedOut, false, 'the server never closed the connection')
     assert.equal(answer.closed, true)
@@ -61,11 +81,15 @@ void describe('[api] time limits over a real socket', () => {
       answer.responses.map((r) => r.status),
       [408],
     )
-    assert.ok(answer.elapsedMs >= LIMITS.requestMs, `closed after ${answer.elapsedMs} ms, before request_timeout`)
+    assert.ok(
+      answer.elapsedMs >= LIMITS.requestMs,
+      `closed after ${answer.elapsedMs} ms, before request_timeout`,
+    )
   })
 
   void it('a chunked body that never ends is cut off after request_timeout', async () => {
-    const request = 'PATCH /v2/accelerator_requests HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n'
+    const request =
+      'PATCH /v2/accelerator_requests HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n'
     const answer = await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true })
     assert.equal(answer.closed, true)
     assert.deepEqual(
@@ -81,7 +105,10 @@ void describe('[api] time limits over a real socket', () => {
   })
 
   void it('an idle keep-alive connection is closed after keepalive_timeout', async () => {
-    const answer = await rawExchange(port, 'GET /healthcheck HTTP/1.1\r\nHost: a\r\n\r\n', { responses: 2, deadlineMs: 8000 })
+    const answer = await rawExchange(port, 'GET /healthcheck HTTP/1.1\r\nHost: a\r\n\r\n', {
+      responses: 2,
+      deadlineMs: 8000,
+    })
     assert.equal(answer.timedOut, false, 'the idle connection was never closed')
     assert.equal(answer.closed, true)
     assert.deepEqual(

@@ -27,7 +27,13 @@ void describe('version discovery', () => {
       description: res.json().description,
       versions: [
         doc,
-        { id: 'v1', status: 'SUPPORTED', min_version: '', max_version: '', links: [{ href: 'http://cyborg.example:6666/v1/', rel: 'self' }] },
+        {
+          id: 'v1',
+          status: 'SUPPORTED',
+          min_version: '',
+          max_version: '',
+          links: [{ href: 'http://cyborg.example:6666/v1/', rel: 'self' }],
+        },
       ],
       default_version: doc,
     })
@@ -56,7 +62,9 @@ void describe('version discovery', () => {
         'x-forwarded-prefix': '/accelerator/',
       },
     })
-    assert.deepEqual(res.json().links, [{ href: 'https://cloud.example/accelerator/v2/', rel: 'self' }])
+    assert.deepEqual(res.json().links, [
+      { href: 'https://cloud.example/accelerator/v2/', rel: 'self' },
+    ])
   })
 })
 
@@ -69,9 +77,14 @@ void describe('version discovery with [api] public_endpoint', () => {
 
   void it('uses the public endpoint whatever the request says', async () => {
     for (const url of ['/', '/v2', '/v2/']) {
-      const res = await t.app.inject({ url, headers: { host: 'ignored:1', 'x-forwarded-host': 'ignored' } })
+      const res = await t.app.inject({
+        url,
+        headers: { host: 'ignored:1', 'x-forwarded-host': 'ignored' },
+      })
       const doc = url === '/' ? res.json().default_version : res.json()
-      assert.deepEqual(doc.links, [{ href: 'https://api.example.org/accelerator/v2/', rel: 'self' }])
+      assert.deepEqual(doc.links, [
+        { href: 'https://api.example.org/accelerator/v2/', rel: 'self' },
+      ])
     }
   })
 })

@@ -21,13 +21,24 @@ export function versionDoc(base: string, id: 'v2' | 'v2.0') {
 
 /** The seed's v1 (accelerators), still served next to v2; it has no microversions. */
 export function v1VersionDoc(base: string, id: 'v1' | 'v1.0') {
-  return { id, status: 'SUPPORTED', min_version: '', max_version: '', links: [{ href: `${base}/v1/`, rel: 'self' }] }
+  return {
+    id,
+    status: 'SUPPORTED',
+    min_version: '',
+    max_version: '',
+    links: [{ href: `${base}/v1/`, rel: 'self' }],
+  }
 }
 
 /** The root document. */
 export function rootDoc(base: string) {
   const v2 = versionDoc(base, 'v2')
-  return { name: 'OpenStack Cyborg API', description: DESCRIPTION, versions: [v2, v1VersionDoc(base, 'v1')], default_version: v2 }
+  return {
+    name: 'OpenStack Cyborg API',
+    description: DESCRIPTION,
+    versions: [v2, v1VersionDoc(base, 'v1')],
+    default_version: v2,
+  }
 }
 
 /** `GET /` (unversioned: no microversion headers, like OpenStack Cyborg). */

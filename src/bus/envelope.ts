@@ -33,7 +33,11 @@ export function serializeError(err: unknown): SerializedError {
   }
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code
-    return { name: err.name, code: typeof code === 'string' ? code : 'INTERNAL_ERROR', message: err.message }
+    return {
+      name: err.name,
+      code: typeof code === 'string' ? code : 'INTERNAL_ERROR',
+      message: err.message,
+    }
   }
   return { name: 'Error', code: 'INTERNAL_ERROR', message: String(err) }
 }

@@ -5,7 +5,14 @@
  * servers of one topic take turns (round-robin); handlers always run asynchronously.
  */
 import type { CallOptions, MessageBus, MessageHandler, RpcHandler, Subscription } from './bus.js'
-import { errorReply, okReply, toJson, unwrapReply, type ReplyEnvelope, type RequestEnvelope } from './envelope.js'
+import {
+  errorReply,
+  okReply,
+  toJson,
+  unwrapReply,
+  type ReplyEnvelope,
+  type RequestEnvelope,
+} from './envelope.js'
 import { AppError, InvalidInputError, TimeoutError, UnavailableError } from '../domain/errors.js'
 
 /** Options of {@link createInProcessBus}. */
@@ -173,7 +180,9 @@ export function createInProcessBus(options: InProcessBusOptions = {}): MessageBu
       if (closed) return
       closed = true
       topics.clear()
-      const err = new UnavailableError('the bus was closed before a reply arrived', { code: 'BUS_CLOSED' })
+      const err = new UnavailableError('the bus was closed before a reply arrived', {
+        code: 'BUS_CLOSED',
+      })
       for (const fail of [...pending]) fail(err)
     },
   }
@@ -184,7 +193,10 @@ function subscription(stop: () => void): Subscription {
 }
 
 function aborted(topic: string, method: string, signal: AbortSignal | undefined): AppError {
-  return new AppError(`call ${topic}.${method} was aborted`, { code: 'ABORTED', cause: signal?.reason })
+  return new AppError(`call ${topic}.${method} was aborted`, {
+    code: 'ABORTED',
+    cause: signal?.reason,
+  })
 }
 
 function unwrapError(envelope: ReplyEnvelope): unknown {

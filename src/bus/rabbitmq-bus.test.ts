@@ -9,7 +9,14 @@ import type { MessageBus } from './bus.js'
 import { runBusContract } from './bus-contract.case.js'
 import { createRabbitMqBus, type RabbitMqBusOptions } from './rabbitmq-bus.js'
 import { testBroker, type TestVhost } from '../../test/support/rabbitmq.js'
-import { AppError, ConflictError, InvalidInputError, NotFoundError, TimeoutError, UnavailableError } from '../domain/errors.js'
+import {
+  AppError,
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  TimeoutError,
+  UnavailableError,
+} from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 
 const broker = await testBroker()
@@ -40,7 +47,11 @@ if (broker.skip !== undefined) {
   }
 
   runBusContract('rabbitmq', () =>
-    createRabbitMqBus({ url: vhost.url, drainTimeoutMs: 100, reconnect: { initialDelayMs: 50, maxDelayMs: 400 } }),
+    createRabbitMqBus({
+      url: vhost.url,
+      drainTimeoutMs: 100,
+      reconnect: { initialDelayMs: 50, maxDelayMs: 400 },
+    }),
   )
 
   const topic = () => `rmq.${randomUUID()}`
@@ -50,17 +61,27 @@ if (broker.skip !== undefined) {
       const [a, b, client] = await Promise.all([bus(), bus(), bus()])
       const t = topic()
       const counts = { a: 0, b: 0 }
-      for (const [name, server] of [['a', a], ['b', b]] as const) {
+      for (const [name, server] of [
+        ['a', a],
+        ['b', b],
+      ] as const) {
         await server.serve(t, async (method, payload) => {
           counts[name] += 1
           await sleep(5)
-          if (method === 'conflict') throw new ConflictError('name taken', { details: { field: 'name' } })
-          if (method === 'missing') throw new NotFoundError('no device', { code: 'DEVICE_NOT_FOUND' })
+          if (method === 'conflict')
+            throw new ConflictError('name taken', { details: { field: 'name' } })
+          if (method === 'missing')
+            throw new NotFoundError('no device', { code: 'DEVICE_NOT_FOUND' })
           return payload
         })
       }
-      const results = await Promise.all(Array.from({ length: 20 }, (_, n) => client.call(t, 'work', n, { timeoutMs: 5000 })))
-      assert.deepEqual(results, Array.from({ length: 20 }, (_, n) => n))
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, n) => client.call(t, 'work', n, { timeoutMs: 5000 })),
+      )
+      assert.deepEqual(
+        results,
+        Array.from({ length: 20 }, (_, n) => n),
+      )
       assert.ok(counts.a > 0 && counts.b > 0, `both servers worked: ${counts.a}, ${counts.b}`)
       await assert.rejects(client.call(t, 'conflict', null), (err) => {
         assert.ok(err instanceof ConflictError)
@@ -68,7 +89,10 @@ if (broker.skip !== undefined) {
         assert.deepEqual(err.details, { field: 'name' })
         return true
       })
-      await assert.rejects(client.call(t, 'missing', null), (err) => err instanceof NotFoundError && err.code === 'DEVICE_NOT_FOUND')
+      await assert.rejects(
+        client.call(t, 'missing', null),
+        (err) => err instanceof NotFoundError && err.code === 'DEVICE_NOT_FOUND',
+      )
     })
 
     void it('a cast waits in the queue for a server; a publish nobody hears is not stored', async () => {
@@ -78,7 +102,9 @@ if (broker.skip !== undefined) {
       await b.publish(t, { lost: true })
       const heard: unknown[] = []
       await b.subscribe(t, (m) => void heard.push(m))
-      const got = new Promise((resolve) => void b.serve(t, async (method, payload) => resolve({ method, payload })))
+      const got = new Promise(
+        (resolve) => void b.serve(t, async (method, payload) => resolve({ method, payload })),
+      )
       assert.deepEqual(await got, { method: 'early', payload: { n: 1 } })
       await b.publish(t, { n: 2 })
       await until(() => heard.length === 1)
@@ -103,15 +129,23 @@ if (broker.skip !== undefined) {
       await assert.rejects(orphan, UnavailableError)
       await sleep(200)
       assert.equal(await staying.call(t, 'fast', null, { timeoutMs: 2000 }), 'fast')
-      assert.deepEqual(lines.filter((l) => !l.startsWith('debug') && !l.includes('connected to RabbitMQ')), [])
+      assert.deepEqual(
+        lines.filter((l) => !l.startsWith('debug') && !l.includes('connected to RabbitMQ')),
+        [],
+      )
     })
 
     void it('after the broker drops every connection, servers and subscribers come back by themselves', async () => {
       const lines: string[] = []
-      const [server, client] = await Promise.all([bus({ log: capture(lines) }), bus({ log: capture(lines) })])
+      const [server, client] = await Promise.all([
+        bus({ log: capture(lines) }),
+        bus({ log: capture(lines) }),
+      ])
       const t = topic()
       const heard: unknown[] = []
-      await server.serve(t, async (method, payload) => (method === 'hang' ? new Promise(() => {}) : payload))
+      await server.serve(t, async (method, payload) =>
+        method === 'hang' ? new Promise(() => {}) : payload,
+      )
       await server.subscribe(t, (m) => void heard.push(m))
       assert.equal(await client.call(t, 'echo', 1, { timeoutMs: 2000 }), 1)
 
@@ -167,8 +201,14 @@ if (broker.skip !== undefined) {
       })
       await until(() => lines.filter((l) => l.includes('retrying')).length >= 2)
       controller.abort()
-      await assert.rejects(connecting, (err) => err instanceof UnavailableError && err.code === 'BUS_CONNECT_ABORTED')
-      assert.ok(lines.some((l) => l.includes('rabbit://cyborg:***@127.0.0.1:1/')), lines.join('\n'))
+      await assert.rejects(
+        connecting,
+        (err) => err instanceof UnavailableError && err.code === 'BUS_CONNECT_ABORTED',
+      )
+      assert.ok(
+        lines.some((l) => l.includes('rabbit://cyborg:***@127.0.0.1:1/')),
+        lines.join('\n'),
+      )
       assert.ok(lines.every((l) => !l.includes('s3cret')))
     })
 
@@ -186,7 +226,10 @@ if (broker.skip !== undefined) {
       const t = topic()
       let served = 0
       await b.serve(t, async () => ++served)
-      await assert.rejects(b.call(t, 'x', 10n as unknown), (err) => err instanceof AppError && err.code === 'BUS_ENCODING')
+      await assert.rejects(
+        b.call(t, 'x', 10n as unknown),
+        (err) => err instanceof AppError && err.code === 'BUS_ENCODING',
+      )
       assert.equal(await b.call(t, 'x', null, { timeoutMs: 2000 }), 1)
     })
   })
@@ -196,8 +239,16 @@ function capture(lines: string[]): Logger {
   const write =
     (level: string) =>
     (...args: unknown[]) =>
-      void lines.push(`${level} ${args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ')}`)
-  const log: Logger = { error: write('error'), warn: write('warn'), info: write('info'), debug: write('debug'), child: () => log }
+      void lines.push(
+        `${level} ${args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' ')}`,
+      )
+  const log: Logger = {
+    error: write('error'),
+    warn: write('warn'),
+    info: write('info'),
+    debug: write('debug'),
+    child: () => log,
+  }
   return log
 }
 

@@ -101,7 +101,10 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     try {
       return Buffer.from(JSON.stringify(value) ?? 'null')
     } catch (cause) {
-      throw new InvalidInputError(`${what} is not JSON-serialisable`, { code: 'BUS_ENCODING', cause })
+      throw new InvalidInputError(`${what} is not JSON-serialisable`, {
+        code: 'BUS_ENCODING',
+        cause,
+      })
     }
   }
 
@@ -118,7 +121,10 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
         if (link.alive) {
           consumers.delete(consumer)
           await consumer.stop()
-          throw new UnavailableError(`cannot consume ${topic}: ${errorMessage(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err })
+          throw new UnavailableError(`cannot consume ${topic}: ${errorMessage(err)}`, {
+            code: 'BUS_DECLARE_FAILED',
+            cause: err,
+          })
         }
       }
     }
@@ -146,7 +152,12 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
 
     async cast(topic, method, payload) {
       assertOpen()
-      await publisher.dispatch('cast', topic, method, encode(`payload of ${topic}.${method}`, { method, payload }))
+      await publisher.dispatch(
+        'cast',
+        topic,
+        method,
+        encode(`payload of ${topic}.${method}`, { method, payload }),
+      )
     },
 
     serve: (topic, handler) => addConsumer(topic, { kind: 'server', handler }),
@@ -171,7 +182,9 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
         }
         await conn.close()
         // Last, so that replies arriving while the handlers drain still reach their callers.
-        publisher.failAll(new UnavailableError('the bus was closed before a reply arrived', { code: 'BUS_CLOSED' }))
+        publisher.failAll(
+          new UnavailableError('the bus was closed before a reply arrived', { code: 'BUS_CLOSED' }),
+        )
       })()
       return closing
     },

@@ -78,7 +78,10 @@ export class ReconnectingConnection<S> {
       // Nobody waits for this bus any more: stop trying (the owner still calls close()).
       this.#closed = true
       this.#first.reject(
-        new UnavailableError('gave up connecting to RabbitMQ: interrupted', { code: 'BUS_CONNECT_ABORTED', cause: signal?.reason }),
+        new UnavailableError('gave up connecting to RabbitMQ: interrupted', {
+          code: 'BUS_CONNECT_ABORTED',
+          cause: signal?.reason,
+        }),
       )
       this.#wake()
     }
@@ -97,7 +100,9 @@ export class ReconnectingConnection<S> {
 
   async #close(): Promise<void> {
     this.#closed = true
-    this.#first.reject(new UnavailableError('the bus was closed before it connected', { code: 'BUS_CLOSED' }))
+    this.#first.reject(
+      new UnavailableError('the bus was closed before it connected', { code: 'BUS_CLOSED' }),
+    )
     this.#wake()
     const link = this.#link
     this.#link = undefined
@@ -140,20 +145,31 @@ export class ReconnectingConnection<S> {
 
   /** Opens one connection and the owner's state on it; false when it died while opening. */
   async #open(broker: BrokerAddress): Promise<boolean> {
-    const { heartbeatSeconds = 30, connectTimeoutMs = 5000, connectionName = 'cyborg', log } = this.#o
+    const {
+      heartbeatSeconds = 30,
+      connectTimeoutMs = 5000,
+      connectionName = 'cyborg',
+      log,
+    } = this.#o
     const shown = describeBroker(broker)
     const model = await connect(
       {
         protocol: 'amqp',
         hostname: broker.hostname,
         port: broker.port,
-        ...(broker.username === undefined ? {} : { username: broker.username, password: broker.password ?? '' }),
+        ...(broker.username === undefined
+          ? {}
+          : { username: broker.username, password: broker.password ?? '' }),
         // amqplib percent-decodes the vhost it is given.
         vhost: encodeURIComponent(broker.vhost),
         heartbeat: heartbeatSeconds,
       },
       // Without noDelay, Nagle plus delayed ACKs cost 40 ms per RPC (docs/bus.md).
-      { noDelay: true, timeout: connectTimeoutMs, clientProperties: { connection_name: connectionName } },
+      {
+        noDelay: true,
+        timeout: connectTimeoutMs,
+        clientProperties: { connection_name: connectionName },
+      },
     )
     let lastError: Error | undefined
     // Set once the owner's state is built; the listeners below see it through this box.
@@ -168,7 +184,9 @@ export class ReconnectingConnection<S> {
     model.on('error', (err: Error) => {
       lastError = err
     })
-    model.on('blocked', (reason: string) => log.warn({ reason }, 'RabbitMQ blocked this connection (resource alarm)'))
+    model.on('blocked', (reason: string) =>
+      log.warn({ reason }, 'RabbitMQ blocked this connection (resource alarm)'),
+    )
     model.on('unblocked', () => log.info('RabbitMQ unblocked this connection'))
     model.once('close', (err?: Error) => {
       dead = true
@@ -177,7 +195,10 @@ export class ReconnectingConnection<S> {
       if (!link || this.#link !== link || this.#closed) return
       this.#link = undefined
       const reason = err ?? lastError ?? new Error('connection closed')
-      log.warn({ broker: shown, err: reason.message }, 'lost the connection to RabbitMQ; reconnecting')
+      log.warn(
+        { broker: shown, err: reason.message },
+        'lost the connection to RabbitMQ; reconnecting',
+      )
       this.#o.lost(link, reason)
       this.#reconnect()
     })
@@ -218,4 +239,3 @@ export class ReconnectingConnection<S> {
     this.#sleep?.wake()
   }
 }
-

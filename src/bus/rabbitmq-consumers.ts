@@ -30,8 +30,7 @@ export interface ConsumerContext {
 }
 
 export type ConsumerKind =
-  | { kind: 'server'; handler: RpcHandler }
-  | { kind: 'subscriber'; handler: MessageHandler }
+  { kind: 'server'; handler: RpcHandler } | { kind: 'subscriber'; handler: MessageHandler }
 
 export class Consumer {
   readonly topic: string
@@ -110,20 +109,34 @@ export class Consumer {
   async #attach(link: Link<unknown>): Promise<void> {
     const { prefetch, exchange } = this.#ctx
     const channel = await link.model.createChannel()
-    channel.on('error', (err: Error) => this.#ctx.log.debug({ topic: this.topic, err: err.message }, 'consumer channel error'))
+    channel.on('error', (err: Error) =>
+      this.#ctx.log.debug({ topic: this.topic, err: err.message }, 'consumer channel error'),
+    )
     channel.on('close', () => this.#closed(channel, link))
     this.#channel = channel
     try {
       if (this.#spec.kind === 'server') {
         await channel.prefetch(prefetch)
         await channel.assertQueue(this.topic, TOPIC_QUEUE)
-        const { consumerTag } = await channel.consume(this.topic, (m) => this.#deliver(channel, link, m), { noAck: false })
+        const { consumerTag } = await channel.consume(
+          this.topic,
+          (m) => this.#deliver(channel, link, m),
+          { noAck: false },
+        )
         this.#tag = consumerTag
       } else {
         // Never stored: a subscriber's queue lives as long as its channel.
-        const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false })
+        const { queue } = await channel.assertQueue('', {
+          exclusive: true,
+          autoDelete: true,
+          durable: false,
+        })
         await channel.bindQueue(queue, exchange, this.topic)
-        const { consumerTag } = await channel.consume(queue, (m) => this.#deliver(channel, link, m), { noAck: true })
+        const { consumerTag } = await channel.consume(
+          queue,
+          (m) => this.#deliver(channel, link, m),
+          { noAck: true },
+        )
         this.#tag = consumerTag
       }
     } catch (err) {
@@ -137,7 +150,10 @@ export class Consumer {
   #deliver(channel: Channel, link: Link<unknown>, msg: ConsumeMessage | null): void {
     if (msg === null) {
       // The broker cancelled us (the queue was deleted): declare it again.
-      this.#ctx.log.warn({ topic: this.topic }, `RabbitMQ cancelled the consumer of ${this.topic}; declaring it again`)
+      this.#ctx.log.warn(
+        { topic: this.topic },
+        `RabbitMQ cancelled the consumer of ${this.topic}; declaring it again`,
+      )
       if (this.#channel === channel) this.#reattachSoon(link, channel)
       return
     }
@@ -146,7 +162,9 @@ export class Consumer {
       const handler = this.#spec.handler
       Promise.resolve()
         .then(() => handler(JSON.parse(msg.content.toString('utf8'))))
-        .catch((err: unknown) => this.#ctx.log.warn({ err, topic: this.topic }, 'subscriber failed'))
+        .catch((err: unknown) =>
+          this.#ctx.log.warn({ err, topic: this.topic }, 'subscriber failed'),
+        )
       return
     }
     if (!this.#active || this.#channel !== channel) {
@@ -159,7 +177,10 @@ export class Consumer {
   }
 
   async #serve(handler: RpcHandler, channel: Channel, msg: ConsumeMessage): Promise<void> {
-    const { correlationId, replyTo } = msg.properties as { correlationId?: string; replyTo?: string }
+    const { correlationId, replyTo } = msg.properties as {
+      correlationId?: string
+      replyTo?: string
+    }
     let method = '?'
     let reply: string
     try {
@@ -167,15 +188,20 @@ export class Consumer {
       method = request.method
       reply = encodeResult(await handler(request.method, request.payload))
     } catch (err) {
-      if (!replyTo) this.#ctx.log.warn({ err, topic: this.topic, method }, 'message without a caller failed')
+      if (!replyTo)
+        this.#ctx.log.warn({ err, topic: this.topic, method }, 'message without a caller failed')
       reply = JSON.stringify(errorReply(err))
     }
     try {
-      if (replyTo) channel.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+      if (replyTo)
+        channel.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
       channel.ack(msg)
     } catch (err) {
       // The channel is gone: the broker requeues the request for another server.
-      this.#ctx.log.debug({ topic: this.topic, method, err: errorMessage(err) }, 'could not reply; the request goes back to the queue')
+      this.#ctx.log.debug(
+        { topic: this.topic, method, err: errorMessage(err) },
+        'could not reply; the request goes back to the queue',
+      )
     } finally {
       this.#running -= 1
       if (this.#running === 0 && !this.#active) await this.#release(channel)
@@ -192,8 +218,12 @@ export class Consumer {
     // amqplib closes the channels just before it reports the connection closed: wait a turn to
     // tell a channel that failed alone (declare it again) from a lost connection (up() will).
     setImmediate(() => {
-      if (!this.#active || !link.alive || this.#ctx.current() !== link || this.#state !== 'failed') return
-      this.#ctx.log.warn({ topic: this.topic }, `the channel of ${this.topic} closed; declaring it again`)
+      if (!this.#active || !link.alive || this.#ctx.current() !== link || this.#state !== 'failed')
+        return
+      this.#ctx.log.warn(
+        { topic: this.topic },
+        `the channel of ${this.topic} closed; declaring it again`,
+      )
       this.#failed(link, new Error('channel closed'))
     })
   }
@@ -237,7 +267,8 @@ function parseRequest(content: Buffer): RequestEnvelope {
     throw new InvalidInputError('the request is not JSON', { code: 'BUS_DECODING' })
   }
   const method = (request as Partial<RequestEnvelope> | null)?.method
-  if (typeof method !== 'string') throw new InvalidInputError('the request names no method', { code: 'BUS_DECODING' })
+  if (typeof method !== 'string')
+    throw new InvalidInputError('the request names no method', { code: 'BUS_DECODING' })
   return request as RequestEnvelope
 }
 

@@ -6,7 +6,14 @@
  * next connection.
  */
 import { randomUUID } from 'node:crypto'
-import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Message, Options } from 'amqplib'
+import type {
+  Channel,
+  ChannelModel,
+  ConfirmChannel,
+  ConsumeMessage,
+  Message,
+  Options,
+} from 'amqplib'
 import type { CallOptions } from './bus.js'
 import { unwrapReply, type ReplyEnvelope } from './envelope.js'
 import { AppError, TimeoutError, UnavailableError } from '../domain/errors.js'
@@ -70,7 +77,9 @@ export class Publisher {
   async open(model: ChannelModel, kill: (reason: Error) => void): Promise<Session> {
     const { log, exchange } = this.#o
     const channel = await model.createConfirmChannel()
-    channel.on('error', (err: Error) => log.warn({ err: err.message }, 'RabbitMQ closed the publishing channel'))
+    channel.on('error', (err: Error) =>
+      log.warn({ err: err.message }, 'RabbitMQ closed the publishing channel'),
+    )
     // Replies and confirms arrive on this channel: without it the connection is useless.
     // (A turn later: when the whole connection closes, amqplib closes the channels first.)
     channel.on('close', () => setImmediate(() => kill(new Error('the publishing channel closed'))))
@@ -87,10 +96,13 @@ export class Publisher {
 
   /** The connection of `link` is gone: what was in flight on it fails; what waited stays. */
   lost(link: Link<Session>, err: Error): void {
-    const lostErr = new UnavailableError(`lost the connection to RabbitMQ (${link.broker}) before the reply`, {
-      code: 'BUS_CONNECTION_LOST',
-      cause: err,
-    })
+    const lostErr = new UnavailableError(
+      `lost the connection to RabbitMQ (${link.broker}) before the reply`,
+      {
+        code: 'BUS_CONNECTION_LOST',
+        cause: err,
+      },
+    )
     for (const out of [...this.#sent.values()]) if (out.link === link) out.fail(lostErr)
     for (const out of this.#waiting) if (out.link === link) out.link = undefined
   }
@@ -143,8 +155,14 @@ export class Publisher {
         },
       }
       const onAbort = () => out.fail(aborted(topic, method, signal))
-      const what = kind === 'call' ? `no reply to ${topic}.${method}` : `RabbitMQ did not accept ${topic}.${method}`
-      const timer = setTimeout(() => out.fail(new TimeoutError(`${what} within ${timeoutMs} ms`)), timeoutMs)
+      const what =
+        kind === 'call'
+          ? `no reply to ${topic}.${method}`
+          : `RabbitMQ did not accept ${topic}.${method}`
+      const timer = setTimeout(
+        () => out.fail(new TimeoutError(`${what} within ${timeoutMs} ms`)),
+        timeoutMs,
+      )
       signal?.addEventListener('abort', onAbort, { once: true })
       this.#waiting.add(out)
       void this.#send(out)
@@ -157,7 +175,9 @@ export class Publisher {
     const known = session.declared.get(topic)
     if (known) return known
     session.declarer ??= link.model.createChannel().then((ch) => {
-      ch.on('error', (err: Error) => this.#o.log.warn({ err: err.message }, 'RabbitMQ refused a queue declaration'))
+      ch.on('error', (err: Error) =>
+        this.#o.log.warn({ err: err.message }, 'RabbitMQ refused a queue declaration'),
+      )
       ch.on('close', () => {
         session.declarer = undefined
       })
@@ -186,7 +206,10 @@ export class Publisher {
         out.link = undefined
         if (link.alive && !out.done) {
           out.fail(
-            new UnavailableError(`cannot declare the queue ${out.topic}: ${errorMessage(err)}`, { code: 'BUS_DECLARE_FAILED', cause: err }),
+            new UnavailableError(`cannot declare the queue ${out.topic}: ${errorMessage(err)}`, {
+              code: 'BUS_DECLARE_FAILED',
+              cause: err,
+            }),
           )
         }
         return
@@ -200,7 +223,11 @@ export class Publisher {
     this.#waiting.delete(out)
     this.#sent.set(out.id, out)
     const attempt = ++out.attempt
-    const props: Options.Publish = { contentType: JSON_TYPE, messageId: out.id, mandatory: out.kind !== 'publish' }
+    const props: Options.Publish = {
+      contentType: JSON_TYPE,
+      messageId: out.id,
+      mandatory: out.kind !== 'publish',
+    }
     if (out.kind === 'call') {
       props.correlationId = out.id
       props.replyTo = REPLY_TO
@@ -212,7 +239,10 @@ export class Publisher {
       link.state.channel.publish(exchange, out.topic, out.body, props, (err: unknown) => {
         if (out.attempt !== attempt || out.link !== link) return
         if (err) {
-          if (link.alive) out.fail(new UnavailableError('RabbitMQ did not accept the message', { code: 'BUS_REFUSED' }))
+          if (link.alive)
+            out.fail(
+              new UnavailableError('RabbitMQ did not accept the message', { code: 'BUS_REFUSED' }),
+            )
         } else if (out.kind !== 'call') out.succeed(undefined)
       })
     } catch {
@@ -240,7 +270,12 @@ export class Publisher {
       envelope = JSON.parse(msg.content.toString('utf8')) as ReplyEnvelope
       if (typeof envelope?.ok !== 'boolean') throw new Error('not a reply envelope')
     } catch (err) {
-      out.fail(new AppError(`unreadable reply to ${out.topic}.${out.method}`, { code: 'BUS_DECODING', cause: err }))
+      out.fail(
+        new AppError(`unreadable reply to ${out.topic}.${out.method}`, {
+          code: 'BUS_DECODING',
+          cause: err,
+        }),
+      )
       return
     }
     out.succeed(envelope)
@@ -248,5 +283,8 @@ export class Publisher {
 }
 
 function aborted(topic: string, method: string, signal: AbortSignal | undefined): AppError {
-  return new AppError(`call ${topic}.${method} was aborted`, { code: 'ABORTED', cause: signal?.reason })
+  return new AppError(`call ${topic}.${method} was aborted`, {
+    code: 'ABORTED',
+    cause: signal?.reason,
+  })
 }

@@ -12,7 +12,12 @@ void test('rabbit:// URLs: credentials, ports, vhost, several hosts in order', (
     { hostname: 'mq', port: 5673, username: 'u@x', password: 'p/w:', vhost: 'cy/borg' },
   ])
   assert.deepEqual(
-    parseTransportUrl('rabbit://a:1@h1:5672,b:2@h2/cyborg').map((b) => [b.username, b.hostname, b.port, b.vhost]),
+    parseTransportUrl('rabbit://a:1@h1:5672,b:2@h2/cyborg').map((b) => [
+      b.username,
+      b.hostname,
+      b.port,
+      b.vhost,
+    ]),
     [
       ['a', 'h1', 5672, 'cyborg'],
       ['b', 'h2', 5672, 'cyborg'],
@@ -32,7 +37,10 @@ void test('what cannot be used is an InvalidInputError that never shows the pass
   ] as const) {
     assert.throws(
       () => parseTransportUrl(url),
-      (err) => err instanceof InvalidInputError && why.test(err.message) && !err.message.includes('s3cret'),
+      (err) =>
+        err instanceof InvalidInputError &&
+        why.test(err.message) &&
+        !err.message.includes('s3cret'),
       url,
     )
   }

@@ -26,17 +26,22 @@ const DEFAULT_PORT = 5672
  */
 export function parseTransportUrl(url: string): BrokerAddress[] {
   const bad = (why: string) =>
-    new InvalidInputError(`${redactTransportUrl(url)}: ${why}`, { code: 'TRANSPORT_URL_INVALID', details: { reason: why } })
+    new InvalidInputError(`${redactTransportUrl(url)}: ${why}`, {
+      code: 'TRANSPORT_URL_INVALID',
+      details: { reason: why },
+    })
   const m = /^rabbit:\/\/(.*)$/is.exec(url.trim())
   if (!m) throw bad('expected rabbit://user:pass@host:port/vhost')
   let body = m[1] ?? ''
-  if (body.includes('?') || body.includes('#')) throw bad('query parameters (ssl, heartbeat, …) are not supported')
+  if (body.includes('?') || body.includes('#'))
+    throw bad('query parameters (ssl, heartbeat, …) are not supported')
   const slash = body.indexOf('/', body.lastIndexOf('@') + 1)
   let vhost = '/'
   if (slash >= 0) {
     const path = body.slice(slash + 1)
     body = body.slice(0, slash)
-    if (path !== '') vhost = decode(path, () => bad('the virtual host is not validly percent-encoded'))
+    if (path !== '')
+      vhost = decode(path, () => bad('the virtual host is not validly percent-encoded'))
   }
   if (body === '') throw bad('no host')
   return body.split(',').map((part) => {
@@ -53,7 +58,11 @@ export function parseTransportUrl(url: string): BrokerAddress[] {
       const user = colon >= 0 ? userinfo.slice(0, colon) : userinfo
       broker.username = decode(user, () => bad('the user name is not validly percent-encoded'))
       broker.password =
-        colon >= 0 ? decode(userinfo.slice(colon + 1), () => bad('the password is not validly percent-encoded')) : ''
+        colon >= 0
+          ? decode(userinfo.slice(colon + 1), () =>
+              bad('the password is not validly percent-encoded'),
+            )
+          : ''
     }
     return broker
   })

@@ -5,7 +5,16 @@
  * are in commands.ts; this file adds to the same `accelerator` command.
  */
 import type { Command } from 'commander'
-import { action, client, col, parseJson, progress, query, type ClientFlags, type Row } from './client.js'
+import {
+  action,
+  client,
+  col,
+  parseJson,
+  progress,
+  query,
+  type ClientFlags,
+  type Row,
+} from './client.js'
 import { apiExchange, apiRequest, CliError, type ClientOptions } from './http.js'
 import { print } from './output.js'
 
@@ -33,7 +42,7 @@ function pathOf(options: ClientOptions, link: string): string {
 /** Every v1 accelerator, following the `next` links page by page. */
 export async function listAllAccelerators(options: ClientOptions): Promise<Row[]> {
   const all: Row[] = []
-  for (let next: string | undefined = ACCELERATORS; next !== undefined; ) {
+  for (let next: string | undefined = ACCELERATORS; next !== undefined;) {
     const page: { accelerators: Row[]; next?: string } = await apiRequest(options, 'GET', next)
     all.push(...page.accelerators)
     next = page.next && page.accelerators.length > 0 ? pathOf(options, page.next) : undefined
@@ -41,12 +50,16 @@ export async function listAllAccelerators(options: ClientOptions): Promise<Row[]
   return all
 }
 
-export const attachmentsOf = (accelerator: Row): V1Attachment[] => (Array.isArray(accelerator.attachments) ? (accelerator.attachments as V1Attachment[]) : [])
+export const attachmentsOf = (accelerator: Row): V1Attachment[] =>
+  Array.isArray(accelerator.attachments) ? (accelerator.attachments as V1Attachment[]) : []
 
 /** `a.b.c=value`: the value is JSON when it parses (numbers, booleans, objects), else the text. */
 function applySet(spec: Record<string, unknown>, assignment: string): void {
   const eq = assignment.indexOf('=')
-  if (eq <= 0) throw new CliError(`--set ${JSON.stringify(assignment)}: expected key=value, e.g. --set num=2 or --set acc_capability.traits=CUSTOM_X`)
+  if (eq <= 0)
+    throw new CliError(
+      `--set ${JSON.stringify(assignment)}: expected key=value, e.g. --set num=2 or --set acc_capability.traits=CUSTOM_X`,
+    )
   const keys = assignment.slice(0, eq).split('.')
   const text = assignment.slice(eq + 1)
   let value: unknown = text
@@ -73,30 +86,44 @@ interface SpecFlags extends ClientFlags {
 /** Replaces the spec; without --if-match, guarded by the ETag of a fresh GET. */
 async function setSpec(f: SpecFlags, uuid: string): Promise<void> {
   if ((f.spec === undefined) === (f.set === undefined)) {
-    throw new CliError('give either --spec JSON (the whole spec) or --set key=value (change some keys), not both and not neither')
+    throw new CliError(
+      'give either --spec JSON (the whole spec) or --set key=value (change some keys), not both and not neither',
+    )
   }
   let etag = f.ifMatch
   let spec: unknown
   if (f.spec !== undefined) {
     spec = parseJson('--spec', f.spec, SPEC_EXAMPLE)
-    if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new CliError(`--spec must be a JSON object, e.g. ${SPEC_EXAMPLE}`)
+    if (typeof spec !== 'object' || spec === null || Array.isArray(spec))
+      throw new CliError(`--spec must be a JSON object, e.g. ${SPEC_EXAMPLE}`)
   }
   if (f.set !== undefined || etag === undefined) {
     const current = await apiExchange<Row>(f, 'GET', path(uuid))
     etag ??= current.headers.get('etag') ?? undefined
     if (f.set !== undefined) {
       const base = current.body.acc_specs
-      const merged = structuredClone(typeof base === 'object' && base !== null ? (base as Record<string, unknown>) : {})
+      const merged = structuredClone(
+        typeof base === 'object' && base !== null ? (base as Record<string, unknown>) : {},
+      )
       for (const assignment of f.set) applySet(merged, assignment)
       spec = merged
     }
   }
   try {
     const headers = etag === undefined ? undefined : { 'if-match': etag }
-    print(f.format, await apiRequest<Row>(f, 'PUT', `${path(uuid)}/acc_specs`, { body: { acc_specs: spec }, headers }), [])
+    print(
+      f.format,
+      await apiRequest<Row>(f, 'PUT', `${path(uuid)}/acc_specs`, {
+        body: { acc_specs: spec },
+        headers,
+      }),
+      [],
+    )
   } catch (err) {
     if (err instanceof CliError && err.status === 409 && etag !== undefined) {
-      throw new CliError(`another process updated the spec of accelerator ${uuid} (it is no longer ${etag}); show it with \`cyborg accelerator show ${uuid}\` and try again (${err.message})`)
+      throw new CliError(
+        `another process updated the spec of accelerator ${uuid} (it is no longer ${etag}); show it with \`cyborg accelerator show ${uuid}\` and try again (${err.message})`,
+      )
     }
     throw err
   }
@@ -105,7 +132,10 @@ async function setSpec(f: SpecFlags, uuid: string): Promise<void> {
 /** Finds the `accelerator` command that commands.ts registered. */
 function acceleratorCommand(program: Command): Command {
   const found = program.commands.find((c) => c.name() === 'accelerator')
-  if (!found) throw new Error('registerAcceleratorWriteCommands: register the client commands (commands.ts) first')
+  if (!found)
+    throw new Error(
+      'registerAcceleratorWriteCommands: register the client commands (commands.ts) first',
+    )
   return found
 }
 
@@ -114,15 +144,22 @@ export function registerAcceleratorWriteCommands(program: Command): void {
   client(
     accelerator
       .command('create')
-      .description('register an accelerator that no agent discovers (e.g. a remote one); it starts inactive')
+      .description(
+        'register an accelerator that no agent discovers (e.g. a remote one); it starts inactive',
+      )
       .argument('<name>', 'its name, unique'),
   )
     .option('--uuid <uuid>', 'its uuid (default: the server picks one)')
     .action(
       action<ClientFlags & { uuid?: string }>(async (f, [name]) => {
-        const created = await apiExchange(f, 'POST', ACCELERATORS, { body: f.uuid === undefined ? { name } : { name, uuid: f.uuid } })
+        const created = await apiExchange(f, 'POST', ACCELERATORS, {
+          body: f.uuid === undefined ? { name } : { name, uuid: f.uuid },
+        })
         const location = created.headers.get('location')
-        if (!location) throw new CliError(`POST ${ACCELERATORS} answered ${created.status} without a Location header; find the new accelerator with \`cyborg accelerator list\``)
+        if (!location)
+          throw new CliError(
+            `POST ${ACCELERATORS} answered ${created.status} without a Location header; find the new accelerator with \`cyborg accelerator list\``,
+          )
         print(f.format, await apiRequest<Row>(f, 'GET', pathOf(f, location)), [])
       }),
     )
@@ -135,33 +172,48 @@ export function registerAcceleratorWriteCommands(program: Command): void {
       .argument('<uuid>', 'the accelerator'),
   )
     .option('--spec <json>', `the whole new spec as a JSON object, e.g. ${SPEC_EXAMPLE}`)
-    .option('--set <key=value>', 'change one key of the current spec (repeatable; a.b=v sets a nested key; the value is JSON when it parses, else text)', (v: string, prev: string[] = []) => [...prev, v])
-    .option('--if-match <etag>', 'only if the spec is still at this ETag (from an earlier read); a stale one fails with exit 1')
+    .option(
+      '--set <key=value>',
+      'change one key of the current spec (repeatable; a.b=v sets a nested key; the value is JSON when it parses, else text)',
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
+    .option(
+      '--if-match <etag>',
+      'only if the spec is still at this ETag (from an earlier read); a stale one fails with exit 1',
+    )
     .action(action<SpecFlags>((f, [uuid]) => setSpec(f, uuid!)))
   client(
     accelerator
       .command('ready')
-      .description("mark an inactive (or failed) accelerator ready: the host's agent installs it, and it becomes active or error")
+      .description(
+        "mark an inactive (or failed) accelerator ready: the host's agent installs it, and it becomes active or error",
+      )
       .argument('<uuid>', 'the accelerator'),
   ).action(
     action(async (f, [uuid]) => {
       progress(f, `installing accelerator ${uuid} …`)
       const result = await apiRequest<Row>(f, 'POST', `${path(uuid!)}/ready`)
       print(f.format, result, [])
-      if (result.lifecycle === 'error') throw new CliError(`the install failed: ${String(result.lifecycle_reason)}; fix it, then run ready again`)
+      if (result.lifecycle === 'error')
+        throw new CliError(
+          `the install failed: ${String(result.lifecycle_reason)}; fix it, then run ready again`,
+        )
     }),
   )
   client(
     accelerator
       .command('attach')
-      .description('attach an accelerator to an instance (VM) or to a host; it fails if it is attached elsewhere')
+      .description(
+        'attach an accelerator to an instance (VM) or to a host; it fails if it is attached elsewhere',
+      )
       .argument('<uuid>', 'the accelerator'),
   )
     .option('--instance <uuid>', 'the instance (VM) to attach it to')
     .option('--host <hostname>', 'the host to attach it to (its agent prepares the device there)')
     .action(
       action<ClientFlags & { instance?: string; host?: string }>(async (f, [uuid]) => {
-        if ((f.instance === undefined) === (f.host === undefined)) throw new CliError('give either --instance UUID or --host HOSTNAME')
+        if ((f.instance === undefined) === (f.host === undefined))
+          throw new CliError('give either --instance UUID or --host HOSTNAME')
         const body = f.instance !== undefined ? { instance_uuid: f.instance } : { hostname: f.host }
         print(f.format, await apiRequest<Row>(f, 'PUT', path(uuid!), { body }), [])
       }),

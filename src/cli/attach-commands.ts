@@ -23,7 +23,11 @@ type AttachmentRow = {
 }
 
 const COLUMNS = [
-  col('API', 'api'), col('Accelerator', 'accelerator'), col('Request', 'request'), col('Instance', 'instance_uuid'), col('Host', 'hostname'),
+  col('API', 'api'),
+  col('Accelerator', 'accelerator'),
+  col('Request', 'request'),
+  col('Instance', 'instance_uuid'),
+  col('Host', 'hostname'),
   col('State', 'state'),
 ]
 
@@ -33,7 +37,8 @@ const str = (v: unknown): string | null => (typeof v === 'string' ? v : null)
 async function acceleratorsByRequest(options: ClientOptions): Promise<Map<string, string>> {
   const map = new Map<string, string>()
   try {
-    for (const acc of await listAllAccelerators(options)) for (const a of attachmentsOf(acc)) map.set(a.arq_uuid, String(acc.uuid))
+    for (const acc of await listAllAccelerators(options))
+      for (const a of attachmentsOf(acc)) map.set(a.arq_uuid, String(acc.uuid))
   } catch {
     // The accelerator column stays empty; the attach or detach itself is done.
   }
@@ -41,7 +46,11 @@ async function acceleratorsByRequest(options: ClientOptions): Promise<Map<string
 }
 
 /** Rows for v2 requests, with the accelerator that each one holds when known. */
-async function arqRows(options: ClientOptions, arqs: Row[], instance: string): Promise<AttachmentRow[]> {
+async function arqRows(
+  options: ClientOptions,
+  arqs: Row[],
+  instance: string,
+): Promise<AttachmentRow[]> {
   const held = await acceleratorsByRequest(options)
   return arqs.map((a) => ({
     api: 'v2',
@@ -56,7 +65,9 @@ async function arqRows(options: ClientOptions, arqs: Row[], instance: string): P
 /** Deletes requests this command created, when its bind did not go through. */
 async function deleteQuietly(options: ClientOptions, uuids: string[]): Promise<string> {
   try {
-    await apiRequest(options, 'DELETE', `${ARQS}${query({ arqs: uuids.join(',') })}`, { version: V2_VERSION })
+    await apiRequest(options, 'DELETE', `${ARQS}${query({ arqs: uuids.join(',') })}`, {
+      version: V2_VERSION,
+    })
     return `its ${uuids.length} new request(s) were deleted`
   } catch (err) {
     return `deleting its new requests failed too (${errorMessage(err)}); delete them with \`cyborg arq delete ${uuids.join(' ')}\``
@@ -70,7 +81,9 @@ interface AttachFlags extends ClientFlags {
 }
 
 async function attachV1(f: AttachFlags, instance: string, uuid: string): Promise<void> {
-  const acc = await apiRequest<Row>(f, 'PUT', `/v1/accelerators/${encodeURIComponent(uuid)}`, { body: { instance_uuid: instance } })
+  const acc = await apiRequest<Row>(f, 'PUT', `/v1/accelerators/${encodeURIComponent(uuid)}`, {
+    body: { instance_uuid: instance },
+  })
   const mine = attachmentsOf(acc).filter((a) => a.instance_uuid === instance)
   const rows: AttachmentRow[] = mine.map((a) => ({
     api: a.api,
@@ -81,12 +94,20 @@ async function attachV1(f: AttachFlags, instance: string, uuid: string): Promise
     state: a.state,
   }))
   print(f.format, rows, COLUMNS)
-  if (rows.some((r) => r.state === 'BindFailed')) throw new CliError(bindFailedReason(String(acc.hostname), `accelerator ${uuid}`))
+  if (rows.some((r) => r.state === 'BindFailed'))
+    throw new CliError(bindFailedReason(String(acc.hostname), `accelerator ${uuid}`))
 }
 
-async function attachV2(f: AttachFlags, instance: string, profile: string, host: string): Promise<void> {
+async function attachV2(
+  f: AttachFlags,
+  instance: string,
+  profile: string,
+  host: string,
+): Promise<void> {
   const created = (await createArqs(f, profile)).map((a) => String(a.uuid))
-  const body = Object.fromEntries(created.map((uuid) => [uuid, bindOps({ hostname: host, instanceUuid: instance })]))
+  const body = Object.fromEntries(
+    created.map((uuid) => [uuid, bindOps({ hostname: host, instanceUuid: instance })]),
+  )
   try {
     await apiRequest(f, 'PATCH', ARQS, { version: V2_VERSION, body })
   } catch (err) {
@@ -96,23 +117,54 @@ async function attachV2(f: AttachFlags, instance: string, profile: string, host:
   const mine = (await listArqs(f, instance)).filter((a) => created.includes(String(a.uuid)))
   print(f.format, await arqRows(f, mine, instance), COLUMNS)
   if (mine.some((a) => a.state !== 'Bound')) {
-    throw new CliError(`${bindFailedReason(host, `profile ${profile}`)}; ${await deleteQuietly(f, created)}`)
+    throw new CliError(
+      `${bindFailedReason(host, `profile ${profile}`)}; ${await deleteQuietly(f, created)}`,
+    )
   }
 }
 
 async function detach(f: ClientFlags & { accelerator?: string }, instance: string): Promise<void> {
   const v1 = { instance_uuid: instance }
   if (f.accelerator !== undefined) {
-    await apiRequest(f, 'DELETE', `/v1/accelerators/${encodeURIComponent(f.accelerator)}${query(v1)}`)
-    print(f.format, [{ api: 'v1', accelerator: f.accelerator, request: null, instance_uuid: instance, hostname: null, state: 'detached' }], COLUMNS)
+    await apiRequest(
+      f,
+      'DELETE',
+      `/v1/accelerators/${encodeURIComponent(f.accelerator)}${query(v1)}`,
+    )
+    print(
+      f.format,
+      [
+        {
+          api: 'v1',
+          accelerator: f.accelerator,
+          request: null,
+          instance_uuid: instance,
+          hostname: null,
+          state: 'detached',
+        },
+      ],
+      COLUMNS,
+    )
     return
   }
   const rows: AttachmentRow[] = []
   for (const acc of await listAllAccelerators(f)) {
     const mine = attachmentsOf(acc).filter((a) => a.instance_uuid === instance && a.api === 'v1')
     if (mine.length === 0) continue
-    await apiRequest(f, 'DELETE', `/v1/accelerators/${encodeURIComponent(String(acc.uuid))}${query(v1)}`)
-    for (const a of mine) rows.push({ api: 'v1', accelerator: String(acc.uuid), request: a.arq_uuid, instance_uuid: instance, hostname: a.hostname, state: 'detached' })
+    await apiRequest(
+      f,
+      'DELETE',
+      `/v1/accelerators/${encodeURIComponent(String(acc.uuid))}${query(v1)}`,
+    )
+    for (const a of mine)
+      rows.push({
+        api: 'v1',
+        accelerator: String(acc.uuid),
+        request: a.arq_uuid,
+        instance_uuid: instance,
+        hostname: a.hostname,
+        state: 'detached',
+      })
   }
   const arqs = await listArqs(f, instance)
   if (arqs.length > 0) {
@@ -134,16 +186,27 @@ export function registerAttachCommands(program: Command): void {
       .argument('<instance_id>', 'the instance (VM) uuid'),
   )
     .option('--accelerator <uuid>', 'the v1 accelerator to attach (`cyborg accelerator list`)')
-    .option('--profile <name>', 'the device profile to create v2 requests from (`cyborg device-profile list`); needs --host')
-    .option('--host <hostname>', 'with --profile: the host the instance runs on; the conductor picks a fitting active device there')
+    .option(
+      '--profile <name>',
+      'the device profile to create v2 requests from (`cyborg device-profile list`); needs --host',
+    )
+    .option(
+      '--host <hostname>',
+      'with --profile: the host the instance runs on; the conductor picks a fitting active device there',
+    )
     .action(
       action<AttachFlags>(async (f, [instance]) => {
-        if ((f.accelerator === undefined) === (f.profile === undefined)) throw new CliError('give either --accelerator UUID or --profile NAME --host HOSTNAME')
+        if ((f.accelerator === undefined) === (f.profile === undefined))
+          throw new CliError('give either --accelerator UUID or --profile NAME --host HOSTNAME')
         if (f.accelerator !== undefined) {
-          if (f.host !== undefined) throw new CliError('--host goes with --profile; with --accelerator the accelerator is attached where it is')
+          if (f.host !== undefined)
+            throw new CliError(
+              '--host goes with --profile; with --accelerator the accelerator is attached where it is',
+            )
           return attachV1(f, instance!, f.accelerator)
         }
-        if (f.host === undefined) throw new CliError('--profile needs --host HOSTNAME: the host the instance runs on')
+        if (f.host === undefined)
+          throw new CliError('--profile needs --host HOSTNAME: the host the instance runs on')
         return attachV2(f, instance!, f.profile!, f.host)
       }),
     )

@@ -27,10 +27,25 @@ export const V2_VERSION = '2.4'
 /** Adds the client options to a command. */
 export function client(command: Command): Command {
   return command
-    .addOption(new Option('--url <url>', 'the Cyborg API').env('CYBORG_URL').default('http://127.0.0.1:6666'))
-    .addOption(new Option('--token <token>', 'a Keystone token, sent as X-Auth-Token').env('OS_TOKEN'))
-    .addOption(new Option('--os-cacert <file>', 'PEM CA certificate(s) to trust for an https --url (a private CA)').env('OS_CACERT'))
-    .addOption(new Option('--format <format>', 'table for people, json for scripts').choices(['table', 'json']).default('table'))
+    .addOption(
+      new Option('--url <url>', 'the Cyborg API')
+        .env('CYBORG_URL')
+        .default('http://127.0.0.1:6666'),
+    )
+    .addOption(
+      new Option('--token <token>', 'a Keystone token, sent as X-Auth-Token').env('OS_TOKEN'),
+    )
+    .addOption(
+      new Option(
+        '--os-cacert <file>',
+        'PEM CA certificate(s) to trust for an https --url (a private CA)',
+      ).env('OS_CACERT'),
+    )
+    .addOption(
+      new Option('--format <format>', 'table for people, json for scripts')
+        .choices(['table', 'json'])
+        .default('table'),
+    )
 }
 
 /** `accelerator show`, `attach-instance`: the command's words below the program. */
@@ -44,7 +59,9 @@ function commandName(command: Command): string {
  * Runs a command's body; a failure is one line on stderr and exit code 1. The body gets the flags
  * and the positional arguments (a variadic argument's values are spread into the list).
  */
-export function action<F extends ClientFlags = ClientFlags>(body: (flags: F, args: string[]) => Promise<void>) {
+export function action<F extends ClientFlags = ClientFlags>(
+  body: (flags: F, args: string[]) => Promise<void>,
+) {
   return async (...params: unknown[]) => {
     const command = params.at(-1) as Command
     const args = params
@@ -63,7 +80,9 @@ export function action<F extends ClientFlags = ClientFlags>(body: (flags: F, arg
 
 /** `?a=1&b=2` from the values that are set, or ''. */
 export function query(values: Record<string, string | undefined>): string {
-  const params = new URLSearchParams(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined))
+  const params = new URLSearchParams(
+    Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined),
+  )
   const text = params.toString()
   return text ? `?${text}` : ''
 }
@@ -86,7 +105,12 @@ export function parseJson(name: string, text: string, example: string): unknown 
  * Deletes each value on its own (`DELETE <pathOf(value)>`), prints the ones deleted, and fails
  * with one line naming every one that was not.
  */
-export async function deleteEach(flags: ClientFlags, values: string[], pathOf: (value: string) => string, version?: string): Promise<void> {
+export async function deleteEach(
+  flags: ClientFlags,
+  values: string[],
+  pathOf: (value: string) => string,
+  version?: string,
+): Promise<void> {
   const deleted: string[] = []
   const failed: string[] = []
   for (const value of values) {
@@ -98,6 +122,11 @@ export async function deleteEach(flags: ClientFlags, values: string[], pathOf: (
       failed.push(err.message)
     }
   }
-  print(flags.format, deleted.map((value) => ({ deleted: value })), [col('Deleted', 'deleted')])
-  if (failed.length > 0) throw new CliError(`${failed.length} of ${values.length} not deleted: ${failed.join('; ')}`)
+  print(
+    flags.format,
+    deleted.map((value) => ({ deleted: value })),
+    [col('Deleted', 'deleted')],
+  )
+  if (failed.length > 0)
+    throw new CliError(`${failed.length} of ${values.length} not deleted: ${failed.join('; ')}`)
 }

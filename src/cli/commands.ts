@@ -10,18 +10,31 @@ import { print } from './output.js'
 import { action, client, col, query, type ClientFlags, type Row } from './client.js'
 
 const ACCELERATOR_COLUMNS = [
-  col('UUID', 'uuid'), col('Name', 'name'), col('Type', 'type'), col('Device Type', 'device_type'), col('Capability', 'capability'),
-  col('Host', 'hostname'), col('Lifecycle', 'lifecycle'), col('Attached To', 'attached_to'),
+  col('UUID', 'uuid'),
+  col('Name', 'name'),
+  col('Type', 'type'),
+  col('Device Type', 'device_type'),
+  col('Capability', 'capability'),
+  col('Host', 'hostname'),
+  col('Lifecycle', 'lifecycle'),
+  col('Attached To', 'attached_to'),
 ]
 const DEVICE_COLUMNS = [
-  col('UUID', 'uuid'), col('Type', 'type'), col('Vendor', 'vendor'), col('Model', 'model'), col('Host', 'hostname'),
-  col('Status', 'status'), col('Lifecycle', 'lifecycle'),
+  col('UUID', 'uuid'),
+  col('Type', 'type'),
+  col('Vendor', 'vendor'),
+  col('Model', 'model'),
+  col('Host', 'hostname'),
+  col('Status', 'status'),
+  col('Lifecycle', 'lifecycle'),
 ]
 /** Devices are read at 2.4, which shows status and lifecycle. */
 const DEVICE_VERSION = '2.4'
 
 export function registerClientCommands(program: Command): void {
-  const accelerator = program.command('accelerator').description("v1 accelerators: the inventory through the seed's v1 API")
+  const accelerator = program
+    .command('accelerator')
+    .description("v1 accelerators: the inventory through the seed's v1 API")
   client(accelerator.command('list').description('list accelerators'))
     .option('--device-type <type>', 'only this device type (FPGA, GPU, …)')
     .option('--host <hostname>', 'only accelerators on this host')
@@ -29,14 +42,32 @@ export function registerClientCommands(program: Command): void {
     .option('--marker <uuid>', 'start after this accelerator')
     .action(
       action(async (flags) => {
-        const f = flags as ClientFlags & { deviceType?: string; host?: string; limit?: string; marker?: string }
-        const q = query({ device_type: f.deviceType, hostname: f.host, limit: f.limit, marker: f.marker })
+        const f = flags as ClientFlags & {
+          deviceType?: string
+          host?: string
+          limit?: string
+          marker?: string
+        }
+        const q = query({
+          device_type: f.deviceType,
+          hostname: f.host,
+          limit: f.limit,
+          marker: f.marker,
+        })
         const body = await apiRequest<{ accelerators: Row[] }>(f, 'GET', `/v1/accelerators${q}`)
         print(f.format, body.accelerators, ACCELERATOR_COLUMNS)
       }),
     )
-  client(accelerator.command('show').description('show one accelerator').argument('<uuid>', 'the accelerator'))
-    .action(action(async (flags, [uuid]) => print(flags.format, await apiRequest<Row>(flags, 'GET', `/v1/accelerators/${uuid}`), [])))
+  client(
+    accelerator
+      .command('show')
+      .description('show one accelerator')
+      .argument('<uuid>', 'the accelerator'),
+  ).action(
+    action(async (flags, [uuid]) =>
+      print(flags.format, await apiRequest<Row>(flags, 'GET', `/v1/accelerators/${uuid}`), []),
+    ),
+  )
 
   const device = program.command('device').description('v2 devices, with their operator lifecycle')
   client(device.command('list').description('list devices'))
@@ -45,23 +76,45 @@ export function registerClientCommands(program: Command): void {
     .action(
       action(async (flags) => {
         const f = flags as ClientFlags & { type?: string; host?: string }
-        const body = await apiRequest<{ devices: Row[] }>(f, 'GET', `/v2/devices${query({ type: f.type, hostname: f.host })}`, { version: DEVICE_VERSION })
+        const body = await apiRequest<{ devices: Row[] }>(
+          f,
+          'GET',
+          `/v2/devices${query({ type: f.type, hostname: f.host })}`,
+          { version: DEVICE_VERSION },
+        )
         print(f.format, body.devices, DEVICE_COLUMNS)
       }),
     )
-  client(device.command('show').description('show one device').argument('<uuid>', 'the device'))
-    .action(action(async (flags, [uuid]) => print(flags.format, await apiRequest<Row>(flags, 'GET', `/v2/devices/${uuid}`, { version: DEVICE_VERSION }), [])))
+  client(
+    device.command('show').description('show one device').argument('<uuid>', 'the device'),
+  ).action(
+    action(async (flags, [uuid]) =>
+      print(
+        flags.format,
+        await apiRequest<Row>(flags, 'GET', `/v2/devices/${uuid}`, { version: DEVICE_VERSION }),
+        [],
+      ),
+    ),
+  )
   client(
     device
       .command('ready')
-      .description("mark an inactive (or failed) device ready: the host's agent installs it, and it becomes active or error")
+      .description(
+        "mark an inactive (or failed) device ready: the host's agent installs it, and it becomes active or error",
+      )
       .argument('<uuid>', 'the device'),
   ).action(
     action(async (flags, [uuid]) => {
-      if (flags.format === 'table' && process.stderr.isTTY) process.stderr.write(`installing device ${uuid} …\n`)
-      const result = await apiRequest<Row>(flags, 'POST', `/v2/devices/${uuid}/ready`, { version: DEVICE_VERSION })
+      if (flags.format === 'table' && process.stderr.isTTY)
+        process.stderr.write(`installing device ${uuid} …\n`)
+      const result = await apiRequest<Row>(flags, 'POST', `/v2/devices/${uuid}/ready`, {
+        version: DEVICE_VERSION,
+      })
       print(flags.format, result, [])
-      if (result.lifecycle === 'error') throw new CliError(`the install failed: ${String(result.lifecycle_reason)}; fix it, then run ready again`)
+      if (result.lifecycle === 'error')
+        throw new CliError(
+          `the install failed: ${String(result.lifecycle_reason)}; fix it, then run ready again`,
+        )
     }),
   )
 }

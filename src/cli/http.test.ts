@@ -23,11 +23,26 @@ void describe('cli http transport', () => {
     req.on('end', () => {
       if (req.url === '/v1/missing') {
         res.writeHead(404, { 'content-type': 'application/json' })
-        res.end(JSON.stringify({ error_message: JSON.stringify({ faultstring: 'accelerator x not found' }) }))
+        res.end(
+          JSON.stringify({
+            error_message: JSON.stringify({ faultstring: 'accelerator x not found' }),
+          }),
+        )
         return
       }
-      res.writeHead(201, { 'content-type': 'application/json', location: 'http://here/v1/accelerators/x', etag: '"abc"' })
-      res.end(JSON.stringify({ method: req.method, token: req.headers['x-auth-token'], ifMatch: req.headers['if-match'], body }))
+      res.writeHead(201, {
+        'content-type': 'application/json',
+        location: 'http://here/v1/accelerators/x',
+        etag: '"abc"',
+      })
+      res.end(
+        JSON.stringify({
+          method: req.method,
+          token: req.headers['x-auth-token'],
+          ifMatch: req.headers['if-match'],
+          body,
+        }),
+      )
     })
   })
   let url: string
@@ -37,7 +52,12 @@ void describe('cli http transport', () => {
   after(() => server.close())
 
   void it("reaches an API on Cyborg's default port range, with body, headers and token", async () => {
-    const res = await apiExchange<Record<string, string>>({ url, token: 't0k' }, 'PUT', '/v1/accelerators/x', { body: { a: 1 }, headers: { 'if-match': '"e"' } })
+    const res = await apiExchange<Record<string, string>>(
+      { url, token: 't0k' },
+      'PUT',
+      '/v1/accelerators/x',
+      { body: { a: 1 }, headers: { 'if-match': '"e"' } },
+    )
     assert.equal(res.status, 201)
     assert.equal(res.headers.get('location'), 'http://here/v1/accelerators/x')
     assert.equal(res.headers.get('etag'), '"abc"')
@@ -45,8 +65,22 @@ void describe('cli http transport', () => {
   })
 
   void it('turns an error answer and an unreachable API into one-line CliErrors', async () => {
-    await assert.rejects(apiRequest({ url }, 'GET', '/v1/missing'), (err) => err instanceof CliError && err.status === 404 && /HTTP 404: accelerator x not found/.test(err.message))
-    await assert.rejects(apiRequest({ url: 'http://127.0.0.1:1' }, 'GET', '/v1'), (err) => err instanceof CliError && /cannot reach the Cyborg API at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\)/.test(err.message))
-    await assert.rejects(apiRequest({ url: 'nope' }, 'GET', '/v1'), (err) => err instanceof CliError && /is not a URL/.test(err.message))
+    await assert.rejects(
+      apiRequest({ url }, 'GET', '/v1/missing'),
+      (err) =>
+        err instanceof CliError &&
+        err.status === 404 &&
+        /HTTP 404: accelerator x not found/.test(err.message),
+    )
+    await assert.rejects(
+      apiRequest({ url: 'http://127.0.0.1:1' }, 'GET', '/v1'),
+      (err) =>
+        err instanceof CliError &&
+        /cannot reach the Cyborg API at http:\/\/127\.0\.0\.1:1 \(ECONNREFUSED\)/.test(err.message),
+    )
+    await assert.rejects(
+      apiRequest({ url: 'nope' }, 'GET', '/v1'),
+      (err) => err instanceof CliError && /is not a URL/.test(err.message),
+    )
   })
 })

@@ -51,7 +51,8 @@ export interface ApiResponse<T> {
 function reasonOf(text: string): string {
   try {
     const body = JSON.parse(text) as { error_message?: string }
-    if (body.error_message) return (JSON.parse(body.error_message) as { faultstring: string }).faultstring
+    if (body.error_message)
+      return (JSON.parse(body.error_message) as { faultstring: string }).faultstring
   } catch {
     // not a Cyborg error body
   }
@@ -59,7 +60,12 @@ function reasonOf(text: string): string {
 }
 
 /** Sends one request; resolves with the whole answer when it is a 2xx, else throws a CliError. */
-export async function apiExchange<T>(options: ClientOptions, method: string, path: string, extra: RequestExtra = {}): Promise<ApiResponse<T>> {
+export async function apiExchange<T>(
+  options: ClientOptions,
+  method: string,
+  path: string,
+  extra: RequestExtra = {},
+): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...extra.headers }
   if (options.token) headers['x-auth-token'] = options.token
   if (extra.version) headers['openstack-api-version'] = `accelerator ${extra.version}`
@@ -72,9 +78,14 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
   try {
     url = new URL(`${options.url.replace(/\/+$/, '')}${path}`)
   } catch {
-    throw new CliError(`the API URL ${JSON.stringify(options.url)} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`)
+    throw new CliError(
+      `the API URL ${JSON.stringify(options.url)} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`,
+    )
   }
-  const ca = url.protocol === 'https:' && options.osCacert !== undefined ? readCa(options.osCacert) : undefined
+  const ca =
+    url.protocol === 'https:' && options.osCacert !== undefined
+      ? readCa(options.osCacert)
+      : undefined
   let res: { status: number; headers: IncomingHttpHeaders; text: string }
   try {
     res = await send(url, method, headers, payload, ca)
@@ -82,10 +93,18 @@ export async function apiExchange<T>(options: ClientOptions, method: string, pat
     const cause = (err as { code?: string }).code ?? errorMessage(err)
     throw new CliError(unreachable(options, cause))
   }
-  if (res.status < 200 || res.status > 299) throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(res.text)}`, { status: res.status })
+  if (res.status < 200 || res.status > 299)
+    throw new CliError(`${method} ${path}: HTTP ${res.status}: ${reasonOf(res.text)}`, {
+      status: res.status,
+    })
   const answered = new Headers()
-  for (const [name, value] of Object.entries(res.headers)) if (value !== undefined) answered.set(name, Array.isArray(value) ? value.join(', ') : value)
-  return { status: res.status, headers: answered, body: (res.text ? JSON.parse(res.text) : undefined) as T }
+  for (const [name, value] of Object.entries(res.headers))
+    if (value !== undefined) answered.set(name, Array.isArray(value) ? value.join(', ') : value)
+  return {
+    status: res.status,
+    headers: answered,
+    body: (res.text ? JSON.parse(res.text) : undefined) as T,
+  }
 }
 
 /** TLS failures that mean the server's certificate is not one this client trusts. */
@@ -105,10 +124,14 @@ function unreachable(options: ClientOptions, cause: string): string {
     const given = options.osCacert === undefined ? '' : ` ${options.osCacert} did not sign it;`
     return `the certificate of ${at} is not trusted (${cause});${given} pass the CA certificate that signed it with --os-cacert FILE or OS_CACERT`
   }
-  if (cause === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the certificate of ${at} is not for that host name (${cause}); use the name or address it was issued for in --url`
-  if (cause === 'CERT_HAS_EXPIRED' || cause === 'CERT_NOT_YET_VALID') return `the certificate of ${at} is not valid now (${cause}); the API's operator must renew it`
-  if (cause === 'EPROTO' || cause === 'ERR_SSL_WRONG_VERSION_NUMBER') return `cannot speak TLS with ${at} (${cause}); does it serve plain HTTP? Then use an http:// --url`
-  if (cause === 'ECONNRESET' && options.url.startsWith('http:')) return `${at} dropped the connection (${cause}); if it serves HTTPS ([api] enable_ssl_api), use an https:// --url`
+  if (cause === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return `the certificate of ${at} is not for that host name (${cause}); use the name or address it was issued for in --url`
+  if (cause === 'CERT_HAS_EXPIRED' || cause === 'CERT_NOT_YET_VALID')
+    return `the certificate of ${at} is not valid now (${cause}); the API's operator must renew it`
+  if (cause === 'EPROTO' || cause === 'ERR_SSL_WRONG_VERSION_NUMBER')
+    return `cannot speak TLS with ${at} (${cause}); does it serve plain HTTP? Then use an http:// --url`
+  if (cause === 'ECONNRESET' && options.url.startsWith('http:'))
+    return `${at} dropped the connection (${cause}); if it serves HTTPS ([api] enable_ssl_api), use an https:// --url`
   return `cannot reach ${at} (${cause}); is it running? Set --url or CYBORG_URL`
 }
 
@@ -117,28 +140,58 @@ function readCa(file: string): Buffer {
   try {
     return readFileSync(file)
   } catch (err) {
-    throw new CliError(`cannot read the CA certificate file ${file} (--os-cacert or OS_CACERT): ${(err as { code?: string }).code ?? String(err)}`)
+    throw new CliError(
+      `cannot read the CA certificate file ${file} (--os-cacert or OS_CACERT): ${(err as { code?: string }).code ?? String(err)}`,
+    )
   }
 }
 
 /** One HTTP exchange, with a 120 s limit; `ca` replaces the trusted CAs of an https one. */
-function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined, ca?: Buffer) {
-  return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest
-    const sent = payload === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
-    const req = request(url, { method, headers: sent, timeout: 120_000, ...(ca === undefined ? {} : { ca }) }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }))
-      res.on('error', reject)
-    })
-    req.on('timeout', () => req.destroy(Object.assign(new Error('no answer within 120 s'), { code: 'ETIMEDOUT' })))
-    req.on('error', reject)
-    req.end(payload)
-  })
+function send(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  payload: string | undefined,
+  ca?: Buffer,
+) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>(
+    (resolve, reject) => {
+      const request = url.protocol === 'https:' ? httpsRequest : httpRequest
+      const sent =
+        payload === undefined
+          ? headers
+          : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
+      const req = request(
+        url,
+        { method, headers: sent, timeout: 120_000, ...(ca === undefined ? {} : { ca }) },
+        (res) => {
+          const chunks: Buffer[] = []
+          res.on('data', (c: Buffer) => chunks.push(c))
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          )
+          res.on('error', reject)
+        },
+      )
+      req.on('timeout', () =>
+        req.destroy(Object.assign(new Error('no answer within 120 s'), { code: 'ETIMEDOUT' })),
+      )
+      req.on('error', reject)
+      req.end(payload)
+    },
+  )
 }
 
 /** Sends one request; resolves with the parsed body of a 2xx (undefined when empty). */
-export async function apiRequest<T>(options: ClientOptions, method: string, path: string, extra: RequestExtra = {}): Promise<T> {
+export async function apiRequest<T>(
+  options: ClientOptions,
+  method: string,
+  path: string,
+  extra: RequestExtra = {},
+): Promise<T> {
   return (await apiExchange<T>(options, method, path, extra)).body
 }

@@ -7,14 +7,25 @@ export interface Column<T> {
   value: (row: T) => unknown
 }
 
-const text = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v))
+const text = (v: unknown): string =>
+  v === null || v === undefined ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v)
 
 /** Renders rows under headers, columns padded to their widest cell. */
 export function renderTable<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   const cells = rows.map((row) => columns.map((c) => text(c.value(row))))
   const widths = columns.map((c, i) => Math.max(c.header.length, ...cells.map((r) => r[i]!.length)))
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd()
-  return [line(columns.map((c) => c.header)), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n') + '\n'
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd()
+  return (
+    [
+      line(columns.map((c) => c.header)),
+      line(widths.map((w) => '-'.repeat(w))),
+      ...cells.map(line),
+    ].join('\n') + '\n'
+  )
 }
 
 /** One object as two columns, field and value. */

@@ -24,7 +24,13 @@ export interface ArqAllocator {
 }
 
 export function createArqAllocator(placement: PlacementClient, log: Logger): ArqAllocator {
-  const change = async (consumer: string, rp: string, rc: string, delta: number, projectId: string | null) => {
+  const change = async (
+    consumer: string,
+    rp: string,
+    rc: string,
+    delta: number,
+    projectId: string | null,
+  ) => {
     for (let attempt = 1; ; attempt++) {
       const current = await placement.getAllocations(consumer)
       const resources = { ...(current.allocations[rp] ?? {}) }
@@ -64,7 +70,10 @@ export function createArqAllocator(placement: PlacementClient, log: Logger): Arq
       if (!changed) return false
       try {
         await placement.setAllocations(consumer, { ...current, allocations })
-        log.warn({ consumer, before: current.allocations, after: allocations }, 'took back accelerator allocations that no request holds')
+        log.warn(
+          { consumer, before: current.allocations, after: allocations },
+          'took back accelerator allocations that no request holds',
+        )
         return true
       } catch (err) {
         if (!(err instanceof GenerationConflict) || attempt >= MAX_ATTEMPTS) throw err

@@ -25,34 +25,55 @@ export const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?
 export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
   if (!target.offered) return false
   if (!spec) return true
-  const traits = new Set(target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value))
-  return rcOf(target) === spec.resourceClass && spec.requiredTraits.every((t) => traits.has(t)) && !spec.forbiddenTraits.some((t) => traits.has(t))
+  const traits = new Set(
+    target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
+  )
+  return (
+    rcOf(target) === spec.resourceClass &&
+    spec.requiredTraits.every((t) => traits.has(t)) &&
+    !spec.forbiddenTraits.some((t) => traits.has(t))
+  )
 }
 
 /** Claims a handle for `arq` and records it on it, or says why it cannot bind. */
-export async function claimHandleForArq(trx: WriteTrx, arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, now: string): Promise<Placed | { reason: string }> {
+export async function claimHandleForArq(
+  trx: WriteTrx,
+  arq: Arq,
+  binding: ArqBindRequest,
+  spec: ArqSpec | undefined,
+  now: string,
+): Promise<Placed | { reason: string }> {
   let targets: BindTarget[]
   if (binding.deviceRpUuid) {
     const target = await getTargetByProvider(trx, binding.deviceRpUuid)
     if (!target) return { reason: `no deployable has resource provider ${binding.deviceRpUuid}` }
-    if (target.hostname !== binding.hostname) return { reason: `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}` }
+    if (target.hostname !== binding.hostname)
+      return {
+        reason: `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}`,
+      }
     if (!target.offered) return { reason: `deployable ${target.name} is not active and enabled` }
     targets = [target]
   } else {
     targets = (await listTargetsOnHost(trx, binding.hostname)).filter((t) => fits(t, spec))
-    if (targets.length === 0) return { reason: `no active deployable on ${binding.hostname} fits the request group` }
+    if (targets.length === 0)
+      return { reason: `no active deployable on ${binding.hostname} fits the request group` }
   }
   for (const target of targets) {
     const handle = await claimAttachHandle(trx, target.deployableId, { now })
     if (!handle) continue
-    if (!(await updateArqHandle(trx, arq.uuid, handle, now))) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
+    if (!(await updateArqHandle(trx, arq.uuid, handle, now)))
+      throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
     return { target, handle }
   }
   return { reason: `no free attach handle on ${targets.map((t) => t.name).join(', ')}` }
 }
 
 /** Does the bind need anything beyond the database: the agent, an FPGA image, a Placement allocation? */
-export function needsMore({ target, handle }: Placed, spec: ArqSpec | undefined, allocating: boolean): boolean {
+export function needsMore(
+  { target, handle }: Placed,
+  spec: ArqSpec | undefined,
+  allocating: boolean,
+): boolean {
   return (
     handle.type !== 'TEST_PCI' ||
     spec?.accel.bitstream_id !== undefined ||

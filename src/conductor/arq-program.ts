@@ -12,7 +12,8 @@ import { updateBitstream } from '../db/deployables.js'
 import { errorMessage } from '../domain/error-message.js'
 
 /** `dddd:bb:dd.f` from a PCI address's parts. */
-export const pciAddress = (info: Record<string, string>) => `${info.domain}:${info.bus}:${info.device}.${info.function}`
+export const pciAddress = (info: Record<string, string>) =>
+  `${info.domain}:${info.bus}:${info.device}.${info.function}`
 
 export interface ProgrammerDeps {
   agentFor?: ((host: string) => Pick<AgentRpc, 'programFpgaImage'>) | undefined
@@ -23,17 +24,24 @@ export interface ProgrammerDeps {
 
 /** Resolves with a failure reason, or undefined when there was nothing to do or it worked. */
 export function createFpgaProgrammer(deps: ProgrammerDeps) {
-  return async (host: string, target: BindTarget, spec: ArqSpec | undefined): Promise<string | undefined> => {
+  return async (
+    host: string,
+    target: BindTarget,
+    spec: ArqSpec | undefined,
+  ): Promise<string | undefined> => {
     const { bitstream_id: imageId, function_id: functionId } = spec?.accel ?? {}
     if (imageId === undefined && functionId === undefined) return undefined
-    if (imageId !== undefined && functionId !== undefined) return 'a group may name accel:bitstream_id or accel:function_id, not both'
+    if (imageId !== undefined && functionId !== undefined)
+      return 'a group may name accel:bitstream_id or accel:function_id, not both'
     if (imageId !== undefined && target.bitstreamId === imageId) return undefined
     if (!deps.agentFor) return 'no agent RPC to program FPGAs'
     const address = pciAddress(JSON.parse(target.controlPath) as Record<string, string>)
     try {
       const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
       const done = await deps.agentFor(host).programFpgaImage({ address, image })
-      await deps.committer.run((trx) => updateBitstream(trx, target.deployableId, done.imageId, deps.now()))
+      await deps.committer.run((trx) =>
+        updateBitstream(trx, target.deployableId, done.imageId, deps.now()),
+      )
       deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
       return undefined
     } catch (err) {

@@ -36,20 +36,41 @@ export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
   const moved = await deps.committer.run(async (trx) => {
     const now = formatTimestamp(new Date(nowMs))
     const set = { attachHandleId: null, deployableId: null }
-    const result = await updateArqStates(trx, stale.map((s) => s.uuid), 'BindFailed', { now, set })
+    const result = await updateArqStates(
+      trx,
+      stale.map((s) => s.uuid),
+      'BindFailed',
+      { now, set },
+    )
     const movedUuids = new Set(result.moved.map((a) => a.uuid))
-    for (const s of stale) if (movedUuids.has(s.uuid) && s.attachHandleId !== null) await releaseAttachHandle(trx, s.attachHandleId, { now })
+    for (const s of stale)
+      if (movedUuids.has(s.uuid) && s.attachHandleId !== null)
+        await releaseAttachHandle(trx, s.attachHandleId, { now })
     return stale.filter((s) => movedUuids.has(s.uuid))
   })
   if (moved.length === 0) return []
-  deps.log.warn({ arqs: moved.map((m) => m.uuid) }, `accelerator requests stuck binding for over ${deps.bindTimeoutMs / 1000} s: BindFailed`)
+  deps.log.warn(
+    { arqs: moved.map((m) => m.uuid) },
+    `accelerator requests stuck binding for over ${deps.bindTimeoutMs / 1000} s: BindFailed`,
+  )
   const instances = moved.flatMap((m) => (m.instanceUuid ? [m.instanceUuid] : []))
   await deps.reconcile?.(instances)
   const attachments = moved.filter((m) => m.deviceProfileId === null).map((m) => m.uuid)
-  if (attachments.length > 0) await deps.releaseAttachments?.(attachments).catch((err: unknown) => deps.log.warn({ err }, 'could not take failed v1 attachments back from Placement'))
-  const events = moved.flatMap((m) => (m.instanceUuid ? [{ instanceUuid: m.instanceUuid, arqUuid: m.uuid, status: 'failed' as const }] : []))
+  if (attachments.length > 0)
+    await deps
+      .releaseAttachments?.(attachments)
+      .catch((err: unknown) =>
+        deps.log.warn({ err }, 'could not take failed v1 attachments back from Placement'),
+      )
+  const events = moved.flatMap((m) =>
+    m.instanceUuid
+      ? [{ instanceUuid: m.instanceUuid, arqUuid: m.uuid, status: 'failed' as const }]
+      : [],
+  )
   if (deps.nova && events.length > 0) {
-    await deps.nova.sendArqBoundEvents(events).catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))
+    await deps.nova
+      .sendArqBoundEvents(events)
+      .catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))
   }
   return moved.map((m) => m.uuid)
 }

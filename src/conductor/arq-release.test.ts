@@ -14,7 +14,14 @@ import type { Arq } from '../domain/arq.js'
 import { noopLogger } from '../domain/logger.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import { finishDeleting, holdsNothingOutside, releaseDevice, removeArqs, unbindOne, type ReleaseDeps } from './arq-release.js'
+import {
+  finishDeleting,
+  holdsNothingOutside,
+  releaseDevice,
+  removeArqs,
+  unbindOne,
+  type ReleaseDeps,
+} from './arq-release.js'
 
 const NOW = '2026-11-25T00:00:00.000000+00:00'
 
@@ -46,9 +53,16 @@ void describe('releasing accelerator requests', () => {
 
   /** A request Bound on h1's first deployable, holding a claimed PCI handle. */
   const boundArq = async (): Promise<Arq> => {
-    const [arq] = await createArqs(db.db, { profileId, specs: [{ groupId: 0 }], projectId: null }, { now: NOW })
+    const [arq] = await createArqs(
+      db.db,
+      { profileId, specs: [{ groupId: 0 }], projectId: null },
+      { now: NOW },
+    )
     const [deployable] = await listDeployables(db.db)
-    await updateArqStates(db.db, [arq!.uuid], 'BindStarted', { now: NOW, set: { hostname: 'h1', instanceUuid: '00000000-0000-4000-8000-000000000001' } })
+    await updateArqStates(db.db, [arq!.uuid], 'BindStarted', {
+      now: NOW,
+      set: { hostname: 'h1', instanceUuid: '00000000-0000-4000-8000-000000000001' },
+    })
     const handle = await claimAttachHandle(db.db, deployable!.id, { now: NOW })
     assert.ok(handle, 'a free handle')
     await updateArqHandle(db.db, arq!.uuid, handle, NOW)
@@ -60,9 +74,18 @@ void describe('releasing accelerator requests', () => {
     const [sqlite] = await testDialects()
     db = await sqlite!.create()
     committer = createGroupCommitter(db, { intervalMs: 0, maxBatch: 8 })
-    await ingestSnapshot(db.db, sampleSnapshot('h1', 1, { handles: 8 }), { autoActivate: true, now: NOW })
+    await ingestSnapshot(db.db, sampleSnapshot('h1', 1, { handles: 8 }), {
+      autoActivate: true,
+      now: NOW,
+    })
     const groups = [{ 'resources:PGPU': '1' }]
-    profileId = (await createDeviceProfile(db.db, { uuid: '00000000-0000-4000-8000-0000000000d1', name: 'dp', description: null, groups }, NOW)).id
+    profileId = (
+      await createDeviceProfile(
+        db.db,
+        { uuid: '00000000-0000-4000-8000-0000000000d1', name: 'dp', description: null, groups },
+        NOW,
+      )
+    ).id
   })
   after(async () => {
     await committer.close()
@@ -100,7 +123,11 @@ void describe('releasing accelerator requests', () => {
 
     const stuck = await boundArq()
     agent.fail('device busy')
-    assert.deepEqual(await unbindOne(deps, stuck), { uuid: stuck.uuid, state: 'UnbindFailed', reason: 'device busy' })
+    assert.deepEqual(await unbindOne(deps, stuck), {
+      uuid: stuck.uuid,
+      state: 'UnbindFailed',
+      reason: 'device busy',
+    })
     assert.equal((await getAttachHandle(db.db, stuck.attachHandleId!))?.inUse, true)
   })
 
@@ -114,8 +141,14 @@ void describe('releasing accelerator requests', () => {
       return { address, changed: true }
     }
     const flaky = { ...deps, agentFor: () => ({ ...agent.agentFor(), release }) }
-    const deleted = await finishDeleting(flaky, [await getArq(db.db, a.uuid), await getArq(db.db, b.uuid)])
-    assert.deepEqual(deleted.map((x) => x.uuid), [a.uuid])
+    const deleted = await finishDeleting(flaky, [
+      await getArq(db.db, a.uuid),
+      await getArq(db.db, b.uuid),
+    ])
+    assert.deepEqual(
+      deleted.map((x) => x.uuid),
+      [a.uuid],
+    )
     assert.equal((await getArq(db.db, b.uuid)).state, 'Deleting')
     assert.equal((await getAttachHandle(db.db, a.attachHandleId!))?.inUse, false)
     assert.equal((await getAttachHandle(db.db, b.attachHandleId!))?.inUse, true)

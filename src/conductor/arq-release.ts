@@ -10,7 +10,13 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
-import { deleteArqs, getArq, getArqForUpdate, listStaleDeletes, updateArqStates } from '../db/arqs.js'
+import {
+  deleteArqs,
+  getArq,
+  getArqForUpdate,
+  listStaleDeletes,
+  updateArqStates,
+} from '../db/arqs.js'
 import { getAttachHandle, releaseAttachHandle } from '../db/attach-handles.js'
 import { getHeldCountsByInstance, getTargetById } from '../db/arq-targets.js'
 import type { Arq } from '../domain/arq.js'
@@ -62,22 +68,38 @@ export async function releaseDevice(deps: ReleaseDeps, arq: Arq): Promise<string
       (err: unknown) => `Placement: ${errorMessage(err)}`,
     )
   }
-  if (allocator && arq.state === 'Bound' && arq.deployableId !== null && arq.instanceUuid !== null) {
+  if (
+    allocator &&
+    arq.state === 'Bound' &&
+    arq.deployableId !== null &&
+    arq.instanceUuid !== null
+  ) {
     const target = await getTargetById(db.db, arq.deployableId)
     const rc = target && rcOf(target)
     if (target?.rpUuid && rc) {
-      await allocator.release(arq.instanceUuid, target.rpUuid, rc).catch((err: unknown) =>
-        log.warn({ err, arq: arq.uuid }, 'could not take the allocation back from Placement'),
-      )
+      await allocator
+        .release(arq.instanceUuid, target.rpUuid, rc)
+        .catch((err: unknown) =>
+          log.warn({ err, arq: arq.uuid }, 'could not take the allocation back from Placement'),
+        )
     }
   }
   return undefined
 }
 
 /** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
-export async function holdsNothingOutside(deps: ReleaseDeps, trx: WriteTrx, arq: Arq): Promise<boolean> {
+export async function holdsNothingOutside(
+  deps: ReleaseDeps,
+  trx: WriteTrx,
+  arq: Arq,
+): Promise<boolean> {
   const { agentFor, allocator, v1Placement } = deps
-  if (arq.deviceProfileId === null ? v1Placement : allocator && arq.deployableId !== null && arq.instanceUuid !== null) return false
+  if (
+    arq.deviceProfileId === null
+      ? v1Placement
+      : allocator && arq.deployableId !== null && arq.instanceUuid !== null
+  )
+    return false
   if (arq.attachHandleId === null || arq.hostname === null || !agentFor) return true
   const handle = await getAttachHandle(trx, arq.attachHandleId)
   return !handle || handle.type === 'TEST_PCI'
@@ -92,16 +114,27 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
     log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
     return { uuid: arq.uuid, state: 'UnbindFailed', reason }
   }
-  const clear = { hostname: null, deviceRpUuid: null, instanceUuid: null, attachHandleId: null, deployableId: null }
+  const clear = {
+    hostname: null,
+    deviceRpUuid: null,
+    instanceUuid: null,
+    attachHandleId: null,
+    deployableId: null,
+  }
   const changed = await committer.run(async (trx) => {
     // A bind may have claimed a handle since `arq` was read: then release that one instead.
     if ((await getArqForUpdate(trx, arq.uuid)).attachHandleId !== arq.attachHandleId) return true
     await updateArqStates(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
-    if (arq.attachHandleId !== null) await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
+    if (arq.attachHandleId !== null)
+      await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
     return false
   })
   if (changed) {
-    if (attempt >= 3) throw new ConflictError(`accelerator request ${arq.uuid} kept changing while unbinding; try again`, { code: 'ARQ_BAD_STATE' })
+    if (attempt >= 3)
+      throw new ConflictError(
+        `accelerator request ${arq.uuid} kept changing while unbinding; try again`,
+        { code: 'ARQ_BAD_STATE' },
+      )
     return unbindOne(deps, await getArq(db.db, arq.uuid), attempt + 1)
   }
   return { uuid: arq.uuid, state: 'Unbound' }
@@ -117,13 +150,19 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
   for (const arq of arqs) {
     const reason = await releaseDevice(deps, arq)
     if (reason === undefined) ready.push(arq)
-    else log.warn({ arq: arq.uuid, reason }, 'could not release the device; the request stays Deleting')
+    else
+      log.warn(
+        { arq: arq.uuid, reason },
+        'could not release the device; the request stays Deleting',
+      )
   }
   if (ready.length === 0) return []
   return committer.run(async (trx) => {
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
-    for (const arq of ready) if (arq.attachHandleId !== null) await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
+    for (const arq of ready)
+      if (arq.attachHandleId !== null)
+        await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
     return deleted
   })
 }
@@ -137,28 +176,41 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
   const { committer, now } = deps
   const prior = new Map(found.map((a) => [a.uuid, a.state]))
   const marked = await committer.run(async (trx) => {
-    const { moved } = await updateArqStates(trx, found.map((a) => a.uuid), 'Deleting', { now: now() })
+    const { moved } = await updateArqStates(
+      trx,
+      found.map((a) => a.uuid),
+      'Deleting',
+      { now: now() },
+    )
     // What each holds as of this transaction (a bind may have claimed a handle since `found`
     // was read), with the state it was in before: that says whether Placement holds a unit.
     const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
     const quick: Arq[] = []
     const rest: Arq[] = []
-    for (const arq of current) ((await holdsNothingOutside(deps, trx, arq)) ? quick : rest).push(arq)
+    for (const arq of current)
+      ((await holdsNothingOutside(deps, trx, arq)) ? quick : rest).push(arq)
     const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
-    for (const arq of quick) if (arq.attachHandleId !== null) await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
+    for (const arq of quick)
+      if (arq.attachHandleId !== null)
+        await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
     return { gone, rest }
   })
   return [...marked.gone, ...(await finishDeleting(deps, marked.rest))].map((a) => a.uuid)
 }
 
 /** Standalone with Placement: takes back allocations of `instances` that no request holds (after a crash). */
-export async function reconcileAllocations(deps: ReleaseDeps, instances: Iterable<string>): Promise<void> {
+export async function reconcileAllocations(
+  deps: ReleaseDeps,
+  instances: Iterable<string>,
+): Promise<void> {
   const { db, allocator, log } = deps
   if (!allocator) return
   for (const instance of new Set(instances)) {
-    await allocator.trim(instance, (rps) => getHeldCountsByInstance(db.db, instance, rps)).catch((err: unknown) =>
-      log.warn({ err, instance }, "could not check the instance's allocations in Placement"),
-    )
+    await allocator
+      .trim(instance, (rps) => getHeldCountsByInstance(db.db, instance, rps))
+      .catch((err: unknown) =>
+        log.warn({ err, instance }, "could not check the instance's allocations in Placement"),
+      )
   }
 }
 

@@ -25,20 +25,34 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-allocations.js'
-import { finishStaleDeletes, reconcileAllocations, removeArqs, unbindOne, type ReleaseDeps } from './arq-release.js'
+import {
+  finishStaleDeletes,
+  reconcileAllocations,
+  removeArqs,
+  unbindOne,
+  type ReleaseDeps,
+} from './arq-release.js'
 import { createFpgaProgrammer, pciAddress } from './arq-program.js'
 import type { V1Placement } from './v1-placement.js'
 import { needsMore, claimHandleForArq, rcOf, type Placed } from './arq-claim.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
 import { v2Arq, type ArqInternals } from './arq-internals.js'
-import { checkArqBindings, checkPositiveInt, checkString, checkUuid, checkUuidList } from './validate.js'
+import {
+  checkArqBindings,
+  checkPositiveInt,
+  checkString,
+  checkUuid,
+  checkUuidList,
+} from './validate.js'
 
 export interface ArqDeps {
   db: DatabaseHandle
   committer: Pick<GroupCommitter, 'run'>
   /** The agent of a host; without it only handles that need no preparation (TEST_PCI) bind. */
-  agentFor?: (host: string) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage'>
+  agentFor?: (
+    host: string,
+  ) => Pick<AgentRpc, 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage'>
   nova?: NovaClient
   /** With Placement and without Nova, bound accelerators are allocated in Placement by the conductor. */
   placement?: PlacementClient
@@ -65,28 +79,39 @@ type ArqMethods = Pick<ConductorRpc, 'createArqs' | 'bindArqs' | 'unbindArqs' | 
   internals: ArqInternals
 }
 
-
 export function createArqService(deps: ArqDeps): ArqMethods {
   const { db, committer } = deps
   const log = deps.log.child({ component: 'arqs' })
   const now = () => formatTimestamp(deps.clock.now())
   // Nova allocates through its scheduler; without Nova, Placement hears it from us.
-  const allocator = deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
+  const allocator =
+    deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
 
   /** Has the host's agent make the device ready for the VM; nothing for TEST_PCI. */
-  const prepare = async (host: string, handle: { uuid: string; type: string; info: Record<string, string> }) => {
+  const prepare = async (
+    host: string,
+    handle: { uuid: string; type: string; info: Record<string, string> },
+  ) => {
     if (handle.type === 'TEST_PCI') return
     if (!deps.agentFor) throw new Error(`no agent RPC to prepare ${handle.type} handles`)
     const agent = deps.agentFor(host)
     if (handle.type === 'PCI') await agent.prepare({ address: pciAddress(handle.info) })
-    else if (handle.type === 'MDEV') await agent.createMdev({ parent: pciAddress(handle.info), type: handle.info.asked_type ?? '', uuid: handle.uuid })
+    else if (handle.type === 'MDEV')
+      await agent.createMdev({
+        parent: pciAddress(handle.info),
+        type: handle.info.asked_type ?? '',
+        uuid: handle.uuid,
+      })
   }
 
   const program = createFpgaProgrammer({ agentFor: deps.agentFor, committer, log, now })
 
   const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
     await committer.run(async (trx) => {
-      await updateArqStates(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
+      await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+        now: now(),
+        set: { attachHandleId: null, deployableId: null },
+      })
       if (handleId !== undefined) await releaseAttachHandle(trx, handleId, { now: now() })
     })
     log.warn({ arq: arq.uuid, reason }, 'bind failed')
@@ -94,25 +119,42 @@ export function createArqService(deps: ArqDeps): ArqMethods {
   }
 
   /** The steps of a bind outside the database (program, prepare, allocate), then Bound. */
-  const finish = async (arq: Arq, binding: ArqBindRequest, spec: ArqSpec | undefined, { target, handle }: Placed): Promise<ArqBindOutcome> => {
+  const finish = async (
+    arq: Arq,
+    binding: ArqBindRequest,
+    spec: ArqSpec | undefined,
+    { target, handle }: Placed,
+  ): Promise<ArqBindOutcome> => {
     const programmed = await program(binding.hostname, target, spec)
     if (programmed !== undefined) return fail(arq, programmed, handle.id)
     try {
       await prepare(binding.hostname, handle)
     } catch (err) {
-      return fail(arq, `preparing ${pciAddress(handle.info)} failed: ${errorMessage(err)}`, handle.id)
+      return fail(
+        arq,
+        `preparing ${pciAddress(handle.info)} failed: ${errorMessage(err)}`,
+        handle.id,
+      )
     }
     const rc = rcOf(target)
     if (allocator && target.rpUuid && rc) {
       try {
-        await allocator.allocate(binding.instanceUuid, target.rpUuid, rc, binding.projectId ?? arq.projectId)
+        await allocator.allocate(
+          binding.instanceUuid,
+          target.rpUuid,
+          rc,
+          binding.projectId ?? arq.projectId,
+        )
       } catch (err) {
         return fail(arq, `Placement refused the allocation: ${errorMessage(err)}`, handle.id)
       }
     }
-    const { count } = await committer.run((trx) => updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }))
+    const { count } = await committer.run((trx) =>
+      updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }),
+    )
     if (count === 0) {
-      if (allocator && target.rpUuid && rc) await allocator.release(binding.instanceUuid, target.rpUuid, rc).catch(() => {})
+      if (allocator && target.rpUuid && rc)
+        await allocator.release(binding.instanceUuid, target.rpUuid, rc).catch(() => {})
       return fail(arq, 'the request changed while binding (unbound or deleted)', handle.id)
     }
     return { uuid: arq.uuid, state: 'Bound' }
@@ -130,11 +172,22 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const result = await deps.nova.sendArqBoundEvents(events)
       if (!result.ok) log.warn({ result }, 'Nova refused some accelerator-request-bound events')
     } catch (err) {
-      log.error({ err, events: events.length }, 'could not tell Nova that accelerator requests resolved')
+      log.error(
+        { err, events: events.length },
+        'could not tell Nova that accelerator requests resolved',
+      )
     }
   }
 
-  const release: ReleaseDeps = { db, committer, agentFor: deps.agentFor, allocator, v1Placement: deps.v1Placement, log, now }
+  const release: ReleaseDeps = {
+    db,
+    committer,
+    agentFor: deps.agentFor,
+    allocator,
+    v1Placement: deps.v1Placement,
+    log,
+    now,
+  }
 
   return {
     internals: { prepare, remove: (arqs) => removeArqs(release, arqs), notify },
@@ -152,7 +205,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const at = now()
       const arqs = await committer.run((trx) => {
         const next = uuids.values()
-        return createArqs(trx, { profileId: profile.id, specs, projectId }, { now: at, uuid: () => next.next().value! })
+        return createArqs(
+          trx,
+          { profileId: profile.id, specs, projectId },
+          { now: at, uuid: () => next.next().value! },
+        )
       })
       log.info({ profile: name, arqs: arqs.length }, 'accelerator requests created')
       return arqs
@@ -170,35 +227,60 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
         for (const arq of arqs) {
           if (!allowedFrom('BindStarted').includes(arq.state)) {
-            throw new ConflictError(`accelerator request ${arq.uuid} is ${arq.state}; only Initial or Unbound requests can be bound`, {
-              code: 'ARQ_BAD_STATE',
-              details: { uuid: arq.uuid, state: arq.state },
-            })
+            throw new ConflictError(
+              `accelerator request ${arq.uuid} is ${arq.state}; only Initial or Unbound requests can be bound`,
+              {
+                code: 'ARQ_BAD_STATE',
+                details: { uuid: arq.uuid, state: arq.state },
+              },
+            )
           }
         }
         for (const instance of instances) {
           // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
           // are read afresh as well (this batch's own writes are visible only through trx).
           const others = [...(await listBoundArqsOfInstance(trx, instance, uuids))]
-          if (db.dialect === 'mysql') others.push(...(await listBoundArqsOfInstance(db.db, instance, uuids)))
+          if (db.dialect === 'mysql')
+            others.push(...(await listBoundArqsOfInstance(db.db, instance, uuids)))
           if (others.length > 0) {
-            throw new ConflictError(`instance ${instance} already has bound accelerator requests: ${others.join(', ')}`, {
-              code: 'INSTANCE_ALREADY_BOUND',
-              details: { field: 'instance_uuid', instance },
-            })
+            throw new ConflictError(
+              `instance ${instance} already has bound accelerator requests: ${others.join(', ')}`,
+              {
+                code: 'INSTANCE_ALREADY_BOUND',
+                details: { field: 'instance_uuid', instance },
+              },
+            )
           }
         }
         // The request groups, for standalone placement and FPGA programming. Their sizes were
         // bounded when the requests were created, so expanding them again is cheap.
-        const profiles = await listDeviceProfilesById(trx, [...new Set(arqs.map((a) => a.deviceProfileId!))])
-        const specsByProfile = new Map(profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]))
-        const specFor = (arq: Arq) => specsByProfile.get(arq.deviceProfileId!)?.find((s) => s.groupId === arq.deviceProfileGroupId)
+        const profiles = await listDeviceProfilesById(trx, [
+          ...new Set(arqs.map((a) => a.deviceProfileId!)),
+        ])
+        const specsByProfile = new Map(
+          profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]),
+        )
+        const specFor = (arq: Arq) =>
+          specsByProfile
+            .get(arq.deviceProfileId!)
+            ?.find((s) => s.groupId === arq.deviceProfileGroupId)
         const steps: BindStep[] = []
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
-          const set = { hostname: b.hostname, deviceRpUuid: b.deviceRpUuid ?? null, instanceUuid: b.instanceUuid, projectId: b.projectId ?? arq.projectId }
-          const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', { now: now(), set })
-          if (count !== 1) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, { code: 'ARQ_BAD_STATE' })
+          const set = {
+            hostname: b.hostname,
+            deviceRpUuid: b.deviceRpUuid ?? null,
+            instanceUuid: b.instanceUuid,
+            projectId: b.projectId ?? arq.projectId,
+          }
+          const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', {
+            now: now(),
+            set,
+          })
+          if (count !== 1)
+            throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
+              code: 'ARQ_BAD_STATE',
+            })
         }
         // Then each one's handle, claimed in this same transaction. One that needs nothing outside
         // the database is Bound here too: a whole bind in one commit.
@@ -206,8 +288,14 @@ export function createArqService(deps: ArqDeps): ArqMethods {
           const spec = specFor(arq)
           const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now())
           if ('reason' in placed) {
-            await updateArqStates(trx, [arq.uuid], 'BindFailed', { now: now(), set: { attachHandleId: null, deployableId: null } })
-            steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
+            await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+              now: now(),
+              set: { attachHandleId: null, deployableId: null },
+            })
+            steps.push({
+              arq,
+              done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason },
+            })
           } else if (needsMore(placed, spec, allocator !== undefined)) {
             steps.push({ arq, spec, placed })
           } else {
@@ -217,18 +305,26 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         }
         return steps
       })
-      for (const { done } of started) if (done?.reason) log.warn({ arq: done.uuid, reason: done.reason }, 'bind failed')
+      for (const { done } of started)
+        if (done?.reason) log.warn({ arq: done.uuid, reason: done.reason }, 'bind failed')
       // Phase 2: the rest, each on its own, at once.
       const outcomes = await Promise.all(
-        started.map(({ arq, spec, placed, done }) =>
-          done ??
-          finish(arq, bindings[arq.uuid]!, spec, placed!).catch((err: unknown) =>
-            fail(arq, errorMessage(err), placed!.handle.id),
-          ),
+        started.map(
+          ({ arq, spec, placed, done }) =>
+            done ??
+            finish(arq, bindings[arq.uuid]!, spec, placed!).catch((err: unknown) =>
+              fail(arq, errorMessage(err), placed!.handle.id),
+            ),
         ),
       )
       await notify(outcomes, bindings)
-      log.info({ bound: outcomes.filter((o) => o.state === 'Bound').length, failed: outcomes.filter((o) => o.state !== 'Bound').length }, 'bind finished')
+      log.info(
+        {
+          bound: outcomes.filter((o) => o.state === 'Bound').length,
+          failed: outcomes.filter((o) => o.state !== 'Bound').length,
+        },
+        'bind finished',
+      )
       return outcomes
     },
 
@@ -243,14 +339,28 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const arqs = byInstance
         ? await listArqs(db.db, {
             instanceUuid: checkUuid(req.instanceUuid, 'instance'),
-            ...(req.projectId === undefined ? {} : { projectId: checkString(req.projectId, 'project_id') }),
+            ...(req.projectId === undefined
+              ? {}
+              : { projectId: checkString(req.projectId, 'project_id') }),
           })
-        : await Promise.all(checkUuidList((req as { uuids: unknown }).uuids).map((u) => v2Arq(db.db, u).catch(() => undefined)))
-      const deleted = await removeArqs(release, arqs.filter((a): a is Arq => a !== undefined))
+        : await Promise.all(
+            checkUuidList((req as { uuids: unknown }).uuids).map((u) =>
+              v2Arq(db.db, u).catch(() => undefined),
+            ),
+          )
+      const deleted = await removeArqs(
+        release,
+        arqs.filter((a): a is Arq => a !== undefined),
+      )
       if (!byInstance) {
-        const missing = (req as { uuids: string[] }).uuids.filter((u) => !arqs.some((a) => a?.uuid === u))
+        const missing = (req as { uuids: string[] }).uuids.filter(
+          (u) => !arqs.some((a) => a?.uuid === u),
+        )
         if (missing.length > 0) {
-          throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, { code: 'ARQ_NOT_FOUND', details: { uuids: missing } })
+          throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {
+            code: 'ARQ_NOT_FOUND',
+            details: { uuids: missing },
+          })
         }
       }
       return { deleted }

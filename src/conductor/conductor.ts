@@ -18,7 +18,10 @@ import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
-import { createRemoteAcceleratorService, type RemoteAcceleratorOptions } from './remote-accelerators.js'
+import {
+  createRemoteAcceleratorService,
+  type RemoteAcceleratorOptions,
+} from './remote-accelerators.js'
 import { createV1AcceleratorService } from './v1-accelerators.js'
 import { createV1Placement } from './v1-placement.js'
 import { createDriverAdminService, type DriverAdminServiceOptions } from './driver-admin.js'
@@ -43,7 +46,17 @@ export interface ConductorDeps {
     host: string,
   ) => Pick<
     AgentRpc,
-    'install' | 'prepare' | 'release' | 'createMdev' | 'removeMdev' | 'programFpgaImage' | 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover' | 'registerRemote'
+    | 'install'
+    | 'prepare'
+    | 'release'
+    | 'createMdev'
+    | 'removeMdev'
+    | 'programFpgaImage'
+    | 'listDrivers'
+    | 'setDriverEnabled'
+    | 'updateDriverOptions'
+    | 'discover'
+    | 'registerRemote'
   >
   /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
   nova?: NovaClient
@@ -94,7 +107,10 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
    * Brings Placement in step with `host` after a change. `complete` when nothing is left over; else the
    * host's report hash is cleared, so that its next report (unchanged or not) tries again.
    */
-  const syncPlacement = async (host: string, root?: RootHint): Promise<{ complete: boolean; deleted: number }> => {
+  const syncPlacement = async (
+    host: string,
+    root?: RootHint,
+  ): Promise<{ complete: boolean; deleted: number }> => {
     if (!placement) return { complete: true, deleted: 0 }
     try {
       const outcome = await placement.syncHost(host, root)
@@ -134,20 +150,54 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     log,
     clock,
   })
-  const ingest = createReportIngest({ db, committer, log, now, uuid, ...(placement ? { syncPlacement } : {}) })
+  const ingest = createReportIngest({
+    db,
+    committer,
+    log,
+    now,
+    uuid,
+    ...(placement ? { syncPlacement } : {}),
+  })
   const writes = createResourceWrites({ committer, log, now, uuid, syncPlacement })
-  const driverAdmin = createDriverAdminService({ db, agentFor: deps.agentFor ?? noAgents, log }, options.driverAdmin)
-  const v1 = createV1AcceleratorService({ db, committer, arqs: arqs.internals, placement: v1Placement, log, clock })
-  const remote = createRemoteAcceleratorService({ db, agentFor: deps.agentFor, uuid, log, clock }, options.remote)
+  const driverAdmin = createDriverAdminService(
+    { db, agentFor: deps.agentFor ?? noAgents, log },
+    options.driverAdmin,
+  )
+  const v1 = createV1AcceleratorService({
+    db,
+    committer,
+    arqs: arqs.internals,
+    placement: v1Placement,
+    log,
+    clock,
+  })
+  const remote = createRemoteAcceleratorService(
+    { db, agentFor: deps.agentFor, uuid, log, clock },
+    options.remote,
+  )
 
   const { bindTimeoutMs = 60_000 } = options
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
   const reap = async () => {
     try {
-      const releaseAttachments = v1Placement && (async (uuids: string[]) => void (await Promise.all(uuids.map(v1Placement.release))))
-      await reapStaleBinds({ db, committer, nova: deps.nova, log, clock, bindTimeoutMs, reconcile: arqs.reconcileAllocations, releaseAttachments })
-      const finished = await arqs.finishStaleDeletes(formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)))
-      if (finished.length > 0) log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
+      const releaseAttachments =
+        v1Placement &&
+        (async (uuids: string[]) => void (await Promise.all(uuids.map(v1Placement.release))))
+      await reapStaleBinds({
+        db,
+        committer,
+        nova: deps.nova,
+        log,
+        clock,
+        bindTimeoutMs,
+        reconcile: arqs.reconcileAllocations,
+        releaseAttachments,
+      })
+      const finished = await arqs.finishStaleDeletes(
+        formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)),
+      )
+      if (finished.length > 0)
+        log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
       const cutoff = formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs))
       await committer.run((trx) => deleteStaleInstanceLocks(trx, cutoff))
     } catch (err) {

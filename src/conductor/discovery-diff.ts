@@ -20,7 +20,13 @@ const sorted = (items: string[]) => [...items].sort().join('\n')
 export function flattenInventory(devices: readonly CurrentDevice[]): Map<string, DeployableFacts> {
   const out = new Map<string, DeployableFacts>()
   for (const device of devices) {
-    const deviceFacts = [device.type, device.vendor, device.model, device.stdBoardInfo ?? '', device.vendorBoardInfo ?? ''].join('\n')
+    const deviceFacts = [
+      device.type,
+      device.vendor,
+      device.model,
+      device.stdBoardInfo ?? '',
+      device.vendorBoardInfo ?? '',
+    ].join('\n')
     for (const d of device.deployables) {
       out.set(d.name, {
         deviceType: device.type,
@@ -49,7 +55,8 @@ export function diffDeployables(
     address: f.address,
     ...(fields ? { fields } : {}),
   })
-  const byName = (a: DiscoveredItem, b: DiscoveredItem) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+  const byName = (a: DiscoveredItem, b: DiscoveredItem) =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0
   const added: DiscoveredItem[] = []
   const changed: DiscoveredItem[] = []
   const removed: DiscoveredItem[] = []

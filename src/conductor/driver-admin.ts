@@ -13,15 +13,30 @@ import { listDriverAllocations, type DriverAllocation } from '../db/driver-alloc
 import { AGENT_BINARY, listServices, type Service } from '../db/services.js'
 import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import type { DriverActionOutcome, HostDiscovery, HostDrivers, HostError } from '../rpc/admin-types.js'
-import { AppError, ConflictError, InvalidInputError, NotFoundError, TimeoutError, UnavailableError } from '../domain/errors.js'
+import type {
+  DriverActionOutcome,
+  HostDiscovery,
+  HostDrivers,
+  HostError,
+} from '../rpc/admin-types.js'
+import {
+  AppError,
+  ConflictError,
+  InvalidInputError,
+  NotFoundError,
+  TimeoutError,
+  UnavailableError,
+} from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { diffDeployables, flattenInventory } from './discovery-diff.js'
 import { checkString, checkStringMap } from './validate.js'
 import { getHostInventory } from '../db/host-inventory.js'
 import { errorMessage } from '../domain/error-message.js'
 
-export type AdminAgent = Pick<AgentRpc, 'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'>
+export type AdminAgent = Pick<
+  AgentRpc,
+  'listDrivers' | 'setDriverEnabled' | 'updateDriverOptions' | 'discover'
+>
 
 export interface DriverAdminServiceOptions {
   /** How long a listing waits for each agent. @default 5000 */
@@ -36,7 +51,10 @@ export interface DriverAdminServiceDeps {
   log: Logger
 }
 
-export type DriverAdminService = Pick<ConductorRpc, 'listAgentDrivers' | 'installDriver' | 'uninstallDriver' | 'updateDriver' | 'discoverHosts'>
+export type DriverAdminService = Pick<
+  ConductorRpc,
+  'listAgentDrivers' | 'installDriver' | 'uninstallDriver' | 'updateDriver' | 'discoverHosts'
+>
 
 const failure = (err: unknown): HostError => ({
   code: err instanceof AppError ? err.code : 'INTERNAL_ERROR',
@@ -50,14 +68,24 @@ const unreachable = (err: unknown) => err instanceof TimeoutError || err instanc
 function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TimeoutError(`${what} did not answer within ${ms} ms`, { code: 'AGENT_UNREACHABLE' })), ms)
+    timer = setTimeout(
+      () =>
+        reject(
+          new TimeoutError(`${what} did not answer within ${ms} ms`, { code: 'AGENT_UNREACHABLE' }),
+        ),
+      ms,
+    )
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
-const optionalHost = (value: unknown): string | undefined => (value === undefined ? undefined : checkString(value, 'hostname'))
+const optionalHost = (value: unknown): string | undefined =>
+  value === undefined ? undefined : checkString(value, 'hostname')
 
-export function createDriverAdminService(deps: DriverAdminServiceDeps, options: DriverAdminServiceOptions = {}): DriverAdminService {
+export function createDriverAdminService(
+  deps: DriverAdminServiceDeps,
+  options: DriverAdminServiceOptions = {},
+): DriverAdminService {
   const { db, agentFor, log } = deps
   const { listTimeoutMs = 5000, actionTimeoutMs = 20_000 } = options
 
@@ -68,19 +96,32 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     const one = agents.find((s) => s.host === hostname)
     if (one) return [one]
     const known = agents.map((s) => s.host)
-    throw new NotFoundError(`host ${hostname} is not a known agent; known agents: ${known.join(', ') || '(none)'}`, {
-      code: 'HOST_NOT_FOUND',
-      details: { field: 'hostname', hostname, known },
-    })
+    throw new NotFoundError(
+      `host ${hostname} is not a known agent; known agents: ${known.join(', ') || '(none)'}`,
+      {
+        code: 'HOST_NOT_FOUND',
+        details: { field: 'hostname', hostname, known },
+      },
+    )
   }
 
   const listHost = async (s: Service): Promise<HostDrivers> => {
     try {
-      const answer = await bounded(agentFor(s.host).listDrivers({}), listTimeoutMs, `agent ${s.host}`)
+      const answer = await bounded(
+        agentFor(s.host).listDrivers({}),
+        listTimeoutMs,
+        `agent ${s.host}`,
+      )
       return { hostname: s.host, status: 'ok', lastSeen: s.lastSeen, drivers: answer.drivers }
     } catch (err) {
       log.debug({ err, host: s.host }, 'agent did not list its drivers')
-      return { hostname: s.host, status: unreachable(err) ? 'unreachable' : 'failed', lastSeen: s.lastSeen, drivers: [], error: failure(err) }
+      return {
+        hostname: s.host,
+        status: unreachable(err) ? 'unreachable' : 'failed',
+        lastSeen: s.lastSeen,
+        drivers: [],
+        error: failure(err),
+      }
     }
   }
 
@@ -89,15 +130,29 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     const listed = await Promise.all(hosts.map(listHost))
     const names = new Set([driver])
     for (const h of listed) {
-      for (const d of h.drivers) if (d.name === driver || d.aliases.includes(driver)) [d.name, ...d.aliases].forEach((n) => names.add(n))
+      for (const d of h.drivers)
+        if (d.name === driver || d.aliases.includes(driver))
+          [d.name, ...d.aliases].forEach((n) => names.add(n))
     }
-    const held = await listDriverAllocations(db.db, [...names], hosts.map((h) => h.host))
+    const held = await listDriverAllocations(
+      db.db,
+      [...names],
+      hosts.map((h) => h.host),
+    )
     if (held.length === 0) return
     throw new ConflictError(
       `driver ${driver} has allocated devices: ${held.map(describeAllocation).join('; ')}; detach or unbind them first`,
       {
         code: 'DRIVER_DEVICES_ALLOCATED',
-        details: { driver, allocations: held.map((a) => ({ hostname: a.hostname, name: a.name, uuid: a.uuid, requests: a.requests })) },
+        details: {
+          driver,
+          allocations: held.map((a) => ({
+            hostname: a.hostname,
+            name: a.name,
+            uuid: a.uuid,
+            requests: a.requests,
+          })),
+        },
       },
     )
   }
@@ -118,16 +173,30 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
           const state = await bounded(call(agentFor(s.host)), actionTimeoutMs, `agent ${s.host}`)
           if (state.report.ok) return { hostname: s.host, status: 'ok', state }
           const { code, message } = state.report
-          return { hostname: s.host, status: 'failed', state, error: { code, message: `${what} done, but the rediscovery failed: ${message}` } }
+          return {
+            hostname: s.host,
+            status: 'failed',
+            state,
+            error: { code, message: `${what} done, but the rediscovery failed: ${message}` },
+          }
         } catch (err) {
           if (hostname !== undefined && !unreachable(err)) throw err
           const skipped = err instanceof NotFoundError && err.code === 'DRIVER_NOT_FOUND'
-          return { hostname: s.host, status: skipped ? 'skipped' : unreachable(err) ? 'unreachable' : 'failed', error: failure(err), err }
+          return {
+            hostname: s.host,
+            status: skipped ? 'skipped' : unreachable(err) ? 'unreachable' : 'failed',
+            error: failure(err),
+            err,
+          }
         }
       }),
     )
     const answered = outcomes.filter((o) => o.status !== 'unreachable')
-    if (hostname === undefined && answered.length > 0 && answered.every((o) => o.status === 'skipped')) {
+    if (
+      hostname === undefined &&
+      answered.length > 0 &&
+      answered.every((o) => o.status === 'skipped')
+    ) {
       throw new NotFoundError(`driver ${driver} is not configured on any agent that answered`, {
         code: 'DRIVER_NOT_FOUND',
         details: { field: 'driver', driver },
@@ -135,7 +204,8 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     }
     // Every agent refused the input the same way (bad options): the caller's mistake, not the hosts'.
     const refused = answered.filter((o) => o.status !== 'skipped')
-    if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError)) throw refused[0]!.err
+    if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError))
+      throw refused[0]!.err
     log.info({ driver, what, hosts: outcomes.map((o) => [o.hostname, o.status]) }, `driver ${what}`)
     return { driver, hosts: outcomes.map(({ err: _err, ...o }) => o) }
   }
@@ -144,7 +214,11 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     const before = flattenInventory(await getHostInventory(db.db, s.host))
     const base = { hostname: s.host, added: [], changed: [], removed: [] }
     try {
-      const report = await bounded(agentFor(s.host).discover({}), actionTimeoutMs, `agent ${s.host}`)
+      const report = await bounded(
+        agentFor(s.host).discover({}),
+        actionTimeoutMs,
+        `agent ${s.host}`,
+      )
       const after = flattenInventory(await getHostInventory(db.db, s.host))
       return { hostname: s.host, status: 'ok', ...diffDeployables(before, after), report }
     } catch (err) {
@@ -160,7 +234,9 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
 
     async installDriver(req) {
       const driver = checkString(req?.driver, 'driver', { max: 64 })
-      return act(driver, optionalHost(req.hostname), 'installed', (agent) => agent.setDriverEnabled({ driver, enabled: true }))
+      return act(driver, optionalHost(req.hostname), 'installed', (agent) =>
+        agent.setDriverEnabled({ driver, enabled: true }),
+      )
     },
 
     async uninstallDriver(req) {
@@ -177,8 +253,13 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
     async updateDriver(req) {
       const driver = checkString(req?.driver, 'driver', { max: 64 })
       const options = checkStringMap(req.options, 'options')
-      if (Object.keys(options).length === 0) throw new InvalidInputError('options: must set at least one option', { details: { field: 'options' } })
-      return act(driver, optionalHost(req.hostname), 'updated', (agent) => agent.updateDriverOptions({ driver, options }))
+      if (Object.keys(options).length === 0)
+        throw new InvalidInputError('options: must set at least one option', {
+          details: { field: 'options' },
+        })
+      return act(driver, optionalHost(req.hostname), 'updated', (agent) =>
+        agent.updateDriverOptions({ driver, options }),
+      )
     },
 
     async discoverHosts(req) {
@@ -190,7 +271,10 @@ export function createDriverAdminService(deps: DriverAdminServiceDeps, options: 
 
 /** `node1_FakeDevice (held by accelerator request <uuid> Bound for instance <uuid>)` */
 function describeAllocation(a: DriverAllocation): string {
-  const holders = a.requests.map((r) => `accelerator request ${r.uuid} ${r.state}${r.instanceUuid ? ` for instance ${r.instanceUuid}` : ''}`)
+  const holders = a.requests.map(
+    (r) =>
+      `accelerator request ${r.uuid} ${r.state}${r.instanceUuid ? ` for instance ${r.instanceUuid}` : ''}`,
+  )
   if (holders.length === 0) holders.push(`${a.handlesInUse} attach handle(s) in use`)
   return `${a.name} on ${a.hostname} (held by ${holders.join(', ')})`
 }

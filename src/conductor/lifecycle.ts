@@ -52,7 +52,8 @@ export interface DeviceLifecycle {
 /** The lifecycle_reason of a failed install: what the agent said, or that it never answered. */
 export function failureReason(host: string, err: unknown): string {
   const message = errorMessage(err)
-  if (err instanceof TimeoutError || err instanceof UnavailableError) return `agent on ${host} did not answer: ${message}`
+  if (err instanceof TimeoutError || err instanceof UnavailableError)
+    return `agent on ${host} did not answer: ${message}`
   if (err instanceof AppError && err.code === 'RPC_NO_METHOD') {
     return `agent on ${host} cannot install devices (it predates agent RPC 1.2): ${message}`
   }
@@ -60,21 +61,38 @@ export function failureReason(host: string, err: unknown): string {
 }
 
 export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
-  const { db, agentFor, clock, onInventoryChanged = async () => {}, staleInstallMs = 600_000 } = deps
+  const {
+    db,
+    agentFor,
+    clock,
+    onInventoryChanged = async () => {},
+    staleInstallMs = 600_000,
+  } = deps
   const log = deps.log.child({ component: 'lifecycle' })
-  const run = deps.committer ? deps.committer.run.bind(deps.committer) : <T>(fn: (trx: DatabaseHandle['db']) => Promise<T>) => fn(db.db)
+  const run = deps.committer
+    ? deps.committer.run.bind(deps.committer)
+    : <T>(fn: (trx: DatabaseHandle['db']) => Promise<T>) => fn(db.db)
   const now = () => formatTimestamp(clock.now())
 
   const conflict = (device: Device) =>
-    new ConflictError(`device ${device.uuid} is ${device.lifecycle}; only an inactive or error device (or one left installing for ${staleInstallMs / 1000} s) can be marked ready`, {
-      code: 'DEVICE_LIFECYCLE_CONFLICT',
-      details: { uuid: device.uuid, lifecycle: device.lifecycle },
-    })
+    new ConflictError(
+      `device ${device.uuid} is ${device.lifecycle}; only an inactive or error device (or one left installing for ${staleInstallMs / 1000} s) can be marked ready`,
+      {
+        code: 'DEVICE_LIFECYCLE_CONFLICT',
+        details: { uuid: device.uuid, lifecycle: device.lifecycle },
+      },
+    )
 
   const settle = async (device: Device, outcome: { to: Lifecycle; reason: string | null }) => {
     const at = now()
-    const moved = await run((trx) => updateDeviceLifecycle(trx, device.uuid, { from: [Lifecycle.installing], ...outcome }, at))
-    if (!moved) log.warn({ uuid: device.uuid, ...outcome }, 'device left installing meanwhile; outcome not recorded')
+    const moved = await run((trx) =>
+      updateDeviceLifecycle(trx, device.uuid, { from: [Lifecycle.installing], ...outcome }, at),
+    )
+    if (!moved)
+      log.warn(
+        { uuid: device.uuid, ...outcome },
+        'device left installing meanwhile; outcome not recorded',
+      )
     try {
       await onInventoryChanged(device.hostname)
     } catch (err) {
@@ -87,18 +105,42 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
       const id = checkUuid(uuid, 'uuid')
       const device = await getDevice(db.db, id)
       const staleBefore = formatTimestamp(new Date(clock.now().getTime() - staleInstallMs))
-      const stale = device.lifecycle === Lifecycle.installing && (device.updatedAt ?? device.createdAt) < staleBefore
+      const stale =
+        device.lifecycle === Lifecycle.installing &&
+        (device.updatedAt ?? device.createdAt) < staleBefore
       if (!READY_FROM.includes(device.lifecycle) && !stale) throw conflict(device)
       const claimed = await run(async (trx) => {
         const at = now()
         if (stale) {
-          const change = { from: [Lifecycle.installing], to: Lifecycle.installing, reason: null, updatedBefore: staleBefore }
+          const change = {
+            from: [Lifecycle.installing],
+            to: Lifecycle.installing,
+            reason: null,
+            updatedBefore: staleBefore,
+          }
           return updateDeviceLifecycle(trx, id, change, at)
         }
-        if (!(await updateDeviceLifecycle(trx, id, { from: READY_FROM, to: Lifecycle.ready, reason: null }, at))) return false
-        return updateDeviceLifecycle(trx, id, { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null }, at)
+        if (
+          !(await updateDeviceLifecycle(
+            trx,
+            id,
+            { from: READY_FROM, to: Lifecycle.ready, reason: null },
+            at,
+          ))
+        )
+          return false
+        return updateDeviceLifecycle(
+          trx,
+          id,
+          { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null },
+          at,
+        )
       })
-      if (stale) log.warn({ uuid: id, since: device.updatedAt }, 'device was left installing by a conductor that stopped; installing again')
+      if (stale)
+        log.warn(
+          { uuid: id, since: device.updatedAt },
+          'device was left installing by a conductor that stopped; installing again',
+        )
       if (!claimed) throw conflict(await getDevice(db.db, id))
       log.info({ uuid: id, host: device.hostname }, 'device marked ready; installing')
 
@@ -106,10 +148,18 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
         .install({ controlPath: device.controlPath })
         .then(
           ({ driver }) => ({ to: Lifecycle.active, reason: null, driver }),
-          (err: unknown) => ({ to: Lifecycle.error, reason: failureReason(device.hostname, err), err }),
+          (err: unknown) => ({
+            to: Lifecycle.error,
+            reason: failureReason(device.hostname, err),
+            err,
+          }),
         )
       await settle(device, { to: outcome.to, reason: outcome.reason })
-      if (outcome.to === Lifecycle.active) log.info({ uuid: id, host: device.hostname, driver: outcome.driver }, 'device installed; active')
+      if (outcome.to === Lifecycle.active)
+        log.info(
+          { uuid: id, host: device.hostname, driver: outcome.driver },
+          'device installed; active',
+        )
       else log.warn({ uuid: id, host: device.hostname, err: outcome.err }, 'device install failed')
       return getDevice(db.db, id)
     },

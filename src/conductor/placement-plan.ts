@@ -27,7 +27,8 @@ export interface HostPlan {
 }
 
 /** Active, enabled, healthy and not going away: the only state in which accelerators are offered. */
-const isOfferedRow = (row: PlacementRow): boolean => isOffered({ ...row.device, removalPending: row.removalPending })
+const isOfferedRow = (row: PlacementRow): boolean =>
+  isOffered({ ...row.device, removalPending: row.removalPending })
 
 export function planHost(rows: readonly PlacementRow[]): HostPlan {
   const plan: HostPlan = { writes: [], deletes: [], problems: [] }
@@ -37,14 +38,23 @@ export function planHost(rows: readonly PlacementRow[]): HostPlan {
     if (row.removalPending && !row.held) {
       // Nothing in Cyborg holds it any more: its provider goes first, then (next diff) its rows.
       if (row.placementHash === null) continue
-      plan.deletes.push({ id: row.id, uuid: row.rpUuid, name: row.name, ...(write ? { fallback: write } : {}) })
+      plan.deletes.push({
+        id: row.id,
+        uuid: row.rpUuid,
+        name: row.name,
+        ...(write ? { fallback: write } : {}),
+      })
     } else if (write) plan.writes.push(write)
   }
   return plan
 }
 
 /** The write that brings the row's provider to its desired state, or undefined if it has it already. */
-function desiredWrite(row: PlacementRow, rpUuid: string, problems: string[]): ProviderWrite | undefined {
+function desiredWrite(
+  row: PlacementRow,
+  rpUuid: string,
+  problems: string[],
+): ProviderWrite | undefined {
   const desired = desiredProvider({
     rpUuid,
     name: row.name,
@@ -57,7 +67,9 @@ function desiredWrite(row: PlacementRow, rpUuid: string, problems: string[]): Pr
     return undefined
   }
   if (desired.skipped.length > 0) {
-    problems.push(`deployable ${row.name}: invalid trait names left out: ${desired.skipped.join(', ')}`)
+    problems.push(
+      `deployable ${row.name}: invalid trait names left out: ${desired.skipped.join(', ')}`,
+    )
   }
   const hash = providerHash(desired.state)
   if (hash === row.placementHash) return undefined

@@ -71,10 +71,14 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
   }
 
   /** Runs a generation-checked write, re-reading the generation after each conflict. */
-  const withGeneration = async (uuid: string, fn: (generation: number) => Promise<number | void>) => {
+  const withGeneration = async (
+    uuid: string,
+    fn: (generation: number) => Promise<number | void>,
+  ) => {
     for (let attempt = 1; ; attempt++) {
       const generation = await generationOf(uuid)
-      if (generation === undefined) throw new NotFoundError(`resource provider ${uuid} vanished from Placement`)
+      if (generation === undefined)
+        throw new NotFoundError(`resource provider ${uuid} vanished from Placement`)
       try {
         const next = await fn(generation)
         if (typeof next === 'number') generations.set(uuid, next)
@@ -93,7 +97,13 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
     const name = hint?.name ?? host
     const cached = roots.get(name)
     if (cached) return cached
-    const root = await findRootProvider({ placement, names: [name], create: deps.createRootProvider, log, backoffMs: [] })
+    const root = await findRootProvider({
+      placement,
+      names: [name],
+      create: deps.createRootProvider,
+      log,
+      backoffMs: [],
+    })
     roots.set(name, root.uuid)
     return root.uuid
   }
@@ -111,12 +121,17 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
     for (const w of writes) {
       const rc = w.state.resourceClass
       if (isCustomName(rc)) await ensure(`rc:${rc}`, () => placement.ensureResourceClass(rc))
-      for (const t of w.state.traits) if (isCustomName(t)) await ensure(`trait:${t}`, () => placement.ensureTrait(t))
+      for (const t of w.state.traits)
+        if (isCustomName(t)) await ensure(`trait:${t}`, () => placement.ensureTrait(t))
     }
   }
 
   const inventoryOf = (w: ProviderWrite): Record<string, Inventory> => ({
-    [w.state.resourceClass]: { total: w.state.total, max_unit: w.state.total, reserved: w.state.reserved },
+    [w.state.resourceClass]: {
+      total: w.state.total,
+      max_unit: w.state.total,
+      reserved: w.state.reserved,
+    },
   })
 
   const push = async (host: string, hint: RootHint | undefined, writes: ProviderWrite[]) => {
@@ -125,18 +140,28 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
       const exists = !w.create && (await generationOf(w.state.uuid)) !== undefined
       if (exists) continue
       const parentUuid = await rootUuid(host, hint)
-      const created = await placement.createProvider({ uuid: w.state.uuid, name: w.state.name, parentUuid })
+      const created = await placement.createProvider({
+        uuid: w.state.uuid,
+        name: w.state.name,
+        parentUuid,
+      })
       if (created) generations.set(created.uuid, created.generation)
       else if ((await generationOf(w.state.uuid)) === undefined) {
-        throw new NotFoundError(`Placement refused provider ${w.state.name}: the name is taken by another uuid`)
+        throw new NotFoundError(
+          `Placement refused provider ${w.state.name}: the name is taken by another uuid`,
+        )
       }
     }
     for (const w of writes) {
-      await withGeneration(w.state.uuid, (g) => placement.setTraits(w.state.uuid, g, w.state.traits))
+      await withGeneration(w.state.uuid, (g) =>
+        placement.setTraits(w.state.uuid, g, w.state.traits),
+      )
     }
     if (writes.length === 1) {
       const [w] = writes as [ProviderWrite]
-      await withGeneration(w.state.uuid, (g) => placement.setInventory(w.state.uuid, g, inventoryOf(w)))
+      await withGeneration(w.state.uuid, (g) =>
+        placement.setInventory(w.state.uuid, g, inventoryOf(w)),
+      )
       return
     }
     // Many providers: one reshaper call replaces all their inventories (no allocations move).
@@ -144,7 +169,8 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
       const entries = []
       for (const w of writes) {
         const generation = await generationOf(w.state.uuid)
-        if (generation === undefined) throw new NotFoundError(`resource provider ${w.state.uuid} vanished`)
+        if (generation === undefined)
+          throw new NotFoundError(`resource provider ${w.state.uuid} vanished`)
         entries.push({ uuid: w.state.uuid, generation, inventories: inventoryOf(w) })
       }
       await placement.setInventories(entries)
@@ -153,7 +179,9 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
       if (!(err instanceof GenerationConflict)) throw err
       for (const w of writes) {
         generations.delete(w.state.uuid)
-        await withGeneration(w.state.uuid, (g) => placement.setInventory(w.state.uuid, g, inventoryOf(w)))
+        await withGeneration(w.state.uuid, (g) =>
+          placement.setInventory(w.state.uuid, g, inventoryOf(w)),
+        )
       }
     }
   }
@@ -166,7 +194,10 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
         for (const problem of plan.problems) log.warn({ host }, problem)
         if (plan.writes.length === 0 && plan.deletes.length === 0) return outcome
         if (round > MAX_ROUNDS) {
-          log.warn({ host }, `Placement sync still changing after ${MAX_ROUNDS} rounds; the next report continues`)
+          log.warn(
+            { host },
+            `Placement sync still changing after ${MAX_ROUNDS} rounds; the next report continues`,
+          )
           return { ...outcome, complete: false }
         }
         const marks: { id: number; hash: string | null }[] = []
@@ -178,7 +209,10 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
           if (result === 'in-use') {
             held = true
             if (d.fallback) writes.push(d.fallback)
-            log.info({ host, deployable: d.name, rp: d.uuid }, 'provider still has allocations; removal stays pending')
+            log.info(
+              { host, deployable: d.name, rp: d.uuid },
+              'provider still has allocations; removal stays pending',
+            )
           } else marks.push({ id: d.id, hash: null })
         }
         const deleted = marks.length

@@ -17,7 +17,13 @@ import { getDeployable, listDeployables } from '../db/deployables.js'
 import { AGENT_BINARY, listServices } from '../db/services.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { AppError, ConflictError, NotFoundError, TimeoutError, UnavailableError } from '../domain/errors.js'
+import {
+  AppError,
+  ConflictError,
+  NotFoundError,
+  TimeoutError,
+  UnavailableError,
+} from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
 import { checkString, checkUuid } from './validate.js'
@@ -46,7 +52,8 @@ const exists = (field: 'name' | 'uuid', value: string) =>
 
 /** The agent does not offer the remote backend: try the next one. */
 const declined = (err: unknown) =>
-  err instanceof AppError && (err.code === 'REMOTE_BACKEND_NOT_ENABLED' || err.code === 'RPC_NO_METHOD')
+  err instanceof AppError &&
+  (err.code === 'REMOTE_BACKEND_NOT_ENABLED' || err.code === 'RPC_NO_METHOD')
 /** The agent did not answer: try the next one, and say so if none accepts. */
 const silent = (err: unknown) => err instanceof TimeoutError || err instanceof UnavailableError
 
@@ -81,7 +88,8 @@ export function createRemoteAcceleratorService(
     async registerRemoteAccelerator(req) {
       const name = checkString(req?.name, 'name')
       const uuid = req.uuid === undefined ? deps.uuid() : checkUuid(req.uuid, 'uuid').toLowerCase()
-      if (!deps.agentFor) throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
+      if (!deps.agentFor)
+        throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
       await checkFree(name, uuid)
       const hosts = await candidates()
       const unanswered: string[] = []
@@ -91,18 +99,27 @@ export function createRemoteAcceleratorService(
         } catch (err) {
           if (declined(err)) continue
           if (silent(err)) {
-            log.warn({ err, host }, 'agent did not answer a remote registration; trying the next one')
+            log.warn(
+              { err, host },
+              'agent did not answer a remote registration; trying the next one',
+            )
             unanswered.push(host)
             continue
           }
           // Another host's deployable took the name or uuid meanwhile (its report was refused).
           if (err instanceof ConflictError && err.code === 'DEPLOYABLE_EXISTS') {
-            throw exists(err.details?.field === 'uuid' ? 'uuid' : 'name', err.details?.field === 'uuid' ? uuid : name)
+            throw exists(
+              err.details?.field === 'uuid' ? 'uuid' : 'name',
+              err.details?.field === 'uuid' ? uuid : name,
+            )
           }
           throw err
         }
         await getDeployable(db.db, uuid).catch((err: unknown) => {
-          throw new AppError(`agent ${host} reported, but accelerator ${uuid} is not in the inventory`, { code: 'REMOTE_NOT_INGESTED', cause: err })
+          throw new AppError(
+            `agent ${host} reported, but accelerator ${uuid} is not in the inventory`,
+            { code: 'REMOTE_NOT_INGESTED', cause: err },
+          )
         })
         log.info({ host, name, uuid }, 'remote accelerator registered')
         return { uuid, hostname: host }

@@ -12,7 +12,11 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import { isUniqueViolation } from '../db/errors.js'
 import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
-import { getHostInventory, updateHostInventory, type InventoryWriteOptions } from '../db/host-inventory.js'
+import {
+  getHostInventory,
+  updateHostInventory,
+  type InventoryWriteOptions,
+} from '../db/host-inventory.js'
 import { getReportHash, updateReportHash } from '../db/services.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
@@ -31,7 +35,11 @@ export interface IngestCounts {
 }
 
 /** Load → diff → apply of one host's full snapshot, inside the caller's transaction. */
-export async function ingestSnapshot(trx: WriteTrx, snapshot: InventorySnapshot, options: InventoryWriteOptions): Promise<IngestCounts> {
+export async function ingestSnapshot(
+  trx: WriteTrx,
+  snapshot: InventorySnapshot,
+  options: InventoryWriteOptions,
+): Promise<IngestCounts> {
   const current = await getHostInventory(trx, snapshot.host)
   const diff = diffInventory(snapshot.host, current, snapshot.devices)
   await updateHostInventory(trx, snapshot.host, diff, options)

@@ -10,7 +10,14 @@ import { updateHeartbeat } from '../db/services.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { checkArray, checkOneOf, checkPositiveInt, checkString, checkStringMap, checkUuid } from './validate.js'
+import {
+  checkArray,
+  checkOneOf,
+  checkPositiveInt,
+  checkString,
+  checkStringMap,
+  checkUuid,
+} from './validate.js'
 
 export interface ResourceWriteDeps {
   committer: Pick<GroupCommitter, 'run'>
@@ -23,7 +30,12 @@ export interface ResourceWriteDeps {
 
 type ResourceWrites = Pick<
   ConductorRpc,
-  'heartbeat' | 'createDeviceProfile' | 'deleteDeviceProfiles' | 'createAttribute' | 'deleteAttribute' | 'setDeviceStatus'
+  | 'heartbeat'
+  | 'createDeviceProfile'
+  | 'deleteDeviceProfiles'
+  | 'createAttribute'
+  | 'deleteAttribute'
+  | 'setDeviceStatus'
 >
 
 export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
@@ -40,7 +52,9 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
         return undefined
       }
       const hash = checkString(req.inventoryHash, 'inventoryHash', { max: 64 })
-      const inventoryCurrent = await committer.run((trx) => updateHeartbeat(trx, service, now(), hash))
+      const inventoryCurrent = await committer.run((trx) =>
+        updateHeartbeat(trx, service, now(), hash),
+      )
       return { inventoryCurrent }
     },
 
@@ -52,7 +66,9 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
           req.description === null
             ? null
             : checkString(req.description, 'description', { max: 65535, allowEmpty: true }),
-        groups: checkArray(req.groups, 'groups', { nonEmpty: true }).map((g, i) => checkStringMap(g, `groups[${i}]`)),
+        groups: checkArray(req.groups, 'groups', { nonEmpty: true }).map((g, i) =>
+          checkStringMap(g, `groups[${i}]`),
+        ),
       }
       const profile = await committer.run((trx) => createDeviceProfile(trx, input, now()))
       log.debug({ uuid: profile.uuid, name: profile.name }, 'device profile created')
@@ -60,7 +76,9 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
     },
 
     async deleteDeviceProfiles(req) {
-      const uuids = checkArray(req?.uuids, 'uuids', { nonEmpty: true }).map((u, i) => checkUuid(u, `uuids[${i}]`))
+      const uuids = checkArray(req?.uuids, 'uuids', { nonEmpty: true }).map((u, i) =>
+        checkUuid(u, `uuids[${i}]`),
+      )
       await committer.run((trx) => deleteDeviceProfiles(trx, uuids))
       log.debug({ uuids }, 'device profiles deleted')
     },

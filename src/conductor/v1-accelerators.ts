@@ -17,8 +17,20 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { updateArqStates } from '../db/arqs.js'
-import { listHolders, hasHandles, createAttachment, getAcceleratorForUpdate, updateAccSpecs, listV1Attachments } from '../db/v1-attachments.js'
-import { accSpecsEtag, ifMatchAccepts, parseAccSpecsBody, type AttachTarget } from '../domain/v1-accelerator.js'
+import {
+  listHolders,
+  hasHandles,
+  createAttachment,
+  getAcceleratorForUpdate,
+  updateAccSpecs,
+  listV1Attachments,
+} from '../db/v1-attachments.js'
+import {
+  accSpecsEtag,
+  ifMatchAccepts,
+  parseAccSpecsBody,
+  type AttachTarget,
+} from '../domain/v1-accelerator.js'
 import type { Arq } from '../domain/arq.js'
 import type { AttachHandle } from '../domain/inventory.js'
 import { ConflictError, InvalidInputError } from '../domain/errors.js'
@@ -44,7 +56,10 @@ export interface V1Deps {
   clock: Clock
 }
 
-type V1Methods = Pick<ConductorRpc, 'attachAccelerator' | 'detachAccelerator' | 'setAcceleratorSpecs'>
+type V1Methods = Pick<
+  ConductorRpc,
+  'attachAccelerator' | 'detachAccelerator' | 'setAcceleratorSpecs'
+>
 
 /** "instance X" or "host Y (v1)" for messages. */
 const describe = (a: Arq) =>
@@ -52,9 +67,13 @@ const describe = (a: Arq) =>
 
 function checkTarget(value: unknown): AttachTarget {
   const t = value as Partial<Record<'instanceUuid' | 'hostname', unknown>> | null
-  if (t && typeof t.instanceUuid === 'string') return { instanceUuid: checkUuid(t.instanceUuid, 'instance_uuid') }
+  if (t && typeof t.instanceUuid === 'string')
+    return { instanceUuid: checkUuid(t.instanceUuid, 'instance_uuid') }
   if (t && typeof t.hostname === 'string' && t.hostname !== '') return { hostname: t.hostname }
-  throw new InvalidInputError("Invalid input for field 'instance_uuid': give instance_uuid or hostname", { details: { field: 'instance_uuid' } })
+  throw new InvalidInputError(
+    "Invalid input for field 'instance_uuid': give instance_uuid or hostname",
+    { details: { field: 'instance_uuid' } },
+  )
 }
 
 export function createV1AcceleratorService(deps: V1Deps): V1Methods {
@@ -69,14 +88,23 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
    */
   const undo = async (arq: Arq) => {
     const removed = await arqs.remove([arq]).catch((err: unknown) => {
-      log.warn({ err, attachment: arq.uuid }, 'could not undo a failed attach; the reaper finishes it')
+      log.warn(
+        { err, attachment: arq.uuid },
+        'could not undo a failed attach; the reaper finishes it',
+      )
       return []
     })
-    if (removed.length === 0) log.warn({ attachment: arq.uuid }, 'a failed attach is left Deleting; the reaper finishes it')
+    if (removed.length === 0)
+      log.warn({ attachment: arq.uuid }, 'a failed attach is left Deleting; the reaper finishes it')
   }
 
   /** The steps outside the database: the agent prepares the device, Placement records the unit; then Bound. */
-  const finish = async (uuid: string, arq: Arq, handle: AttachHandle | undefined, allocation: { rp: string; rc: string } | undefined) => {
+  const finish = async (
+    uuid: string,
+    arq: Arq,
+    handle: AttachHandle | undefined,
+    allocation: { rp: string; rc: string } | undefined,
+  ) => {
     let step = 'the agent of ' + String(arq.hostname) + ' failed to prepare it'
     try {
       if (handle) await arqs.prepare(arq.hostname!, handle)
@@ -86,13 +114,28 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       await undo(arq)
       const reason = errorMessage(err)
       log.warn({ accelerator: uuid, reason }, 'attach failed')
-      throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, { code: 'ATTACH_FAILED', details: { uuid } })
+      throw new ConflictError(`accelerator ${uuid} could not be attached: ${step}: ${reason}`, {
+        code: 'ATTACH_FAILED',
+        details: { uuid },
+      })
     }
-    const { count } = await committer.run((trx) => updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }))
+    const { count } = await committer.run((trx) =>
+      updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }),
+    )
     if (count === 0) {
       // A detach took it meanwhile, perhaps before the allocation was written: take that back too.
-      await deps.placement?.release(arq.uuid).catch((err: unknown) => log.warn({ err, attachment: arq.uuid }, 'could not take an allocation back from Placement'))
-      throw new ConflictError(`accelerator ${uuid} was detached while it was being attached`, { code: 'ATTACH_FAILED', details: { uuid } })
+      await deps.placement
+        ?.release(arq.uuid)
+        .catch((err: unknown) =>
+          log.warn(
+            { err, attachment: arq.uuid },
+            'could not take an allocation back from Placement',
+          ),
+        )
+      throw new ConflictError(`accelerator ${uuid} was detached while it was being attached`, {
+        code: 'ATTACH_FAILED',
+        details: { uuid },
+      })
     }
   }
 
@@ -107,48 +150,85 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         if (instance !== null) await claimInstanceLocks(trx, db.dialect, [instance], now())
         const holders = await listHolders(trx, db.dialect, acc.id)
         const hostname = 'hostname' in target ? target.hostname : acc.hostname
-        const same = holders.find((h) => h.deviceProfileId === null && h.instanceUuid === instance && h.hostname === hostname && h.state !== 'Deleting')
+        const same = holders.find(
+          (h) =>
+            h.deviceProfileId === null &&
+            h.instanceUuid === instance &&
+            h.hostname === hostname &&
+            h.state !== 'Deleting',
+        )
         if (same) return { arq: same, handle: undefined, again: true }
         if (!acc.offered) {
           throw new ConflictError(
             `accelerator ${uuid} cannot be attached: its device is ${acc.lifecycle} and ${acc.status}; only active, enabled devices are allocated (mark it ready first)`,
-            { code: 'ACCELERATOR_NOT_ACTIVE', details: { uuid, lifecycle: acc.lifecycle, status: acc.status } },
+            {
+              code: 'ACCELERATOR_NOT_ACTIVE',
+              details: { uuid, lifecycle: acc.lifecycle, status: acc.status },
+            },
           )
         }
         const handles = await hasHandles(trx, acc.id)
         if (handles && hostname !== acc.hostname) {
-          throw new InvalidInputError(`Invalid input for field 'hostname': accelerator ${uuid} is a device of host ${acc.hostname} and attaches only there`, {
-            details: { field: 'hostname' },
-          })
+          throw new InvalidInputError(
+            `Invalid input for field 'hostname': accelerator ${uuid} is a device of host ${acc.hostname} and attaches only there`,
+            {
+              details: { field: 'hostname' },
+            },
+          )
         }
         const handle = handles ? await claimAttachHandle(trx, acc.id, { now: now() }) : undefined
         if ((handles && !handle) || (!handles && holders.length >= acc.numAccelerators)) {
-          throw new ConflictError(`accelerator ${uuid} is already attached: ${holders.map(describe).join('; ') || 'every unit is in use'}`, {
-            code: 'ACCELERATOR_IN_USE',
-            details: { uuid, holders: holders.map((h) => h.uuid) },
-          })
+          throw new ConflictError(
+            `accelerator ${uuid} is already attached: ${holders.map(describe).join('; ') || 'every unit is in use'}`,
+            {
+              code: 'ACCELERATOR_IN_USE',
+              details: { uuid, holders: holders.map((h) => h.uuid) },
+            },
+          )
         }
         const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
-        const allocation = deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
-        const input = { uuid: attachment, deployableId: acc.id, rpUuid: acc.rpUuid, hostname, instanceUuid: instance, attachHandleId: handle?.id ?? null }
-        const arq = await createAttachment(trx, { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' }, now())
+        const allocation =
+          deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
+        const input = {
+          uuid: attachment,
+          deployableId: acc.id,
+          rpUuid: acc.rpUuid,
+          hostname,
+          instanceUuid: instance,
+          attachHandleId: handle?.id ?? null,
+        }
+        const arq = await createAttachment(
+          trx,
+          { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' },
+          now(),
+        )
         return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }
       })
       const { arq } = claimed
       if (claimed.again) return { uuid, attachment: arq.uuid, changed: false }
-      if (claimed.handle || claimed.allocation) await finish(uuid, arq, claimed.handle, claimed.allocation)
-      if (instance !== null) await arqs.notify([{ uuid: arq.uuid, state: 'Bound' }], { [arq.uuid]: { hostname: arq.hostname!, instanceUuid: instance } })
-      log.info({ accelerator: uuid, instance, host: arq.hostname, attachment: arq.uuid }, 'accelerator attached (v1)')
+      if (claimed.handle || claimed.allocation)
+        await finish(uuid, arq, claimed.handle, claimed.allocation)
+      if (instance !== null)
+        await arqs.notify([{ uuid: arq.uuid, state: 'Bound' }], {
+          [arq.uuid]: { hostname: arq.hostname!, instanceUuid: instance },
+        })
+      log.info(
+        { accelerator: uuid, instance, host: arq.hostname, attachment: arq.uuid },
+        'accelerator attached (v1)',
+      )
       return { uuid, attachment: arq.uuid, changed: true }
     },
 
     async detachAccelerator(req) {
       const uuid = checkUuid(req?.uuid, 'uuid')
-      const instance = req.instanceUuid === undefined ? undefined : checkUuid(req.instanceUuid, 'instance_uuid')
+      const instance =
+        req.instanceUuid === undefined ? undefined : checkUuid(req.instanceUuid, 'instance_uuid')
       const acc = await getAcceleratorForUpdate(db.db, db.dialect, uuid, false)
       const holders = await listHolders(db.db, db.dialect, acc.id, false)
       const foreign = holders.filter((h) => h.deviceProfileId !== null)
-      const mine = (await listV1Attachments(db.db, acc.id)).filter((a) => instance === undefined || a.instanceUuid === instance)
+      const mine = (await listV1Attachments(db.db, acc.id)).filter(
+        (a) => instance === undefined || a.instanceUuid === instance,
+      )
       // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
       if (foreign.length > 0 && mine.length === 0) {
         throw new ConflictError(
@@ -159,12 +239,16 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const deleted = await arqs.remove(mine)
       const left = mine.filter((a) => !deleted.includes(a.uuid))
       if (left.length > 0) {
-        throw new ConflictError(`accelerator ${uuid} is not fully detached: ${left.map(describe).join('; ')} could not be released yet; try again`, {
-          code: 'DETACH_INCOMPLETE',
-          details: { uuid, attachments: left.map((a) => a.uuid) },
-        })
+        throw new ConflictError(
+          `accelerator ${uuid} is not fully detached: ${left.map(describe).join('; ')} could not be released yet; try again`,
+          {
+            code: 'DETACH_INCOMPLETE',
+            details: { uuid, attachments: left.map((a) => a.uuid) },
+          },
+        )
       }
-      if (deleted.length > 0) log.info({ accelerator: uuid, detached: deleted }, 'accelerator detached (v1)')
+      if (deleted.length > 0)
+        log.info({ accelerator: uuid, detached: deleted }, 'accelerator detached (v1)')
       return { detached: deleted }
     },
 
@@ -176,10 +260,13 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         const acc = await getAcceleratorForUpdate(trx, db.dialect, uuid)
         const current = accSpecsEtag(acc.accSpecs)
         if (typeof ifMatch === 'string' && !ifMatchAccepts(ifMatch, current)) {
-          throw new ConflictError(`another process updated the spec of accelerator ${uuid} (its ETag is now ${current}, not ${ifMatch}); read it again and retry`, {
-            code: 'ACC_SPECS_STALE',
-            details: { field: 'If-Match', uuid, etag: current },
-          })
+          throw new ConflictError(
+            `another process updated the spec of accelerator ${uuid} (its ETag is now ${current}, not ${ifMatch}); read it again and retry`,
+            {
+              code: 'ACC_SPECS_STALE',
+              details: { field: 'If-Match', uuid, etag: current },
+            },
+          )
         }
         await updateAccSpecs(trx, acc.id, specs, now())
         return { etag: accSpecsEtag(specs) }

@@ -5,7 +5,13 @@
  */
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
 import { InvalidInputError } from '../domain/errors.js'
-import { AttachType, DeviceType, canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  canonicalJson,
+  type DiscoveredDevice,
+  type InventorySnapshot,
+} from '../domain/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { isUuidLike } from '../domain/ids.js'
 
@@ -15,7 +21,11 @@ export function invalid(field: string, message: string): never {
 }
 
 /** A string of 1..max characters (0..max with `allowEmpty`). */
-export function checkString(value: unknown, field: string, { max = 255, allowEmpty = false } = {}): string {
+export function checkString(
+  value: unknown,
+  field: string,
+  { max = 255, allowEmpty = false } = {},
+): string {
   if (typeof value !== 'string') invalid(field, 'must be a string')
   if (!allowEmpty && value.length === 0) invalid(field, 'must not be empty')
   if (value.length > max) invalid(field, `must be at most ${max} characters`)
@@ -28,11 +38,16 @@ export function checkUuid(value: unknown, field: string): string {
 }
 
 export function checkPositiveInt(value: unknown, field: string): number {
-  if (!Number.isSafeInteger(value) || (value as number) < 1) invalid(field, 'must be a positive integer')
+  if (!Number.isSafeInteger(value) || (value as number) < 1)
+    invalid(field, 'must be a positive integer')
   return value as number
 }
 
-export function checkOneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
+export function checkOneOf<T extends string>(
+  value: unknown,
+  allowed: readonly T[],
+  field: string,
+): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) {
     invalid(field, `must be one of ${allowed.join(', ')}`)
   }
@@ -47,7 +62,8 @@ export function checkArray(value: unknown, field: string, { nonEmpty = false } =
 
 /** A flat object whose values are all strings (a request group, an attach handle's info). */
 export function checkStringMap(value: unknown, field: string): Record<string, string> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) invalid(field, 'must be an object')
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    invalid(field, 'must be an object')
   for (const [k, v] of Object.entries(value)) {
     if (typeof v !== 'string') invalid(`${field}.${k}`, 'must be a string')
   }
@@ -55,7 +71,8 @@ export function checkStringMap(value: unknown, field: string): Record<string, st
 }
 
 function checkObjectOrNull(value: unknown, field: string): void {
-  if (value !== null && (typeof value !== 'object' || Array.isArray(value))) invalid(field, 'must be an object or null')
+  if (value !== null && (typeof value !== 'object' || Array.isArray(value)))
+    invalid(field, 'must be an object or null')
 }
 
 /**
@@ -63,14 +80,18 @@ function checkObjectOrNull(value: unknown, field: string): void {
  * hash really is the hash of the devices (the conductor skips writes on an equal hash).
  */
 export function checkSnapshot(
-  req: InventorySnapshot & { autoActivate: boolean; resourceProvider?: { name: string; uuid?: string } },
+  req: InventorySnapshot & {
+    autoActivate: boolean
+    resourceProvider?: { name: string; uuid?: string }
+  },
 ): void {
   if (req === null || typeof req !== 'object') invalid('snapshot', 'must be an object')
   checkString(req.host, 'host')
   if (typeof req.autoActivate !== 'boolean') invalid('autoActivate', 'must be a boolean')
   if (req.resourceProvider !== undefined) {
     checkString(req.resourceProvider?.name, 'resourceProvider.name')
-    if (req.resourceProvider.uuid !== undefined) checkUuid(req.resourceProvider.uuid, 'resourceProvider.uuid')
+    if (req.resourceProvider.uuid !== undefined)
+      checkUuid(req.resourceProvider.uuid, 'resourceProvider.uuid')
   }
   const devices = checkArray(req.devices, 'devices') as DiscoveredDevice[]
   const paths = new Set<string>()
@@ -86,7 +107,10 @@ export function checkSnapshot(
     const cpType = checkOneOf(device.controlPath?.type, ['PCI', 'REMOTE'], `${f}.controlPath.type`)
     const info = checkStringMap(device.controlPath.info, `${f}.controlPath.info`)
     if (cpType === 'REMOTE') checkUuid(info.uuid, `${f}.controlPath.info.uuid`)
-    const key = cpType === 'REMOTE' ? JSON.stringify([info.uuid]) : JSON.stringify([info.domain, info.bus, info.device, info.function])
+    const key =
+      cpType === 'REMOTE'
+        ? JSON.stringify([info.uuid])
+        : JSON.stringify([info.domain, info.bus, info.device, info.function])
     if (paths.has(key)) invalid(`${f}.controlPath`, 'is reported twice')
     paths.add(key)
     checkArray(device.deployables, `${f}.deployables`).forEach((_, j) => {
@@ -125,7 +149,8 @@ export function checkSnapshot(
 
 /** Nova's and the CLI's bindings, keyed by ARQ uuid. */
 export function checkArqBindings(value: unknown): Record<string, ArqBindRequest> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) invalid('bindings', 'must be an object keyed by ARQ uuid')
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    invalid('bindings', 'must be an object keyed by ARQ uuid')
   const entries = Object.entries(value as Record<string, unknown>)
   if (entries.length === 0) invalid('bindings', 'must name at least one accelerator request')
   const out: Record<string, ArqBindRequest> = {}
@@ -135,8 +160,12 @@ export function checkArqBindings(value: unknown): Record<string, ArqBindRequest>
     out[uuid] = {
       hostname: checkString(b.hostname, `${uuid}.hostname`),
       instanceUuid: checkUuid(b.instanceUuid, `${uuid}.instance_uuid`),
-      ...(b.deviceRpUuid === undefined ? {} : { deviceRpUuid: checkUuid(b.deviceRpUuid, `${uuid}.device_rp_uuid`) }),
-      ...(b.projectId === undefined ? {} : { projectId: checkString(b.projectId, `${uuid}.project_id`) }),
+      ...(b.deviceRpUuid === undefined
+        ? {}
+        : { deviceRpUuid: checkUuid(b.deviceRpUuid, `${uuid}.device_rp_uuid`) }),
+      ...(b.projectId === undefined
+        ? {}
+        : { projectId: checkString(b.projectId, `${uuid}.project_id`) }),
     }
   }
   return out

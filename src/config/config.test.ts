@@ -4,7 +4,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ConfigError } from '../domain/errors.js'
-import { configFiles, loadConfig, optionError, optionSource, redactConfig, type LoadConfigOptions } from './config.js'
+import {
+  configFiles,
+  loadConfig,
+  optionError,
+  optionSource,
+  redactConfig,
+  type LoadConfigOptions,
+} from './config.js'
 
 let dir: string
 let n = 0
@@ -66,7 +73,12 @@ void describe('defaults', () => {
     assert.equal(c.keystone_authtoken.token_cache_time, 300)
     assert.equal(c.keystone_authtoken.service_token_roles_required, true)
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
-    assert.deepEqual(c.agent, { enabled_drivers: ['fake'], resource_provider_name: undefined, host_root: '/', auto_activate: false })
+    assert.deepEqual(c.agent, {
+      enabled_drivers: ['fake'],
+      resource_provider_name: undefined,
+      host_root: '/',
+      auto_activate: false,
+    })
     assert.deepEqual(c.conductor, { save_interval_ms: 2, max_batch: 64 })
     assert.equal(c.placement.auth_type, 'none')
     assert.equal(c.placement.password, undefined)
@@ -98,18 +110,33 @@ void describe('files and environment', () => {
     const a = file('[api]\nport = 7000\nhost_ip = 0.0.0.0\n')
     const c = load({
       files: [a],
-      env: { CYBORG_API__PORT: '6667', CYBORG_DEFAULT__HOST: 'from-env', CYBORG_KEYSTONE_AUTHTOKEN__MEMCACHED_SERVERS: 'm1:11211, m2:11211' },
+      env: {
+        CYBORG_API__PORT: '6667',
+        CYBORG_DEFAULT__HOST: 'from-env',
+        CYBORG_KEYSTONE_AUTHTOKEN__MEMCACHED_SERVERS: 'm1:11211, m2:11211',
+      },
     })
     assert.equal(c.api.port, 6667)
     assert.equal(c.api.host_ip, '0.0.0.0')
     assert.equal(c.DEFAULT.host, 'from-env')
-    assert.equal(c.agent.resource_provider_name, undefined, 'unset: the agent derives it from the host')
+    assert.equal(
+      c.agent.resource_provider_name,
+      undefined,
+      'unset: the agent derives it from the host',
+    )
     assert.deepEqual(c.keystone_authtoken.memcached_servers, ['m1:11211', 'm2:11211'])
     assert.equal(optionSource(c, 'api', 'port'), 'CYBORG_API__PORT')
   })
 
   void test('env names are case-insensitive; CYBORG_ variables without __ are not config', () => {
-    const c = load({ env: { CYBORG_default__debug: 'yes', CYBORG_LOG_LEVEL: 'debug', CYBORG_REQUIRE_SERVICES: '1', OTHER__X: '1' } })
+    const c = load({
+      env: {
+        CYBORG_default__debug: 'yes',
+        CYBORG_LOG_LEVEL: 'debug',
+        CYBORG_REQUIRE_SERVICES: '1',
+        OTHER__X: '1',
+      },
+    })
     assert.equal(c.DEFAULT.debug, true)
   })
 
@@ -146,18 +173,36 @@ void describe('files and environment', () => {
 
 void describe('types', () => {
   void test('booleans accept true/false, yes/no, on/off, 1/0 in any case', () => {
-    for (const [raw, want] of [['True', true], ['no', false], ['ON', true], ['off', false], ['1', true], ['0', false]] as const) {
-      assert.equal(load({ env: { CYBORG_AGENT__AUTO_ACTIVATE: raw } }).agent.auto_activate, want, raw)
+    for (const [raw, want] of [
+      ['True', true],
+      ['no', false],
+      ['ON', true],
+      ['off', false],
+      ['1', true],
+      ['0', false],
+    ] as const) {
+      assert.equal(
+        load({ env: { CYBORG_AGENT__AUTO_ACTIVATE: raw } }).agent.auto_activate,
+        want,
+        raw,
+      )
     }
   })
 
   void test('lists are comma-separated, trimmed, without empty items', () => {
-    assert.deepEqual(load({ env: { CYBORG_AGENT__ENABLED_DRIVERS: ' fake , nvidia-gpu,,' } }).agent.enabled_drivers, ['fake', 'nvidia-gpu'])
+    assert.deepEqual(
+      load({ env: { CYBORG_AGENT__ENABLED_DRIVERS: ' fake , nvidia-gpu,,' } }).agent
+        .enabled_drivers,
+      ['fake', 'nvidia-gpu'],
+    )
     assert.deepEqual(load({ env: { CYBORG_AGENT__ENABLED_DRIVERS: '' } }).agent.enabled_drivers, [])
   })
 
   void test('relative paths resolve against the working directory', () => {
-    assert.equal(load({ env: { CYBORG_DEFAULT__STATE_PATH: '../state' } }).DEFAULT.state_path, '/srv/state')
+    assert.equal(
+      load({ env: { CYBORG_DEFAULT__STATE_PATH: '../state' } }).DEFAULT.state_path,
+      '/srv/state',
+    )
   })
 
   void test('database URLs in every accepted form', () => {
@@ -177,7 +222,12 @@ void describe('types', () => {
   })
 
   void test('transport_url: empty or rabbit://', () => {
-    for (const url of ['', 'rabbit://guest:guest@127.0.0.1:5672/', 'rabbit://u:p@h1:5672,u:p@h2:5672/cyborg', 'rabbit://h']) {
+    for (const url of [
+      '',
+      'rabbit://guest:guest@127.0.0.1:5672/',
+      'rabbit://u:p@h1:5672,u:p@h2:5672/cyborg',
+      'rabbit://h',
+    ]) {
       assert.equal(load({ env: { CYBORG_DEFAULT__TRANSPORT_URL: url } }).DEFAULT.transport_url, url)
     }
   })
@@ -247,43 +297,91 @@ void describe('errors: one line naming where, section, option, value and the exp
   })
 
   void test('a wrong type in the environment', () => {
-    rejects({ env: { CYBORG_API__PORT: '70000' } }, 'CYBORG_API__PORT: [api] port = "70000": expected an integer 1-65535')
-    rejects({ env: { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: '-1' } }, 'CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: [conductor] save_interval_ms = "-1": expected an integer >= 0')
-    rejects({ env: { CYBORG_CONDUCTOR__MAX_BATCH: '0' } }, /\[conductor\] max_batch = "0": expected an integer >= 1$/)
-    rejects({ env: { CYBORG_DEFAULT__DEBUG: 'maybe' } }, /\[DEFAULT\] debug = "maybe": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/)
-    rejects({ env: { CYBORG_PLACEMENT__AUTH_TYPE: 'token' } }, /\[placement\] auth_type = "token": expected one of none, admin_token, password$/)
-    rejects({ env: { CYBORG_DEFAULT__STATE_PATH: ' ' } }, /\[DEFAULT\] state_path = " ": expected a non-empty path$/)
+    rejects(
+      { env: { CYBORG_API__PORT: '70000' } },
+      'CYBORG_API__PORT: [api] port = "70000": expected an integer 1-65535',
+    )
+    rejects(
+      { env: { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: '-1' } },
+      'CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: [conductor] save_interval_ms = "-1": expected an integer >= 0',
+    )
+    rejects(
+      { env: { CYBORG_CONDUCTOR__MAX_BATCH: '0' } },
+      /\[conductor\] max_batch = "0": expected an integer >= 1$/,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__DEBUG: 'maybe' } },
+      /\[DEFAULT\] debug = "maybe": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/,
+    )
+    rejects(
+      { env: { CYBORG_PLACEMENT__AUTH_TYPE: 'token' } },
+      /\[placement\] auth_type = "token": expected one of none, admin_token, password$/,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__STATE_PATH: ' ' } },
+      /\[DEFAULT\] state_path = " ": expected a non-empty path$/,
+    )
   })
 
   void test('[api] time limits must nest', () => {
     const c = load({})
     assert.deepEqual(
-      [c.api.headers_timeout, c.api.request_timeout, c.api.handler_timeout, c.api.keepalive_timeout, c.api.client_socket_timeout],
+      [
+        c.api.headers_timeout,
+        c.api.request_timeout,
+        c.api.handler_timeout,
+        c.api.keepalive_timeout,
+        c.api.client_socket_timeout,
+      ],
       [10, 30, 60, 65, 120],
     )
     rejects(
       { env: { CYBORG_API__HEADERS_TIMEOUT: '40' } },
       'CYBORG_API__HEADERS_TIMEOUT: [api] headers_timeout = "40": expected at most [api] request_timeout (30)',
     )
-    rejects({ env: { CYBORG_API__REQUEST_TIMEOUT: '60' } }, /\[api\] request_timeout = "60": expected below \[api\] handler_timeout \(60\)$/)
-    rejects({ env: { CYBORG_API__CLIENT_SOCKET_TIMEOUT: '60' } }, /\[api\] handler_timeout = "60": expected below \[api\] client_socket_timeout \(60\)$/)
+    rejects(
+      { env: { CYBORG_API__REQUEST_TIMEOUT: '60' } },
+      /\[api\] request_timeout = "60": expected below \[api\] handler_timeout \(60\)$/,
+    )
+    rejects(
+      { env: { CYBORG_API__CLIENT_SOCKET_TIMEOUT: '60' } },
+      /\[api\] handler_timeout = "60": expected below \[api\] client_socket_timeout \(60\)$/,
+    )
   })
 
   void test('bad URLs', () => {
-    rejects({ env: { CYBORG_API__PUBLIC_ENDPOINT: 'ftp://x' } }, /\[api\] public_endpoint = "ftp:\/\/x": expected an http\(s\) URL/)
-    rejects({ env: { CYBORG_KEYSTONE_AUTHTOKEN__AUTH_URL: 'keystone:5000' } }, /\[keystone_authtoken\] auth_url = "keystone:5000": expected an http\(s\) URL/)
+    rejects(
+      { env: { CYBORG_API__PUBLIC_ENDPOINT: 'ftp://x' } },
+      /\[api\] public_endpoint = "ftp:\/\/x": expected an http\(s\) URL/,
+    )
+    rejects(
+      { env: { CYBORG_KEYSTONE_AUTHTOKEN__AUTH_URL: 'keystone:5000' } },
+      /\[keystone_authtoken\] auth_url = "keystone:5000": expected an http\(s\) URL/,
+    )
     rejects(
       { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'kafka://h:9092' } },
       'CYBORG_DEFAULT__TRANSPORT_URL: [DEFAULT] transport_url = "kafka://h:9092": expected empty (in-process bus) or rabbit://user:pass@host:port/vhost',
     )
-    for (const bad of ['http://db/x', 'postgresql://db', 'postgresql:///cyborg', 'sqlite:relative.db', 'mysql//db/x']) {
-      rejects({ env: { CYBORG_DATABASE__CONNECTION: bad } }, /\[database\] connection = ".*": expected sqlite:\/\/\/path, postgresql:\/\/user:pass@host:port\/db or mysql\+pymysql:\/\/user:pass@host:port\/db$/)
+    for (const bad of [
+      'http://db/x',
+      'postgresql://db',
+      'postgresql:///cyborg',
+      'sqlite:relative.db',
+      'mysql//db/x',
+    ]) {
+      rejects(
+        { env: { CYBORG_DATABASE__CONNECTION: bad } },
+        /\[database\] connection = ".*": expected sqlite:\/\/\/path, postgresql:\/\/user:pass@host:port\/db or mysql\+pymysql:\/\/user:pass@host:port\/db$/,
+      )
     }
   })
 
   void test('passwords never appear in messages', () => {
     const p = file('[database]\nconnection = mysqlx://cyborg:s3cret@db/cyborg\n')
-    rejects({ files: [p] }, `${p}:2: [database] connection = "mysqlx://cyborg:***@db/cyborg": expected sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db`)
+    rejects(
+      { files: [p] },
+      `${p}:2: [database] connection = "mysqlx://cyborg:***@db/cyborg": expected sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db`,
+    )
     rejects(
       { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'kafka://u:s3cret@h1:1,u:s3cret@h2:2/' } },
       /^CYBORG_DEFAULT__TRANSPORT_URL: \[DEFAULT\] transport_url = "kafka:\/\/u:\*\*\*@h1:1,u:\*\*\*@h2:2\/"/,
@@ -299,13 +397,25 @@ void describe('errors: one line naming where, section, option, value and the exp
 
   void test('unknown sections and options', () => {
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
-    rejects({ files: [s] }, `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy, ssl`)
+    rejects(
+      { files: [s] },
+      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy, ssl`,
+    )
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')
-    rejects({ files: [w] }, `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch`)
-    rejects({ env: { CYBORG_API__NOPE: '1' } }, /^CYBORG_API__NOPE: \[api\] nope: unknown option; options of \[api\] are host_ip, port/)
-    rejects({ env: { CYBORG_SWIFT__NUM_RETRIES: '1' } }, /^CYBORG_SWIFT__NUM_RETRIES: \[swift\]: unknown section/)
+    rejects(
+      { files: [w] },
+      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch`,
+    )
+    rejects(
+      { env: { CYBORG_API__NOPE: '1' } },
+      /^CYBORG_API__NOPE: \[api\] nope: unknown option; options of \[api\] are host_ip, port/,
+    )
+    rejects(
+      { env: { CYBORG_SWIFT__NUM_RETRIES: '1' } },
+      /^CYBORG_SWIFT__NUM_RETRIES: \[swift\]: unknown section/,
+    )
   })
 
   void test('syntax errors do not echo the line', () => {
@@ -316,17 +426,32 @@ void describe('errors: one line naming where, section, option, value and the exp
   })
 
   void test('a missing file', () => {
-    rejects({ files: [join(dir, 'missing.conf')] }, `${join(dir, 'missing.conf')}: cannot read config file: ENOENT`)
+    rejects(
+      { files: [join(dir, 'missing.conf')] },
+      `${join(dir, 'missing.conf')}: cannot read config file: ENOENT`,
+    )
   })
 
   void test('keystoneauth options that need company', () => {
     rejects(
-      { env: { CYBORG_PLACEMENT__AUTH_TYPE: 'password', CYBORG_PLACEMENT__AUTH_URL: 'http://ks:5000/v3' } },
+      {
+        env: {
+          CYBORG_PLACEMENT__AUTH_TYPE: 'password',
+          CYBORG_PLACEMENT__AUTH_URL: 'http://ks:5000/v3',
+        },
+      },
       'CYBORG_PLACEMENT__AUTH_TYPE: [placement] auth_type = "password": expected auth_url, username, password to be set in [placement] too (missing: username, password)',
     )
-    rejects({ env: { CYBORG_NOVA__AUTH_TYPE: 'admin_token' } }, /\[nova\] auth_type = "admin_token": expected endpoint_override, token to be set in \[nova\] too/)
+    rejects(
+      { env: { CYBORG_NOVA__AUTH_TYPE: 'admin_token' } },
+      /\[nova\] auth_type = "admin_token": expected endpoint_override, token to be set in \[nova\] too/,
+    )
     const ok = load({
-      env: { CYBORG_NOVA__AUTH_TYPE: 'admin_token', CYBORG_NOVA__TOKEN: 't', CYBORG_NOVA__ENDPOINT_OVERRIDE: 'http://nova:8774/v2.1' },
+      env: {
+        CYBORG_NOVA__AUTH_TYPE: 'admin_token',
+        CYBORG_NOVA__TOKEN: 't',
+        CYBORG_NOVA__ENDPOINT_OVERRIDE: 'http://nova:8774/v2.1',
+      },
     })
     assert.equal(ok.nova.token, 't')
   })
@@ -334,8 +459,16 @@ void describe('errors: one line naming where, section, option, value and the exp
   void test('optionError: later checks produce the same shape', () => {
     const p = file('[agent]\nenabled_drivers = fake, nope\n')
     const c = load({ files: [p] })
-    const err = optionError(c, 'agent', 'enabled_drivers', 'unknown driver "nope"; possible values are: fake')
-    assert.equal(err.message, `${p}:2: [agent] enabled_drivers = "fake, nope": unknown driver "nope"; possible values are: fake`)
+    const err = optionError(
+      c,
+      'agent',
+      'enabled_drivers',
+      'unknown driver "nope"; possible values are: fake',
+    )
+    assert.equal(
+      err.message,
+      `${p}:2: [agent] enabled_drivers = "fake, nope": unknown driver "nope"; possible values are: fake`,
+    )
     const d = load({ env: { CYBORG_DEFAULT__TRANSPORT_URL: 'rabbit://u:pw@h/' } })
     assert.equal(
       optionError(d, 'DEFAULT', 'transport_url', 'not yet supported').message,
@@ -375,7 +508,8 @@ void describe('the result', () => {
       },
     })
     const text = JSON.stringify(redactConfig(c))
-    for (const s of ['pw1', 'pw2', 'pw3', 'pw4']) assert.ok(!text.includes(s), `${s} leaked: ${text}`)
+    for (const s of ['pw1', 'pw2', 'pw3', 'pw4'])
+      assert.ok(!text.includes(s), `${s} leaked: ${text}`)
     const r = redactConfig(c)
     assert.equal(r.placement?.password, '***')
     assert.equal(r.database?.connection, 'postgresql://cyborg:***@db/cyborg')

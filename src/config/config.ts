@@ -26,7 +26,10 @@ export const ENV_PREFIX = 'CYBORG_'
  * The files to read: those given with `--config-file`, or else DEFAULT_CONFIG_FILE when it exists,
  * or else none (built-in defaults and the environment only).
  */
-export function resolveConfigFiles(given: readonly string[], exists: (path: string) => boolean = existsSync): string[] {
+export function resolveConfigFiles(
+  given: readonly string[],
+  exists: (path: string) => boolean = existsSync,
+): string[] {
   if (given.length > 0) return [...given]
   return exists(DEFAULT_CONFIG_FILE) ? [DEFAULT_CONFIG_FILE] : []
 }
@@ -58,7 +61,9 @@ interface Raw {
 const origins = new WeakMap<object, { files: readonly string[]; options: Map<string, Origin> }>()
 const sectionNames = Object.keys(schema) as SectionName[]
 const optionOf = (section: SectionName, name: string): Option<unknown> | undefined =>
-  Object.hasOwn(schema[section], name) ? (schema[section] as Record<string, Option<unknown>>)[name] : undefined
+  Object.hasOwn(schema[section], name)
+    ? (schema[section] as Record<string, Option<unknown>>)[name]
+    : undefined
 const isSection = (name: string): name is SectionName => Object.hasOwn(schema, name)
 
 /**
@@ -77,7 +82,9 @@ export function loadConfig(options: LoadConfigOptions): Config {
       text = readFileSync(file, 'utf8')
     } catch (err) {
       const e = err as NodeJS.ErrnoException
-      throw new ConfigError(`${file}: cannot read config file: ${e.code ?? e.message}`, { cause: err })
+      throw new ConfigError(`${file}: cannot read config file: ${e.code ?? e.message}`, {
+        cause: err,
+      })
     }
     const doc = parseIni(text, file)
     for (const { name, line } of doc.sections) {
@@ -113,7 +120,8 @@ export function loadConfig(options: LoadConfigOptions): Config {
     const opt = optionOf(section, name) as Option<unknown>
     const given = raws.get(key)
     const def = typeof opt.default === 'function' ? opt.default(ctx) : opt.default
-    const raw: Raw | undefined = given ?? (def === undefined ? undefined : { raw: def, source: 'built-in default' })
+    const raw: Raw | undefined =
+      given ?? (def === undefined ? undefined : { raw: def, source: 'built-in default' })
     if (raw === undefined) {
       values.set(key, undefined)
       return undefined
@@ -139,7 +147,8 @@ export function loadConfig(options: LoadConfigOptions): Config {
         value = opt.parse(expanded, cwd)
       } catch (err) {
         if (!(err instanceof ExpectedError)) throw err
-        const shown = expanded === raw.raw || opt.secret ? '' : ` (expands to "${opt.display(expanded)}")`
+        const shown =
+          expanded === raw.raw || opt.secret ? '' : ` (expands to "${opt.display(expanded)}")`
         throw problem(origin, section, name, `expected ${err.message}`, shown)
       }
       values.set(key, value)
@@ -175,8 +184,16 @@ export function configFiles(config: Config): readonly string[] {
  * A ConfigError about an option whose value is well-formed but unusable (an unknown driver name, a
  * transport that is not supported yet), in the same one-line shape as loadConfig's own errors.
  */
-export function optionError(config: Config, section: SectionName, name: string, message: string): ConfigError {
-  const origin = origins.get(config)?.options.get(`${section}.${name}`) ?? { source: 'built-in default', display: '' }
+export function optionError(
+  config: Config,
+  section: SectionName,
+  name: string,
+  message: string,
+): ConfigError {
+  const origin = origins.get(config)?.options.get(`${section}.${name}`) ?? {
+    source: 'built-in default',
+    display: '',
+  }
   return problem(origin, section, name, message)
 }
 
@@ -188,7 +205,13 @@ export function redactConfig(config: Config): Record<string, Record<string, unkn
     for (const [name, opt] of Object.entries(schema[section]) as [string, Option<unknown>][]) {
       const value = (config[section] as Record<string, unknown>)[name]
       out[section][name] =
-        value === undefined ? undefined : opt.secret ? '***' : typeof value === 'string' ? opt.display(value) : value
+        value === undefined
+          ? undefined
+          : opt.secret
+            ? '***'
+            : typeof value === 'string'
+              ? opt.display(value)
+              : value
     }
   }
   return out
@@ -199,10 +222,19 @@ function label(key: string): string {
   return `[${section}] ${name}`
 }
 
-function problem(origin: Origin, section: string, name: string, message: string, suffix = ''): ConfigError {
-  return new ConfigError(`${origin.source}: [${section}] ${name} = "${origin.display}"${suffix}: ${message}`, {
-    details: { source: origin.source, section, option: name },
-  })
+function problem(
+  origin: Origin,
+  section: string,
+  name: string,
+  message: string,
+  suffix = '',
+): ConfigError {
+  return new ConfigError(
+    `${origin.source}: [${section}] ${name} = "${origin.display}"${suffix}: ${message}`,
+    {
+      details: { source: origin.source, section, option: name },
+    },
+  )
 }
 
 function unknownSection(source: string, section: string): ConfigError {
@@ -214,7 +246,9 @@ function unknownSection(source: string, section: string): ConfigError {
 
 function unknownOption(source: string, section: SectionName, name: string): ConfigError {
   const known = Object.keys(schema[section])
-  const close = known.find((k) => k.toLowerCase() === name.toLowerCase() || editDistance(k, name) <= 2)
+  const close = known.find(
+    (k) => k.toLowerCase() === name.toLowerCase() || editDistance(k, name) <= 2,
+  )
   const hint = close ? `did you mean ${close}?` : `options of [${section}] are ${known.join(', ')}`
   // The value is not shown: an unknown option might be somebody's password.
   return new ConfigError(`${source}: [${section}] ${name}: unknown option; ${hint}`, {
@@ -224,8 +258,9 @@ function unknownOption(source: string, section: SectionName, name: string): Conf
 
 /** Python string.Template rules as oslo.config uses them: `$$`, `$name`, `${name}`; names may hold dots. */
 function interpolate(raw: string, get: (ref: string) => string): string {
-  return raw.replace(/\$(?:(\$)|\{([_a-z][._a-z0-9]*)\}|([_a-z][._a-z0-9]*))/gi, (match, dollar, braced, bare) =>
-    dollar ? '$' : get((braced ?? bare) as string),
+  return raw.replace(
+    /\$(?:(\$)|\{([_a-z][._a-z0-9]*)\}|([_a-z][._a-z0-9]*))/gi,
+    (match, dollar, braced, bare) => (dollar ? '$' : get((braced ?? bare) as string)),
   )
 }
 
@@ -248,7 +283,10 @@ function stringify(value: unknown): string {
 }
 
 /** keystoneauth needs more than auth_type: fail at start, not at the first outbound call. */
-function checkAuth(config: Record<string, Record<string, unknown>>, originMap: Map<string, Origin>): void {
+function checkAuth(
+  config: Record<string, Record<string, unknown>>,
+  originMap: Map<string, Origin>,
+): void {
   for (const section of ['placement', 'nova'] as const) {
     const c = config[section] ?? {}
     const needs =
@@ -259,8 +297,16 @@ function checkAuth(config: Record<string, Record<string, unknown>>, originMap: M
           : []
     const missing = needs.filter((n) => c[n] === undefined)
     if (missing.length > 0) {
-      const origin = originMap.get(`${section}.auth_type`) ?? { source: 'built-in default', display: '' }
-      throw problem(origin, section, 'auth_type', `expected ${needs.join(', ')} to be set in [${section}] too (missing: ${missing.join(', ')})`)
+      const origin = originMap.get(`${section}.auth_type`) ?? {
+        source: 'built-in default',
+        display: '',
+      }
+      throw problem(
+        origin,
+        section,
+        'auth_type',
+        `expected ${needs.join(', ')} to be set in [${section}] too (missing: ${missing.join(', ')})`,
+      )
     }
   }
 }
@@ -277,7 +323,10 @@ function checkApiTimeouts(api: Record<string, unknown>, originMap: Map<string, O
     const a = api[shorter] as number
     const b = api[longer] as number
     if (relation === 'at most' ? a > b : a >= b) {
-      const origin = originMap.get(`api.${shorter}`) ?? { source: 'built-in default', display: String(a) }
+      const origin = originMap.get(`api.${shorter}`) ?? {
+        source: 'built-in default',
+        display: String(a),
+      }
       throw problem(origin, 'api', shorter, `expected ${relation} [api] ${longer} (${b})`)
     }
   }
@@ -298,7 +347,11 @@ function editDistance(a: string, b: string): number {
     d[0] = i
     for (let j = 1; j <= b.length; j++) {
       const tmp = d[j] as number
-      d[j] = Math.min((d[j] as number) + 1, (d[j - 1] as number) + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1))
+      d[j] = Math.min(
+        (d[j] as number) + 1,
+        (d[j - 1] as number) + 1,
+        prev + (a[i - 1] === b[j - 1] ? 0 : 1),
+      )
       prev = tmp
     }
   }

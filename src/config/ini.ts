@@ -63,10 +63,14 @@ export function parseIni(text: string, source: string): IniDocument {
     const sep = trimmed.search(/[=:]/)
     if (sep <= 0) {
       // The line is not echoed: it may hold a secret.
-      throw new ConfigError(`${source}:${line}: cannot parse line: expected "[section]" or "option = value"`)
+      throw new ConfigError(
+        `${source}:${line}: cannot parse line: expected "[section]" or "option = value"`,
+      )
     }
     if (section === undefined) {
-      throw new ConfigError(`${source}:${line}: option outside any section: expected a "[section]" line first`)
+      throw new ConfigError(
+        `${source}:${line}: option outside any section: expected a "[section]" line first`,
+      )
     }
     const name = trimmed.slice(0, sep).trim()
     const value = unquote(trimmed.slice(sep + 1).trim())

@@ -7,7 +7,17 @@
 import { resolve } from 'node:path'
 import { checkDatabaseUrl, checkTransportUrl, redactUrlPassword } from './urls.js'
 
-export type OptionKind = 'int' | 'port' | 'bool' | 'string' | 'list' | 'url' | 'enum' | 'path' | 'database-url' | 'transport-url'
+export type OptionKind =
+  | 'int'
+  | 'port'
+  | 'bool'
+  | 'string'
+  | 'list'
+  | 'url'
+  | 'enum'
+  | 'path'
+  | 'database-url'
+  | 'transport-url'
 
 /** What loadConfig knows about the process that computed defaults may use. */
 export interface DefaultContext {
@@ -82,7 +92,11 @@ export function int(c: Common & { default: number; min?: number; max?: number })
     const s = raw.trim()
     if (!/^[+-]?\d+$/.test(s)) return fail(expected)
     const n = Number(s)
-    if (!Number.isSafeInteger(n) || (min !== undefined && n < min) || (max !== undefined && n > max)) {
+    if (
+      !Number.isSafeInteger(n) ||
+      (min !== undefined && n < min) ||
+      (max !== undefined && n > max)
+    ) {
       return fail(expected)
     }
     return n
@@ -107,7 +121,9 @@ export function bool(c: Common & { default: boolean }): Option<boolean> {
 }
 
 /** A string; `default: ''` for an empty default. */
-export function str(c: Common & { default: string | ((ctx: DefaultContext) => string); sampleDefault?: string }): Option<string> {
+export function str(
+  c: Common & { default: string | ((ctx: DefaultContext) => string); sampleDefault?: string },
+): Option<string> {
   return make('string', c, 'a string', (raw) => raw)
 }
 
@@ -142,7 +158,8 @@ export function url(c: Common): Option<string | undefined> {
       } catch {
         return fail(expected)
       }
-      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') return fail(expected)
+      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '')
+        return fail(expected)
       return s
     },
     redactUrlPassword,
@@ -179,7 +196,8 @@ export function optionalPath(c: Common): Option<string | undefined> {
 
 /** `[database] connection`: SQLAlchemy-style URLs for SQLite, PostgreSQL and MySQL/MariaDB. */
 export function databaseUrl(c: Common & { default: string }): Option<string> {
-  const expected = 'sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db'
+  const expected =
+    'sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db'
   return make(
     'database-url',
     c,

@@ -17,9 +17,13 @@ void test('the sample documents every option of every section', () => {
   const text = renderSample()
   for (const [section, options] of Object.entries(schema)) {
     assert.ok(text.includes(`\n[${section}]\n`), section)
-    for (const name of Object.keys(options)) assert.match(text, new RegExp(`^#${name} =`, 'm'), `${section}.${name}`)
+    for (const name of Object.keys(options))
+      assert.match(text, new RegExp(`^#${name} =`, 'm'), `${section}.${name}`)
   }
-  assert.ok(text.split('\n').every((l) => l.length <= 79 || !l.startsWith('# ')), 'help lines wrap at 79 columns')
+  assert.ok(
+    text.split('\n').every((l) => l.length <= 79 || !l.startsWith('# ')),
+    'help lines wrap at 79 columns',
+  )
 })
 
 void test('the sample loads as is, and with every default uncommented it still loads to the defaults', () => {

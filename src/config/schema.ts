@@ -26,8 +26,12 @@ function keystoneClient(service: string) {
       default: 'none',
       help: `How to authenticate to ${service}: none (no token; use with endpoint_override), admin_token (a static token), or password (Keystone v3 password auth).`,
     }),
-    auth_url: url({ help: 'Keystone v3 endpoint used to get a token (auth_type = password), e.g. http://keystone:5000/v3.' }),
-    endpoint_override: url({ help: `Use this ${service} URL instead of looking it up in the Keystone catalog.` }),
+    auth_url: url({
+      help: 'Keystone v3 endpoint used to get a token (auth_type = password), e.g. http://keystone:5000/v3.',
+    }),
+    endpoint_override: url({
+      help: `Use this ${service} URL instead of looking it up in the Keystone catalog.`,
+    }),
     username: optionalStr({ help: 'Keystone user (auth_type = password).' }),
     password: optionalStr({ help: 'Password of that user.', secret: true }),
     project_name: optionalStr({ help: 'Project to scope the token to.' }),
@@ -61,18 +65,33 @@ export const schema = {
       min: 1,
       help: 'Seconds a caller waits for the reply to an RPC (API and agent to conductor) before giving up; the API answers 503 then.',
     }),
-    periodic_interval: int({ default: 60, min: 1, help: 'Seconds between two discovery runs of the agent.' }),
-    bind_timeout: int({ default: 60, min: 1, help: 'Seconds to wait for accelerator requests to be bound.' }),
+    periodic_interval: int({
+      default: 60,
+      min: 1,
+      help: 'Seconds between two discovery runs of the agent.',
+    }),
+    bind_timeout: int({
+      default: 60,
+      min: 1,
+      help: 'Seconds to wait for accelerator requests to be bound.',
+    }),
     debug: bool({ default: false, help: 'Log at debug level (CYBORG_LOG_LEVEL, when set, wins).' }),
   },
   api: {
-    host_ip: str({ default: '127.0.0.1', help: 'Address the API listens on; 0.0.0.0 for every interface.' }),
+    host_ip: str({
+      default: '127.0.0.1',
+      help: 'Address the API listens on; 0.0.0.0 for every interface.',
+    }),
     port: port({ default: 6666, help: 'Port the API listens on.' }),
     public_endpoint: url({
       help: 'Public URL of the API, used in links and version documents when the API sits behind a proxy, e.g. https://cyborg.example.com.',
     }),
     api_workers: int({ default: 1, min: 1, help: 'Number of API worker processes.' }),
-    max_arqs_per_request: int({ default: 64, min: 1, help: 'Largest number of accelerator requests one API call may create.' }),
+    max_arqs_per_request: int({
+      default: 64,
+      min: 1,
+      help: 'Largest number of accelerator requests one API call may create.',
+    }),
     auth_strategy: enumOf(['noauth', 'keystone'] as const, {
       default: 'noauth',
       help: 'How callers are authenticated: keystone (every request but /, /v1, /v2 and /healthcheck needs an X-Auth-Token that Keystone validates; see [keystone_authtoken]) or noauth (every caller is an admin of noauth_project_id; for tests and trusted single-user setups only).',
@@ -116,12 +135,19 @@ export const schema = {
       default: 'sqlite:///$state_path/cyborg.sqlite',
       help: 'Database URL: sqlite:///path, postgresql://user:pass@host:5432/cyborg or mysql+pymysql://user:pass@host:3306/cyborg.',
     }),
-    max_pool_size: int({ default: 10, min: 1, help: 'Connections per process to PostgreSQL or MariaDB.' }),
+    max_pool_size: int({
+      default: 10,
+      min: 1,
+      help: 'Connections per process to PostgreSQL or MariaDB.',
+    }),
   },
   agent: {
-    enabled_drivers: list({ default: ['fake'], help: 'Accelerator drivers the agent runs, comma-separated.' }),
+    enabled_drivers: list({
+      default: ['fake'],
+      help: 'Accelerator drivers the agent runs, comma-separated.',
+    }),
     resource_provider_name: optionalStr({
-      help: "Name of the compute node resource provider in Placement that device providers hang under. Unset: the fully qualified name of [DEFAULT] host as the resolver knows it, then [DEFAULT] host itself (tried in that order).",
+      help: 'Name of the compute node resource provider in Placement that device providers hang under. Unset: the fully qualified name of [DEFAULT] host as the resolver knows it, then [DEFAULT] host itself (tried in that order).',
     }),
     host_root: path({
       default: '/',
@@ -169,11 +195,18 @@ export const schema = {
   },
   glance: {
     ...keystoneClient('Glance'),
-    timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Glance answer (downloads get ten times as long).' }),
+    timeout: int({
+      default: 30,
+      min: 1,
+      help: 'Seconds to wait for one Glance answer (downloads get ten times as long).',
+    }),
   },
   nova: {
     ...keystoneClient('Nova'),
-    service_token: optionalStr({ help: 'Static service token sent as X-Service-Token with every call to Nova (optional).', secret: true }),
+    service_token: optionalStr({
+      help: 'Static service token sent as X-Service-Token with every call to Nova (optional).',
+      secret: true,
+    }),
     timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Nova answer.' }),
   },
   service_user: {
@@ -185,7 +218,9 @@ export const schema = {
       default: 'none',
       help: 'How the service user authenticates: password (Keystone v3 password auth; needed when send_service_user_token = true) or none.',
     }),
-    auth_url: url({ help: 'Keystone v3 endpoint used to get the service token, e.g. http://keystone:5000/v3.' }),
+    auth_url: url({
+      help: 'Keystone v3 endpoint used to get the service token, e.g. http://keystone:5000/v3.',
+    }),
     username: optionalStr({ help: 'Service user (it should have the service role).' }),
     password: optionalStr({ help: 'Password of the service user.', secret: true }),
     project_name: optionalStr({ help: 'Project to scope the service token to, e.g. service.' }),
@@ -193,7 +228,9 @@ export const schema = {
     project_domain_name: str({ default: 'Default', help: 'Domain of the project.' }),
   },
   keystone_authtoken: {
-    www_authenticate_uri: url({ help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.' }),
+    www_authenticate_uri: url({
+      help: 'Public Keystone endpoint that clients are sent to in WWW-Authenticate.',
+    }),
     auth_url: url({ help: 'Keystone endpoint the API uses to validate tokens.' }),
     auth_type: enumOf(['password', 'admin_token', 'none'] as const, {
       default: 'password',
@@ -218,7 +255,10 @@ export const schema = {
       min: 0,
       help: 'Seconds a validated token is trusted without asking Keystone again (never past its expiry). This bounds how late a revocation takes effect. 0: ask Keystone on every request.',
     }),
-    memcached_servers: list({ default: [], help: 'host:port of memcached servers that cache validated tokens.' }),
+    memcached_servers: list({
+      default: [],
+      help: 'host:port of memcached servers that cache validated tokens.',
+    }),
   },
   oslo_policy: {
     policy_file: str({
@@ -242,5 +282,7 @@ export type SectionName = keyof Schema
 
 /** The validated configuration: `config.api.port`, `config.DEFAULT.state_path`, … (names as in cyborg.conf). */
 export type Config = {
-  readonly [S in SectionName]: { readonly [O in keyof Schema[S]]: Schema[S][O] extends Option<infer T> ? T : never }
+  readonly [S in SectionName]: {
+    readonly [O in keyof Schema[S]]: Schema[S][O] extends Option<infer T> ? T : never
+  }
 }

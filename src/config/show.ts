@@ -15,7 +15,8 @@ export function renderEffective(config: Config): string {
       const source = optionSource(config, section as keyof Config, name)
       if (source !== 'built-in default') out.push(`# from ${source}`)
       const value = redacted[section]?.[name]
-      const text = value === undefined ? '' : Array.isArray(value) ? value.join(', ') : String(value)
+      const text =
+        value === undefined ? '' : Array.isArray(value) ? value.join(', ') : String(value)
       out.push(`${name} = ${text}`.trimEnd())
     }
     out.push('')

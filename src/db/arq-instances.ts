@@ -12,23 +12,40 @@ import type { Database } from './schema.js'
  * that binds naming one instance run one after the other, through any number of conductors. Run it
  * in the bind's transaction, before `listBoundArqsOfInstance` (arqs.ts); the lock holds until that commits.
  */
-export async function claimInstanceLocks(db: Kysely<Database>, dialect: DialectName, instances: Iterable<string>, now: string): Promise<void> {
+export async function claimInstanceLocks(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  instances: Iterable<string>,
+  now: string,
+): Promise<void> {
   for (const instance of [...new Set(instances)].sort()) {
-    const insert = db.insertInto('arq_instances').values({ instance_uuid: instance, updated_at: now })
-    await (dialect === 'mysql'
-      ? insert.onDuplicateKeyUpdate({ updated_at: now })
-      : insert.onConflict((oc) => oc.column('instance_uuid').doUpdateSet({ updated_at: now }))
+    const insert = db
+      .insertInto('arq_instances')
+      .values({ instance_uuid: instance, updated_at: now })
+    await (
+      dialect === 'mysql'
+        ? insert.onDuplicateKeyUpdate({ updated_at: now })
+        : insert.onConflict((oc) => oc.column('instance_uuid').doUpdateSet({ updated_at: now }))
     ).execute()
   }
 }
 
 /** Deletes the bind locks of instances that no request names and no bind touched since `cutoff`. */
-export async function deleteStaleInstanceLocks(db: Kysely<Database>, cutoff: string): Promise<number> {
+export async function deleteStaleInstanceLocks(
+  db: Kysely<Database>,
+  cutoff: string,
+): Promise<number> {
   const res = await db
     .deleteFrom('arq_instances')
     .where('updated_at', '<', cutoff)
     .where(({ not, exists, selectFrom, ref }) =>
-      not(exists(selectFrom('accelerator_requests').select('id').where('instance_uuid', '=', ref('arq_instances.instance_uuid')))),
+      not(
+        exists(
+          selectFrom('accelerator_requests')
+            .select('id')
+            .where('instance_uuid', '=', ref('arq_instances.instance_uuid')),
+        ),
+      ),
     )
     .executeTakeFirst()
   return Number(res.numDeletedRows)

@@ -25,16 +25,42 @@ const base = (db: ReadDb) =>
   db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .select(['p.id', 'p.name', 'p.rp_uuid', 'p.bitstream_id', 'p.removal_pending', 'd.cpid_info', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+    .select([
+      'p.id',
+      'p.name',
+      'p.rp_uuid',
+      'p.bitstream_id',
+      'p.removal_pending',
+      'd.cpid_info',
+      'd.hostname',
+      'd.lifecycle',
+      'd.status',
+      'd.health',
+    ])
 
-type Row = { id: number; name: string; rp_uuid: string | null; bitstream_id: string | null; cpid_info: string; removal_pending: number; hostname: string; lifecycle: string; status: string; health: string }
+type Row = {
+  id: number
+  name: string
+  rp_uuid: string | null
+  bitstream_id: string | null
+  cpid_info: string
+  removal_pending: number
+  hostname: string
+  lifecycle: string
+  status: string
+  health: string
+}
 
 async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
   if (rows.length === 0) return []
   const attrs = await db
     .selectFrom('attributes')
     .select(['deployable_id', 'key', 'value'])
-    .where('deployable_id', 'in', rows.map((r) => r.id))
+    .where(
+      'deployable_id',
+      'in',
+      rows.map((r) => r.id),
+    )
     .orderBy('id')
     .execute()
   return rows.map((r) => ({
@@ -44,13 +70,23 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
     bitstreamId: r.bitstream_id,
     name: r.name,
     hostname: r.hostname,
-    offered: isOffered({ lifecycle: r.lifecycle, status: r.status, health: r.health, removalPending: Number(r.removal_pending) === 1 }),
-    attributes: attrs.filter((a) => a.deployable_id === r.id).map(({ key, value }) => ({ key, value })),
+    offered: isOffered({
+      lifecycle: r.lifecycle,
+      status: r.status,
+      health: r.health,
+      removalPending: Number(r.removal_pending) === 1,
+    }),
+    attributes: attrs
+      .filter((a) => a.deployable_id === r.id)
+      .map(({ key, value }) => ({ key, value })),
   }))
 }
 
 /** The deployable whose resource provider is `rpUuid`, or undefined. */
-export async function getTargetByProvider(db: ReadDb, rpUuid: string): Promise<BindTarget | undefined> {
+export async function getTargetByProvider(
+  db: ReadDb,
+  rpUuid: string,
+): Promise<BindTarget | undefined> {
   const rows = await base(db).where('p.rp_uuid', '=', rpUuid).execute()
   return (await withAttributes(db, rows))[0]
 }
@@ -69,11 +105,17 @@ export async function listTargetsOnHost(db: ReadDb, host: string): Promise<BindT
  * For each of `rps` that is a deployable's resource provider: how many of `instance`'s requests
  * hold that deployable (a claimed handle, whatever the state). Other providers are left out.
  */
-export async function getHeldCountsByInstance(db: ReadDb, instance: string, rps: string[]): Promise<Map<string, number>> {
+export async function getHeldCountsByInstance(
+  db: ReadDb,
+  instance: string,
+  rps: string[],
+): Promise<Map<string, number>> {
   if (rps.length === 0) return new Map()
   const rows = await db
     .selectFrom('deployables as d')
-    .leftJoin('accelerator_requests as a', (j) => j.onRef('a.deployable_id', '=', 'd.id').on('a.instance_uuid', '=', instance))
+    .leftJoin('accelerator_requests as a', (j) =>
+      j.onRef('a.deployable_id', '=', 'd.id').on('a.instance_uuid', '=', instance),
+    )
     .select(['d.rp_uuid', (eb) => eb.fn.count<string | number>('a.id').as('held')])
     .where('d.rp_uuid', 'in', rps)
     .groupBy('d.rp_uuid')

@@ -11,7 +11,15 @@ import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import type { AcceleratorRequestRow } from './schema.js'
 
 /** Columns an ARQ list may sort by. */
-export const ARQ_SORT_KEYS = ['id', 'uuid', 'state', 'hostname', 'instance_uuid', 'created_at', 'updated_at'] as const
+export const ARQ_SORT_KEYS = [
+  'id',
+  'uuid',
+  'state',
+  'hostname',
+  'instance_uuid',
+  'created_at',
+  'updated_at',
+] as const
 export type ArqSortKey = (typeof ARQ_SORT_KEYS)[number]
 
 const PAGE: PageSpec<ArqSortKey> = {
@@ -74,7 +82,9 @@ type DetailRow = AcceleratorRequestRow & {
 function toDetail(row: DetailRow): ArqDetail {
   const { dp_name, ah_uuid, ah_type, ah_info, ...arq } = row
   const attachHandle =
-    ah_uuid === null || ah_type === null || ah_info === null ? null : { uuid: ah_uuid, type: ah_type, info: parseInfo(ah_info) }
+    ah_uuid === null || ah_type === null || ah_info === null
+      ? null
+      : { uuid: ah_uuid, type: ah_type, info: parseInfo(ah_info) }
   return { ...toArq(arq), deviceProfileName: dp_name, attachHandle }
 }
 
@@ -82,12 +92,18 @@ function toDetail(row: DetailRow): ArqDetail {
  * Lists ARQs (id order unless sorted otherwise) with their profile names and handles.
  * @throws NotFoundError (code ARQ_NOT_FOUND, `details.field` 'marker') for an unknown marker.
  */
-export async function listArqDetails(db: ReadDb, filter: ArqDetailFilter = {}): Promise<ArqDetail[]> {
+export async function listArqDetails(
+  db: ReadDb,
+  filter: ArqDetailFilter = {},
+): Promise<ArqDetail[]> {
   if (filter.states?.length === 0) return []
   let qb = selectDetails(db)
-  if (filter.instanceUuid !== undefined) qb = qb.where('accelerator_requests.instance_uuid', '=', filter.instanceUuid)
-  if (filter.projectId !== undefined) qb = qb.where('accelerator_requests.project_id', '=', filter.projectId)
-  if (filter.states !== undefined) qb = qb.where('accelerator_requests.state', 'in', [...filter.states])
+  if (filter.instanceUuid !== undefined)
+    qb = qb.where('accelerator_requests.instance_uuid', '=', filter.instanceUuid)
+  if (filter.projectId !== undefined)
+    qb = qb.where('accelerator_requests.project_id', '=', filter.projectId)
+  if (filter.states !== undefined)
+    qb = qb.where('accelerator_requests.state', 'in', [...filter.states])
   const { limit, marker, sortKey, sortDir } = filter
   qb = await paginate(db, qb, PAGE, { limit, marker, sortKey, sortDir })
   return (await qb.execute()).map(toDetail)
@@ -95,8 +111,14 @@ export async function listArqDetails(db: ReadDb, filter: ArqDetailFilter = {}): 
 
 /** @throws NotFoundError with code ARQ_NOT_FOUND. */
 export async function getArqDetail(db: ReadDb, uuid: string): Promise<ArqDetail> {
-  const row = await selectDetails(db).where('accelerator_requests.uuid', '=', uuid).executeTakeFirst()
-  if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+  const row = await selectDetails(db)
+    .where('accelerator_requests.uuid', '=', uuid)
+    .executeTakeFirst()
+  if (!row)
+    throw new NotFoundError(`accelerator request ${uuid} not found`, {
+      code: 'ARQ_NOT_FOUND',
+      details: { uuid },
+    })
   return toDetail(row)
 }
 
@@ -104,7 +126,11 @@ export async function getArqDetail(db: ReadDb, uuid: string): Promise<ArqDetail>
  * True when some ARQ of the instance (of `projectId`'s, when given) is not resolved yet (Nova then
  * waits: 423). v1 attachments are not ARQs of v2's view, so they never make Nova wait.
  */
-export async function hasUnresolvedArqs(db: ReadDb, instanceUuid: string, projectId?: string): Promise<boolean> {
+export async function hasUnresolvedArqs(
+  db: ReadDb,
+  instanceUuid: string,
+  projectId?: string,
+): Promise<boolean> {
   let qb = db
     .selectFrom('accelerator_requests')
     .select('id')

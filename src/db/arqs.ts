@@ -42,7 +42,9 @@ export function toArq(row: AcceleratorRequestRow): Arq {
 }
 
 const chunks = <T>(items: readonly T[]): T[][] =>
-  Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) => items.slice(i * CHUNK, (i + 1) * CHUNK))
+  Array.from({ length: Math.ceil(items.length / CHUNK) }, (_, i) =>
+    items.slice(i * CHUNK, (i + 1) * CHUNK),
+  )
 
 /** What `createArqs` stores: one row per spec, all of one profile. */
 export interface NewArqs {
@@ -84,7 +86,11 @@ export async function createArqs(
       })
     }
     const uuids = chunk.map((r) => r.uuid)
-    const saved = await db.selectFrom('accelerator_requests').selectAll().where('uuid', 'in', uuids).execute()
+    const saved = await db
+      .selectFrom('accelerator_requests')
+      .selectAll()
+      .where('uuid', 'in', uuids)
+      .execute()
     const byUuid = new Map(saved.map((r) => [r.uuid, r]))
     for (const u of uuids) out.push(toArq(byUuid.get(u)!))
   }
@@ -93,8 +99,16 @@ export async function createArqs(
 
 /** @throws NotFoundError with code ARQ_NOT_FOUND. */
 export async function getArq(db: ReadDb, uuid: string): Promise<Arq> {
-  const row = await db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).executeTakeFirst()
-  if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+  const row = await db
+    .selectFrom('accelerator_requests')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
+  if (!row)
+    throw new NotFoundError(`accelerator request ${uuid} not found`, {
+      code: 'ARQ_NOT_FOUND',
+      details: { uuid },
+    })
   return toArq(row)
 }
 
@@ -106,7 +120,11 @@ export async function getArq(db: ReadDb, uuid: string): Promise<Arq> {
 export async function getArqForUpdate(db: Kysely<Database>, uuid: string): Promise<Arq> {
   const qb = db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid)
   const row = await (dialectOf(db) === 'sqlite' ? qb : qb.forUpdate()).executeTakeFirst()
-  if (!row) throw new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+  if (!row)
+    throw new NotFoundError(`accelerator request ${uuid} not found`, {
+      code: 'ARQ_NOT_FOUND',
+      details: { uuid },
+    })
   return toArq(row)
 }
 
@@ -249,7 +267,13 @@ export async function deleteArqs(
   const rows: AcceleratorRequestRow[] = []
   if ('uuids' in target) {
     for (const chunk of chunks([...new Set(target.uuids)])) {
-      rows.push(...(await db.selectFrom('accelerator_requests').selectAll().where('uuid', 'in', chunk).execute()))
+      rows.push(
+        ...(await db
+          .selectFrom('accelerator_requests')
+          .selectAll()
+          .where('uuid', 'in', chunk)
+          .execute()),
+      )
     }
   } else {
     const sel = db.selectFrom('accelerator_requests').selectAll()
@@ -300,16 +324,33 @@ export async function listStaleBinds(
   db: ReadDb,
   cutoff: string,
   limit = 500,
-): Promise<{ uuid: string; attachHandleId: number | null; instanceUuid: string | null; deviceProfileId: number | null }[]> {
+): Promise<
+  {
+    uuid: string
+    attachHandleId: number | null
+    instanceUuid: string | null
+    deviceProfileId: number | null
+  }[]
+> {
   const rows = await db
     .selectFrom('accelerator_requests')
     .select(['uuid', 'attach_handle_id', 'instance_uuid', 'device_profile_id'])
     .where('state', '=', 'BindStarted')
-    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .where((eb) =>
+      eb.or([
+        eb('updated_at', '<', cutoff),
+        eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)]),
+      ]),
+    )
     .orderBy('id')
     .limit(limit)
     .execute()
-  return rows.map((r) => ({ uuid: r.uuid, attachHandleId: r.attach_handle_id, instanceUuid: r.instance_uuid, deviceProfileId: r.device_profile_id }))
+  return rows.map((r) => ({
+    uuid: r.uuid,
+    attachHandleId: r.attach_handle_id,
+    instanceUuid: r.instance_uuid,
+    deviceProfileId: r.device_profile_id,
+  }))
 }
 
 /** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
@@ -318,7 +359,12 @@ export async function listStaleDeletes(db: ReadDb, cutoff: string, limit = 500):
     .selectFrom('accelerator_requests')
     .selectAll()
     .where('state', '=', 'Deleting')
-    .where((eb) => eb.or([eb('updated_at', '<', cutoff), eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)])]))
+    .where((eb) =>
+      eb.or([
+        eb('updated_at', '<', cutoff),
+        eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)]),
+      ]),
+    )
     .orderBy('id')
     .limit(limit)
     .execute()

@@ -33,7 +33,11 @@ export async function listAttachHandles(
 
 /** One attach handle by id, or undefined. */
 export async function getAttachHandle(db: ReadDb, id: number): Promise<AttachHandle | undefined> {
-  const row = await db.selectFrom('attach_handles').selectAll().where('id', '=', id).executeTakeFirst()
+  const row = await db
+    .selectFrom('attach_handles')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirst()
   return row && toAttachHandle(row)
 }
 
@@ -100,7 +104,11 @@ export async function releaseAttachHandle(
     .where('id', '=', handleId)
     .where('in_use', '=', 1)
     .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('accelerator_requests').select('id').where('attach_handle_id', '=', handleId))),
+      not(
+        exists(
+          selectFrom('accelerator_requests').select('id').where('attach_handle_id', '=', handleId),
+        ),
+      ),
     )
     .executeTakeFirst()
   return Number(res.numUpdatedRows) === 1

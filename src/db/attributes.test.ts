@@ -1,7 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
-import { createAttribute, deleteAttribute, getAttribute, listAttributes, listAttributesByDeployableIds } from './attributes.js'
+import {
+  createAttribute,
+  deleteAttribute,
+  getAttribute,
+  listAttributes,
+  listAttributesByDeployableIds,
+} from './attributes.js'
 import { listDeployables } from './deployables.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
@@ -21,34 +27,64 @@ for (const dialect of await testDialects()) {
         await ingestSnapshot(db, sampleSnapshot('host-a', 3), { autoActivate: false, now: NOW })
         const [a, b, c] = await listDeployables(db, {})
         assert.ok(a && b && c)
-        assert.deepEqual((await listAttributes(db, { deployableId: a.id })).map((x) => [x.key, x.value]), [
-          ['rc', 'PGPU'],
-          ['trait0', 'CUSTOM_GPU_NVIDIA'],
-        ])
+        assert.deepEqual(
+          (await listAttributes(db, { deployableId: a.id })).map((x) => [x.key, x.value]),
+          [
+            ['rc', 'PGPU'],
+            ['trait0', 'CUSTOM_GPU_NVIDIA'],
+          ],
+        )
         assert.equal((await listAttributes(db, { key: 'rc' })).length, 3)
         assert.equal((await listAttributes(db)).length, 6)
 
-        const created = await createAttribute(db, { deployableId: b.id, key: 'trait1', value: 'CUSTOM_X' }, { now: NOW, uuid: uuid(1) })
+        const created = await createAttribute(
+          db,
+          { deployableId: b.id, key: 'trait1', value: 'CUSTOM_X' },
+          { now: NOW, uuid: uuid(1) },
+        )
         assert.deepEqual(
           { ...created, id: 0 },
-          { id: 0, uuid: uuid(1), deployableId: b.id, key: 'trait1', value: 'CUSTOM_X', createdAt: NOW, updatedAt: null },
+          {
+            id: 0,
+            uuid: uuid(1),
+            deployableId: b.id,
+            key: 'trait1',
+            value: 'CUSTOM_X',
+            createdAt: NOW,
+            updatedAt: null,
+          },
         )
         assert.deepEqual(await getAttribute(db, uuid(1)), created)
 
         await assert.rejects(
-          createAttribute(db, { deployableId: b.id, key: 'trait1', value: 'other' }, { now: NOW, uuid: uuid(2) }),
+          createAttribute(
+            db,
+            { deployableId: b.id, key: 'trait1', value: 'other' },
+            { now: NOW, uuid: uuid(2) },
+          ),
           (err: unknown) => err instanceof ConflictError && err.details?.field === 'key',
         )
         await assert.rejects(
-          createAttribute(db, { deployableId: 999999, key: 'rc', value: 'GPU' }, { now: NOW, uuid: uuid(3) }),
+          createAttribute(
+            db,
+            { deployableId: 999999, key: 'rc', value: 'GPU' },
+            { now: NOW, uuid: uuid(3) },
+          ),
           (err: unknown) => err instanceof NotFoundError && err.details?.field === 'deployable_id',
         )
         // The same key on another deployable is fine.
-        await createAttribute(db, { deployableId: c.id, key: 'trait1', value: 'CUSTOM_X' }, { now: NOW, uuid: uuid(4) })
+        await createAttribute(
+          db,
+          { deployableId: c.id, key: 'trait1', value: 'CUSTOM_X' },
+          { now: NOW, uuid: uuid(4) },
+        )
 
         const byDep = await listAttributesByDeployableIds(db, [a.id, b.id, c.id, 424242])
         assert.deepEqual([...byDep.keys()], [a.id, b.id, c.id, 424242])
-        assert.deepEqual(byDep.get(b.id)?.map((x) => x.key), ['rc', 'trait0', 'trait1'])
+        assert.deepEqual(
+          byDep.get(b.id)?.map((x) => x.key),
+          ['rc', 'trait0', 'trait1'],
+        )
         assert.deepEqual(byDep.get(424242), [])
         assert.equal((await listAttributesByDeployableIds(db, [])).size, 0)
 

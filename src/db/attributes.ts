@@ -57,7 +57,11 @@ export async function listAttributesByDeployableIds(
 
 /** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
 export async function getAttribute(db: ReadDb, uuid: string): Promise<Attribute> {
-  const row = await db.selectFrom('attributes').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  const row = await db
+    .selectFrom('attributes')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
   if (!row) throw notFound(uuid)
   return toAttribute(row)
 }
@@ -102,5 +106,8 @@ export async function deleteAttribute(db: Kysely<Database>, uuid: string): Promi
 }
 
 function notFound(uuid: string): NotFoundError {
-  return new NotFoundError(`attribute ${uuid} not found`, { code: 'ATTRIBUTE_NOT_FOUND', details: { uuid } })
+  return new NotFoundError(`attribute ${uuid} not found`, {
+    code: 'ATTRIBUTE_NOT_FOUND',
+    details: { uuid },
+  })
 }

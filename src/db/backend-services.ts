@@ -30,7 +30,10 @@ export interface Backend {
 }
 
 /** Backends in host then id order, optionally of one host or one device uuid. */
-export async function listBackends(db: ReadDb, filter: { hostname?: string; uuid?: string } = {}): Promise<Backend[]> {
+export async function listBackends(
+  db: ReadDb,
+  filter: { hostname?: string; uuid?: string } = {},
+): Promise<Backend[]> {
   let qb = db.selectFrom('devices').selectAll()
   if (filter.hostname !== undefined) qb = qb.where('hostname', '=', filter.hostname)
   if (filter.uuid !== undefined) qb = qb.where('uuid', '=', filter.uuid)
@@ -39,7 +42,11 @@ export async function listBackends(db: ReadDb, filter: { hostname?: string; uuid
   const deployables = await db
     .selectFrom('deployables')
     .selectAll()
-    .where('device_id', 'in', devices.map((d) => d.id))
+    .where(
+      'device_id',
+      'in',
+      devices.map((d) => d.id),
+    )
     .orderBy('name')
     .execute()
   const attributes =
@@ -48,7 +55,11 @@ export async function listBackends(db: ReadDb, filter: { hostname?: string; uuid
       : await db
           .selectFrom('attributes')
           .select(['deployable_id', 'key', 'value'])
-          .where('deployable_id', 'in', deployables.map((d) => d.id))
+          .where(
+            'deployable_id',
+            'in',
+            deployables.map((d) => d.id),
+          )
           .orderBy('deployable_id')
           .orderBy('key')
           .execute()
@@ -70,7 +81,9 @@ export async function listBackends(db: ReadDb, filter: { hostname?: string; uuid
         driverName: d.driver_name,
         bitstreamId: d.bitstream_id,
         removalPending: Number(d.removal_pending) === 1,
-        attributes: attributes.filter((a) => a.deployable_id === d.id).map((a) => ({ key: a.key, value: a.value })),
+        attributes: attributes
+          .filter((a) => a.deployable_id === d.id)
+          .map((a) => ({ key: a.key, value: a.value })),
       })),
   }))
 }

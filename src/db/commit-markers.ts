@@ -59,7 +59,10 @@ const HOUR_MS = 3_600_000
 const DAY_MS = 24 * HOUR_MS
 
 /** Session statements bounding the probe's lock wait, and restoring the default afterwards. */
-const LOCK_WAIT: Record<Exclude<DialectName, 'sqlite'>, [RawBuilder<unknown>, RawBuilder<unknown>]> = {
+const LOCK_WAIT: Record<
+  Exclude<DialectName, 'sqlite'>,
+  [RawBuilder<unknown>, RawBuilder<unknown>]
+> = {
   postgres: [sql.raw(`SET lock_timeout = '${PROBE_LOCK_WAIT_S}s'`), sql.raw('RESET lock_timeout')],
   mysql: [
     sql.raw(`SET SESSION innodb_lock_wait_timeout = ${PROBE_LOCK_WAIT_S}`),
@@ -83,7 +86,10 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
     db.connection().execute(async (conn): Promise<Outcome> => {
       await lockWait[0].execute(conn)
       try {
-        await conn.insertInto('commit_markers').values({ id: marker.id, created_at: marker.createdAt }).execute()
+        await conn
+          .insertInto('commit_markers')
+          .values({ id: marker.id, created_at: marker.createdAt })
+          .execute()
         return 'rolled-back'
       } catch (err) {
         if (isUniqueViolation(err)) return 'committed'
@@ -95,10 +101,14 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
     })
 
   return {
-    next: () => (dialect === 'sqlite' ? undefined : { id: newUuid(), createdAt: formatTimestamp(new Date()) }),
+    next: () =>
+      dialect === 'sqlite' ? undefined : { id: newUuid(), createdAt: formatTimestamp(new Date()) },
 
     async write(trx, marker) {
-      await trx.insertInto('commit_markers').values({ id: marker.id, created_at: marker.createdAt }).execute()
+      await trx
+        .insertInto('commit_markers')
+        .values({ id: marker.id, created_at: marker.createdAt })
+        .execute()
     },
 
     settled,
@@ -131,7 +141,11 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
       if (Date.now() - lastDayOldSweep < HOUR_MS) return
       lastDayOldSweep = Date.now()
       const cutoff = formatTimestamp(new Date(Date.now() - DAY_MS))
-      await db.deleteFrom('commit_markers').where('created_at', '<', cutoff).execute().catch(() => {})
+      await db
+        .deleteFrom('commit_markers')
+        .where('created_at', '<', cutoff)
+        .execute()
+        .catch(() => {})
     },
   }
 }

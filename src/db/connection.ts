@@ -5,7 +5,16 @@
  * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`).
  */
 import path from 'node:path'
-import { Kysely, MysqlAdapter, MysqlDialect, PostgresDialect, SqliteAdapter, SqliteDialect, SqliteDriver, type Dialect as KyselyDialect } from 'kysely'
+import {
+  Kysely,
+  MysqlAdapter,
+  MysqlDialect,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  type Dialect as KyselyDialect,
+} from 'kysely'
 import SqliteDatabase from 'better-sqlite3'
 import pg from 'pg'
 import { createPool } from 'mysql2'
@@ -17,7 +26,11 @@ export type DialectName = 'sqlite' | 'postgres' | 'mysql'
 /** Which database `db` (a root instance or a transaction) talks to. */
 export function dialectOf(db: Kysely<Database>): DialectName {
   const adapter = db.getExecutor().adapter
-  return adapter instanceof SqliteAdapter ? 'sqlite' : adapter instanceof MysqlAdapter ? 'mysql' : 'postgres'
+  return adapter instanceof SqliteAdapter
+    ? 'sqlite'
+    : adapter instanceof MysqlAdapter
+      ? 'mysql'
+      : 'postgres'
 }
 
 /**
@@ -80,12 +93,18 @@ export function parseConnectionUrl(url: string, baseDir = process.cwd()): Parsed
   const driver = scheme?.split('+')[0]
   if (driver === 'sqlite') {
     const rest = url.slice(url.indexOf('://') + 3)
-    if (rest === '' || rest === '/' || rest === '/:memory:') return { dialect: 'sqlite', file: ':memory:' }
+    if (rest === '' || rest === '/' || rest === '/:memory:')
+      return { dialect: 'sqlite', file: ':memory:' }
     if (!rest.startsWith('/')) throw badUrl(url)
     const file = rest.slice(1)
     return { dialect: 'sqlite', file: path.isAbsolute(file) ? file : path.resolve(baseDir, file) }
   }
-  if (driver === 'postgresql' || driver === 'postgres' || driver === 'mysql' || driver === 'mariadb') {
+  if (
+    driver === 'postgresql' ||
+    driver === 'postgres' ||
+    driver === 'mysql' ||
+    driver === 'mariadb'
+  ) {
     let u: URL
     try {
       u = new URL(url.replace(/^[^:]+:/, 'http:'))
@@ -99,7 +118,11 @@ export function parseConnectionUrl(url: string, baseDir = process.cwd()): Parsed
       dialect,
       host: u.hostname,
       port: u.port ? Number(u.port) : dialect === 'postgres' ? 5432 : 3306,
-      user: u.username ? decodeURIComponent(u.username) : dialect === 'postgres' ? 'postgres' : 'root',
+      user: u.username
+        ? decodeURIComponent(u.username)
+        : dialect === 'postgres'
+          ? 'postgres'
+          : 'root',
       password: decodeURIComponent(u.password),
       database,
     }
@@ -201,7 +224,10 @@ export function directReaderOf(db: object): DirectReader | undefined {
   return directReaders.get(db)
 }
 
-export async function openDatabase(url: string, options: OpenOptions = {}): Promise<DatabaseHandle> {
+export async function openDatabase(
+  url: string,
+  options: OpenOptions = {},
+): Promise<DatabaseHandle> {
   const parsed = parseConnectionUrl(url, options.baseDir)
   const { poolSize = 10 } = options
   let dialect: KyselyDialect

@@ -53,7 +53,10 @@ export function toDeployable(row: DeployableRow): Deployable {
  * Lists deployables, by default in id order.
  * @throws NotFoundError (`details.field` 'marker') when the marker names no deployable.
  */
-export async function listDeployables(db: ReadDb, filter: DeployableFilter = {}): Promise<Deployable[]> {
+export async function listDeployables(
+  db: ReadDb,
+  filter: DeployableFilter = {},
+): Promise<Deployable[]> {
   let qb = db.selectFrom('deployables').selectAll()
   if (filter.deviceId !== undefined) qb = qb.where('device_id', '=', filter.deviceId)
   if (filter.name !== undefined) qb = qb.where('name', '=', filter.name)
@@ -63,7 +66,11 @@ export async function listDeployables(db: ReadDb, filter: DeployableFilter = {})
 
 /** @throws NotFoundError with code DEPLOYABLE_NOT_FOUND. */
 export async function getDeployable(db: ReadDb, uuid: string): Promise<Deployable> {
-  const row = await db.selectFrom('deployables').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  const row = await db
+    .selectFrom('deployables')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
   if (!row) throw notFound({ uuid })
   return toDeployable(row)
 }
@@ -77,10 +84,22 @@ export async function getDeployableById(db: ReadDb, id: number): Promise<Deploya
 
 function notFound(details: { uuid: string } | { id: number }): NotFoundError {
   const which = 'uuid' in details ? details.uuid : `#${details.id}`
-  return new NotFoundError(`deployable ${which} not found`, { code: 'DEPLOYABLE_NOT_FOUND', details })
+  return new NotFoundError(`deployable ${which} not found`, {
+    code: 'DEPLOYABLE_NOT_FOUND',
+    details,
+  })
 }
 
 /** Records the image a deployable's FPGA now runs. */
-export async function updateBitstream(db: Kysely<Database>, deployableId: number, imageId: string, now: string): Promise<void> {
-  await db.updateTable('deployables').set({ bitstream_id: imageId, updated_at: now }).where('id', '=', deployableId).execute()
+export async function updateBitstream(
+  db: Kysely<Database>,
+  deployableId: number,
+  imageId: string,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('deployables')
+    .set({ bitstream_id: imageId, updated_at: now })
+    .where('id', '=', deployableId)
+    .execute()
 }

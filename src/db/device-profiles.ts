@@ -26,7 +26,9 @@ export function toDeviceProfile(row: DeviceProfileRow): DeviceProfile {
 }
 
 // The API's fixed-shape reads, precompiled (see precompiled.ts); a name filter varies in length.
-const selectAll = precompile((db: ReadDb) => db.selectFrom('device_profiles').selectAll().orderBy('id'))
+const selectAll = precompile((db: ReadDb) =>
+  db.selectFrom('device_profiles').selectAll().orderBy('id'),
+)
 const selectByUuid = precompile((db: ReadDb, uuid: string) =>
   db.selectFrom('device_profiles').selectAll().where('uuid', '=', uuid),
 )
@@ -41,7 +43,12 @@ export async function listDeviceProfiles(
 ): Promise<DeviceProfile[]> {
   if (filter.names === undefined) return (await selectAll(db)).map(toDeviceProfile)
   if (filter.names.length === 0) return []
-  const rows = await db.selectFrom('device_profiles').selectAll().where('name', 'in', filter.names).orderBy('id').execute()
+  const rows = await db
+    .selectFrom('device_profiles')
+    .selectAll()
+    .where('name', 'in', filter.names)
+    .orderBy('id')
+    .execute()
   return rows.map(toDeviceProfile)
 }
 
@@ -53,9 +60,17 @@ export async function getDeviceProfile(db: ReadDb, uuid: string): Promise<Device
 }
 
 /** The profiles with these row ids (accelerator requests name theirs by id), in id order. */
-export async function listDeviceProfilesById(db: ReadDb, ids: readonly number[]): Promise<DeviceProfile[]> {
+export async function listDeviceProfilesById(
+  db: ReadDb,
+  ids: readonly number[],
+): Promise<DeviceProfile[]> {
   if (ids.length === 0) return []
-  const rows = await db.selectFrom('device_profiles').selectAll().where('id', 'in', [...ids]).orderBy('id').execute()
+  const rows = await db
+    .selectFrom('device_profiles')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .orderBy('id')
+    .execute()
   return rows.map(toDeviceProfile)
 }
 
@@ -72,7 +87,12 @@ export async function getDeviceProfileByName(db: ReadDb, name: string): Promise<
  */
 export async function createDeviceProfile(
   db: Kysely<Database>,
-  input: { uuid: string; name: string; description: string | null; groups: Record<string, string>[] },
+  input: {
+    uuid: string
+    name: string
+    description: string | null
+    groups: Record<string, string>[]
+  },
   now: string,
 ): Promise<DeviceProfile> {
   try {
@@ -90,7 +110,12 @@ export async function createDeviceProfile(
   } catch (err) {
     throw translateDbError(err, {
       entity: 'device profile',
-      unique: { name: 'name', uuid: 'uuid', device_profiles_name_key: 'name', device_profiles_uuid_key: 'uuid' },
+      unique: {
+        name: 'name',
+        uuid: 'uuid',
+        device_profiles_name_key: 'name',
+        device_profiles_uuid_key: 'uuid',
+      },
       codes: { conflict: 'DEVICE_PROFILE_EXISTS' },
     })
   }
@@ -105,7 +130,11 @@ export async function createDeviceProfile(
 export async function deleteDeviceProfiles(db: Kysely<Database>, uuids: string[]): Promise<void> {
   const wanted = [...new Set(uuids)]
   if (wanted.length === 0) return
-  const rows = await db.selectFrom('device_profiles').select(['id', 'uuid']).where('uuid', 'in', wanted).execute()
+  const rows = await db
+    .selectFrom('device_profiles')
+    .select(['id', 'uuid'])
+    .where('uuid', 'in', wanted)
+    .execute()
   const found = new Map(rows.map((r) => [r.uuid, r.id]))
   const missing = wanted.find((u) => !found.has(u))
   if (missing !== undefined) throw notFound('uuid', missing)

@@ -2,7 +2,14 @@
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './connection.js'
 import { NotFoundError } from '../domain/errors.js'
-import type { Device, DeviceStatus, DeviceType, Health, Lifecycle, PciAddress } from '../domain/inventory.js'
+import type {
+  Device,
+  DeviceStatus,
+  DeviceType,
+  Health,
+  Lifecycle,
+  PciAddress,
+} from '../domain/inventory.js'
 import { jsonMemo } from './json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import { precompile } from './precompiled.js'
@@ -88,7 +95,12 @@ export async function getDevice(db: ReadDb, uuid: string): Promise<Device> {
 
 /** Every device of one host, in id order. */
 export async function listDevicesByHost(db: ReadDb, hostname: string): Promise<Device[]> {
-  const rows = await db.selectFrom('devices').selectAll().where('hostname', '=', hostname).orderBy('id').execute()
+  const rows = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where('hostname', '=', hostname)
+    .orderBy('id')
+    .execute()
   return rows.map(toDevice)
 }
 
@@ -102,10 +114,17 @@ export async function updateDeviceStatus(
   status: DeviceStatus,
   now: string,
 ): Promise<Device> {
-  await db.updateTable('devices').set({ status, updated_at: now }).where('uuid', '=', uuid).execute()
+  await db
+    .updateTable('devices')
+    .set({ status, updated_at: now })
+    .where('uuid', '=', uuid)
+    .execute()
   return getDevice(db, uuid)
 }
 
 function deviceNotFound(uuid: string): NotFoundError {
-  return new NotFoundError(`device ${uuid} not found`, { code: 'DEVICE_NOT_FOUND', details: { uuid } })
+  return new NotFoundError(`device ${uuid} not found`, {
+    code: 'DEVICE_NOT_FOUND',
+    details: { uuid },
+  })
 }

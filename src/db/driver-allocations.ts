@@ -54,16 +54,29 @@ export async function listDriverAllocations(
     .where('state', 'in', HOLDING_STATES)
     .where((eb) => {
       const named = eb('deployable_id', 'in', ids)
-      return handles.length === 0 ? named : eb.or([named, eb('attach_handle_id', 'in', handles.map((h) => h.id))])
+      return handles.length === 0
+        ? named
+        : eb.or([
+            named,
+            eb(
+              'attach_handle_id',
+              'in',
+              handles.map((h) => h.id),
+            ),
+          ])
     })
     .orderBy('id')
     .execute()
   const out: DriverAllocation[] = []
   for (const d of deployables) {
     const held = requests.filter(
-      (r) => r.deployable_id === d.id || (r.attach_handle_id !== null && handleOwner.get(r.attach_handle_id) === d.id),
+      (r) =>
+        r.deployable_id === d.id ||
+        (r.attach_handle_id !== null && handleOwner.get(r.attach_handle_id) === d.id),
     )
-    const handlesInUse = handles.filter((h) => h.deployable_id === d.id && Number(h.in_use) === 1).length
+    const handlesInUse = handles.filter(
+      (h) => h.deployable_id === d.id && Number(h.in_use) === 1,
+    ).length
     if (held.length === 0 && handlesInUse === 0) continue
     out.push({
       hostname: d.hostname,

@@ -26,7 +26,9 @@ const insertRow = (tag: string) => async (trx: Kysely<Database>) => {
 }
 
 async function rowIds(db: Kysely<Database>, tag: string): Promise<string[]> {
-  const { rows } = await sql<{ id: string }>`SELECT id FROM lost_rows WHERE tag = ${tag}`.execute(db)
+  const { rows } = await sql<{ id: string }>`SELECT id FROM lost_rows WHERE tag = ${tag}`.execute(
+    db,
+  )
   return rows.map((r) => r.id)
 }
 
@@ -35,106 +37,140 @@ async function markerCount(db: Kysely<Database>): Promise<number> {
 }
 
 for (const dialect of await testDialects()) {
-  const skip = dialect.name === 'sqlite' ? 'SQLite runs in this process: there is no connection to lose' : dialect.skip
-  await test(`group commit: a lost COMMIT answer runs no write twice on ${dialect.name}`, { skip }, async (t) => {
-    const base: TestDatabase = await dialect.create()
-    const target = parseConnectionUrl(base.url)
-    const proxy: TcpProxy = await startTcpProxy({ host: target.host!, port: target.port! })
-    /** A fresh pool through the proxy per case, so that no idle connection outlives a case. */
-    const open = (poolSize = 2): Promise<DatabaseHandle> => openDatabase(viaProxy(base.url, proxy.port), { poolSize })
-    await sql`CREATE TABLE lost_rows (id VARCHAR(36) PRIMARY KEY, tag VARCHAR(64) NOT NULL)`.execute(base.db)
-    try {
-      await t.test('a lone write whose answer is lost resolves with its value, written once', async () => {
-        const handle = await open()
-        const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
-        try {
-          proxy.cutAtNextCommit('after-commit')
-          const id = await gc.run(insertRow('lone-after'))
-          assert.equal(proxy.cuts, 1)
-          assert.deepEqual(await rowIds(base.db, 'lone-after'), [id])
-        } finally {
-          await gc.close()
-          await handle.close()
-        }
-        assert.equal(await markerCount(base.db), 0, 'settled markers are swept at close')
-      })
+  const skip =
+    dialect.name === 'sqlite'
+      ? 'SQLite runs in this process: there is no connection to lose'
+      : dialect.skip
+  await test(
+    `group commit: a lost COMMIT answer runs no write twice on ${dialect.name}`,
+    { skip },
+    async (t) => {
+      const base: TestDatabase = await dialect.create()
+      const target = parseConnectionUrl(base.url)
+      const proxy: TcpProxy = await startTcpProxy({ host: target.host!, port: target.port! })
+      /** A fresh pool through the proxy per case, so that no idle connection outlives a case. */
+      const open = (poolSize = 2): Promise<DatabaseHandle> =>
+        openDatabase(viaProxy(base.url, proxy.port), { poolSize })
+      await sql`CREATE TABLE lost_rows (id VARCHAR(36) PRIMARY KEY, tag VARCHAR(64) NOT NULL)`.execute(
+        base.db,
+      )
+      try {
+        await t.test(
+          'a lone write whose answer is lost resolves with its value, written once',
+          async () => {
+            const handle = await open()
+            const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
+            try {
+              proxy.cutAtNextCommit('after-commit')
+              const id = await gc.run(insertRow('lone-after'))
+              assert.equal(proxy.cuts, 1)
+              assert.deepEqual(await rowIds(base.db, 'lone-after'), [id])
+            } finally {
+              await gc.close()
+              await handle.close()
+            }
+            assert.equal(await markerCount(base.db), 0, 'settled markers are swept at close')
+          },
+        )
 
-      await t.test('a batch whose answer is lost resolves each write with its value, written once', async () => {
-        const handle = await open()
-        const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
-        try {
-          proxy.cutAtNextCommit('after-commit')
-          const tags = [0, 1, 2, 3].map((i) => `batch-after-${i}`)
-          const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
-          assert.equal(gc.stats().batches, 1)
-          assert.equal(proxy.cuts, 2)
-          for (const [i, tag] of tags.entries()) assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
-        } finally {
-          await gc.close()
-          await handle.close()
-        }
-        assert.equal(await markerCount(base.db), 0)
-      })
+        await t.test(
+          'a batch whose answer is lost resolves each write with its value, written once',
+          async () => {
+            const handle = await open()
+            const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
+            try {
+              proxy.cutAtNextCommit('after-commit')
+              const tags = [0, 1, 2, 3].map((i) => `batch-after-${i}`)
+              const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
+              assert.equal(gc.stats().batches, 1)
+              assert.equal(proxy.cuts, 2)
+              for (const [i, tag] of tags.entries())
+                assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
+            } finally {
+              await gc.close()
+              await handle.close()
+            }
+            assert.equal(await markerCount(base.db), 0)
+          },
+        )
 
-      await t.test('a batch cut before its COMMIT runs each write again alone, written once', async () => {
-        const handle = await open()
-        const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
-        try {
-          proxy.cutAtNextCommit('before-commit')
-          const tags = [0, 1, 2, 3].map((i) => `batch-before-${i}`)
-          const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
-          assert.equal(gc.stats().batches, 1)
-          assert.equal(proxy.cuts, 3)
-          for (const [i, tag] of tags.entries()) assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
-        } finally {
-          await gc.close()
-          await handle.close()
-        }
-        assert.equal(await markerCount(base.db), 0)
-      })
+        await t.test(
+          'a batch cut before its COMMIT runs each write again alone, written once',
+          async () => {
+            const handle = await open()
+            const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
+            try {
+              proxy.cutAtNextCommit('before-commit')
+              const tags = [0, 1, 2, 3].map((i) => `batch-before-${i}`)
+              const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
+              assert.equal(gc.stats().batches, 1)
+              assert.equal(proxy.cuts, 3)
+              for (const [i, tag] of tags.entries())
+                assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
+            } finally {
+              await gc.close()
+              await handle.close()
+            }
+            assert.equal(await markerCount(base.db), 0)
+          },
+        )
 
-      await t.test('a lone write cut before its COMMIT fails and leaves nothing', async () => {
-        const handle = await open()
-        const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
-        try {
-          proxy.cutAtNextCommit('before-commit')
-          const err = await gc.run(insertRow('lone-before')).then(
-            () => assert.fail('expected the lost connection to fail the write'),
-            (e: unknown) => e,
-          )
-          assert.ok(!(err instanceof UnavailableError), `a known rollback is not an unknown outcome: ${String(err)}`)
-          assert.equal(proxy.cuts, 4)
-          assert.deepEqual(await rowIds(base.db, 'lone-before'), [])
-        } finally {
-          await gc.close()
-          await handle.close()
-        }
-        assert.equal(await markerCount(base.db), 0)
-      })
-
-      await t.test('an unreachable database leaves the outcome unknown: UnavailableError, no second run', async () => {
-        // One connection: once it is cut, asking about the outcome needs a new one, which is refused.
-        const handle = await open(1)
-        const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
-        try {
-          proxy.cutAtNextCommit('after-commit', { thenRefuse: true })
-          const settled = await Promise.allSettled([gc.run(insertRow('unknown-0')), gc.run(insertRow('unknown-1'))])
-          for (const s of settled) {
-            assert.ok(s.status === 'rejected' && s.reason instanceof UnavailableError, `got ${JSON.stringify(s)}`)
-            assert.match((s.reason as Error).message, /outcome is unknown.*may have landed/)
+        await t.test('a lone write cut before its COMMIT fails and leaves nothing', async () => {
+          const handle = await open()
+          const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
+          try {
+            proxy.cutAtNextCommit('before-commit')
+            const err = await gc.run(insertRow('lone-before')).then(
+              () => assert.fail('expected the lost connection to fail the write'),
+              (e: unknown) => e,
+            )
+            assert.ok(
+              !(err instanceof UnavailableError),
+              `a known rollback is not an unknown outcome: ${String(err)}`,
+            )
+            assert.equal(proxy.cuts, 4)
+            assert.deepEqual(await rowIds(base.db, 'lone-before'), [])
+          } finally {
+            await gc.close()
+            await handle.close()
           }
-          proxy.refuse = false
-          // The COMMIT did land: each write is there once, and was not run again.
-          for (const tag of ['unknown-0', 'unknown-1']) assert.equal((await rowIds(base.db, tag)).length, 1)
-        } finally {
-          proxy.refuse = false
-          await gc.close()
-          await handle.close()
-        }
-      })
-    } finally {
-      await proxy.close()
-      await base.close()
-    }
-  })
+          assert.equal(await markerCount(base.db), 0)
+        })
+
+        await t.test(
+          'an unreachable database leaves the outcome unknown: UnavailableError, no second run',
+          async () => {
+            // One connection: once it is cut, asking about the outcome needs a new one, which is refused.
+            const handle = await open(1)
+            const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
+            try {
+              proxy.cutAtNextCommit('after-commit', { thenRefuse: true })
+              const settled = await Promise.allSettled([
+                gc.run(insertRow('unknown-0')),
+                gc.run(insertRow('unknown-1')),
+              ])
+              for (const s of settled) {
+                assert.ok(
+                  s.status === 'rejected' && s.reason instanceof UnavailableError,
+                  `got ${JSON.stringify(s)}`,
+                )
+                assert.match((s.reason as Error).message, /outcome is unknown.*may have landed/)
+              }
+              proxy.refuse = false
+              // The COMMIT did land: each write is there once, and was not run again.
+              for (const tag of ['unknown-0', 'unknown-1'])
+                assert.equal((await rowIds(base.db, tag)).length, 1)
+            } finally {
+              proxy.refuse = false
+              await gc.close()
+              await handle.close()
+            }
+          },
+        )
+      } finally {
+        await proxy.close()
+        await base.close()
+      }
+    },
+  )
 }

@@ -21,7 +21,12 @@
  */
 import type { ControlledTransaction, Kysely } from 'kysely'
 import { UnavailableError } from '../domain/errors.js'
-import { createCommitMarkers, type CommitMarkers, type Marker, type Outcome } from './commit-markers.js'
+import {
+  createCommitMarkers,
+  type CommitMarkers,
+  type Marker,
+  type Outcome,
+} from './commit-markers.js'
 import { isTransientLockError } from './errors.js'
 import type { DatabaseHandle } from './connection.js'
 import type { Database } from './schema.js'
@@ -77,7 +82,10 @@ interface Ctx {
 }
 
 /** Creates a committer over `handle`; the handle stays the caller's to close. */
-export function createGroupCommitter(handle: DatabaseHandle, options: GroupCommitOptions): GroupCommitter {
+export function createGroupCommitter(
+  handle: DatabaseHandle,
+  options: GroupCommitOptions,
+): GroupCommitter {
   const ctx: Ctx = { db: handle.db, markers: createCommitMarkers(handle) }
   const intervalMs = Math.max(0, options.intervalMs)
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
@@ -210,7 +218,10 @@ async function runBatch(ctx: Ctx, batch: Op[], requeue: (ops: Op[]) => void): Pr
   }
   if (retry.length > 0) {
     // Nothing was committed: each op that did not fail on its own is safe to run again.
-    await trx.rollback().execute().catch(() => {})
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {})
     for (const { op, err } of failed) op.reject(err)
     return runAlone(ctx, [...done.map((d) => d.op), ...lost, ...retry])
   }
@@ -232,12 +243,19 @@ async function runBatch(ctx: Ctx, batch: Op[], requeue: (ops: Op[]) => void): Pr
 }
 
 /** Commits `trx`; after a failed COMMIT, asks the marker (or, without one, knows) how it ended. */
-async function commit(ctx: Ctx, trx: Trx, marker: Marker | undefined): Promise<{ outcome: Outcome; err?: unknown }> {
+async function commit(
+  ctx: Ctx,
+  trx: Trx,
+  marker: Marker | undefined,
+): Promise<{ outcome: Outcome; err?: unknown }> {
   try {
     await trx.commit().execute()
   } catch (err) {
     // Kysely keeps the connection after a failed COMMIT unless the database aborted; release it.
-    await trx.rollback().execute().catch(() => {})
+    await trx
+      .rollback()
+      .execute()
+      .catch(() => {})
     return { outcome: marker ? await ctx.markers.outcome(marker) : 'rolled-back', err }
   }
   if (marker) ctx.markers.settled(marker)

@@ -25,16 +25,38 @@ export interface InventoryWriteOptions {
 
 /** One host's devices with their deployables, attributes and handles, and what is in use. */
 export async function getHostInventory(db: ReadDb, host: string): Promise<CurrentDevice[]> {
-  const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).orderBy('id').execute()
-  const deployables = await selectIn(devices.map((d) => d.id), (ids) =>
-    db.selectFrom('deployables').selectAll().where('device_id', 'in', ids).orderBy('id').execute(),
+  const devices = await db
+    .selectFrom('devices')
+    .selectAll()
+    .where('hostname', '=', host)
+    .orderBy('id')
+    .execute()
+  const deployables = await selectIn(
+    devices.map((d) => d.id),
+    (ids) =>
+      db
+        .selectFrom('deployables')
+        .selectAll()
+        .where('device_id', 'in', ids)
+        .orderBy('id')
+        .execute(),
   )
   const depIds = deployables.map((d) => d.id)
   const attributes = await selectIn(depIds, (ids) =>
-    db.selectFrom('attributes').selectAll().where('deployable_id', 'in', ids).orderBy('id').execute(),
+    db
+      .selectFrom('attributes')
+      .selectAll()
+      .where('deployable_id', 'in', ids)
+      .orderBy('id')
+      .execute(),
   )
   const handles = await selectIn(depIds, (ids) =>
-    db.selectFrom('attach_handles').selectAll().where('deployable_id', 'in', ids).orderBy('id').execute(),
+    db
+      .selectFrom('attach_handles')
+      .selectAll()
+      .where('deployable_id', 'in', ids)
+      .orderBy('id')
+      .execute(),
   )
   const arqs = await selectIn(depIds, (ids) =>
     db
@@ -103,10 +125,18 @@ export async function updateHostInventory(
   options: InventoryWriteOptions,
 ): Promise<void> {
   const { now, autoActivate, uuid = newUuid } = options
-  await deleteIn(diff.removeAttributes, (ids) => db.deleteFrom('attributes').where('id', 'in', ids).execute())
-  await deleteIn(diff.removeHandles, (ids) => db.deleteFrom('attach_handles').where('id', 'in', ids).execute())
-  await deleteIn(diff.removeDeployables, (ids) => db.deleteFrom('deployables').where('id', 'in', ids).execute())
-  await deleteIn(diff.removeDevices, (ids) => db.deleteFrom('devices').where('id', 'in', ids).execute())
+  await deleteIn(diff.removeAttributes, (ids) =>
+    db.deleteFrom('attributes').where('id', 'in', ids).execute(),
+  )
+  await deleteIn(diff.removeHandles, (ids) =>
+    db.deleteFrom('attach_handles').where('id', 'in', ids).execute(),
+  )
+  await deleteIn(diff.removeDeployables, (ids) =>
+    db.deleteFrom('deployables').where('id', 'in', ids).execute(),
+  )
+  await deleteIn(diff.removeDevices, (ids) =>
+    db.deleteFrom('devices').where('id', 'in', ids).execute(),
+  )
 
   for (const { id, set } of diff.updateDevices) {
     await db
@@ -137,14 +167,22 @@ export async function updateHostInventory(
       .execute()
   }
   for (const { id, value } of diff.updateAttributes) {
-    await db.updateTable('attributes').set({ value, updated_at: now }).where('id', '=', id).execute()
+    await db
+      .updateTable('attributes')
+      .set({ value, updated_at: now })
+      .where('id', '=', id)
+      .execute()
   }
   for (const [ids, flag] of [
     [diff.markRemovalPending, 1],
     [diff.clearRemovalPending, 0],
   ] as const) {
     await deleteIn(ids, (chunk) =>
-      db.updateTable('deployables').set({ removal_pending: flag, updated_at: now }).where('id', 'in', chunk).execute(),
+      db
+        .updateTable('deployables')
+        .set({ removal_pending: flag, updated_at: now })
+        .where('id', 'in', chunk)
+        .execute(),
     )
   }
   for (const { id, type } of diff.updateHandles) {
@@ -159,16 +197,22 @@ export async function updateHostInventory(
   const deviceIds = await insertDevices(db, host, diff, { now, lifecycle, uuid })
   const newDeployables = [
     ...diff.addDeployables,
-    ...diff.addDevices.flatMap((d) => d.deployables.map((dep) => ({ ...dep, deviceId: deviceIds.get(d.key)! }))),
+    ...diff.addDevices.flatMap((d) =>
+      d.deployables.map((dep) => ({ ...dep, deviceId: deviceIds.get(d.key)! })),
+    ),
   ]
   const deployableIds = await insertDeployables(db, newDeployables, now, uuid)
   const attributes = [
     ...diff.addAttributes,
-    ...newDeployables.flatMap((d) => d.attributes.map((a) => ({ ...a, deployableId: deployableIds.get(d.name)! }))),
+    ...newDeployables.flatMap((d) =>
+      d.attributes.map((a) => ({ ...a, deployableId: deployableIds.get(d.name)! })),
+    ),
   ]
   const handles = [
     ...diff.addHandles,
-    ...newDeployables.flatMap((d) => d.handles.map((h) => ({ ...h, deployableId: deployableIds.get(d.name)! }))),
+    ...newDeployables.flatMap((d) =>
+      d.handles.map((h) => ({ ...h, deployableId: deployableIds.get(d.name)! })),
+    ),
   ]
   await insertChunks(attributes, (rows) =>
     db
@@ -235,13 +279,15 @@ async function insertDevices(
       )
       .execute(),
   )
-  const rows = await selectIn(diff.addDevices.map((d) => d.key), (keys) =>
-    db
-      .selectFrom('devices')
-      .select(['id', 'cpid_info'])
-      .where('hostname', '=', host)
-      .where('cpid_info', 'in', keys)
-      .execute(),
+  const rows = await selectIn(
+    diff.addDevices.map((d) => d.key),
+    (keys) =>
+      db
+        .selectFrom('devices')
+        .select(['id', 'cpid_info'])
+        .where('hostname', '=', host)
+        .where('cpid_info', 'in', keys)
+        .execute(),
   )
   return new Map(rows.map((r) => [r.cpid_info, r.id]))
 }
@@ -283,8 +329,10 @@ async function insertDeployables(
       codes: { conflict: 'DEPLOYABLE_EXISTS' },
     })
   }
-  const rows = await selectIn(deployables.map((d) => d.name), (names) =>
-    db.selectFrom('deployables').select(['id', 'name']).where('name', 'in', names).execute(),
+  const rows = await selectIn(
+    deployables.map((d) => d.name),
+    (names) =>
+      db.selectFrom('deployables').select(['id', 'name']).where('name', 'in', names).execute(),
   )
   return new Map(rows.map((r) => [r.name, r.id]))
 }

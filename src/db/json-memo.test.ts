@@ -8,7 +8,11 @@ void test('jsonMemo parses each text once and shares a deeply frozen value', () 
   const a = parse(text)
   assert.deepEqual(a, JSON.parse(text))
   assert.equal(parse(`${text}`), a, 'the same text gives the same value')
-  assert.deepEqual(Object.keys(a.groups[0]!), ['resources:FPGA', 'trait:CUSTOM_X'], 'key order kept')
+  assert.deepEqual(
+    Object.keys(a.groups[0]!),
+    ['resources:FPGA', 'trait:CUSTOM_X'],
+    'key order kept',
+  )
   assert.ok(Object.isFrozen(a) && Object.isFrozen(a.groups) && Object.isFrozen(a.groups[0]))
   assert.throws(() => {
     a.groups[0]!['resources:FPGA'] = '2'

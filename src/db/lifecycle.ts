@@ -17,7 +17,12 @@ export const MAX_LIFECYCLE_REASON = 2000
 export async function updateDeviceLifecycle(
   db: Kysely<Database>,
   uuid: string,
-  change: { from: readonly Lifecycle[]; to: Lifecycle; reason: string | null; updatedBefore?: string },
+  change: {
+    from: readonly Lifecycle[]
+    to: Lifecycle
+    reason: string | null
+    updatedBefore?: string
+  },
   now: string,
 ): Promise<boolean> {
   const reason = change.reason === null ? null : change.reason.slice(0, MAX_LIFECYCLE_REASON)
@@ -27,7 +32,8 @@ export async function updateDeviceLifecycle(
     .where('uuid', '=', uuid)
     .where('lifecycle', 'in', [...change.from])
   // Timestamps are fixed-width ISO text: they compare as text.
-  if (change.updatedBefore !== undefined) query = query.where('updated_at', '<', change.updatedBefore)
+  if (change.updatedBefore !== undefined)
+    query = query.where('updated_at', '<', change.updatedBefore)
   const result = await query.executeTakeFirst()
   return result.numUpdatedRows > 0n
 }

@@ -13,8 +13,16 @@ for (const dialect of await testDialects()) {
         const again = await migrateToLatest(db)
         assert.deepEqual(again.applied, [])
         const tables = (await db.db.introspection.getTables()).map((t) => t.name).sort()
-        for (const t of ['accelerator_requests', 'agent_drivers', 'attach_handles', 'attributes', 'deployables',
-          'device_profiles', 'devices', 'services']) {
+        for (const t of [
+          'accelerator_requests',
+          'agent_drivers',
+          'attach_handles',
+          'attributes',
+          'deployables',
+          'device_profiles',
+          'devices',
+          'services',
+        ]) {
           assert.ok(tables.includes(t), `missing table ${t} in ${tables.join(',')}`)
         }
       } finally {

@@ -35,9 +35,16 @@ export async function migrateToLatest(handle: DatabaseHandle): Promise<Migration
   })
   const result: MigrationResultSet = await migrator.migrateToLatest()
   if (result.error) {
-    throw new UnavailableError(`database migration failed: ${String((result.error as Error).message ?? result.error)}`, {
-      cause: result.error,
-    })
+    throw new UnavailableError(
+      `database migration failed: ${String((result.error as Error).message ?? result.error)}`,
+      {
+        cause: result.error,
+      },
+    )
   }
-  return { applied: (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) }
+  return {
+    applied: (result.results ?? [])
+      .filter((r) => r.status === 'Success')
+      .map((r) => r.migrationName),
+  }
 }

@@ -40,9 +40,12 @@ export async function paginate<TB extends keyof Database, O, K extends string>(
 ): Promise<SelectQueryBuilder<Database, TB, O>> {
   const { limit, marker, sortKey = 'id' as K, sortDir = 'asc' } = options
   if (!spec.keys.includes(sortKey)) {
-    throw new InvalidInputError(`invalid sort key ${sortKey}; valid keys: ${spec.keys.join(', ')}`, {
-      details: { field: 'sort_key', allowed: [...spec.keys] },
-    })
+    throw new InvalidInputError(
+      `invalid sort key ${sortKey}; valid keys: ${spec.keys.join(', ')}`,
+      {
+        details: { field: 'sort_key', allowed: [...spec.keys] },
+      },
+    )
   }
   if (sortDir !== 'asc' && sortDir !== 'desc') {
     throw new InvalidInputError(`invalid sort direction ${String(sortDir)}; valid: asc, desc`, {
@@ -50,7 +53,9 @@ export async function paginate<TB extends keyof Database, O, K extends string>(
     })
   }
   if (limit !== undefined && (!Number.isInteger(limit) || limit < 1)) {
-    throw new InvalidInputError(`invalid limit ${limit}: expected a positive integer`, { details: { field: 'limit' } })
+    throw new InvalidInputError(`invalid limit ${limit}: expected a positive integer`, {
+      details: { field: 'limit' },
+    })
   }
   const id = sql.ref(`${spec.table}.id`)
   const column = sql.ref(`${spec.table}.${sortKey}`)
@@ -70,7 +75,9 @@ export async function paginate<TB extends keyof Database, O, K extends string>(
     qb =
       sortKey === 'id'
         ? qb.where(sql<boolean>`${id} ${op} ${row.id}`)
-        : qb.where(sql<boolean>`(${key} ${op} ${row.v} or (${key} = ${row.v} and ${id} ${op} ${row.id}))`)
+        : qb.where(
+            sql<boolean>`(${key} ${op} ${row.v} or (${key} = ${row.v} and ${id} ${op} ${row.id}))`,
+          )
   }
   if (sortKey !== 'id') qb = qb.orderBy(key, sortDir)
   qb = qb.orderBy(id, sortDir)

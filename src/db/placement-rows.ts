@@ -78,7 +78,13 @@ export async function listPlacementRows(db: ReadDb, host: string): Promise<Place
     placementHash: d.placement_hash,
     removalPending: Number(d.removal_pending) === 1,
     held: held.has(d.id),
-    device: { uuid: d.device_uuid, hostname: d.hostname, lifecycle: d.lifecycle, status: d.status, health: d.health },
+    device: {
+      uuid: d.device_uuid,
+      hostname: d.hostname,
+      lifecycle: d.lifecycle,
+      status: d.status,
+      health: d.health,
+    },
     attributes: attrs.get(d.id) ?? [],
   }))
 }
@@ -95,6 +101,10 @@ export async function updatePlacementHashes(
 
 /** The host of a device, for the sync that follows a device change. */
 export async function getDeviceHost(db: ReadDb, uuid: string): Promise<string | undefined> {
-  const row = await db.selectFrom('devices').select('hostname').where('uuid', '=', uuid).executeTakeFirst()
+  const row = await db
+    .selectFrom('devices')
+    .select('hostname')
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
   return row?.hostname
 }

@@ -53,7 +53,8 @@ export function precompile<DB, R, A extends unknown[]>(
     const query = build(db, ...placeholders).compile()
     const slots = query.parameters.map((p) => (p instanceof Arg ? p.index : -1))
     for (let i = 0; i < arity; i++) {
-      if (!slots.includes(i)) throw new TypeError(`precompile: the query does not use argument ${i + 1}`)
+      if (!slots.includes(i))
+        throw new TypeError(`precompile: the query does not use argument ${i + 1}`)
     }
     const asGiven = slots.length === arity && slots.every((slot, i) => slot === i)
     const compiled = { query, slots, asGiven, direct: directReaderOf(db) }

@@ -21,11 +21,30 @@ for (const dialect of await testDialects()) {
         const services = await listServices(db)
         assert.deepEqual(
           services.map(({ host, binary, version, lastSeen, createdAt, reportHash }) => ({
-            host, binary, version, lastSeen, createdAt, reportHash,
+            host,
+            binary,
+            version,
+            lastSeen,
+            createdAt,
+            reportHash,
           })),
           [
-            { host: 'c1', binary: 'cyborg-agent', version: '1.1', lastSeen: T1, createdAt: T0, reportHash: null },
-            { host: 'ctl', binary: 'cyborg-conductor', version: '1.0', lastSeen: T0, createdAt: T0, reportHash: null },
+            {
+              host: 'c1',
+              binary: 'cyborg-agent',
+              version: '1.1',
+              lastSeen: T1,
+              createdAt: T0,
+              reportHash: null,
+            },
+            {
+              host: 'ctl',
+              binary: 'cyborg-conductor',
+              version: '1.0',
+              lastSeen: T0,
+              createdAt: T0,
+              reportHash: null,
+            },
           ],
         )
         assert.equal(await getReportHash(db, 'c1'), null)

@@ -76,13 +76,29 @@ export async function getReportHash(db: ReadDb, host: string): Promise<string | 
 
 /** Stores the hash of an accepted report (a report also counts as a sign of life). */
 /** Stores the hash of an accepted report, or null so that the next report is diffed again. */
-export async function updateReportHash(db: Kysely<Database>, host: string, hash: string | null, now: string): Promise<void> {
-  await upsert(db, host, AGENT_BINARY, { report_hash: hash, last_seen: now, updated_at: now }, { version: '' })
+export async function updateReportHash(
+  db: Kysely<Database>,
+  host: string,
+  hash: string | null,
+  now: string,
+): Promise<void> {
+  await upsert(
+    db,
+    host,
+    AGENT_BINARY,
+    { report_hash: hash, last_seen: now, updated_at: now },
+    { version: '' },
+  )
 }
 
 /** Every service, ordered by host then binary. */
 export async function listServices(db: ReadDb): Promise<Service[]> {
-  const rows = await db.selectFrom('services').selectAll().orderBy('host').orderBy('binary').execute()
+  const rows = await db
+    .selectFrom('services')
+    .selectAll()
+    .orderBy('host')
+    .orderBy('binary')
+    .execute()
   return rows.map(toService)
 }
 
@@ -106,7 +122,12 @@ async function upsert(
   insertOnly: { version: string; report_hash?: string | null },
 ): Promise<void> {
   const update = () =>
-    db.updateTable('services').set(changes).where('host', '=', host).where('binary', '=', binary).executeTakeFirst()
+    db
+      .updateTable('services')
+      .set(changes)
+      .where('host', '=', host)
+      .where('binary', '=', binary)
+      .executeTakeFirst()
   if (Number((await update()).numUpdatedRows) > 0) return
   try {
     await db

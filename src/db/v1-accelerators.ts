@@ -9,7 +9,14 @@ import { NotFoundError } from '../domain/errors.js'
 import { listAttributesByDeployableIds } from './attributes.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 
-export const ACCELERATOR_SORT_KEYS = ['id', 'uuid', 'name', 'num_accelerators', 'created_at', 'updated_at'] as const
+export const ACCELERATOR_SORT_KEYS = [
+  'id',
+  'uuid',
+  'name',
+  'num_accelerators',
+  'created_at',
+  'updated_at',
+] as const
 export type AcceleratorSortKey = (typeof ACCELERATOR_SORT_KEYS)[number]
 
 export interface AcceleratorFilter extends PageOptions<AcceleratorSortKey> {
@@ -110,7 +117,10 @@ async function withDetails(db: ReadDb, rows: Row[]): Promise<Accelerator[]> {
       hostname: r.hostname,
       lifecycle: r.lifecycle,
       lifecycleReason: r.lifecycle_reason,
-      address: r.cpid_type === 'REMOTE' ? `remote:${pci.uuid}` : `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
+      address:
+        r.cpid_type === 'REMOTE'
+          ? `remote:${pci.uuid}`
+          : `${pci.domain}:${pci.bus}:${pci.device}.${pci.function}`,
       remote: r.cpid_type === 'REMOTE',
       attributes: attributes.get(r.id) ?? [],
       attachedTo: [...new Set(mine.map((b) => b.instance_uuid ?? `host:${b.hostname ?? ''}`))],
@@ -133,7 +143,10 @@ async function withDetails(db: ReadDb, rows: Row[]): Promise<Accelerator[]> {
  * Lists accelerators, by default in id order.
  * @throws NotFoundError (code ACCELERATOR_NOT_FOUND) when the marker names none.
  */
-export async function listAccelerators(db: ReadDb, filter: AcceleratorFilter = {}): Promise<Accelerator[]> {
+export async function listAccelerators(
+  db: ReadDb,
+  filter: AcceleratorFilter = {},
+): Promise<Accelerator[]> {
   let qb = select(db)
   if (filter.deviceType !== undefined) qb = qb.where('devices.type', '=', filter.deviceType)
   if (filter.hostname !== undefined) qb = qb.where('devices.hostname', '=', filter.hostname)
@@ -144,6 +157,10 @@ export async function listAccelerators(db: ReadDb, filter: AcceleratorFilter = {
 /** @throws NotFoundError with code ACCELERATOR_NOT_FOUND. */
 export async function getAccelerator(db: ReadDb, uuid: string): Promise<Accelerator> {
   const row = await select(db).where('deployables.uuid', '=', uuid).executeTakeFirst()
-  if (!row) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+  if (!row)
+    throw new NotFoundError(`accelerator ${uuid} not found`, {
+      code: 'ACCELERATOR_NOT_FOUND',
+      details: { uuid },
+    })
   return (await withDetails(db, [row]))[0]!
 }

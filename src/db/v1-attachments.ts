@@ -36,23 +36,54 @@ export interface AttachableAccelerator {
 }
 
 /** Request states that hold an accelerator (or may: a Deleting one still has its handle). */
-export const HOLDING_STATES: readonly ArqState[] = ['BindStarted', 'Bound', 'UnbindFailed', 'Deleting']
+export const HOLDING_STATES: readonly ArqState[] = [
+  'BindStarted',
+  'Bound',
+  'UnbindFailed',
+  'Deleting',
+]
 
-const notFound = (uuid: string) => new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+const notFound = (uuid: string) =>
+  new NotFoundError(`accelerator ${uuid} not found`, {
+    code: 'ACCELERATOR_NOT_FOUND',
+    details: { uuid },
+  })
 
 /**
  * The accelerator with this uuid, its deployable row locked until the transaction ends when `lock`.
  * @throws NotFoundError (ACCELERATOR_NOT_FOUND)
  */
-export async function getAcceleratorForUpdate(db: ReadDb, dialect: DialectName, uuid: string, lock = true): Promise<AttachableAccelerator> {
+export async function getAcceleratorForUpdate(
+  db: ReadDb,
+  dialect: DialectName,
+  uuid: string,
+  lock = true,
+): Promise<AttachableAccelerator> {
   const qb = db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .select(['p.id', 'p.uuid', 'p.name', 'p.rp_uuid', 'p.num_accelerators', 'p.removal_pending', 'p.acc_specs', 'd.hostname', 'd.lifecycle', 'd.status', 'd.health'])
+    .select([
+      'p.id',
+      'p.uuid',
+      'p.name',
+      'p.rp_uuid',
+      'p.num_accelerators',
+      'p.removal_pending',
+      'p.acc_specs',
+      'd.hostname',
+      'd.lifecycle',
+      'd.status',
+      'd.health',
+    ])
     .where('p.uuid', '=', uuid)
   const row = await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).executeTakeFirst()
   if (!row) throw notFound(uuid)
-  const rc = await db.selectFrom('attributes').select('value').where('deployable_id', '=', row.id).where('key', '=', 'rc').executeTakeFirst()
+  const rc = await db
+    .selectFrom('attributes')
+    .select('value')
+    .where('deployable_id', '=', row.id)
+    .where('key', '=', 'rc')
+    .executeTakeFirst()
   return {
     id: row.id,
     uuid: row.uuid,
@@ -62,27 +93,55 @@ export async function getAcceleratorForUpdate(db: ReadDb, dialect: DialectName, 
     hostname: row.hostname,
     lifecycle: row.lifecycle,
     status: row.status,
-    offered: isOffered({ lifecycle: row.lifecycle, status: row.status, health: row.health, removalPending: Number(row.removal_pending) === 1 }),
+    offered: isOffered({
+      lifecycle: row.lifecycle,
+      status: row.status,
+      health: row.health,
+      removalPending: Number(row.removal_pending) === 1,
+    }),
     accSpecs: row.acc_specs,
     rc: rc?.value,
   }
 }
 
 /** The requests (v1 and v2) that hold deployable `id`, in id order; a locking read outside SQLite when `lock`. */
-export async function listHolders(db: ReadDb, dialect: DialectName, id: number, lock = true): Promise<Arq[]> {
-  const qb = db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('state', 'in', [...HOLDING_STATES]).orderBy('id')
+export async function listHolders(
+  db: ReadDb,
+  dialect: DialectName,
+  id: number,
+  lock = true,
+): Promise<Arq[]> {
+  const qb = db
+    .selectFrom('accelerator_requests')
+    .selectAll()
+    .where('deployable_id', '=', id)
+    .where('state', 'in', [...HOLDING_STATES])
+    .orderBy('id')
   return (await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).execute()).map(toArq)
 }
 
 /** Every v1 attachment of deployable `id`, whatever its state (a failed one included), in id order. */
 export async function listV1Attachments(db: ReadDb, id: number): Promise<Arq[]> {
-  const rows = await db.selectFrom('accelerator_requests').selectAll().where('deployable_id', '=', id).where('device_profile_id', 'is', null).orderBy('id').execute()
+  const rows = await db
+    .selectFrom('accelerator_requests')
+    .selectAll()
+    .where('deployable_id', '=', id)
+    .where('device_profile_id', 'is', null)
+    .orderBy('id')
+    .execute()
   return rows.map(toArq)
 }
 
 /** Does deployable `id` have attach handles (a device the host's agent prepares)? */
 export async function hasHandles(db: ReadDb, id: number): Promise<boolean> {
-  return (await db.selectFrom('attach_handles').select('id').where('deployable_id', '=', id).limit(1).executeTakeFirst()) !== undefined
+  return (
+    (await db
+      .selectFrom('attach_handles')
+      .select('id')
+      .where('deployable_id', '=', id)
+      .limit(1)
+      .executeTakeFirst()) !== undefined
+  )
 }
 
 /** Records a v1 attachment: an accelerator request with no device profile. */
@@ -118,10 +177,25 @@ export async function createAttachment(
       updated_at: null,
     })
     .execute()
-  return toArq(await db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow())
+  return toArq(
+    await db
+      .selectFrom('accelerator_requests')
+      .selectAll()
+      .where('uuid', '=', uuid)
+      .executeTakeFirstOrThrow(),
+  )
 }
 
 /** Stores the v1 spec of deployable `id` (canonical JSON). */
-export async function updateAccSpecs(db: Kysely<Database>, id: number, accSpecs: string, now: string): Promise<void> {
-  await db.updateTable('deployables').set({ acc_specs: accSpecs, updated_at: now }).where('id', '=', id).execute()
+export async function updateAccSpecs(
+  db: Kysely<Database>,
+  id: number,
+  accSpecs: string,
+  now: string,
+): Promise<void> {
+  await db
+    .updateTable('deployables')
+    .set({ acc_specs: accSpecs, updated_at: now })
+    .where('id', '=', id)
+    .execute()
 }

@@ -18,7 +18,7 @@ const state = fc.constantFrom(...ARQ_STATES)
 /** States reachable from `start` through the table. */
 function reachable(start: ArqState): Set<ArqState> {
   const seen = new Set<ArqState>([start])
-  for (const queue = [start]; queue.length > 0; ) {
+  for (const queue = [start]; queue.length > 0;) {
     const from = queue.shift()!
     for (const to of ARQ_STATES) {
       if (canTransition(from, to) && !seen.has(to)) {
@@ -51,12 +51,19 @@ test('Cyborg rows are kept and the documented decisions hold', () => {
 })
 
 test('canTransition agrees with allowedFrom for every pair', () => {
-  fc.assert(fc.property(state, state, (from, to) => canTransition(from, to) === allowedFrom(to).includes(from)))
+  fc.assert(
+    fc.property(
+      state,
+      state,
+      (from, to) => canTransition(from, to) === allowedFrom(to).includes(from),
+    ),
+  )
 })
 
 test('every state is reachable from Initial, and every live state can still be deleted', () => {
   assert.deepEqual([...reachable('Initial')].sort(), [...ARQ_STATES].sort())
-  for (const s of ARQ_STATES) assert.ok(reachable(s).has('Deleting') || s === 'Deleting', `${s} cannot reach Deleting`)
+  for (const s of ARQ_STATES)
+    assert.ok(reachable(s).has('Deleting') || s === 'Deleting', `${s} cannot reach Deleting`)
 })
 
 test('a machine driven by random requests moves only along listed edges', () => {
@@ -84,7 +91,12 @@ test('isResolved is Nova’s set: Bound, BindFailed, Deleting', () => {
 test('expandProfileGroups: one spec per unit, with the group’s traits and accel keys', () => {
   const specs = expandProfileGroups(
     [
-      { 'resources:FPGA': '2', 'trait:CUSTOM_A': 'required', 'trait:CUSTOM_B': 'forbidden', 'accel:bitstream_id': 'b1' },
+      {
+        'resources:FPGA': '2',
+        'trait:CUSTOM_A': 'required',
+        'trait:CUSTOM_B': 'forbidden',
+        'accel:bitstream_id': 'b1',
+      },
       { 'resources:GPU': '1', 'resources:CUSTOM_X': '1', 'accel:function_id': 'f' },
     ],
     10,
@@ -100,18 +112,30 @@ test('expandProfileGroups: one spec per unit, with the group’s traits and acce
   assert.notEqual(specs[0]!.requiredTraits, specs[1]!.requiredTraits, 'specs share no arrays')
   assert.deepEqual(
     specs.map((s) => [s.groupId, s.resourceClass, s.accel]),
-    [[0, 'FPGA', { bitstream_id: 'b1' }], [0, 'FPGA', { bitstream_id: 'b1' }], [1, 'GPU', { function_id: 'f' }], [1, 'CUSTOM_X', { function_id: 'f' }]],
+    [
+      [0, 'FPGA', { bitstream_id: 'b1' }],
+      [0, 'FPGA', { bitstream_id: 'b1' }],
+      [1, 'GPU', { function_id: 'f' }],
+      [1, 'CUSTOM_X', { function_id: 'f' }],
+    ],
   )
 })
 
 test('expandProfileGroups: the count is the sum of the amounts, group ids ascend', () => {
-  const group = fc.dictionary(fc.constantFrom('resources:FPGA', 'resources:GPU', 'resources:CUSTOM_Z'), fc.integer({ min: 1, max: 5 }).map(String), { minKeys: 1 })
+  const group = fc.dictionary(
+    fc.constantFrom('resources:FPGA', 'resources:GPU', 'resources:CUSTOM_Z'),
+    fc.integer({ min: 1, max: 5 }).map(String),
+    { minKeys: 1 },
+  )
   fc.assert(
     fc.property(fc.array(group, { minLength: 1, maxLength: 5 }), (groups) => {
       const total = groups.flatMap((g) => Object.values(g)).reduce((a, v) => a + Number(v), 0)
       const specs = expandProfileGroups(groups, 1000)
       assert.equal(specs.length, total)
-      assert.deepEqual(specs.map((s) => s.groupId), [...specs.map((s) => s.groupId)].sort((a, b) => a - b))
+      assert.deepEqual(
+        specs.map((s) => s.groupId),
+        [...specs.map((s) => s.groupId)].sort((a, b) => a - b),
+      )
       assert.throws(() => expandProfileGroups(groups, total - 1), InvalidInputError)
     }),
   )
@@ -119,22 +143,31 @@ test('expandProfileGroups: the count is the sum of the amounts, group ids ascend
 
 test('expandProfileGroups: bad amounts, bad trait values and totals over the limit name the field', () => {
   for (const bad of ['0', '-1', '1.5', 'x', '', '1e3']) {
-    assert.throws(() => expandProfileGroups([{ 'resources:GPU': '1' }, { 'resources:FPGA': bad }], 10), (err: unknown) => {
-      assert.ok(err instanceof InvalidInputError)
-      assert.equal(err.details?.field, 'groups[1].resources:FPGA')
-      assert.match(err.message, /groups\[1\]\.resources:FPGA/)
-      return true
-    })
+    assert.throws(
+      () => expandProfileGroups([{ 'resources:GPU': '1' }, { 'resources:FPGA': bad }], 10),
+      (err: unknown) => {
+        assert.ok(err instanceof InvalidInputError)
+        assert.equal(err.details?.field, 'groups[1].resources:FPGA')
+        assert.match(err.message, /groups\[1\]\.resources:FPGA/)
+        return true
+      },
+    )
   }
-  assert.throws(() => expandProfileGroups([{ 'resources:GPU': '1', 'trait:CUSTOM_A': 'maybe' }], 10), {
-    details: { field: 'groups[0].trait:CUSTOM_A' },
-  })
-  assert.throws(() => expandProfileGroups([{ 'resources:GPU': '3' }, { 'resources:FPGA': '2147483647' }], 4), (err: unknown) => {
-    assert.ok(err instanceof InvalidInputError)
-    assert.deepEqual(err.details, { field: 'groups[1].resources:FPGA', limit: 4 })
-    assert.match(err.message, /more than 4/)
-    return true
-  })
+  assert.throws(
+    () => expandProfileGroups([{ 'resources:GPU': '1', 'trait:CUSTOM_A': 'maybe' }], 10),
+    {
+      details: { field: 'groups[0].trait:CUSTOM_A' },
+    },
+  )
+  assert.throws(
+    () => expandProfileGroups([{ 'resources:GPU': '3' }, { 'resources:FPGA': '2147483647' }], 4),
+    (err: unknown) => {
+      assert.ok(err instanceof InvalidInputError)
+      assert.deepEqual(err.details, { field: 'groups[1].resources:FPGA', limit: 4 })
+      assert.match(err.message, /more than 4/)
+      return true
+    },
+  )
   assert.equal(expandProfileGroups([{ 'resources:GPU': '4' }], 4).length, 4)
   assert.deepEqual(expandProfileGroups([{ 'trait:CUSTOM_A': 'required' }], 4), [])
 })

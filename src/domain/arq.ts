@@ -106,7 +106,10 @@ export interface ArqSpec {
  *   a positive integer, a trait value other than required | forbidden, or when the units of all
  *   groups together exceed `max` (`details.limit`).
  */
-export function expandProfileGroups(groups: readonly Record<string, string>[], max: number): ArqSpec[] {
+export function expandProfileGroups(
+  groups: readonly Record<string, string>[],
+  max: number,
+): ArqSpec[] {
   const specs: ArqSpec[] = []
   groups.forEach((group, groupId) => {
     const requiredTraits: string[] = []
@@ -121,14 +124,20 @@ export function expandProfileGroups(groups: readonly Record<string, string>[], m
         const trait = key.slice('trait:'.length).trim()
         if (value === 'required') requiredTraits.push(trait)
         else if (value === 'forbidden') forbiddenTraits.push(trait)
-        else throw invalidField(field, `expected "required" or "forbidden", got ${JSON.stringify(value)}`)
+        else
+          throw invalidField(
+            field,
+            `expected "required" or "forbidden", got ${JSON.stringify(value)}`,
+          )
       } else if (key === 'accel:bitstream_id') accel.bitstream_id = value
       else if (key === 'accel:function_id') accel.function_id = value
     }
     for (const [resourceClass, amount, field] of units) {
       // Checked before expanding, so a huge amount fails fast instead of filling memory.
       if (specs.length + amount > max) {
-        throw invalidField(field, `the profile asks for more than ${max} accelerators in total`, { limit: max })
+        throw invalidField(field, `the profile asks for more than ${max} accelerators in total`, {
+          limit: max,
+        })
       }
       for (let i = 0; i < amount; i++) {
         specs.push({
@@ -152,4 +161,3 @@ function parseAmount(value: string, field: string): number {
   }
   return amount
 }
-

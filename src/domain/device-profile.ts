@@ -47,7 +47,6 @@ const NAME_RE = /^[a-zA-Z0-9-_]+$/
 const CUSTOM_RE = /^CUSTOM_[A-Z0-9_]+$/
 const KNOWN_FIELDS = new Set(['name', 'groups', 'uuid', 'description'])
 
-
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v)
 
@@ -60,15 +59,23 @@ const describe = (v: unknown): string =>
  */
 export function parseDeviceProfileCreate(body: unknown): NewDeviceProfile {
   if (!Array.isArray(body)) {
-    throw invalidField('body', `expected a JSON list with exactly one device profile, got ${describe(body)}`)
+    throw invalidField(
+      'body',
+      `expected a JSON list with exactly one device profile, got ${describe(body)}`,
+    )
   }
   if (body.length !== 1) {
-    throw invalidField('body', `expected a JSON list with exactly one device profile, got ${body.length} elements`)
+    throw invalidField(
+      'body',
+      `expected a JSON list with exactly one device profile, got ${body.length} elements`,
+    )
   }
   const item: unknown = body[0]
-  if (!isPlainObject(item)) throw invalidField('body[0]', `expected a JSON object, got ${describe(item)}`)
+  if (!isPlainObject(item))
+    throw invalidField('body[0]', `expected a JSON object, got ${describe(item)}`)
   for (const key of Object.keys(item)) {
-    if (!KNOWN_FIELDS.has(key)) throw invalidField(key, 'unknown field (allowed: name, groups, uuid, description)')
+    if (!KNOWN_FIELDS.has(key))
+      throw invalidField(key, 'unknown field (allowed: name, groups, uuid, description)')
   }
   const out: NewDeviceProfile = {
     name: validateDeviceProfileName(item.name),
@@ -87,20 +94,29 @@ export function parseDeviceProfileCreate(body: unknown): NewDeviceProfile {
 /** A device profile name: 1 to 255 characters of `[a-zA-Z0-9-_]`. */
 export function validateDeviceProfileName(name: unknown, field = 'name'): string {
   if (name === undefined) throw invalidField(field, 'required')
-  if (typeof name !== 'string') throw invalidField(field, `expected a string, got ${describe(name)}`)
+  if (typeof name !== 'string')
+    throw invalidField(field, `expected a string, got ${describe(name)}`)
   if (name.length === 0) throw invalidField(field, 'must not be empty')
   if (name.length > DEVICE_PROFILE_TEXT_MAX) {
-    throw invalidField(field, `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${name.length}`)
+    throw invalidField(
+      field,
+      `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${name.length}`,
+    )
   }
-  if (!NAME_RE.test(name)) throw invalidField(field, 'may contain only letters, digits, "-" and "_"')
+  if (!NAME_RE.test(name))
+    throw invalidField(field, 'may contain only letters, digits, "-" and "_"')
   return name
 }
 
 function validateDescription(description: unknown): string | null {
   if (description === undefined || description === null) return null
-  if (typeof description !== 'string') throw invalidField('description', `expected a string, got ${describe(description)}`)
+  if (typeof description !== 'string')
+    throw invalidField('description', `expected a string, got ${describe(description)}`)
   if (description.length > DEVICE_PROFILE_TEXT_MAX) {
-    throw invalidField('description', `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${description.length}`)
+    throw invalidField(
+      'description',
+      `must be at most ${DEVICE_PROFILE_TEXT_MAX} characters, got ${description.length}`,
+    )
   }
   return description
 }
@@ -111,22 +127,28 @@ function validateDescription(description: unknown): string | null {
  * of {@link ACCEL_KEYS}. JSON numbers become strings (clients may send `1` for `"1"`); amounts are
  * written without padding and trait names without surrounding spaces, so Nova reads clean keys.
  */
-export function validateDeviceProfileGroups(groups: unknown, field = 'groups'): Record<string, string>[] {
+export function validateDeviceProfileGroups(
+  groups: unknown,
+  field = 'groups',
+): Record<string, string>[] {
   if (groups === undefined) throw invalidField(field, 'required')
-  if (!Array.isArray(groups)) throw invalidField(field, `expected a list of groups, got ${describe(groups)}`)
+  if (!Array.isArray(groups))
+    throw invalidField(field, `expected a list of groups, got ${describe(groups)}`)
   if (groups.length === 0) throw invalidField(field, 'must contain at least one group')
   return groups.map((group: unknown, i) => validateGroup(group, `${field}[${i}]`))
 }
 
 function validateGroup(group: unknown, field: string): Record<string, string> {
-  if (!isPlainObject(group)) throw invalidField(field, `expected a JSON object of string values, got ${describe(group)}`)
+  if (!isPlainObject(group))
+    throw invalidField(field, `expected a JSON object of string values, got ${describe(group)}`)
   const keys = Object.keys(group)
   if (keys.length === 0) throw invalidField(field, 'must contain at least one key')
   const out: Record<string, string> = {}
   for (const key of keys) {
     const where = `${field}[${JSON.stringify(key)}]`
     const [normKey, value] = validateEntry(key, group[key], where)
-    if (Object.hasOwn(out, normKey)) throw invalidField(where, `duplicates the key ${JSON.stringify(normKey)}`)
+    if (Object.hasOwn(out, normKey))
+      throw invalidField(where, `duplicates the key ${JSON.stringify(normKey)}`)
     out[normKey] = value
   }
   return out
@@ -152,7 +174,10 @@ function validateEntry(key: string, raw: unknown, where: string): [string, strin
     const trimmed = value.trim()
     const amount = /^[0-9]+$/.test(trimmed) ? Number(trimmed) : NaN
     if (!Number.isSafeInteger(amount) || amount < 1 || amount > MAX_RESOURCE_AMOUNT) {
-      throw invalidField(where, `the amount must be a positive integer (at most ${MAX_RESOURCE_AMOUNT}), got ${JSON.stringify(value)}`)
+      throw invalidField(
+        where,
+        `the amount must be a positive integer (at most ${MAX_RESOURCE_AMOUNT}), got ${JSON.stringify(value)}`,
+      )
     }
     return [key, String(amount)]
   }
@@ -163,13 +188,17 @@ function validateEntry(key: string, raw: unknown, where: string): [string, strin
       throw invalidField(where, 'trait names must start with CUSTOM_ followed by A-Z, 0-9 and _')
     }
     if (value !== 'required' && value !== 'forbidden') {
-      throw invalidField(where, `the value must be "required" or "forbidden", got ${JSON.stringify(value)}`)
+      throw invalidField(
+        where,
+        `the value must be "required" or "forbidden", got ${JSON.stringify(value)}`,
+      )
     }
     return [`trait:${trait}`, value]
   }
 
   if (key.startsWith('accel:')) {
-    if (!ACCEL_KEYS.includes(key)) throw invalidField(where, `unknown accel key: expected one of ${ACCEL_KEYS.join(', ')}`)
+    if (!ACCEL_KEYS.includes(key))
+      throw invalidField(where, `unknown accel key: expected one of ${ACCEL_KEYS.join(', ')}`)
     if (value.length === 0 || value.length > DEVICE_PROFILE_TEXT_MAX) {
       throw invalidField(where, `the value must be 1 to ${DEVICE_PROFILE_TEXT_MAX} characters`)
     }

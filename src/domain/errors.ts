@@ -47,8 +47,14 @@ export class InvalidInputError extends AppError {
  * The house wording of a bad field: `Invalid input for field 'groups[0]': required`, with the field
  * in `details.field` (and `extra` beside it). Returned, so that the caller throws it.
  */
-export function invalidField(field: string, problem: string, extra: Record<string, unknown> = {}): InvalidInputError {
-  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, { details: { field, ...extra } })
+export function invalidField(
+  field: string,
+  problem: string,
+  extra: Record<string, unknown> = {},
+): InvalidInputError {
+  return new InvalidInputError(`Invalid input for field '${field}': ${problem}`, {
+    details: { field, ...extra },
+  })
 }
 
 /** An object is in a state that does not allow the operation (e.g. an ARQ transition). */

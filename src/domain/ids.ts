@@ -30,7 +30,9 @@ export function isCanonicalUuid(value: string): boolean {
  */
 export function uuidV5(name: string, namespace: string): string {
   if (!isUuidLike(namespace)) {
-    throw new InvalidInputError(`namespace is not a UUID: ${namespace}`, { details: { field: 'namespace' } })
+    throw new InvalidInputError(`namespace is not a UUID: ${namespace}`, {
+      details: { field: 'namespace' },
+    })
   }
   const hash = createHash('sha1')
     .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))

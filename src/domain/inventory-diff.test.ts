@@ -4,7 +4,12 @@ import fc from 'fast-check'
 import { InvalidInputError } from './errors.js'
 import { deployableRpUuid } from './ids.js'
 import { canonicalJson, type DiscoveredDevice } from './inventory.js'
-import { diffInventory, MISSING_REASON, type CurrentDevice, type InventoryDiff } from './inventory-diff.js'
+import {
+  diffInventory,
+  MISSING_REASON,
+  type CurrentDevice,
+  type InventoryDiff,
+} from './inventory-diff.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
 
 const HOST = 'h1'
@@ -31,7 +36,12 @@ function rowsFrom(devices: DiscoveredDevice[], next = { id: 1 }): CurrentDevice[
       inPlacement: false,
       removalPending: false,
       attributes: dep.attributes.map((a) => ({ id: next.id++, ...a })),
-      handles: dep.attachHandles.map((h) => ({ id: next.id++, type: h.type, info: canonicalJson(h.info), inUse: false })),
+      handles: dep.attachHandles.map((h) => ({
+        id: next.id++,
+        type: h.type,
+        info: canonicalJson(h.info),
+        inUse: false,
+      })),
     })),
   }))
 }
@@ -39,7 +49,12 @@ function rowsFrom(devices: DiscoveredDevice[], next = { id: 1 }): CurrentDevice[
 /** What `applyInventoryDiff` does to the tables, done to in-memory rows. */
 function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevice[] {
   const next = { id: 1_000_000 }
-  const gone = new Set([...diff.removeAttributes, ...diff.removeHandles, ...diff.removeDeployables, ...diff.removeDevices])
+  const gone = new Set([
+    ...diff.removeAttributes,
+    ...diff.removeHandles,
+    ...diff.removeDeployables,
+    ...diff.removeDevices,
+  ])
   const out = structuredClone(rows).filter((d) => !gone.has(d.id))
   for (const d of out) {
     d.deployables = d.deployables.filter((x) => !gone.has(x.id))
@@ -49,14 +64,36 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
     }
   }
   const deps = () => out.flatMap((d) => d.deployables)
-  for (const u of diff.updateDevices) Object.assign(out.find((d) => d.id === u.id)!, u.set)
-  for (const u of diff.updateDeployables) Object.assign(deps().find((d) => d.id === u.id)!, u.set)
-  for (const u of diff.updateAttributes) deps().flatMap((d) => d.attributes).find((a) => a.id === u.id)!.value = u.value
-  for (const u of diff.updateHandles) deps().flatMap((d) => d.handles).find((h) => h.id === u.id)!.type = u.type
+  for (const u of diff.updateDevices)
+    Object.assign(
+      out.find((d) => d.id === u.id)!,
+      u.set,
+    )
+  for (const u of diff.updateDeployables)
+    Object.assign(
+      deps().find((d) => d.id === u.id)!,
+      u.set,
+    )
+  for (const u of diff.updateAttributes)
+    deps()
+      .flatMap((d) => d.attributes)
+      .find((a) => a.id === u.id)!.value = u.value
+  for (const u of diff.updateHandles)
+    deps()
+      .flatMap((d) => d.handles)
+      .find((h) => h.id === u.id)!.type = u.type
   for (const id of diff.markRemovalPending) deps().find((d) => d.id === id)!.removalPending = true
   for (const id of diff.clearRemovalPending) deps().find((d) => d.id === id)!.removalPending = false
-  const newDep = (dep: InventoryDiff['addDeployables'][number] | InventoryDiff['addDevices'][number]['deployables'][number]) => ({
-    id: next.id++, name: dep.name, numAccelerators: dep.numAccelerators, driverName: dep.driverName, rpUuid: dep.rpUuid,
+  const newDep = (
+    dep:
+      | InventoryDiff['addDeployables'][number]
+      | InventoryDiff['addDevices'][number]['deployables'][number],
+  ) => ({
+    id: next.id++,
+    name: dep.name,
+    numAccelerators: dep.numAccelerators,
+    driverName: dep.driverName,
+    rpUuid: dep.rpUuid,
     inUse: false,
     inPlacement: false,
     removalPending: false,
@@ -64,11 +101,25 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
     handles: dep.handles.map((h) => ({ id: next.id++, ...h, inUse: false })),
   })
   for (const d of diff.addDevices) {
-    out.push({ id: next.id++, key: d.key, ...d.fields, health: 'ok', lifecycleReason: null, deployables: d.deployables.map(newDep) })
+    out.push({
+      id: next.id++,
+      key: d.key,
+      ...d.fields,
+      health: 'ok',
+      lifecycleReason: null,
+      deployables: d.deployables.map(newDep),
+    })
   }
-  for (const d of diff.addDeployables) out.find((x) => x.id === d.deviceId)!.deployables.push(newDep(d))
-  for (const a of diff.addAttributes) deps().find((d) => d.id === a.deployableId)!.attributes.push({ id: next.id++, ...a })
-  for (const h of diff.addHandles) deps().find((d) => d.id === h.deployableId)!.handles.push({ id: next.id++, ...h, inUse: false })
+  for (const d of diff.addDeployables)
+    out.find((x) => x.id === d.deviceId)!.deployables.push(newDep(d))
+  for (const a of diff.addAttributes)
+    deps()
+      .find((d) => d.id === a.deployableId)!
+      .attributes.push({ id: next.id++, ...a })
+  for (const h of diff.addHandles)
+    deps()
+      .find((d) => d.id === h.deployableId)!
+      .handles.push({ id: next.id++, ...h, inUse: false })
   return out
 }
 
@@ -79,7 +130,10 @@ function content(rows: CurrentDevice[]) {
       ...fields,
       deployables: deployables
         .map((d) => ({
-          name: d.name, n: d.numAccelerators, driver: d.driverName, rp: d.rpUuid,
+          name: d.name,
+          n: d.numAccelerators,
+          driver: d.driverName,
+          rp: d.rpUuid,
           attributes: d.attributes.map((a) => `${a.key}=${a.value}`).sort(),
           handles: d.handles.map((h) => `${h.info}:${h.type}`).sort(),
         }))
@@ -95,7 +149,10 @@ await test('diff: first report adds everything, the same report again writes not
   const devices = [sampleDevice(HOST, 0), sampleDevice(HOST, 1)]
   const first = diffInventory(HOST, [], devices)
   assert.deepEqual(first.counts, { added: 2, updated: 0, removed: 0, pending: 0 })
-  assert.equal(first.addDevices[0]!.deployables[0]!.rpUuid, deployableRpUuid(HOST, devices[0]!.deployables[0]!.name))
+  assert.equal(
+    first.addDevices[0]!.deployables[0]!.rpUuid,
+    deployableRpUuid(HOST, devices[0]!.deployables[0]!.name),
+  )
   const again = diffInventory(HOST, rowsFrom(devices), devices)
   assert.equal(writes(again), 0)
   assert.deepEqual(again.counts, { added: 0, updated: 0, removed: 0, pending: 0 })
@@ -107,17 +164,25 @@ await test('diff: changes land in the right lists, removals list children first'
   const after = structuredClone(before).slice(0, 1)
   const dep = after[0]!.deployables[0]!
   dep.numAccelerators = 8
-  dep.attributes = [{ key: 'rc', value: 'VGPU' }, { key: 'trait9', value: 'CUSTOM_NEW' }]
+  dep.attributes = [
+    { key: 'rc', value: 'VGPU' },
+    { key: 'trait9', value: 'CUSTOM_NEW' },
+  ]
   dep.attachHandles[0]!.type = 'MDEV'
   const diff = diffInventory(HOST, rows, after)
   const d0 = rows[0]!.deployables[0]!
   assert.deepEqual(diff.updateDeployables, [{ id: d0.id, set: { numAccelerators: 8 } }])
   assert.deepEqual(diff.updateAttributes, [{ id: d0.attributes[0]!.id, value: 'VGPU' }])
-  assert.deepEqual(diff.addAttributes, [{ deployableId: d0.id, key: 'trait9', value: 'CUSTOM_NEW' }])
+  assert.deepEqual(diff.addAttributes, [
+    { deployableId: d0.id, key: 'trait9', value: 'CUSTOM_NEW' },
+  ])
   assert.deepEqual(diff.updateHandles, [{ id: d0.handles[0]!.id, type: 'MDEV' }])
   const d1 = rows[1]!.deployables[0]!
   assert.deepEqual(diff.removeAttributes, [d0.attributes[1]!.id, ...d1.attributes.map((a) => a.id)])
-  assert.deepEqual(diff.removeHandles, d1.handles.map((h) => h.id))
+  assert.deepEqual(
+    diff.removeHandles,
+    d1.handles.map((h) => h.id),
+  )
   assert.deepEqual(diff.removeDeployables, [d1.id])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
   assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1, pending: 0 })
@@ -129,7 +194,9 @@ await test('diff: in-use things are kept and their device marked failed', () => 
   rows[0]!.deployables[0]!.inUse = true // named by an ARQ
   const diff = diffInventory(HOST, rows, [])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
-  assert.deepEqual(diff.updateDevices, [{ id: rows[0]!.id, set: { health: 'failed', lifecycleReason: MISSING_REASON } }])
+  assert.deepEqual(diff.updateDevices, [
+    { id: rows[0]!.id, set: { health: 'failed', lifecycleReason: MISSING_REASON } },
+  ])
   assert.deepEqual(diff.markRemovalPending, [rows[0]!.deployables[0]!.id])
   assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1, pending: 1 })
   // Already marked: nothing to write. Back in the report: healthy again, no longer pending.
@@ -137,7 +204,9 @@ await test('diff: in-use things are kept and their device marked failed', () => 
   rows[0]!.deployables[0]!.removalPending = true
   assert.equal(writes(diffInventory(HOST, rows.slice(0, 1), [])), 0)
   const back = diffInventory(HOST, rows.slice(0, 1), before.slice(0, 1))
-  assert.deepEqual(back.updateDevices, [{ id: rows[0]!.id, set: { health: 'ok', lifecycleReason: null } }])
+  assert.deepEqual(back.updateDevices, [
+    { id: rows[0]!.id, set: { health: 'ok', lifecycleReason: null } },
+  ])
   assert.deepEqual(back.clearRemovalPending, [rows[0]!.deployables[0]!.id])
 })
 
@@ -169,29 +238,49 @@ await test('diff: a snapshot that repeats a key is refused', () => {
 
 // Small key spaces, so that A and B overlap often.
 const deviceArb = (bus: number) =>
-  fc.record({
-    type: fc.constantFrom('GPU', 'FPGA') as fc.Arbitrary<DiscoveredDevice['type']>,
-    vendor: fc.constantFrom('10de', '8086'),
-    board: fc.constantFrom(null, { class: '0302' }),
-    deps: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { maxLength: 3 }),
-    n: fc.integer({ min: 1, max: 3 }),
-    attrs: fc.uniqueArray(fc.tuple(fc.constantFrom('rc', 'trait0', 'trait1'), fc.constantFrom('A', 'B')), {
-      selector: (t) => t[0],
-      maxLength: 3,
-    }),
-    handles: fc.uniqueArray(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom('PCI', 'MDEV')), {
-      selector: (t) => t[0],
-      maxLength: 3,
-    }),
-  }).map((r): DiscoveredDevice => ({
-    type: r.type, vendor: r.vendor, model: 'm', stdBoardInfo: r.board, vendorBoardInfo: null,
-    controlPath: { type: 'PCI', info: { domain: '0000', bus: String(bus), device: '00', function: '0' } },
-    deployables: r.deps.map((k) => ({
-      name: `${HOST}_${bus}_${k}`, numAccelerators: r.n, driverName: 'drv',
-      attributes: r.attrs.map(([key, value]) => ({ key, value })),
-      attachHandles: r.handles.map(([fn, type]) => ({ type: type as 'PCI' | 'MDEV', info: { bus: String(bus), function: String(fn) } })),
-    })),
-  }))
+  fc
+    .record({
+      type: fc.constantFrom('GPU', 'FPGA') as fc.Arbitrary<DiscoveredDevice['type']>,
+      vendor: fc.constantFrom('10de', '8086'),
+      board: fc.constantFrom(null, { class: '0302' }),
+      deps: fc.uniqueArray(fc.integer({ min: 0, max: 2 }), { maxLength: 3 }),
+      n: fc.integer({ min: 1, max: 3 }),
+      attrs: fc.uniqueArray(
+        fc.tuple(fc.constantFrom('rc', 'trait0', 'trait1'), fc.constantFrom('A', 'B')),
+        {
+          selector: (t) => t[0],
+          maxLength: 3,
+        },
+      ),
+      handles: fc.uniqueArray(
+        fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom('PCI', 'MDEV')),
+        {
+          selector: (t) => t[0],
+          maxLength: 3,
+        },
+      ),
+    })
+    .map((r): DiscoveredDevice => ({
+      type: r.type,
+      vendor: r.vendor,
+      model: 'm',
+      stdBoardInfo: r.board,
+      vendorBoardInfo: null,
+      controlPath: {
+        type: 'PCI',
+        info: { domain: '0000', bus: String(bus), device: '00', function: '0' },
+      },
+      deployables: r.deps.map((k) => ({
+        name: `${HOST}_${bus}_${k}`,
+        numAccelerators: r.n,
+        driverName: 'drv',
+        attributes: r.attrs.map(([key, value]) => ({ key, value })),
+        attachHandles: r.handles.map(([fn, type]) => ({
+          type: type as 'PCI' | 'MDEV',
+          info: { bus: String(bus), function: String(fn) },
+        })),
+      })),
+    }))
 const snapshotArb = fc
   .uniqueArray(fc.integer({ min: 0, max: 4 }), { maxLength: 4 })
   .chain((buses) => fc.tuple(...buses.map(deviceArb)))
@@ -215,7 +304,9 @@ await test('property: in-use handles survive any report, and B is still fully pr
       for (const p of picks) if (handles.length > 0) handles[p % handles.length]!.inUse = true
       const used = handles.filter((h) => h.inUse).map((h) => h.id)
       const applied = applyInMemory(rows, diffInventory(HOST, rows, b))
-      const ids = new Set(applied.flatMap((d) => d.deployables.flatMap((x) => x.handles.map((h) => h.id))))
+      const ids = new Set(
+        applied.flatMap((d) => d.deployables.flatMap((x) => x.handles.map((h) => h.id))),
+      )
       for (const id of used) assert.ok(ids.has(id), `in-use handle ${id} was removed`)
       const keys = new Set(applied.map((d) => d.key))
       for (const d of rowsFrom(b)) assert.ok(keys.has(d.key))

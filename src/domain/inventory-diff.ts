@@ -84,7 +84,10 @@ export interface NewDevice {
 /** Everything to write, grouped by table so that each group can go to the database in one statement. */
 export interface InventoryDiff {
   addDevices: NewDevice[]
-  updateDevices: { id: number; set: Partial<DeviceFields & { health: string; lifecycleReason: string | null }> }[]
+  updateDevices: {
+    id: number
+    set: Partial<DeviceFields & { health: string; lifecycleReason: string | null }>
+  }[]
   addDeployables: (NewDeployable & { deviceId: number })[]
   updateDeployables: { id: number; set: Partial<DeployableFields> }[]
   addAttributes: { deployableId: number; key: string; value: string }[]
@@ -131,7 +134,11 @@ const held = (d: CurrentDeployable) => busy(d) || d.inPlacement
  * @throws InvalidInputError when the snapshot repeats a control path, deployable name, attribute key
  * or handle info (where the database would refuse it).
  */
-export function diffInventory(host: string, current: CurrentDevice[], devices: DiscoveredDevice[]): InventoryDiff {
+export function diffInventory(
+  host: string,
+  current: CurrentDevice[],
+  devices: DiscoveredDevice[],
+): InventoryDiff {
   checkUnique(devices)
   const diff = emptyDiff()
   const byKey = new Map(current.map((d) => [d.key, d]))
@@ -142,7 +149,12 @@ export function diffInventory(host: string, current: CurrentDevice[], devices: D
     const cur = byKey.get(key)
     if (!cur) {
       const deployables = device.deployables.map((d) => newDeployable(host, d))
-      diff.addDevices.push({ key, cpidType: device.controlPath.type, fields: deviceFields(device), deployables })
+      diff.addDevices.push({
+        key,
+        cpidType: device.controlPath.type,
+        fields: deviceFields(device),
+        deployables,
+      })
       diff.counts.added++
     } else if (diffDevice(diff, host, cur, device)) {
       diff.counts.updated++
@@ -165,7 +177,12 @@ export function diffInventory(host: string, current: CurrentDevice[], devices: D
 }
 
 /** Adds the writes for one device present on both sides; true when anything changes. */
-function diffDevice(diff: InventoryDiff, host: string, cur: CurrentDevice, device: DiscoveredDevice): boolean {
+function diffDevice(
+  diff: InventoryDiff,
+  host: string,
+  cur: CurrentDevice,
+  device: DiscoveredDevice,
+): boolean {
   const before = writeCount(diff)
   const set: Partial<DeviceFields> = {}
   const want = deviceFields(device)
@@ -286,7 +303,9 @@ function writeCount(diff: InventoryDiff): number {
 
 function checkUnique(devices: DiscoveredDevice[]): void {
   const dup = (what: string, field: string, value: string) =>
-    new InvalidInputError(`inventory snapshot repeats ${what} ${value}`, { details: { field, value } })
+    new InvalidInputError(`inventory snapshot repeats ${what} ${value}`, {
+      details: { field, value },
+    })
   const keys = new Set<string>()
   const names = new Set<string>()
   for (const device of devices) {
@@ -298,7 +317,8 @@ function checkUnique(devices: DiscoveredDevice[]): void {
       names.add(dep.name)
       const attrKeys = new Set<string>()
       for (const a of dep.attributes) {
-        if (attrKeys.has(a.key)) throw dup('attribute key', 'attributes.key', `${dep.name}/${a.key}`)
+        if (attrKeys.has(a.key))
+          throw dup('attribute key', 'attributes.key', `${dep.name}/${a.key}`)
         attrKeys.add(a.key)
       }
       const infos = new Set<string>()

@@ -36,7 +36,12 @@ export const Lifecycle = {
 } as const
 export type Lifecycle = (typeof Lifecycle)[keyof typeof Lifecycle]
 
-export const Health = { ok: 'ok', degraded: 'degraded', failed: 'failed', unknown: 'unknown' } as const
+export const Health = {
+  ok: 'ok',
+  degraded: 'degraded',
+  failed: 'failed',
+  unknown: 'unknown',
+} as const
 export type Health = (typeof Health)[keyof typeof Health]
 
 /** How a VM attaches to an accelerator. TEST_PCI is the fake driver's (Nova ignores it). */
@@ -61,7 +66,8 @@ export interface RemoteAddress {
  * a PCI function, or a registered remote accelerator. Their canonical JSON never collide
  * (different keys).
  */
-export type ControlPath = { type: 'PCI'; info: PciAddress } | { type: 'REMOTE'; info: RemoteAddress }
+export type ControlPath =
+  { type: 'PCI'; info: PciAddress } | { type: 'REMOTE'; info: RemoteAddress }
 
 /** A control path as one string: `dddd:bb:dd.f` for PCI, `remote:<uuid>` for a remote accelerator. */
 export function controlPathAddress(cp: ControlPath): string {
@@ -167,7 +173,8 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys)
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
-    for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k])
+    for (const k of Object.keys(value).sort())
+      out[k] = sortKeys((value as Record<string, unknown>)[k])
     return out
   }
   return value
@@ -178,6 +185,16 @@ function sortKeys(value: unknown): unknown {
  * healthy, and not pending removal. Placement gets `reserved = total` otherwise, and a standalone
  * bind never picks it.
  */
-export function isOffered(d: { lifecycle: string; status: string; health: string; removalPending: boolean }): boolean {
-  return d.lifecycle === Lifecycle.active && d.status === DeviceStatus.enabled && d.health === Health.ok && !d.removalPending
+export function isOffered(d: {
+  lifecycle: string
+  status: string
+  health: string
+  removalPending: boolean
+}): boolean {
+  return (
+    d.lifecycle === Lifecycle.active &&
+    d.status === DeviceStatus.enabled &&
+    d.health === Health.ok &&
+    !d.removalPending
+  )
 }

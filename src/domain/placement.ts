@@ -56,7 +56,8 @@ export function desiredProvider(
   dep: DeployableForPlacement,
 ): { state: ProviderState; skipped: string[] } | { problem: string } {
   const rc = dep.attributes.find((a) => a.key === 'rc')?.value
-  if (!rc || !isValidTrait(rc)) return { problem: `deployable ${dep.name} has no valid resource class (attribute rc)` }
+  if (!rc || !isValidTrait(rc))
+    return { problem: `deployable ${dep.name} has no valid resource class (attribute rc)` }
   if (dep.numAccelerators < 1) return { problem: `deployable ${dep.name} has no accelerators` }
   const skipped: string[] = []
   const traits = new Set([OWNER_CYBORG])
@@ -81,6 +82,13 @@ export function desiredProvider(
 
 /** A short stable digest of a provider state (stored in `deployables.placement_hash`). */
 export function providerHash(state: ProviderState): string {
-  const canonical = JSON.stringify([state.uuid, state.name, state.resourceClass, state.total, state.reserved, state.traits])
+  const canonical = JSON.stringify([
+    state.uuid,
+    state.name,
+    state.resourceClass,
+    state.total,
+    state.reserved,
+    state.traits,
+  ])
   return createHash('sha256').update(canonical).digest('hex')
 }

@@ -16,7 +16,11 @@ export function createCachingHostProbe(probe: HostProbe): CachingHostProbe {
   let files = new Map<string, Promise<string>>()
   let dirs = new Map<string, Promise<string[]>>()
   let exists = new Map<string, Promise<boolean>>()
-  const remember = <T>(cache: Map<string, Promise<T>>, key: string, read: () => Promise<T>): Promise<T> => {
+  const remember = <T>(
+    cache: Map<string, Promise<T>>,
+    key: string,
+    read: () => Promise<T>,
+  ): Promise<T> => {
     const hit = cache.get(key)
     if (hit) return hit
     const value = read()

@@ -47,7 +47,14 @@ interface ContractCase {
 }
 
 async function loadCases(fs: HostProbe, root: string, driver: string): Promise<ContractCase[]> {
-  const cases: ContractCase[] = [{ name: '(empty host)', dir: path.join(root, driver, '.no-such-host'), options: {}, hasSource: true }]
+  const cases: ContractCase[] = [
+    {
+      name: '(empty host)',
+      dir: path.join(root, driver, '.no-such-host'),
+      options: {},
+      hasSource: true,
+    },
+  ]
   const base = path.join(root, driver)
   if (!(await fs.exists(base))) return cases
   for (const name of (await fs.readDir(base)).sort()) {
@@ -57,9 +64,16 @@ async function loadCases(fs: HostProbe, root: string, driver: string): Promise<C
       () => false,
     )
     if (!isDir) continue
-    const c: ContractCase = { name, dir, options: {}, hasSource: await fs.exists(path.join(dir, 'SOURCE')) }
+    const c: ContractCase = {
+      name,
+      dir,
+      options: {},
+      hasSource: await fs.exists(path.join(dir, 'SOURCE')),
+    }
     const json = async (file: string): Promise<unknown> =>
-      (await fs.exists(path.join(dir, file))) ? JSON.parse(await fs.readFile(path.join(dir, file))) : undefined
+      (await fs.exists(path.join(dir, file)))
+        ? JSON.parse(await fs.readFile(path.join(dir, file)))
+        : undefined
     c.options = ((await json('options.json')) ?? {}) as Record<string, string>
     const expected = (await json('expected.json')) as DiscoveredDevice[] | undefined
     if (expected !== undefined) c.expected = expected
@@ -69,19 +83,29 @@ async function loadCases(fs: HostProbe, root: string, driver: string): Promise<C
 }
 
 /** Checks the invariants that do not depend on the case. */
-export function assertDeviceInvariants(deviceType: string, devices: readonly DiscoveredDevice[]): void {
+export function assertDeviceInvariants(
+  deviceType: string,
+  devices: readonly DiscoveredDevice[],
+): void {
   assert.equal(Array.isArray(devices), true, 'discover() must return an array')
   const names = new Set<string>()
   const controlPaths = new Set<string>()
   for (const device of devices) {
-    assert.equal(device.type, deviceType, `device type ${device.type} ≠ driver deviceType ${deviceType}`)
+    assert.equal(
+      device.type,
+      deviceType,
+      `device type ${device.type} ≠ driver deviceType ${deviceType}`,
+    )
     const cp = canonicalJson(device.controlPath)
     assert.ok(!controlPaths.has(cp), `duplicate control path ${cp}`)
     controlPaths.add(cp)
     for (const dep of device.deployables) {
       assert.ok(!names.has(dep.name), `duplicate deployable name ${dep.name}`)
       names.add(dep.name)
-      assert.ok(Number.isInteger(dep.numAccelerators) && dep.numAccelerators > 0, `${dep.name}: numAccelerators ${dep.numAccelerators}`)
+      assert.ok(
+        Number.isInteger(dep.numAccelerators) && dep.numAccelerators > 0,
+        `${dep.name}: numAccelerators ${dep.numAccelerators}`,
+      )
       const rc = dep.attributes.filter((a) => a.key === 'rc')
       assert.equal(rc.length, 1, `${dep.name}: exactly one rc attribute`)
       assert.ok(isValidTrait(rc[0]!.value), `${dep.name}: invalid resource class ${rc[0]!.value}`)
@@ -95,7 +119,10 @@ export function assertDeviceInvariants(deviceType: string, devices: readonly Dis
 
 /** Registers the contract tests (call at the top level of a test file). */
 export function runDriverContract(options: DriverContractOptions = {}): void {
-  const { fixturesRoot = path.join(import.meta.dirname, '__fixtures__'), hostname = CONTRACT_HOSTNAME } = options
+  const {
+    fixturesRoot = path.join(import.meta.dirname, '__fixtures__'),
+    hostname = CONTRACT_HOSTNAME,
+  } = options
   const drivers: Readonly<Record<string, DriverFactory>> = options.drivers ?? DRIVERS
   const fs = createNodeHostProbe()
   for (const [name, factory] of Object.entries(drivers)) {
@@ -103,7 +130,10 @@ export function runDriverContract(options: DriverContractOptions = {}): void {
       const cases = await loadCases(fs, fixturesRoot, name)
       for (const c of cases) {
         void it(`${c.name}: discovers without throwing, stably, with valid ids and traits`, async () => {
-          assert.ok(c.hasSource, `${c.dir} needs a SOURCE note (host, and the documentation its layout follows)`)
+          assert.ok(
+            c.hasSource,
+            `${c.dir} needs a SOURCE note (host, and the documentation its layout follows)`,
+          )
           const driver = factory({ host: createFixtureHostProbe(c.dir), hostname }, c.options)
           const first = await driver.discover()
           const second = await driver.discover()
@@ -121,7 +151,10 @@ export function runDriverContract(options: DriverContractOptions = {}): void {
  * stdout), for property tests: directories are implied by the file paths. Unknown commands fail
  * like missing ones.
  */
-export function createMemoryHostProbe(files: Readonly<Record<string, string>>, commands: Readonly<Record<string, string>> = {}): HostProbe {
+export function createMemoryHostProbe(
+  files: Readonly<Record<string, string>>,
+  commands: Readonly<Record<string, string>> = {},
+): HostProbe {
   const dirs = new Map<string, Set<string>>()
   for (const file of Object.keys(files)) {
     const parts = file.split('/').filter((p) => p !== '')
@@ -136,18 +169,24 @@ export function createMemoryHostProbe(files: Readonly<Record<string, string>>, c
   return {
     readFile(p) {
       const content = files[norm(p)]
-      return content === undefined ? Promise.reject(new Error(`ENOENT: ${p}`)) : Promise.resolve(content)
+      return content === undefined
+        ? Promise.reject(new Error(`ENOENT: ${p}`))
+        : Promise.resolve(content)
     },
     readDir(p) {
       const set = dirs.get(norm(p))
-      return set === undefined ? Promise.reject(new Error(`ENOENT: ${p}`)) : Promise.resolve([...set].sort())
+      return set === undefined
+        ? Promise.reject(new Error(`ENOENT: ${p}`))
+        : Promise.resolve([...set].sort())
     },
     exists(p) {
       return Promise.resolve(files[norm(p)] !== undefined || dirs.has(norm(p)))
     },
     exec(command, args) {
       const out = commands[[command, ...args].join(' ')]
-      return out === undefined ? Promise.reject(new Error(`command not found: ${command}`)) : Promise.resolve(out)
+      return out === undefined
+        ? Promise.reject(new Error(`command not found: ${command}`))
+        : Promise.resolve(out)
     },
     writeFile() {
       return Promise.reject(new Error('read-only memory host'))

@@ -60,7 +60,10 @@ export interface AcceleratorDriver {
   setRemoteAccelerators?(accelerators: readonly RemoteAccelerator[]): void
 }
 
-export type DriverFactory = (deps: DriverDeps, options?: Record<string, string>) => AcceleratorDriver
+export type DriverFactory = (
+  deps: DriverDeps,
+  options?: Record<string, string>,
+) => AcceleratorDriver
 
 /**
  * The drivers an agent may (re)build by name, passed in by the composition root (src/main gives the
@@ -87,5 +90,11 @@ export interface RemoteAccelerator {
 export function isRemoteAccelerator(value: unknown): value is RemoteAccelerator {
   if (value === null || typeof value !== 'object') return false
   const { name, uuid } = value as Record<string, unknown>
-  return typeof name === 'string' && name.length > 0 && name.length <= 255 && typeof uuid === 'string' && isCanonicalUuid(uuid)
+  return (
+    typeof name === 'string' &&
+    name.length > 0 &&
+    name.length <= 255 &&
+    typeof uuid === 'string' &&
+    isCanonicalUuid(uuid)
+  )
 }

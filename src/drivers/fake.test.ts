@@ -21,7 +21,10 @@ void describe('fake driver', () => {
     assert.equal(device.model, 'miss model info')
     assert.deepEqual(device.stdBoardInfo, { device_id: '0xabcd', class: 'Fake class' })
     assert.deepEqual(device.vendorBoardInfo, { fake_vendor_info: 'fake_info' })
-    assert.deepEqual(device.controlPath, { type: 'PCI', info: { domain: '0000', bus: '0c', device: '00', function: '0' } })
+    assert.deepEqual(device.controlPath, {
+      type: 'PCI',
+      info: { domain: '0000', bus: '0c', device: '00', function: '0' },
+    })
     assert.equal(device.deployables.length, 1)
     const dep = device.deployables[0]!
     assert.equal(dep.name, 'compute_1_example_FakeDevice')
@@ -33,9 +36,24 @@ void describe('fake driver', () => {
     ])
     assert.equal(dep.attachHandles.length, 16)
     assert.ok(dep.attachHandles.every((h) => h.type === 'TEST_PCI'))
-    assert.deepEqual(dep.attachHandles[0]!.info, { domain: '0000', bus: '0c', device: '00', function: '1' })
-    assert.deepEqual(dep.attachHandles[7]!.info, { domain: '0000', bus: '0c', device: '01', function: '0' })
-    assert.deepEqual(dep.attachHandles[15]!.info, { domain: '0000', bus: '0c', device: '02', function: '0' })
+    assert.deepEqual(dep.attachHandles[0]!.info, {
+      domain: '0000',
+      bus: '0c',
+      device: '00',
+      function: '1',
+    })
+    assert.deepEqual(dep.attachHandles[7]!.info, {
+      domain: '0000',
+      bus: '0c',
+      device: '01',
+      function: '0',
+    })
+    assert.deepEqual(dep.attachHandles[15]!.info, {
+      domain: '0000',
+      bus: '0c',
+      device: '02',
+      function: '0',
+    })
     const unique = new Set(dep.attachHandles.map((h) => JSON.stringify(h.info)))
     assert.equal(unique.size, 16)
   })
@@ -52,7 +70,12 @@ void describe('fake driver', () => {
   void it('names the deployable after the host, non-alphanumerics as _', () => {
     assert.equal(fakeDeployableName('node_1'), 'node_1_FakeDevice')
     assert.equal(fakeDeployableName('a-b.c:d'), 'a_b_c_d_FakeDevice')
-    assert.deepEqual(fakeHandleAddress(9), { domain: '0000', bus: '0c', device: '01', function: '1' })
+    assert.deepEqual(fakeHandleAddress(9), {
+      domain: '0000',
+      bus: '0c',
+      device: '01',
+      function: '1',
+    })
   })
 
   void it('honours an aborted signal', async () => {

@@ -4,14 +4,24 @@
  * (`resources:FPGA=1`, `trait:CUSTOM_FAKE_DEVICE=required`) work unchanged. It never touches the host.
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  type DiscoveredDevice,
+  type PciAddress,
+} from '../domain/inventory.js'
 import { AppError } from '../domain/errors.js'
 
 /** Number of accelerators (and TEST_PCI handles) on the fake device. */
 export const FAKE_ACCELERATORS = 16
 
 /** The fake device's control path, as real Cyborg reports it. */
-export const FAKE_CONTROL_PATH: PciAddress = { domain: '0000', bus: '0c', device: '00', function: '0' }
+export const FAKE_CONTROL_PATH: PciAddress = {
+  domain: '0000',
+  bus: '0c',
+  device: '00',
+  function: '0',
+}
 
 /** `<host>_FakeDevice`, with every non-alphanumeric character of the host turned into `_`. */
 export function fakeDeployableName(hostname: string): string {
@@ -36,7 +46,10 @@ export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
     deviceType: DeviceType.FPGA,
     async discover(options = {}) {
       if (options.signal?.aborted) {
-        throw new AppError('fake discovery aborted', { code: 'ABORTED', cause: options.signal.reason })
+        throw new AppError('fake discovery aborted', {
+          code: 'ABORTED',
+          cause: options.signal.reason,
+        })
       }
       // A fresh object graph on every call: callers may mutate what they get.
       const device: DiscoveredDevice = {

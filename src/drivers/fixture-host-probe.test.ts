@@ -14,7 +14,10 @@ void describe('fixture host probe', () => {
       await writeFile(path.join(devdir, 'vendor'), '0x8086\n')
       await writeFile(path.join(dir, 'lspci-nnn-D.txt'), 'lspci output\n')
       await writeFile(path.join(dir, 'smi.xml'), '<xml/>')
-      await writeFile(path.join(dir, 'commands.json'), JSON.stringify({ 'nvidia-smi -q -x': 'smi.xml' }))
+      await writeFile(
+        path.join(dir, 'commands.json'),
+        JSON.stringify({ 'nvidia-smi -q -x': 'smi.xml' }),
+      )
       const probe = createFixtureHostProbe(dir)
 
       assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/vendor'), '0x8086\n')
@@ -26,8 +29,13 @@ void describe('fixture host probe', () => {
       await assert.rejects(probe.readFile('/../../etc/passwd'), { code: 'HOST_PATH_NOT_FOUND' })
 
       await probe.writeFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override', 'vfio-pci')
-      assert.equal(await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override'), 'vfio-pci')
-      assert.deepEqual(probe.writes, [{ path: '/sys/bus/pci/devices/0000:0c:00.0/driver_override', data: 'vfio-pci' }])
+      assert.equal(
+        await probe.readFile('/sys/bus/pci/devices/0000:0c:00.0/driver_override'),
+        'vfio-pci',
+      )
+      assert.deepEqual(probe.writes, [
+        { path: '/sys/bus/pci/devices/0000:0c:00.0/driver_override', data: 'vfio-pci' },
+      ])
       assert.equal(commandSlug('nvidia-smi', ['-q', '-x']), 'nvidia-smi-q-x')
       assert.deepEqual(
         probe.execs.map((e) => [e.command, ...e.args].join(' ')),

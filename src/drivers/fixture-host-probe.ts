@@ -35,11 +35,17 @@ export interface FixtureHostProbeOptions {
 
 /** The file name a command line replays from: `nvidia-smi -q -x` → `nvidia-smi-q-x`. */
 export function commandSlug(command: string, args: readonly string[]): string {
-  return [command, ...args].join(' ').replace(/[\s-]+/g, '-').replace(/[^A-Za-z0-9._-]/g, '_')
+  return [command, ...args]
+    .join(' ')
+    .replace(/[\s-]+/g, '-')
+    .replace(/[^A-Za-z0-9._-]/g, '_')
 }
 
 /** Creates a probe that replays `dir` (an absolute path or one relative to the working directory). */
-export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOptions = {}): FixtureHostProbe {
+export function createFixtureHostProbe(
+  dir: string,
+  options: FixtureHostProbeOptions = {},
+): FixtureHostProbe {
   const root = path.resolve(dir)
   const real = createNodeHostProbe({ execTimeoutMs: 5000 })
   const overlay = new Map<string, string>()
@@ -50,14 +56,18 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
   /** Maps a host path into the fixture; refuses relative paths and escapes. */
   const inFixture = (hostPath: string): string => {
     if (!path.posix.isAbsolute(hostPath)) {
-      throw new DriverError(`host paths must be absolute: ${hostPath}`, { code: 'HOST_PATH_INVALID' })
+      throw new DriverError(`host paths must be absolute: ${hostPath}`, {
+        code: 'HOST_PATH_INVALID',
+      })
     }
     return path.join(root, path.posix.normalize(hostPath))
   }
 
   const loadCommands = async (): Promise<Record<string, string>> => {
     const file = path.join(root, 'commands.json')
-    const recorded = (await real.exists(file)) ? (JSON.parse(await real.readFile(file)) as Record<string, string>) : {}
+    const recorded = (await real.exists(file))
+      ? (JSON.parse(await real.readFile(file)) as Record<string, string>)
+      : {}
     return { ...recorded, ...options.commands }
   }
 
@@ -88,12 +98,17 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
       const named = (await commands)[line]
       if (named !== undefined) return real.readFile(path.join(root, named))
       const slug = commandSlug(command, args)
-      const match = (await real.readDir(root)).find((f) => f === slug || f.replace(/\.[^.]*$/, '') === slug)
+      const match = (await real.readDir(root)).find(
+        (f) => f === slug || f.replace(/\.[^.]*$/, '') === slug,
+      )
       if (match !== undefined) return real.readFile(path.join(root, match))
-      throw new DriverError(`command not found: ${command} (no recording of "${line}" in ${root})`, {
-        code: 'COMMAND_NOT_FOUND',
-        details: { command, args: [...args] },
-      })
+      throw new DriverError(
+        `command not found: ${command} (no recording of "${line}" in ${root})`,
+        {
+          code: 'COMMAND_NOT_FOUND',
+          details: { command, args: [...args] },
+        },
+      )
     },
   }
 }
@@ -105,7 +120,8 @@ export function createFixtureHostProbe(dir: string, options: FixtureHostProbeOpt
  */
 export function garbledFixtureHostProbe(dir: string, contents: readonly string[]): HostProbe {
   const real = createFixtureHostProbe(dir)
-  const pick = (p: string): string => contents[[...p].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % contents.length]!
+  const pick = (p: string): string =>
+    contents[[...p].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7) % contents.length]!
   return {
     ...real,
     readFile: async (p) => {

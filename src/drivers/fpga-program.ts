@@ -17,10 +17,13 @@ export const PROGRAM_TIMEOUT_MS = 30 * 60_000
 export function programTarget(driver: string, address: string): PciAddress {
   const pci = parsePciAddress(address)
   if (!pci) {
-    throw new InvalidInputError(`${driver}: cannot program ${JSON.stringify(address)}: not a PCI address`, {
-      code: 'PCI_ADDRESS_INVALID',
-      details: { field: 'address' },
-    })
+    throw new InvalidInputError(
+      `${driver}: cannot program ${JSON.stringify(address)}: not a PCI address`,
+      {
+        code: 'PCI_ADDRESS_INVALID',
+        details: { field: 'address' },
+      },
+    )
   }
   return pci
 }
@@ -35,10 +38,13 @@ export async function runProgrammer(
   try {
     await host.exec(command, args, { timeoutMs: PROGRAM_TIMEOUT_MS })
   } catch (err) {
-    throw new DriverError(`${driver}: programming ${address} with ${imagePath} failed: ${errorMessage(err)}`, {
-      code: 'PROGRAM_FAILED',
-      details: { driver, address, imagePath, command, args },
-      cause: err,
-    })
+    throw new DriverError(
+      `${driver}: programming ${address} with ${imagePath} failed: ${errorMessage(err)}`,
+      {
+        code: 'PROGRAM_FAILED',
+        details: { driver, address, imagePath, command, args },
+        cause: err,
+      },
+    )
   }
 }

@@ -9,17 +9,23 @@ void describe('driver registry', () => {
 
   void it('builds the named drivers once each, accepting Cyborg entry-point names', () => {
     const drivers = createDrivers(['fake', 'fake_driver'], deps)
-    assert.deepEqual(drivers.map((d) => d.name), ['fake'])
+    assert.deepEqual(
+      drivers.map((d) => d.name),
+      ['fake'],
+    )
     assert.ok(driverNames().includes('fake'))
   })
 
   void it('refuses an unknown name with a ConfigError listing the valid ones', () => {
-    assert.throws(() => createDrivers(['fake', 'nvidia'], deps), (err) => {
-      assert.ok(err instanceof ConfigError)
-      assert.equal(err.code, 'INVALID_DRIVER')
-      assert.match(err.message, /"nvidia".*possible values are: fake/)
-      return true
-    })
+    assert.throws(
+      () => createDrivers(['fake', 'nvidia'], deps),
+      (err) => {
+        assert.ok(err instanceof ConfigError)
+        assert.equal(err.code, 'INVALID_DRIVER')
+        assert.match(err.message, /"nvidia".*possible values are: fake/)
+        return true
+      },
+    )
     assert.throws(() => createDrivers(['toString'], deps), ConfigError)
   })
 

@@ -14,7 +14,12 @@
  * one deployable whose accelerators and handles are its VFs. VF functions are never scanned as PFs.
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  type DiscoveredDevice,
+  type PciAddress,
+} from '../domain/inventory.js'
 import {
   createVfClaimer,
   listPciFunctions,
@@ -37,7 +42,15 @@ export const FPGACONF = '/usr/bin/fpgaconf'
  * and a bare `10` would be read as decimal. The domain is not passed, as in Cyborg's driver.
  */
 export function fpgaconfArgs(pci: PciAddress, imagePath: string): string[] {
-  return ['--bus', `0x${pci.bus}`, '--device', `0x${pci.device}`, '--function', `0x${pci.function}`, imagePath]
+  return [
+    '--bus',
+    `0x${pci.bus}`,
+    '--device',
+    `0x${pci.device}`,
+    '--function',
+    `0x${pci.function}`,
+    imagePath,
+  ]
 }
 
 /** Intel PAC PF device ids (vendor 8086) → model segment of the model trait (drivers/fpga/dfl-pci.c). */
@@ -96,7 +109,10 @@ export function intelFpgaDevice(pf: IntelFpgaPf, hostname: string): DiscoveredDe
         numAccelerators: units.length,
         driverName: 'intel-fpga',
         attributes: rcAndTraits(INTEL_FPGA_RESOURCE_CLASS, intelFpgaTraits(pf)),
-        attachHandles: units.map((u) => ({ type: AttachType.PCI, info: pciHandleInfo(parsePciAddress(u)!) })),
+        attachHandles: units.map((u) => ({
+          type: AttachType.PCI,
+          info: pciHandleInfo(parsePciAddress(u)!),
+        })),
       },
     ],
   }
@@ -115,11 +131,15 @@ const readId = async (host: HostProbe, path: string): Promise<string | undefined
 }
 
 /** Reads AFU and region ids of the PF at `dir` in both the DFL and the OPAE layouts. */
-async function readFpgaIds(host: HostProbe, dir: string): Promise<{ afuIds: string[]; regionIds: string[] }> {
+async function readFpgaIds(
+  host: HostProbe,
+  dir: string,
+): Promise<{ afuIds: string[]; regionIds: string[] }> {
   const afu: Promise<string | undefined>[] = []
   const region: Promise<string | undefined>[] = []
   for (const r of await children(host, `${dir}/fpga_region`, /^region\d+$/)) {
-    for (const port of await children(host, r, /^dfl-port\.\d+$/)) afu.push(readId(host, `${port}/afu_id`))
+    for (const port of await children(host, r, /^dfl-port\.\d+$/))
+      afu.push(readId(host, `${port}/afu_id`))
     for (const fme of await children(host, r, /^dfl-fme\.\d+$/)) {
       for (const fr of await children(host, fme, /^dfl-fme-region\.\d+$/)) {
         for (const sub of await children(host, `${fr}/fpga_region`, /^region\d+$/)) {
@@ -129,23 +149,36 @@ async function readFpgaIds(host: HostProbe, dir: string): Promise<{ afuIds: stri
     }
   }
   for (const dev of await children(host, `${dir}/fpga`, /^intel-fpga-dev\.\d+$/)) {
-    for (const port of await children(host, dev, /^intel-fpga-port\.\d+$/)) afu.push(readId(host, `${port}/afu_id`))
-    for (const fme of await children(host, dev, /^intel-fpga-fme\.\d+$/)) region.push(readId(host, `${fme}/pr/interface_id`))
+    for (const port of await children(host, dev, /^intel-fpga-port\.\d+$/))
+      afu.push(readId(host, `${port}/afu_id`))
+    for (const fme of await children(host, dev, /^intel-fpga-fme\.\d+$/))
+      region.push(readId(host, `${fme}/pr/interface_id`))
   }
-  return { afuIds: uniqSorted(await Promise.all(afu)), regionIds: uniqSorted(await Promise.all(region)) }
+  return {
+    afuIds: uniqSorted(await Promise.all(afu)),
+    regionIds: uniqSorted(await Promise.all(region)),
+  }
 }
 
 /** Creates the `intel-fpga` driver. It takes no options. */
-export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {
+export function createIntelFpgaDriver(
+  deps: DriverDeps,
+  _options: Record<string, string> = {},
+): AcceleratorDriver {
   const { host, hostname } = deps
   return {
     name: 'intel-fpga',
     deviceType: DeviceType.FPGA,
     async discover(options = {}) {
       throwIfAborted('intel-fpga', options.signal)
-      const all = await listPciFunctions(host, { signal: options.signal, filter: (f) => f.vendorId === '8086' })
+      const all = await listPciFunctions(host, {
+        signal: options.signal,
+        filter: (f) => f.vendorId === '8086',
+      })
       const pfSet = new Set(
-        all.filter((f) => Object.hasOwn(INTEL_FPGA_PF_MODELS, f.productId) && f.physfn === undefined).map((f) => f.address),
+        all
+          .filter((f) => Object.hasOwn(INTEL_FPGA_PF_MODELS, f.productId) && f.physfn === undefined)
+          .map((f) => f.address),
       )
       const claim = createVfClaimer(all, pfSet)
       const devices: DiscoveredDevice[] = []
@@ -154,13 +187,21 @@ export function createIntelFpgaDriver(deps: DriverDeps, _options: Record<string,
         const dir = `/sys/bus/pci/devices/${fn.address}`
         const [ids, virtfn] = await Promise.all([readFpgaIds(host, dir), readVirtfns(host, dir)])
         const vfs = claim(fn.address, virtfn)
-        devices.push(intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname))
+        devices.push(
+          intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname),
+        )
       }
       return devices
     },
     async program(address, imagePath) {
       const pci = programTarget('intel-fpga', address)
-      await runProgrammer(host, { driver: 'intel-fpga', pci, imagePath, command: FPGACONF, args: fpgaconfArgs(pci, imagePath) })
+      await runProgrammer(host, {
+        driver: 'intel-fpga',
+        pci,
+        imagePath,
+        command: FPGACONF,
+        args: fpgaconfArgs(pci, imagePath),
+      })
     },
   }
 }

@@ -93,7 +93,10 @@ export function intelNicTraits(port: IntelNicPort, isVf: boolean): string[] {
   return [
     isVf ? 'CUSTOM_NIC_VF' : 'CUSTOM_NIC_PF',
     ...(physnet === '' ? [] : [`CUSTOM_PHYSNET_${physnet}`]),
-    ...port.functions.map(traitSegment).filter((s) => s !== '').map((s) => `CUSTOM_${s}`),
+    ...port.functions
+      .map(traitSegment)
+      .filter((s) => s !== '')
+      .map((s) => `CUSTOM_${s}`),
   ]
 }
 
@@ -119,17 +122,23 @@ export function intelNicDevice(port: IntelNicPort, hostname: string): Discovered
       driverName: 'intel-nic',
       attributes: rcAndTraits(INTEL_NIC_RESOURCE_CLASS, intelNicTraits(port, isVf)),
       attachHandles: [
-        { type: AttachType.PCI, info: pciHandleInfo(parsePciAddress(unit)!, { physical_network: port.physicalNetwork }) },
+        {
+          type: AttachType.PCI,
+          info: pciHandleInfo(parsePciAddress(unit)!, { physical_network: port.physicalNetwork }),
+        },
       ],
     })),
   }
 }
 
-
 /** Creates the `intel-nic` driver. */
-export function createIntelNicDriver(deps: DriverDeps, options: IntelNicDriverOptions = {}): AcceleratorDriver {
+export function createIntelNicDriver(
+  deps: DriverDeps,
+  options: IntelNicDriverOptions = {},
+): AcceleratorDriver {
   const { host, hostname } = deps
-  const { physical_device_mappings: physnets = '', function_device_mappings: functions = '' } = options
+  const { physical_device_mappings: physnets = '', function_device_mappings: functions = '' } =
+    options
   const physnetOf = parseDeviceMappings(physnets, true)
   const functionsOf = parseDeviceMappings(functions)
   return {
@@ -138,9 +147,14 @@ export function createIntelNicDriver(deps: DriverDeps, options: IntelNicDriverOp
     async discover(opts = {}) {
       throwIfAborted('intel-nic', opts.signal)
       if (physnetOf.size === 0) return []
-      const all = await listPciFunctions(host, { signal: opts.signal, filter: (f) => f.vendorId === '8086' })
+      const all = await listPciFunctions(host, {
+        signal: opts.signal,
+        filter: (f) => f.vendorId === '8086',
+      })
       const pfSet = new Set(
-        all.filter((f) => Object.hasOwn(INTEL_NIC_PF_MODELS, f.productId) && f.physfn === undefined).map((f) => f.address),
+        all
+          .filter((f) => Object.hasOwn(INTEL_NIC_PF_MODELS, f.productId) && f.physfn === undefined)
+          .map((f) => f.address),
       )
       const claim = createVfClaimer(all, pfSet)
       const devices: DiscoveredDevice[] = []

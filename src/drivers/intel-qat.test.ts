@@ -15,13 +15,27 @@ import { createFixtureHostProbe, garbledFixtureHostProbe as garbled } from './fi
 import { parseVirtfnSlots, type PciFunction } from './pci-sysfs.js'
 
 const fixtures = path.join(import.meta.dirname, '__fixtures__', 'intel-qat')
-const expected = (c: string): unknown => JSON.parse(readFileSync(path.join(fixtures, c, 'expected.json'), 'utf8'))
-const discover = (c: string) => createIntelQatDriver({ host: createFixtureHostProbe(path.join(fixtures, c)), hostname: 'compute-1' }).discover()
+const expected = (c: string): unknown =>
+  JSON.parse(readFileSync(path.join(fixtures, c, 'expected.json'), 'utf8'))
+const discover = (c: string) =>
+  createIntelQatDriver({
+    host: createFixtureHostProbe(path.join(fixtures, c)),
+    hostname: 'compute-1',
+  }).discover()
 
 const junk = fc.oneof(
   fc.uint8Array({ maxLength: 48 }).map((b) => Buffer.from(b).toString('latin1')),
   fc.string({ maxLength: 48 }),
-  fc.constantFrom('0x8086\n', '0x37c8\n', '0x4940\n', '0x37c9', 'PCI_SLOT_NAME=0000:3d:01.0\n', 'PCI_SLOT_NAME=0000:3d:00.0', 'sym;asym;dc', ''),
+  fc.constantFrom(
+    '0x8086\n',
+    '0x37c8\n',
+    '0x4940\n',
+    '0x37c9',
+    'PCI_SLOT_NAME=0000:3d:01.0\n',
+    'PCI_SLOT_NAME=0000:3d:00.0',
+    'sym;asym;dc',
+    '',
+  ),
 )
 
 void describe('intel-qat parsers', () => {
@@ -55,7 +69,11 @@ void describe('intel-qat parsers', () => {
 
   void it('never counts a VF twice, nor a PF as a VF', () => {
     const fn = (address: string, physfn?: string): PciFunction => ({
-      address, pci: { domain: '0000', bus: '3d', device: '00', function: '0' }, vendorId: '8086', productId: '37c8', classCode: '',
+      address,
+      pci: { domain: '0000', bus: '3d', device: '00', function: '0' },
+      vendorId: '8086',
+      productId: '37c8',
+      classCode: '',
       ...(physfn === undefined ? {} : { physfn }),
     })
     const a = fn('0000:3d:00.0')
@@ -68,16 +86,30 @@ void describe('intel-qat parsers', () => {
       ],
       [a, b, vf],
     )
-    assert.deepEqual(pfs.map((p) => p.vfs), [['0000:3d:01.0'], []])
+    assert.deepEqual(
+      pfs.map((p) => p.vfs),
+      [['0000:3d:01.0'], []],
+    )
   })
 
   void it('one deployable per VF, each with one accelerator and one PCI handle', () => {
-    const dev = qatDevice({ address: '0000:3d:00.0', productId: '37c8', services: ['sym', 'dc'], vfs: ['0000:3d:01.0', '0000:3d:01.1'] }, 'h')
+    const dev = qatDevice(
+      {
+        address: '0000:3d:00.0',
+        productId: '37c8',
+        services: ['sym', 'dc'],
+        vfs: ['0000:3d:01.0', '0000:3d:01.1'],
+      },
+      'h',
+    )
     assert.equal(dev.type, 'QAT')
-    assert.deepEqual(dev.deployables.map((d) => [d.name, d.numAccelerators, d.attachHandles.length]), [
-      ['h_0000:3d:01.0', 1, 1],
-      ['h_0000:3d:01.1', 1, 1],
-    ])
+    assert.deepEqual(
+      dev.deployables.map((d) => [d.name, d.numAccelerators, d.attachHandles.length]),
+      [
+        ['h_0000:3d:01.0', 1, 1],
+        ['h_0000:3d:01.1', 1, 1],
+      ],
+    )
     assert.deepEqual(dev.deployables[0]!.attributes, [
       { key: 'rc', value: 'CUSTOM_QAT' },
       { key: 'trait0', value: 'CUSTOM_QAT_SYM' },
@@ -100,16 +132,26 @@ void describe('intel-qat discover', () => {
   })
 
   void it('honours an aborted signal', async () => {
-    const driver = createIntelQatDriver({ host: createFixtureHostProbe(path.join(fixtures, 'typical')), hostname: 'h' })
+    const driver = createIntelQatDriver({
+      host: createFixtureHostProbe(path.join(fixtures, 'typical')),
+      hostname: 'h',
+    })
     await assert.rejects(driver.discover({ signal: AbortSignal.abort() }), { code: 'ABORTED' })
   })
 
   void it('never throws on random file contents', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('typical', 'pf-vfs', 'malformed'), fc.array(junk, { minLength: 1, maxLength: 8 }), async (c, contents) => {
-        const devices = await createIntelQatDriver({ host: garbled(path.join(fixtures, c), contents), hostname: 'h' }).discover()
-        assert.ok(Array.isArray(devices))
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('typical', 'pf-vfs', 'malformed'),
+        fc.array(junk, { minLength: 1, maxLength: 8 }),
+        async (c, contents) => {
+          const devices = await createIntelQatDriver({
+            host: garbled(path.join(fixtures, c), contents),
+            hostname: 'h',
+          }).discover()
+          assert.ok(Array.isArray(devices))
+        },
+      ),
       { numRuns: 60 },
     )
   })

@@ -49,14 +49,20 @@ export type QatService = (typeof QAT_SERVICES)[number]
 export const QAT_RESOURCE_CLASS = 'CUSTOM_QAT'
 
 /** Placement trait of a service: `sym` → `CUSTOM_QAT_SYM`. */
-export const qatServiceTrait = (service: QatService): string => `CUSTOM_QAT_${service.toUpperCase()}`
+export const qatServiceTrait = (service: QatService): string =>
+  `CUSTOM_QAT_${service.toUpperCase()}`
 
 /**
  * Parses sysfs-driver-qat `cfg_services` (`sym;asym`, `asym;dc`, `dcc`, …) into the known services in
  * canonical order. Unknown tokens are dropped, so the traits stay a fixed, documented set.
  */
 export function parseQatServices(text: string): QatService[] {
-  const tokens = new Set(text.trim().toLowerCase().split(/[;,\s]+/))
+  const tokens = new Set(
+    text
+      .trim()
+      .toLowerCase()
+      .split(/[;,\s]+/),
+  )
   return QAT_SERVICES.filter((s) => tokens.has(s))
 }
 
@@ -114,15 +120,23 @@ export function groupQatPfs(
 }
 
 /** Creates the `intel-qat` driver. It takes no options. */
-export function createIntelQatDriver(deps: DriverDeps, _options: Record<string, string> = {}): AcceleratorDriver {
+export function createIntelQatDriver(
+  deps: DriverDeps,
+  _options: Record<string, string> = {},
+): AcceleratorDriver {
   const { host, hostname } = deps
   return {
     name: 'intel-qat',
     deviceType: DeviceType.QAT,
     async discover(options = {}) {
       throwIfAborted('intel-qat', options.signal)
-      const all = await listPciFunctions(host, { signal: options.signal, filter: (f) => f.vendorId === '8086' })
-      const pfFns = all.filter((f) => Object.hasOwn(QAT_PF_MODELS, f.productId) && f.physfn === undefined)
+      const all = await listPciFunctions(host, {
+        signal: options.signal,
+        filter: (f) => f.vendorId === '8086',
+      })
+      const pfFns = all.filter(
+        (f) => Object.hasOwn(QAT_PF_MODELS, f.productId) && f.physfn === undefined,
+      )
       const pfs = await Promise.all(
         pfFns.map(async (fn) => {
           const dir = `/sys/bus/pci/devices/${fn.address}`

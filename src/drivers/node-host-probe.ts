@@ -60,7 +60,13 @@ export function createNodeHostProbe(options: NodeHostProbeOptions = {}): HostPro
         execFile(
           command,
           [...args],
-          { shell: false, timeout: timeoutMs, maxBuffer: maxOutputBytes, encoding: 'utf8', windowsHide: true },
+          {
+            shell: false,
+            timeout: timeoutMs,
+            maxBuffer: maxOutputBytes,
+            encoding: 'utf8',
+            windowsHide: true,
+          },
           (err, stdout, stderr) => {
             if (!err) return resolve(stdout)
             reject(execError(command, args, err, stderr, timeoutMs))
@@ -89,7 +95,11 @@ function execError(
 ): DriverError {
   const details = { command, args: [...args], stderr: stderr.slice(-2000) }
   if (err.code === 'ENOENT') {
-    return new DriverError(`command not found: ${command}`, { code: 'COMMAND_NOT_FOUND', details, cause: err })
+    return new DriverError(`command not found: ${command}`, {
+      code: 'COMMAND_NOT_FOUND',
+      details,
+      cause: err,
+    })
   }
   if (err.killed && err.signal === 'SIGTERM') {
     return new DriverError(`${command} timed out after ${timeoutMs} ms`, {
@@ -98,10 +108,14 @@ function execError(
       cause: err,
     })
   }
-  const exit = typeof err.code === 'number' ? `exit code ${err.code}` : (err.signal ?? err.code ?? err.message)
-  return new DriverError(`${command} ${args.join(' ')} failed (${exit}): ${stderr.trim().slice(-500)}`, {
-    code: 'COMMAND_FAILED',
-    details: { ...details, exitCode: typeof err.code === 'number' ? err.code : null },
-    cause: err,
-  })
+  const exit =
+    typeof err.code === 'number' ? `exit code ${err.code}` : (err.signal ?? err.code ?? err.message)
+  return new DriverError(
+    `${command} ${args.join(' ')} failed (${exit}): ${stderr.trim().slice(-500)}`,
+    {
+      code: 'COMMAND_FAILED',
+      details: { ...details, exitCode: typeof err.code === 'number' ? err.code : null },
+      cause: err,
+    },
+  )
 }

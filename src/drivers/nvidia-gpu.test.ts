@@ -15,8 +15,10 @@ import { parsePciAddress } from './pci-sysfs.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
 import { createMemoryHostProbe } from './driver-contract.case.js'
 
-const fixture = (c: string): string => new URL(`./__fixtures__/nvidia-gpu/${c}`, import.meta.url).pathname
-const fixtureFile = (c: string, f: string): Promise<string> => createFixtureHostProbe('/').readFile(`${fixture(c)}/${f}`)
+const fixture = (c: string): string =>
+  new URL(`./__fixtures__/nvidia-gpu/${c}`, import.meta.url).pathname
+const fixtureFile = (c: string, f: string): Promise<string> =>
+  createFixtureHostProbe('/').readFile(`${fixture(c)}/${f}`)
 
 const gpu = (address: string, extra: Partial<NvidiaFunction> = {}): NvidiaFunction => ({
   address,
@@ -44,8 +46,13 @@ void describe('nvidia-gpu: parseLspciNnD', () => {
   })
 
   void it('skips truncated and garbage lines, and accepts prog-if suffixes', async () => {
-    assert.deepEqual(parseLspciNnD(await fixtureFile('malformed', 'lspci-nnD.txt')).map((e) => e.address), ['0000:af:00.0'])
-    const [e] = parseLspciNnD('0000:00:17.0 SATA controller [0106]: Intel Corporation Device [8086:a352] (rev 10) (prog-if 01 [AHCI 1.0])')
+    assert.deepEqual(
+      parseLspciNnD(await fixtureFile('malformed', 'lspci-nnD.txt')).map((e) => e.address),
+      ['0000:af:00.0'],
+    )
+    const [e] = parseLspciNnD(
+      '0000:00:17.0 SATA controller [0106]: Intel Corporation Device [8086:a352] (rev 10) (prog-if 01 [AHCI 1.0])',
+    )
     assert.equal(e?.productId, 'a352')
     assert.deepEqual(parseLspciNnD(''), [])
   })
@@ -66,8 +73,20 @@ void describe('nvidia-gpu: parseNvidiaSmiXml', () => {
       uuid: 'GPU-aa11bb22-cc33-dd44-ee55-ff6677889900',
       migMode: 'Enabled',
       migDevices: [
-        { index: '0', gpuInstanceId: '1', computeInstanceId: '0', memoryTotal: '40192 MiB', multiprocessorCount: '42' },
-        { index: '1', gpuInstanceId: '5', computeInstanceId: '0', memoryTotal: '19968 MiB', multiprocessorCount: '28' },
+        {
+          index: '0',
+          gpuInstanceId: '1',
+          computeInstanceId: '0',
+          memoryTotal: '40192 MiB',
+          multiprocessorCount: '42',
+        },
+        {
+          index: '1',
+          gpuInstanceId: '5',
+          computeInstanceId: '0',
+          memoryTotal: '19968 MiB',
+          multiprocessorCount: '28',
+        },
       ],
     })
   })
@@ -76,14 +95,24 @@ void describe('nvidia-gpu: parseNvidiaSmiXml', () => {
     assert.deepEqual(parseNvidiaSmiXml(await fixtureFile('malformed', 'nvidia-smi-q-x.xml')), [
       { address: '0000:af:00.0', productName: 'Tesla V100-PCIE-16GB', migDevices: [] },
     ])
-    assert.deepEqual(parseNvidiaSmiXml('<gpu id="nonsense"><product_name>x</product_name></gpu>'), [])
-    assert.equal(parseNvidiaSmiXml('<gpu id="0000:01:00.0"><product_name>A &amp; B</product_name></gpu>')[0]?.productName, 'A & B')
+    assert.deepEqual(
+      parseNvidiaSmiXml('<gpu id="nonsense"><product_name>x</product_name></gpu>'),
+      [],
+    )
+    assert.equal(
+      parseNvidiaSmiXml('<gpu id="0000:01:00.0"><product_name>A &amp; B</product_name></gpu>')[0]
+        ?.productName,
+      'A & B',
+    )
   })
 })
 
 void describe('nvidia-gpu: traits and counts', () => {
   void it('names vGPU traits from the last word of the type name, else the type id', () => {
-    assert.equal(vgpuTrait({ id: 'nvidia-471', name: 'GRID A100-4C' }), 'CUSTOM_NVIDIA_VGPU_A100_4C')
+    assert.equal(
+      vgpuTrait({ id: 'nvidia-471', name: 'GRID A100-4C' }),
+      'CUSTOM_NVIDIA_VGPU_A100_4C',
+    )
     assert.equal(vgpuTrait({ id: 'nvidia-222', name: 'GRID T4-1B' }), 'CUSTOM_NVIDIA_VGPU_T4_1B')
     assert.equal(vgpuTrait({ id: 'nvidia-223' }), 'CUSTOM_NVIDIA_VGPU_NVIDIA_223')
     assert.equal(vgpuTrait({ id: 'nvidia-224', name: '***' }), 'CUSTOM_NVIDIA_VGPU_NVIDIA_224')
@@ -108,9 +137,20 @@ void describe('nvidia-gpu: buildNvidiaDevices', () => {
     ]
     const [d, ...rest] = buildNvidiaDevices('h', { functions, ...empty })
     assert.equal(rest.length, 0)
-    assert.deepEqual(d?.controlPath.info, { domain: '0000', bus: '3b', device: '00', function: '0' })
-    assert.deepEqual(d?.deployables.map((x) => x.name), ['h_0000:3b:00.4', 'h_0000:3b:00.5'])
-    assert.deepEqual(d?.deployables.map((x) => x.attachHandles[0]?.info.function), ['4', '5'])
+    assert.deepEqual(d?.controlPath.info, {
+      domain: '0000',
+      bus: '3b',
+      device: '00',
+      function: '0',
+    })
+    assert.deepEqual(
+      d?.deployables.map((x) => x.name),
+      ['h_0000:3b:00.4', 'h_0000:3b:00.5'],
+    )
+    assert.deepEqual(
+      d?.deployables.map((x) => x.attachHandles[0]?.info.function),
+      ['4', '5'],
+    )
   })
 
   void it('offers all mdev types with instances as VGPU, or only those in vgpu_types; none offered → PGPU', () => {
@@ -123,22 +163,54 @@ void describe('nvidia-gpu: buildNvidiaDevices', () => {
       }),
     ]
     const all = buildNvidiaDevices('h', { functions, ...empty })
-    assert.deepEqual(all[0]?.deployables.map((x) => [x.name, x.numAccelerators, x.attachHandles.length]), [['h_0000:3b:00.0_nvidia-1', 2, 2]])
+    assert.deepEqual(
+      all[0]?.deployables.map((x) => [x.name, x.numAccelerators, x.attachHandles.length]),
+      [['h_0000:3b:00.0_nvidia-1', 2, 2]],
+    )
     assert.deepEqual(all[0]?.deployables[0]?.attachHandles[1], {
       type: 'MDEV',
-      info: { asked_type: 'nvidia-1', vgpu_mark: 'nvidia-1_1', domain: '0000', bus: '3b', device: '00', function: '0' },
+      info: {
+        asked_type: 'nvidia-1',
+        vgpu_mark: 'nvidia-1_1',
+        domain: '0000',
+        bus: '3b',
+        device: '00',
+        function: '0',
+      },
     })
-    const onlyExhausted = buildNvidiaDevices('h', { functions, ...empty }, { vgpuTypes: new Set(['nvidia-2']) })
-    assert.deepEqual(onlyExhausted[0]?.deployables, [], 'an exhausted type offers nothing, and the GPU is not offered whole')
-    const none = buildNvidiaDevices('h', { functions, ...empty }, { vgpuTypes: new Set(['nvidia-9']) })
-    assert.deepEqual(none[0]?.deployables.map((x) => x.attributes[0]?.value), ['PGPU'])
+    const onlyExhausted = buildNvidiaDevices(
+      'h',
+      { functions, ...empty },
+      { vgpuTypes: new Set(['nvidia-2']) },
+    )
+    assert.deepEqual(
+      onlyExhausted[0]?.deployables,
+      [],
+      'an exhausted type offers nothing, and the GPU is not offered whole',
+    )
+    const none = buildNvidiaDevices(
+      'h',
+      { functions, ...empty },
+      { vgpuTypes: new Set(['nvidia-9']) },
+    )
+    assert.deepEqual(
+      none[0]?.deployables.map((x) => x.attributes[0]?.value),
+      ['PGPU'],
+    )
   })
 
   void it('prefers the nvidia-smi product name, then lspci, then the product id', () => {
     const functions = [gpu('0000:3b:00.0'), gpu('0000:5e:00.0'), gpu('0000:af:00.0')]
-    const lspci = parseLspciNnD('0000:5e:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 PCIe 40GB] [10de:20f1] (rev a1)')
-    const smi = parseNvidiaSmiXml('<gpu id="00000000:3B:00.0"><product_name>NVIDIA A100-PCIE-40GB</product_name></gpu>')
-    assert.deepEqual(buildNvidiaDevices('h', { functions, lspci, smi }).map((d) => d.model), ['NVIDIA A100-PCIE-40GB', 'A100 PCIe 40GB', '20f1'])
+    const lspci = parseLspciNnD(
+      '0000:5e:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 PCIe 40GB] [10de:20f1] (rev a1)',
+    )
+    const smi = parseNvidiaSmiXml(
+      '<gpu id="00000000:3B:00.0"><product_name>NVIDIA A100-PCIE-40GB</product_name></gpu>',
+    )
+    assert.deepEqual(
+      buildNvidiaDevices('h', { functions, lspci, smi }).map((d) => d.model),
+      ['NVIDIA A100-PCIE-40GB', 'A100 PCIe 40GB', '20f1'],
+    )
   })
 })
 
@@ -147,17 +219,29 @@ void describe('nvidia-gpu: discover()', () => {
     const host = createFixtureHostProbe(fixture('mig'))
     const [withSmi] = await createNvidiaGpuDriver({ host, hostname: 'h' }).discover()
     assert.equal(withSmi?.model, 'NVIDIA A100 80GB PCIe')
-    const [lspciOnly] = await createNvidiaGpuDriver({ host, hostname: 'h' }, { nvidia_smi: 'false' }).discover()
+    const [lspciOnly] = await createNvidiaGpuDriver(
+      { host, hostname: 'h' },
+      { nvidia_smi: 'false' },
+    ).discover()
     assert.equal(lspciOnly?.model, 'A100 PCIe 80GB')
     assert.equal(lspciOnly?.vendorBoardInfo, null)
-    const [bare] = await createNvidiaGpuDriver({ host, hostname: 'h' }, { nvidia_smi: 'false', lspci: 'false' }).discover()
+    const [bare] = await createNvidiaGpuDriver(
+      { host, hostname: 'h' },
+      { nvidia_smi: 'false', lspci: 'false' },
+    ).discover()
     assert.equal(bare?.model, '20b5')
   })
 
   void it('honours vgpu_types', async () => {
     const host = createFixtureHostProbe(fixture('vgpu'))
-    const devices = await createNvidiaGpuDriver({ host, hostname: 'h' }, { vgpu_types: 'nvidia-319' }).discover()
-    assert.deepEqual(devices.flatMap((d) => d.deployables.map((x) => x.name)), ['h_0000:3b:00.0_nvidia-319', 'h_0000:d8:00.0'])
+    const devices = await createNvidiaGpuDriver(
+      { host, hostname: 'h' },
+      { vgpu_types: 'nvidia-319' },
+    ).discover()
+    assert.deepEqual(
+      devices.flatMap((d) => d.deployables.map((x) => x.name)),
+      ['h_0000:3b:00.0_nvidia-319', 'h_0000:d8:00.0'],
+    )
   })
 
   void it('stops on an aborted signal', async () => {
@@ -169,7 +253,8 @@ void describe('nvidia-gpu: discover()', () => {
     const dev = '/sys/bus/pci/devices/0000:3b:00.0'
     const vf = '/sys/bus/pci/devices/0000:3b:00.4'
     const random = fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('latin1'))
-    const text = (...valid: string[]): fc.Arbitrary<string> => fc.oneof(random, fc.constantFrom(...valid))
+    const text = (...valid: string[]): fc.Arbitrary<string> =>
+      fc.oneof(random, fc.constantFrom(...valid))
     await fc.assert(
       fc.asyncProperty(
         fc.record({
@@ -179,9 +264,18 @@ void describe('nvidia-gpu: discover()', () => {
           physfn: text('PCI_SLOT_NAME=0000:3b:00.0\n', 'PCI_SLOT_NAME=0000:3b:00.4\n'),
           name: text('GRID A100-4C\n'),
           available: text('3\n', '0\n'),
-          lspci: text('0000:3b:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 PCIe 40GB] [10de:20f1] (rev a1)\n'),
-          smi: text('<gpu id="00000000:3B:00.0"><product_name>A100</product_name><mig_devices><mig_device><index>0</index></mig_device></mig_devices></gpu>'),
-          type: fc.oneof(fc.constant('nvidia-471'), fc.string({ maxLength: 8 }).filter((s) => s !== '' && !s.includes('/') && s !== '.' && s !== '..')),
+          lspci: text(
+            '0000:3b:00.0 3D controller [0302]: NVIDIA Corporation GA100 [A100 PCIe 40GB] [10de:20f1] (rev a1)\n',
+          ),
+          smi: text(
+            '<gpu id="00000000:3B:00.0"><product_name>A100</product_name><mig_devices><mig_device><index>0</index></mig_device></mig_devices></gpu>',
+          ),
+          type: fc.oneof(
+            fc.constant('nvidia-471'),
+            fc
+              .string({ maxLength: 8 })
+              .filter((s) => s !== '' && !s.includes('/') && s !== '.' && s !== '..'),
+          ),
         }),
         async (r) => {
           const files: Record<string, string> = {}
@@ -196,7 +290,10 @@ void describe('nvidia-gpu: discover()', () => {
             })
           }
           files[`${vf}/physfn/uevent`] = r.physfn
-          const host = createMemoryHostProbe(files, { 'lspci -nnD': r.lspci, 'nvidia-smi -q -x': r.smi })
+          const host = createMemoryHostProbe(files, {
+            'lspci -nnD': r.lspci,
+            'nvidia-smi -q -x': r.smi,
+          })
           assert.ok(Array.isArray(await createNvidiaGpuDriver({ host, hostname: 'h' }).discover()))
         },
       ),

@@ -11,7 +11,13 @@
  *   (`<gpu id=…>`, `<product_name>`, `<mig_mode><current_mig>`, `<mig_devices><mig_device>`).
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDeployable, type DiscoveredDevice, type PciAddress } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  type DiscoveredDeployable,
+  type DiscoveredDevice,
+  type PciAddress,
+} from '../domain/inventory.js'
 import {
   formatPciAddress,
   listPciFunctions,
@@ -39,7 +45,8 @@ export interface LspciEntry {
   productId: string
 }
 
-const LSPCI_LINE = /^(\S+)\s+(.+?)\s+\[([0-9a-f]{4})\]:\s+(.+)\s+\[([0-9a-f]{4}):([0-9a-f]{4})\](?:\s.*)?$/i
+const LSPCI_LINE =
+  /^(\S+)\s+(.+?)\s+\[([0-9a-f]{4})\]:\s+(.+)\s+\[([0-9a-f]{4}):([0-9a-f]{4})\](?:\s.*)?$/i
 
 /** Parses `lspci -nnD` output; lines that are not one device each are skipped. */
 export function parseLspciNnD(text: string): LspciEntry[] {
@@ -89,7 +96,8 @@ export interface NvidiaSmiGpu {
 }
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
-const decode = (s: string): string => s.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e] ?? '')
+const decode = (s: string): string =>
+  s.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e] ?? '')
 
 /** The text of the first `<name>…</name>` leaf in `xml`, trimmed; undefined if absent or empty. */
 function leaf(xml: string, name: string): string | undefined {
@@ -210,9 +218,17 @@ export function pgpuTraits(productId: string): string[] {
  * a type with 0 instances is left out, Placement refuses a total of 0); any other function is
  * offered whole (PGPU, `<host>_<addr>`).
  */
-function functionDeployables(hostname: string, fn: NvidiaFunction, productId: string, options: NvidiaBuildOptions): DiscoveredDeployable[] {
-  const types = fn.mdevTypes.filter((t) => options.vgpuTypes === undefined || options.vgpuTypes.has(t.id))
-  if (types.length > 0) return types.filter((t) => t.total > 0).map((t) => vgpuDeployable(hostname, fn, productId, t))
+function functionDeployables(
+  hostname: string,
+  fn: NvidiaFunction,
+  productId: string,
+  options: NvidiaBuildOptions,
+): DiscoveredDeployable[] {
+  const types = fn.mdevTypes.filter(
+    (t) => options.vgpuTypes === undefined || options.vgpuTypes.has(t.id),
+  )
+  if (types.length > 0)
+    return types.filter((t) => t.total > 0).map((t) => vgpuDeployable(hostname, fn, productId, t))
   return [
     {
       name: `${hostname}_${fn.address}`,
@@ -225,7 +241,12 @@ function functionDeployables(hostname: string, fn: NvidiaFunction, productId: st
 }
 
 /** One VGPU deployable: `total` MDEV handles of type `t` on `fn`. */
-function vgpuDeployable(hostname: string, fn: NvidiaFunction, productId: string, t: MdevType): DiscoveredDeployable {
+function vgpuDeployable(
+  hostname: string,
+  fn: NvidiaFunction,
+  productId: string,
+  t: MdevType,
+): DiscoveredDeployable {
   return {
     name: `${hostname}_${fn.address}_${t.id}`,
     numAccelerators: t.total,
@@ -238,7 +259,8 @@ function vgpuDeployable(hostname: string, fn: NvidiaFunction, productId: string,
   }
 }
 
-const byAddress = <T extends { address: string }>(a: T, b: T): number => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0)
+const byAddress = <T extends { address: string }>(a: T, b: T): number =>
+  a.address < b.address ? -1 : a.address > b.address ? 1 : 0
 
 /**
  * Builds the GPU devices (pure). One device per physical GPU (control path = the PF). A PF with
@@ -246,7 +268,11 @@ const byAddress = <T extends { address: string }>(a: T, b: T): number => (a.addr
  * not listed is still grouped under its PF's address. MIG instances are listed in
  * `vendorBoardInfo.mig_devices` (see docs/drivers.md).
  */
-export function buildNvidiaDevices(hostname: string, facts: NvidiaHostFacts, options: NvidiaBuildOptions = {}): DiscoveredDevice[] {
+export function buildNvidiaDevices(
+  hostname: string,
+  facts: NvidiaHostFacts,
+  options: NvidiaBuildOptions = {},
+): DiscoveredDevice[] {
   const lspci = new Map(facts.lspci.map((e) => [e.address, e]))
   const smi = new Map(facts.smi.map((g) => [g.address, g]))
   const groups = new Map<string, { pf?: NvidiaFunction; vfs: NvidiaFunction[] }>()
@@ -258,7 +284,9 @@ export function buildNvidiaDevices(hostname: string, facts: NvidiaHostFacts, opt
     groups.set(key, group)
   }
   const devices: DiscoveredDevice[] = []
-  for (const [address, { pf, vfs }] of [...groups].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [address, { pf, vfs }] of [...groups].sort(([a], [b]) =>
+    a < b ? -1 : a > b ? 1 : 0,
+  )) {
     const first = pf ?? vfs[0]!
     const pci: PciAddress = pf?.pci ?? parsePciAddress(address)!
     const productId = first.productId
@@ -267,7 +295,9 @@ export function buildNvidiaDevices(hostname: string, facts: NvidiaHostFacts, opt
     const model = gpu?.productName ?? (lspciEntry ? lspciModel(lspciEntry.description) : productId)
     // A PF with VFs offers its VFs, never itself as well.
     const offered = vfs.length > 0 ? vfs : [first]
-    const deployables = offered.flatMap((fn) => functionDeployables(hostname, fn, productId, options))
+    const deployables = offered.flatMap((fn) =>
+      functionDeployables(hostname, fn, productId, options),
+    )
     const vendorBoardInfo: Record<string, unknown> = {}
     if (gpu?.productName !== undefined) vendorBoardInfo.product_name = gpu.productName
     if (gpu?.uuid !== undefined) vendorBoardInfo.uuid = gpu.uuid
@@ -278,7 +308,9 @@ export function buildNvidiaDevices(hostname: string, facts: NvidiaHostFacts, opt
         gpu_instance_id: d.gpuInstanceId,
         compute_instance_id: d.computeInstanceId,
         ...(d.memoryTotal === undefined ? {} : { memory_total: d.memoryTotal }),
-        ...(d.multiprocessorCount === undefined ? {} : { multiprocessor_count: d.multiprocessorCount }),
+        ...(d.multiprocessorCount === undefined
+          ? {}
+          : { multiprocessor_count: d.multiprocessorCount }),
       }))
     }
     devices.push({
@@ -311,7 +343,8 @@ export interface NvidiaGpuDriverOptions {
   sysfs_root?: string
 }
 
-const isDisplayNvidia = (fn: PciFunction): boolean => fn.vendorId === NVIDIA_VENDOR_ID && fn.classCode.startsWith('03')
+const isDisplayNvidia = (fn: PciFunction): boolean =>
+  fn.vendorId === NVIDIA_VENDOR_ID && fn.classCode.startsWith('03')
 
 async function optionalCommand(host: HostProbe, command: string, args: string[]): Promise<string> {
   try {
@@ -322,9 +355,20 @@ async function optionalCommand(host: HostProbe, command: string, args: string[])
 }
 
 /** Creates the NVIDIA GPU driver. */
-export function createNvidiaGpuDriver(deps: DriverDeps, options: NvidiaGpuDriverOptions = {}): AcceleratorDriver {
-  const { vgpu_types: vgpuTypes = '*', lspci = 'true', nvidia_smi: nvidiaSmi = 'true', sysfs_root: root = '/sys/bus/pci/devices' } = options
-  const types = vgpuTypes.split(',').map((s) => s.trim()).filter((s) => s !== '')
+export function createNvidiaGpuDriver(
+  deps: DriverDeps,
+  options: NvidiaGpuDriverOptions = {},
+): AcceleratorDriver {
+  const {
+    vgpu_types: vgpuTypes = '*',
+    lspci = 'true',
+    nvidia_smi: nvidiaSmi = 'true',
+    sysfs_root: root = '/sys/bus/pci/devices',
+  } = options
+  const types = vgpuTypes
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
   const build: NvidiaBuildOptions = types.includes('*') ? {} : { vgpuTypes: new Set(types) }
   return {
     name: 'nvidia-gpu',
@@ -334,13 +378,21 @@ export function createNvidiaGpuDriver(deps: DriverDeps, options: NvidiaGpuDriver
       const found = await listPciFunctions(deps.host, { root, signal, filter: isDisplayNvidia })
       if (found.length === 0) return []
       const functions: NvidiaFunction[] = []
-      for (const fn of found) functions.push({ ...fn, mdevTypes: await readMdevTypes(deps.host, `${root}/${fn.address}`) })
+      for (const fn of found)
+        functions.push({
+          ...fn,
+          mdevTypes: await readMdevTypes(deps.host, `${root}/${fn.address}`),
+        })
       const [lspciText, smiText] = await Promise.all([
         lspci === 'false' ? '' : optionalCommand(deps.host, 'lspci', ['-nnD']),
         nvidiaSmi === 'false' ? '' : optionalCommand(deps.host, 'nvidia-smi', ['-q', '-x']),
       ])
       throwIfAborted('nvidia-gpu', signal)
-      return buildNvidiaDevices(deps.hostname, { functions, lspci: parseLspciNnD(lspciText), smi: parseNvidiaSmiXml(smiText) }, build)
+      return buildNvidiaDevices(
+        deps.hostname,
+        { functions, lspci: parseLspciNnD(lspciText), smi: parseNvidiaSmiXml(smiText) },
+        build,
+      )
     },
   }
 }

@@ -9,7 +9,15 @@
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
-import { parseHexId, parsePciAddress, parseUeventSlotName, pciHandleInfo, readOptional, readScanRoot, throwIfAborted } from './pci-sysfs.js'
+import {
+  parseHexId,
+  parsePciAddress,
+  parseUeventSlotName,
+  pciHandleInfo,
+  readOptional,
+  readScanRoot,
+  throwIfAborted,
+} from './pci-sysfs.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './traits.js'
 
 /** The resource class of every NVMe SSD deployable. */
@@ -39,16 +47,25 @@ export function parseSysfsString(text: string | undefined): string {
 
 /** The traits of an NVMe SSD, in attribute order. */
 export function ssdTraits(vendorId: string, productId: string): string[] {
-  return [OWNER_CYBORG, `CUSTOM_SSD_${vendorTraitName(vendorId)}`, `CUSTOM_SSD_PRODUCT_ID_${traitSegment(productId)}`]
+  return [
+    OWNER_CYBORG,
+    `CUSTOM_SSD_${vendorTraitName(vendorId)}`,
+    `CUSTOM_SSD_PRODUCT_ID_${traitSegment(productId)}`,
+  ]
 }
 
 /**
  * Builds the SSD devices (pure), one per PCI function in address order; a second controller on
  * the same function is ignored.
  */
-export function buildNvmeDevices(hostname: string, controllers: readonly NvmeController[]): DiscoveredDevice[] {
+export function buildNvmeDevices(
+  hostname: string,
+  controllers: readonly NvmeController[],
+): DiscoveredDevice[] {
   const byAddress = new Map<string, NvmeController>()
-  for (const c of [...controllers].sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }))) {
+  for (const c of [...controllers].sort((a, b) =>
+    a.name.localeCompare(b.name, 'en', { numeric: true }),
+  )) {
     if (!byAddress.has(c.address)) byAddress.set(c.address, c)
   }
   return [...byAddress.values()]
@@ -76,12 +93,16 @@ export function buildNvmeDevices(hostname: string, controllers: readonly NvmeCon
 }
 
 /** Reads one controller; undefined if it is not PCI-attached or its ids are unreadable. */
-export async function readNvmeController(deps: DriverDeps, root: string, name: string): Promise<NvmeController | undefined> {
+export async function readNvmeController(
+  deps: DriverDeps,
+  root: string,
+  name: string,
+): Promise<NvmeController | undefined> {
   if (!/^nvme\d+$/.test(name)) return undefined
   const dir = `${root}/${name}`
   const [uevent, vendor, device, model, serial, firmware] = await Promise.all(
-    ['device/uevent', 'device/vendor', 'device/device', 'model', 'serial', 'firmware_rev'].map((f) =>
-      readOptional(deps.host, `${dir}/${f}`),
+    ['device/uevent', 'device/vendor', 'device/device', 'model', 'serial', 'firmware_rev'].map(
+      (f) => readOptional(deps.host, `${dir}/${f}`),
     ),
   )
   const address = uevent === undefined ? undefined : parseUeventSlotName(uevent)
@@ -106,7 +127,10 @@ export interface NvmeSsdDriverOptions {
 }
 
 /** Creates the NVMe SSD driver. */
-export function createNvmeSsdDriver(deps: DriverDeps, options: NvmeSsdDriverOptions = {}): AcceleratorDriver {
+export function createNvmeSsdDriver(
+  deps: DriverDeps,
+  options: NvmeSsdDriverOptions = {},
+): AcceleratorDriver {
   const { sysfs_root: root = NVME_CLASS_ROOT } = options
   return {
     name: 'nvme-ssd',

@@ -15,14 +15,38 @@ import { DriverError } from '../domain/errors.js'
 
 void describe('pci-sysfs parsers', () => {
   void it('parses PCI addresses in sysfs, short and nvidia-smi forms', () => {
-    assert.deepEqual(parsePciAddress('0000:3b:00.0'), { domain: '0000', bus: '3b', device: '00', function: '0' })
-    assert.deepEqual(parsePciAddress('3B:1f.7'), { domain: '0000', bus: '3b', device: '1f', function: '7' })
-    assert.deepEqual(parsePciAddress('00000000:AF:00.4'), { domain: '0000', bus: 'af', device: '00', function: '4' })
+    assert.deepEqual(parsePciAddress('0000:3b:00.0'), {
+      domain: '0000',
+      bus: '3b',
+      device: '00',
+      function: '0',
+    })
+    assert.deepEqual(parsePciAddress('3B:1f.7'), {
+      domain: '0000',
+      bus: '3b',
+      device: '1f',
+      function: '7',
+    })
+    assert.deepEqual(parsePciAddress('00000000:AF:00.4'), {
+      domain: '0000',
+      bus: 'af',
+      device: '00',
+      function: '4',
+    })
     assert.equal(formatPciAddress(parsePciAddress(' 0001:00:02.1\n')!), '0001:00:02.1')
   })
 
   void it('refuses invalid addresses', () => {
-    for (const bad of ['', '.gitkeep', '0000:3b:00', '0000:3b:20.0', '0000:3b:00.8', 'zz:00.0', 'x0000:3b:00.0', '10000:00:00.0']) {
+    for (const bad of [
+      '',
+      '.gitkeep',
+      '0000:3b:00',
+      '0000:3b:20.0',
+      '0000:3b:00.8',
+      'zz:00.0',
+      'x0000:3b:00.0',
+      '10000:00:00.0',
+    ]) {
       assert.equal(parsePciAddress(bad), undefined, bad)
     }
   })
@@ -34,7 +58,10 @@ void describe('pci-sysfs parsers', () => {
     assert.equal(parseHexId('0x12345'), undefined)
     assert.equal(parseClassCode('0x030200\n'), '030200')
     assert.equal(parseClassCode('0x0302'), undefined)
-    assert.equal(parseUeventSlotName('DRIVER=nvidia\nPCI_SLOT_NAME=0000:3B:00.0\nMODALIAS=x\n'), '0000:3b:00.0')
+    assert.equal(
+      parseUeventSlotName('DRIVER=nvidia\nPCI_SLOT_NAME=0000:3B:00.0\nMODALIAS=x\n'),
+      '0000:3b:00.0',
+    )
     assert.equal(parseUeventSlotName('DRIVER=nvidia\nPCI_SLOT_NA'), undefined)
     assert.equal(parseUeventSlotName('PCI_SLOT_NAME=garbage'), undefined)
   })
@@ -51,7 +78,10 @@ void describe('pci-sysfs scanning', () => {
       readDir: () => Promise.reject(new Error('EACCES')),
       exists: () => Promise.resolve(true),
     }
-    await assert.rejects(readScanRoot(host, '/sys/bus/pci/devices'), (err) => err instanceof DriverError && err.code === 'SYSFS_UNREADABLE')
+    await assert.rejects(
+      readScanRoot(host, '/sys/bus/pci/devices'),
+      (err) => err instanceof DriverError && err.code === 'SYSFS_UNREADABLE',
+    )
   })
 
   void it('reads functions sorted, with the PF of a VF and without unreadable ones', async () => {

@@ -104,7 +104,11 @@ export async function readScanRoot(host: HostProbe, root: string): Promise<strin
   } catch (err) {
     const present = await host.exists(root).catch(() => false)
     if (!present) return []
-    throw new DriverError(`cannot list ${root}`, { code: 'SYSFS_UNREADABLE', details: { path: root }, cause: err })
+    throw new DriverError(`cannot list ${root}`, {
+      code: 'SYSFS_UNREADABLE',
+      details: { path: root },
+      cause: err,
+    })
   }
 }
 
@@ -119,7 +123,11 @@ export function throwIfAborted(driver: string, signal: AbortSignal | undefined):
  * Reads one function under `root`; undefined if its name is not a PCI address or its `vendor` or
  * `device` file is missing or garbage. An unreadable `class` gives `classCode: ''`.
  */
-export async function readPciFunction(host: HostProbe, entry: string, root = PCI_DEVICES_ROOT): Promise<PciFunction | undefined> {
+export async function readPciFunction(
+  host: HostProbe,
+  entry: string,
+  root = PCI_DEVICES_ROOT,
+): Promise<PciFunction | undefined> {
   const pci = parsePciAddress(entry)
   if (!pci) return undefined
   const dir = `${root}/${entry}`
@@ -150,7 +158,11 @@ export async function readPciFunction(host: HostProbe, entry: string, root = PCI
  */
 export async function listPciFunctions(
   host: HostProbe,
-  options: { root?: string; signal?: AbortSignal | undefined; filter?: (fn: PciFunction) => boolean } = {},
+  options: {
+    root?: string
+    signal?: AbortSignal | undefined
+    filter?: (fn: PciFunction) => boolean
+  } = {},
 ): Promise<PciFunction[]> {
   const { root = PCI_DEVICES_ROOT, signal, filter = () => true } = options
   const entries = (await readScanRoot(host, root)).slice().sort()
@@ -160,20 +172,30 @@ export async function listPciFunctions(
     const fn = await readPciFunction(host, entry, root)
     if (fn && !out.has(fn.address) && filter(fn)) out.set(fn.address, fn)
   }
-  return [...out.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
+  return [...out.values()].sort((a, b) =>
+    a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
+  )
 }
 
 /** A PCI attach handle's info for `a`, with extra string fields (e.g. `physical_network`). */
-export function pciHandleInfo(a: PciAddress, extra: Record<string, string> = {}): Record<string, string> {
+export function pciHandleInfo(
+  a: PciAddress,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return { domain: a.domain, bus: a.bus, device: a.device, function: a.function, ...extra }
 }
 
 const VIRTFN_RE = /^virtfn(\d+)$/
 
 /** The VF addresses named by `virtfn<N>/uevent` files, in `N` order; garbage entries are skipped. */
-export function parseVirtfnSlots(entries: readonly { name: string; uevent: string | undefined }[]): string[] {
+export function parseVirtfnSlots(
+  entries: readonly { name: string; uevent: string | undefined }[],
+): string[] {
   return entries
-    .map((e) => ({ n: VIRTFN_RE.exec(e.name)?.[1], slot: e.uevent === undefined ? undefined : parseUeventSlotName(e.uevent) }))
+    .map((e) => ({
+      n: VIRTFN_RE.exec(e.name)?.[1],
+      slot: e.uevent === undefined ? undefined : parseUeventSlotName(e.uevent),
+    }))
     .filter((e): e is { n: string; slot: string } => e.n !== undefined && e.slot !== undefined)
     .sort((a, b) => Number(a.n) - Number(b.n))
     .map((e) => e.slot)
@@ -182,7 +204,12 @@ export function parseVirtfnSlots(entries: readonly { name: string; uevent: strin
 /** VF addresses named by `<pf>/virtfn<N>/uevent`, in `N` order. */
 export async function readVirtfns(host: HostProbe, dir: string): Promise<string[]> {
   const names = (await readDirOptional(host, dir)).filter((n) => VIRTFN_RE.test(n))
-  const entries = await Promise.all(names.map(async (name) => ({ name, uevent: await readOptional(host, `${dir}/${name}/uevent`) })))
+  const entries = await Promise.all(
+    names.map(async (name) => ({
+      name,
+      uevent: await readOptional(host, `${dir}/${name}/uevent`),
+    })),
+  )
   return parseVirtfnSlots(entries)
 }
 

@@ -9,7 +9,12 @@ import { ConfigError } from '../domain/errors.js'
 
 const fixture = (c: string): string => new URL(`./__fixtures__/pci/${c}`, import.meta.url).pathname
 
-const fn = (address: string, vendorId = '10de', productId = '1eb8', physfn?: string): PciFunction => ({
+const fn = (
+  address: string,
+  vendorId = '10de',
+  productId = '1eb8',
+  physfn?: string,
+): PciFunction => ({
   address,
   pci: parsePciAddress(address)!,
   vendorId,
@@ -38,7 +43,18 @@ void describe('pci: parseDeviceSpec / specMatches (Nova device_spec syntax)', ()
 
   void it('matches address globs [[[[<domain>]:]<bus>]:][<slot>][.[<function>]]', () => {
     const f = fn('0000:0a:00.1')
-    for (const glob of ['0000:0a:00.1', '*:0a:00.*', '0a:00.1', ':0a:00.', '00.1', '*:*:*.*', '0:a:0.1', '', '.1', '0a:00.']) {
+    for (const glob of [
+      '0000:0a:00.1',
+      '*:0a:00.*',
+      '0a:00.1',
+      ':0a:00.',
+      '00.1',
+      '*:*:*.*',
+      '0:a:0.1',
+      '',
+      '.1',
+      '0a:00.',
+    ]) {
       assert.ok(matches(JSON.stringify({ address: glob }), f), glob)
     }
     for (const glob of ['0000:0b:00.1', '*:0a:01.*', '0a:00.0', '0001:0a:00.1', '.2']) {
@@ -71,31 +87,74 @@ void describe('pci: parseDeviceSpec / specMatches (Nova device_spec syntax)', ()
       '{"address":[]}',
       '{"devname":"eth0"}',
     ]) {
-      assert.throws(() => parseDeviceSpec(bad), (err) => err instanceof ConfigError && err.code === 'INVALID_DEVICE_SPEC', bad)
+      assert.throws(
+        () => parseDeviceSpec(bad),
+        (err) => err instanceof ConfigError && err.code === 'INVALID_DEVICE_SPEC',
+        bad,
+      )
     }
-    assert.throws(() => createPciDriver({ host: createMemoryHostProbe({}), hostname: 'h' }, { device_spec: '{' }), ConfigError)
+    assert.throws(
+      () =>
+        createPciDriver({ host: createMemoryHostProbe({}), hostname: 'h' }, { device_spec: '{' }),
+      ConfigError,
+    )
   })
 })
 
 void describe('pci: buildPciDevices', () => {
   void it('names deployables <host>_<address>, carries physical_network and the documented traits', () => {
-    const [d] = buildPciDevices('h1', [fn('0000:3b:00.0')], parseDeviceSpec('{"vendor_id":"10de","physical_network":"physnet1"}'))
+    const [d] = buildPciDevices(
+      'h1',
+      [fn('0000:3b:00.0')],
+      parseDeviceSpec('{"vendor_id":"10de","physical_network":"physnet1"}'),
+    )
     assert.ok(d)
     assert.equal(d.type, 'PCI')
     assert.equal(d.deployables[0]!.name, 'h1_0000:3b:00.0')
-    assert.deepEqual(d.deployables[0]!.attachHandles, [{ type: 'PCI', info: { domain: '0000', bus: '3b', device: '00', function: '0', physical_network: 'physnet1' } }])
-    assert.deepEqual(d.deployables[0]!.attributes.map((a) => a.value), ['CUSTOM_PCI', 'OWNER_CYBORG', 'CUSTOM_PCI_NVIDIA', 'CUSTOM_PCI_PRODUCT_ID_1EB8'])
-    assert.deepEqual(pciTraits('abcd', '00ff'), ['OWNER_CYBORG', 'CUSTOM_PCI_ABCD', 'CUSTOM_PCI_PRODUCT_ID_00FF'])
+    assert.deepEqual(d.deployables[0]!.attachHandles, [
+      {
+        type: 'PCI',
+        info: {
+          domain: '0000',
+          bus: '3b',
+          device: '00',
+          function: '0',
+          physical_network: 'physnet1',
+        },
+      },
+    ])
+    assert.deepEqual(
+      d.deployables[0]!.attributes.map((a) => a.value),
+      ['CUSTOM_PCI', 'OWNER_CYBORG', 'CUSTOM_PCI_NVIDIA', 'CUSTOM_PCI_PRODUCT_ID_1EB8'],
+    )
+    assert.deepEqual(pciTraits('abcd', '00ff'), [
+      'OWNER_CYBORG',
+      'CUSTOM_PCI_ABCD',
+      'CUSTOM_PCI_PRODUCT_ID_00FF',
+    ])
   })
 
   void it('offers the matched VFs of a PF, not the PF too; the first matching entry wins', () => {
-    const fns = [fn('0000:5e:00.0', '15b3', '1017'), fn('0000:5e:00.2', '15b3', '1018', '0000:5e:00.0')]
-    const specs = parseDeviceSpec('[{"product_id":"1018","physical_network":"a"},{"vendor_id":"15b3","physical_network":"b"}]')
+    const fns = [
+      fn('0000:5e:00.0', '15b3', '1017'),
+      fn('0000:5e:00.2', '15b3', '1018', '0000:5e:00.0'),
+    ]
+    const specs = parseDeviceSpec(
+      '[{"product_id":"1018","physical_network":"a"},{"vendor_id":"15b3","physical_network":"b"}]',
+    )
     const devices = buildPciDevices('h', fns, specs)
-    assert.deepEqual(devices.map((d) => d.deployables[0]!.name), ['h_0000:5e:00.2'])
+    assert.deepEqual(
+      devices.map((d) => d.deployables[0]!.name),
+      ['h_0000:5e:00.2'],
+    )
     assert.equal(devices[0]!.deployables[0]!.attachHandles[0]!.info.physical_network, 'a')
     // The PF alone is offered when its VFs are not whitelisted.
-    assert.deepEqual(buildPciDevices('h', fns, parseDeviceSpec('{"product_id":"1017"}')).map((d) => d.deployables[0]!.name), ['h_0000:5e:00.0'])
+    assert.deepEqual(
+      buildPciDevices('h', fns, parseDeviceSpec('{"product_id":"1017"}')).map(
+        (d) => d.deployables[0]!.name,
+      ),
+      ['h_0000:5e:00.0'],
+    )
   })
 })
 
@@ -107,36 +166,72 @@ void describe('pci: discover()', () => {
 
   void it('reads the typical fixture (details in expected.json, checked by the contract suite)', async () => {
     const dir = fixture('typical')
-    const options = JSON.parse(await createFixtureHostProbe('/').readFile(`${dir}/options.json`)) as Record<string, string>
-    const devices = await createPciDriver({ host: createFixtureHostProbe(dir), hostname: 'compute-1' }, options).discover()
-    assert.deepEqual(devices.map((d) => d.deployables[0]!.name), [
-      'compute-1_0000:3b:00.0',
-      'compute-1_0000:5e:00.2',
-      'compute-1_0000:5e:00.3',
-      'compute-1_0000:af:00.0',
-    ])
+    const options = JSON.parse(
+      await createFixtureHostProbe('/').readFile(`${dir}/options.json`),
+    ) as Record<string, string>
+    const devices = await createPciDriver(
+      { host: createFixtureHostProbe(dir), hostname: 'compute-1' },
+      options,
+    ).discover()
+    assert.deepEqual(
+      devices.map((d) => d.deployables[0]!.name),
+      [
+        'compute-1_0000:3b:00.0',
+        'compute-1_0000:5e:00.2',
+        'compute-1_0000:5e:00.3',
+        'compute-1_0000:af:00.0',
+      ],
+    )
   })
 
   void it('stops on an aborted signal', async () => {
-    const driver = createPciDriver({ host: createMemoryHostProbe({}), hostname: 'h' }, { device_spec: '{}' })
+    const driver = createPciDriver(
+      { host: createMemoryHostProbe({}), hostname: 'h' },
+      { device_spec: '{}' },
+    )
     await assert.rejects(driver.discover({ signal: AbortSignal.abort() }), { code: 'ABORTED' })
   })
 
   void it('never throws on random bytes in sysfs files (property)', async () => {
     const root = '/sys/bus/pci/devices'
     const random = fc.uint8Array({ maxLength: 24 }).map((b) => Buffer.from(b).toString('latin1'))
-    const bytes = fc.oneof(random, fc.constantFrom('0x10de\n', '0x1eb8\n', '0x030200\n', 'PCI_SLOT_NAME=0000:3b:00.0\n', 'PCI_SLOT_NAME=0000:3b:00.1\n'))
-    const entry = fc.oneof(fc.constantFrom('0000:3b:00.0', '0000:3b:00.1', '3b:00.2'), fc.string({ maxLength: 12 }).filter((s) => !s.includes('/') && s !== '' && s !== '.' && s !== '..'))
+    const bytes = fc.oneof(
+      random,
+      fc.constantFrom(
+        '0x10de\n',
+        '0x1eb8\n',
+        '0x030200\n',
+        'PCI_SLOT_NAME=0000:3b:00.0\n',
+        'PCI_SLOT_NAME=0000:3b:00.1\n',
+      ),
+    )
+    const entry = fc.oneof(
+      fc.constantFrom('0000:3b:00.0', '0000:3b:00.1', '3b:00.2'),
+      fc
+        .string({ maxLength: 12 })
+        .filter((s) => !s.includes('/') && s !== '' && s !== '.' && s !== '..'),
+    )
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(entry, bytes, bytes, bytes, bytes), { maxLength: 4 }), async (rows) => {
-        const files: Record<string, string> = {}
-        for (const [e, v, d, c, p] of rows) {
-          Object.assign(files, { [`${root}/${e}/vendor`]: v, [`${root}/${e}/device`]: d, [`${root}/${e}/class`]: c, [`${root}/${e}/physfn/uevent`]: p })
-        }
-        const driver = createPciDriver({ host: createMemoryHostProbe(files), hostname: 'h' }, { device_spec: '{}' })
-        const devices = await driver.discover()
-        assert.ok(Array.isArray(devices))
-      }),
+      fc.asyncProperty(
+        fc.array(fc.tuple(entry, bytes, bytes, bytes, bytes), { maxLength: 4 }),
+        async (rows) => {
+          const files: Record<string, string> = {}
+          for (const [e, v, d, c, p] of rows) {
+            Object.assign(files, {
+              [`${root}/${e}/vendor`]: v,
+              [`${root}/${e}/device`]: d,
+              [`${root}/${e}/class`]: c,
+              [`${root}/${e}/physfn/uevent`]: p,
+            })
+          }
+          const driver = createPciDriver(
+            { host: createMemoryHostProbe(files), hostname: 'h' },
+            { device_spec: '{}' },
+          )
+          const devices = await driver.discover()
+          assert.ok(Array.isArray(devices))
+        },
+      ),
       { numRuns: 150 },
     )
   })

@@ -16,7 +16,8 @@ import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './trai
 export const PCI_RESOURCE_CLASS = 'CUSTOM_PCI'
 
 /** One address field matcher: any value, one number, or a regular expression over the padded hex. */
-type FieldMatcher = { kind: 'any' } | { kind: 'value'; value: number } | { kind: 'regex'; re: RegExp }
+type FieldMatcher =
+  { kind: 'any' } | { kind: 'value'; value: number } | { kind: 'regex'; re: RegExp }
 
 /** One parsed `device_spec` entry. */
 export interface DeviceSpec {
@@ -52,7 +53,10 @@ function hexField(raw: string, max: number, what: string, spec: unknown): FieldM
  * Parses Nova's address glob `[[[[<domain>]:]<bus>]:][<slot>][.[<function>]]`: each part is hex
  * or `*`, and a missing or empty part matches anything.
  */
-function parseAddressGlob(glob: string, spec: unknown): Pick<DeviceSpec, 'domain' | 'bus' | 'slot' | 'function'> {
+function parseAddressGlob(
+  glob: string,
+  spec: unknown,
+): Pick<DeviceSpec, 'domain' | 'bus' | 'slot' | 'function'> {
   const dot = glob.lastIndexOf('.')
   const left = dot < 0 ? glob : glob.slice(0, dot)
   const fn = dot < 0 ? '' : glob.slice(dot + 1)
@@ -99,7 +103,8 @@ function parseOneSpec(entry: unknown): DeviceSpec {
   // Nova treats other keys as tags; a misspelt "vendor" would then silently widen the match to every
   // device, so only the matching keys and the tags Nova documents are accepted.
   for (const key of Object.keys(e)) {
-    if (!SPEC_KEYS.has(key)) throw specError(`unknown key "${key}"; expected ${[...SPEC_KEYS].join(', ')}`, entry)
+    if (!SPEC_KEYS.has(key))
+      throw specError(`unknown key "${key}"; expected ${[...SPEC_KEYS].join(', ')}`, entry)
   }
   const str = (key: string): string | undefined => {
     const v = e[key]
@@ -110,7 +115,12 @@ function parseOneSpec(entry: unknown): DeviceSpec {
   const vendor = str('vendor_id')
   const product = str('product_id')
   const physicalNetwork = str('physical_network')
-  let address: Pick<DeviceSpec, 'domain' | 'bus' | 'slot' | 'function'> = { domain: ANY, bus: ANY, slot: ANY, function: ANY }
+  let address: Pick<DeviceSpec, 'domain' | 'bus' | 'slot' | 'function'> = {
+    domain: ANY,
+    bus: ANY,
+    slot: ANY,
+    function: ANY,
+  }
   if (typeof e.address === 'string') address = parseAddressGlob(e.address, entry)
   else if (e.address !== undefined) {
     if (e.address === null || typeof e.address !== 'object' || Array.isArray(e.address)) {
@@ -125,8 +135,12 @@ function parseOneSpec(entry: unknown): DeviceSpec {
     }
   }
   return {
-    vendorId: vendor === undefined ? ANY : hexField(vendor.replace(/^0x/i, ''), 0xffff, 'vendor_id', entry),
-    productId: product === undefined ? ANY : hexField(product.replace(/^0x/i, ''), 0xffff, 'product_id', entry),
+    vendorId:
+      vendor === undefined ? ANY : hexField(vendor.replace(/^0x/i, ''), 0xffff, 'vendor_id', entry),
+    productId:
+      product === undefined
+        ? ANY
+        : hexField(product.replace(/^0x/i, ''), 0xffff, 'product_id', entry),
     ...address,
     ...(physicalNetwork === undefined ? {} : { physicalNetwork }),
   }
@@ -143,11 +157,14 @@ export function parseDeviceSpec(text: string | undefined): DeviceSpec[] {
   try {
     json = JSON.parse(text)
   } catch (err) {
-    throw new ConfigError(`pci driver option device_spec: not valid JSON: ${(err as Error).message}`, {
-      code: 'INVALID_DEVICE_SPEC',
-      details: { field: 'device_spec' },
-      cause: err,
-    })
+    throw new ConfigError(
+      `pci driver option device_spec: not valid JSON: ${(err as Error).message}`,
+      {
+        code: 'INVALID_DEVICE_SPEC',
+        details: { field: 'device_spec' },
+        cause: err,
+      },
+    )
   }
   return (Array.isArray(json) ? json : [json]).map(parseOneSpec)
 }
@@ -164,7 +181,10 @@ function fieldMatches(m: FieldMatcher, hex: string): boolean {
 }
 
 /** True if `spec` matches `fn` (every given field matches). */
-export function specMatches(spec: DeviceSpec, fn: Pick<PciFunction, 'pci' | 'vendorId' | 'productId'>): boolean {
+export function specMatches(
+  spec: DeviceSpec,
+  fn: Pick<PciFunction, 'pci' | 'vendorId' | 'productId'>,
+): boolean {
   return (
     fieldMatches(spec.vendorId, fn.vendorId) &&
     fieldMatches(spec.productId, fn.productId) &&
@@ -177,20 +197,30 @@ export function specMatches(spec: DeviceSpec, fn: Pick<PciFunction, 'pci' | 'ven
 
 /** The traits of a generic PCI function, in attribute order. */
 export function pciTraits(vendorId: string, productId: string): string[] {
-  return [OWNER_CYBORG, `CUSTOM_PCI_${vendorTraitName(vendorId)}`, `CUSTOM_PCI_PRODUCT_ID_${traitSegment(productId)}`]
+  return [
+    OWNER_CYBORG,
+    `CUSTOM_PCI_${vendorTraitName(vendorId)}`,
+    `CUSTOM_PCI_PRODUCT_ID_${traitSegment(productId)}`,
+  ]
 }
 
 /**
  * Builds the devices for the matched functions (pure). The first matching spec entry wins.
  * A PF whose VFs are matched too is left out: it offers its VFs, not itself and them.
  */
-export function buildPciDevices(hostname: string, functions: readonly PciFunction[], specs: readonly DeviceSpec[]): DiscoveredDevice[] {
+export function buildPciDevices(
+  hostname: string,
+  functions: readonly PciFunction[],
+  specs: readonly DeviceSpec[],
+): DiscoveredDevice[] {
   const matched: { fn: PciFunction; spec: DeviceSpec }[] = []
   for (const fn of functions) {
     const spec = specs.find((s) => specMatches(s, fn))
     if (spec) matched.push({ fn, spec })
   }
-  const parentsOfMatchedVfs = new Set(matched.flatMap(({ fn }) => (fn.physfn === undefined ? [] : [fn.physfn])))
+  const parentsOfMatchedVfs = new Set(
+    matched.flatMap(({ fn }) => (fn.physfn === undefined ? [] : [fn.physfn])),
+  )
   return matched
     .filter(({ fn }) => !parentsOfMatchedVfs.has(fn.address))
     .map(({ fn, spec }) => ({
@@ -214,7 +244,12 @@ export function buildPciDevices(hostname: string, functions: readonly PciFunctio
           attachHandles: [
             {
               type: AttachType.PCI,
-              info: pciHandleInfo(fn.pci, spec.physicalNetwork === undefined ? {} : { physical_network: spec.physicalNetwork }),
+              info: pciHandleInfo(
+                fn.pci,
+                spec.physicalNetwork === undefined
+                  ? {}
+                  : { physical_network: spec.physicalNetwork },
+              ),
             },
           ],
         },
@@ -234,7 +269,10 @@ export interface PciDriverOptions {
  * Creates the generic PCI driver.
  * @throws ConfigError if `device_spec` is invalid (at creation, so a typo fails the agent's start)
  */
-export function createPciDriver(deps: DriverDeps, options: PciDriverOptions = {}): AcceleratorDriver {
+export function createPciDriver(
+  deps: DriverDeps,
+  options: PciDriverOptions = {},
+): AcceleratorDriver {
   const { device_spec: deviceSpec = '', sysfs_root: root = '/sys/bus/pci/devices' } = options
   const specs = parseDeviceSpec(deviceSpec)
   return {

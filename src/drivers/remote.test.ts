@@ -37,13 +37,22 @@ void describe('remote driver', () => {
     driver.setRemoteAccelerators([A, B])
     const devices = await driver.discover()
     assertDeviceInvariants(driver.deviceType, devices)
-    assert.deepEqual(devices.map((d) => d.controlPath), [
-      { type: 'REMOTE', info: { uuid: B.uuid } },
-      { type: 'REMOTE', info: { uuid: A.uuid } },
-    ])
+    assert.deepEqual(
+      devices.map((d) => d.controlPath),
+      [
+        { type: 'REMOTE', info: { uuid: B.uuid } },
+        { type: 'REMOTE', info: { uuid: A.uuid } },
+      ],
+    )
     const dep = devices[1]!.deployables[0]!
     assert.deepEqual(
-      { name: dep.name, uuid: dep.uuid, num: dep.numAccelerators, driver: dep.driverName, handles: dep.attachHandles },
+      {
+        name: dep.name,
+        uuid: dep.uuid,
+        num: dep.numAccelerators,
+        driver: dep.driverName,
+        handles: dep.attachHandles,
+      },
       { name: A.name, uuid: A.uuid, num: 1, driver: 'remote', handles: [] },
     )
     assert.deepEqual(dep.attributes, [
@@ -56,18 +65,34 @@ void describe('remote driver', () => {
 
   void it('replaces its list on every setRemoteAccelerators, and hands out fresh objects', async () => {
     const driver = createRemoteDriver(deps, { accelerators: JSON.stringify([A]) })
-    assert.deepEqual((await driver.discover()).map((d) => d.deployables[0]!.name), [A.name])
+    assert.deepEqual(
+      (await driver.discover()).map((d) => d.deployables[0]!.name),
+      [A.name],
+    )
     driver.setRemoteAccelerators([B])
     const first = await driver.discover()
     first[0]!.deployables[0]!.name = 'mutated'
-    assert.deepEqual((await driver.discover()).map((d) => d.deployables[0]!.name), [B.name])
+    assert.deepEqual(
+      (await driver.discover()).map((d) => d.deployables[0]!.name),
+      [B.name],
+    )
     driver.setRemoteAccelerators([])
     assert.deepEqual(await driver.discover(), [])
   })
 
   void it('refuses a malformed accelerators option with a ConfigError naming it', () => {
-    for (const bad of ['{', '{"name":"x"}', '[{"name":""}]', `[{"name":"x","uuid":"${A.uuid.toUpperCase()}"}]`, '[1]']) {
-      assert.throws(() => parseRemoteAccelerators(bad), (err) => err instanceof ConfigError && /option accelerators/.test(err.message), bad)
+    for (const bad of [
+      '{',
+      '{"name":"x"}',
+      '[{"name":""}]',
+      `[{"name":"x","uuid":"${A.uuid.toUpperCase()}"}]`,
+      '[1]',
+    ]) {
+      assert.throws(
+        () => parseRemoteAccelerators(bad),
+        (err) => err instanceof ConfigError && /option accelerators/.test(err.message),
+        bad,
+      )
     }
     assert.deepEqual(parseRemoteAccelerators(undefined), [])
     assert.deepEqual(parseRemoteAccelerators(' '), [])
@@ -75,7 +100,11 @@ void describe('remote driver', () => {
   })
 
   void it('is in the registry as remote and as generic_remote, and only it is a RemoteDriver', () => {
-    const [remote, alias, fake] = [...createDrivers(['remote'], deps), ...createDrivers(['generic_remote'], deps), ...createDrivers(['fake'], deps)]
+    const [remote, alias, fake] = [
+      ...createDrivers(['remote'], deps),
+      ...createDrivers(['generic_remote'], deps),
+      ...createDrivers(['fake'], deps),
+    ]
     assert.equal(remote?.name, 'remote')
     assert.equal(alias?.name, 'remote')
     assert.ok(remote && isRemoteDriver(remote))
@@ -85,6 +114,9 @@ void describe('remote driver', () => {
   void it('fails an aborted discovery', async () => {
     const controller = new AbortController()
     controller.abort(new Error('stop'))
-    await assert.rejects(createRemoteDriver(deps).discover({ signal: controller.signal }), /aborted/)
+    await assert.rejects(
+      createRemoteDriver(deps).discover({ signal: controller.signal }),
+      /aborted/,
+    )
   })
 })

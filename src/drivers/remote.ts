@@ -12,7 +12,13 @@
  * the registered uuid as its uuid hint, one accelerator, no attach handle (nothing to pass through
  * to a VM on this host), resource class `CUSTOM_REMOTE_ACCELERATOR` and trait `OWNER_CYBORG`.
  */
-import { isRemoteAccelerator, REMOTE_DRIVER, type AcceleratorDriver, type DriverDeps, type RemoteAccelerator } from './driver.js'
+import {
+  isRemoteAccelerator,
+  REMOTE_DRIVER,
+  type AcceleratorDriver,
+  type DriverDeps,
+  type RemoteAccelerator,
+} from './driver.js'
 import { AppError, ConfigError } from '../domain/errors.js'
 import { DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
 import { OWNER_CYBORG, rcAndTraits } from './traits.js'
@@ -49,7 +55,8 @@ export function parseRemoteAccelerators(text: string | undefined): RemoteAcceler
   }
   if (!Array.isArray(value)) throw optionError('must be a JSON array of {"name", "uuid"}', text)
   return value.map((entry) => {
-    if (!isRemoteAccelerator(entry)) throw optionError('each entry needs a non-empty "name" and a lower-case "uuid"', text)
+    if (!isRemoteAccelerator(entry))
+      throw optionError('each entry needs a non-empty "name" and a lower-case "uuid"', text)
     return { name: entry.name, uuid: entry.uuid }
   })
 }
@@ -83,7 +90,10 @@ export function remoteDevice(accelerator: RemoteAccelerator): DiscoveredDevice {
 }
 
 /** Creates the remote driver; `options.accelerators` (JSON) seeds its registrations. `deps` is unused: no host access. */
-export function createRemoteDriver(_deps: DriverDeps, options: Record<string, string> = {}): RemoteDriver {
+export function createRemoteDriver(
+  _deps: DriverDeps,
+  options: Record<string, string> = {},
+): RemoteDriver {
   let accelerators = parseRemoteAccelerators(options.accelerators)
   return {
     name: REMOTE_DRIVER,
@@ -93,10 +103,15 @@ export function createRemoteDriver(_deps: DriverDeps, options: Record<string, st
     },
     async discover(opts = {}) {
       if (opts.signal?.aborted) {
-        throw new AppError('remote discovery aborted', { code: 'ABORTED', cause: opts.signal.reason })
+        throw new AppError('remote discovery aborted', {
+          code: 'ABORTED',
+          cause: opts.signal.reason,
+        })
       }
       // Sorted by uuid, fresh objects every time: stable across runs, safe to mutate.
-      return [...accelerators].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0)).map(remoteDevice)
+      return [...accelerators]
+        .sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0))
+        .map(remoteDevice)
     },
   }
 }

@@ -6,7 +6,8 @@ void describe('trait helpers', () => {
   void it('accepts only what Placement accepts', () => {
     assert.ok(isValidTrait('CUSTOM_NVIDIA_1EB8'))
     assert.ok(isValidTrait('OWNER_CYBORG'))
-    for (const bad of ['', 'custom_x', 'CUSTOM-X', 'CUSTOM X', 'CUSTOM_É', 'C'.repeat(256)]) assert.ok(!isValidTrait(bad), bad)
+    for (const bad of ['', 'custom_x', 'CUSTOM-X', 'CUSTOM X', 'CUSTOM_É', 'C'.repeat(256)])
+      assert.ok(!isValidTrait(bad), bad)
     assert.ok(isValidTrait('C'.repeat(255)))
   })
 
@@ -26,10 +27,13 @@ void describe('trait helpers', () => {
   })
 
   void it('builds rc + trait0.. attributes, dropping invalid and duplicate traits', () => {
-    assert.deepEqual(rcAndTraits('PGPU', ['OWNER_CYBORG', 'bad trait', 'CUSTOM_A', 'OWNER_CYBORG']), [
-      { key: 'rc', value: 'PGPU' },
-      { key: 'trait0', value: 'OWNER_CYBORG' },
-      { key: 'trait1', value: 'CUSTOM_A' },
-    ])
+    assert.deepEqual(
+      rcAndTraits('PGPU', ['OWNER_CYBORG', 'bad trait', 'CUSTOM_A', 'OWNER_CYBORG']),
+      [
+        { key: 'rc', value: 'PGPU' },
+        { key: 'trait0', value: 'OWNER_CYBORG' },
+        { key: 'trait1', value: 'CUSTOM_A' },
+      ],
+    )
   })
 })

@@ -55,7 +55,10 @@ export function vendorTraitName(vendorId: string): string {
  * A deployable's attribute list: `rc` first, then `trait0`, `trait1`, … in the given order,
  * keeping only valid traits and dropping duplicates.
  */
-export function rcAndTraits(resourceClass: string, traits: readonly string[]): { key: string; value: string }[] {
+export function rcAndTraits(
+  resourceClass: string,
+  traits: readonly string[],
+): { key: string; value: string }[] {
   const seen = new Set<string>()
   const out = [{ key: 'rc', value: resourceClass }]
   for (const t of traits) {

@@ -3,14 +3,25 @@ import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import fc from 'fast-check'
-import { createXilinxFpgaDriver, groupXilinxCards, parseLspciNnk, XBMGMT, xilinxDevice } from './xilinx-fpga.js'
+import {
+  createXilinxFpgaDriver,
+  groupXilinxCards,
+  parseLspciNnk,
+  XBMGMT,
+  xilinxDevice,
+} from './xilinx-fpga.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
 import type { HostProbe } from './driver.js'
 import { DriverError } from '../domain/errors.js'
 
 const fixtures = path.join(import.meta.dirname, '__fixtures__', 'xilinx-fpga')
-const expected = (c: string): unknown => JSON.parse(readFileSync(path.join(fixtures, c, 'expected.json'), 'utf8'))
-const discover = (c: string) => createXilinxFpgaDriver({ host: createFixtureHostProbe(path.join(fixtures, c)), hostname: 'compute-1' }).discover()
+const expected = (c: string): unknown =>
+  JSON.parse(readFileSync(path.join(fixtures, c, 'expected.json'), 'utf8'))
+const discover = (c: string) =>
+  createXilinxFpgaDriver({
+    host: createFixtureHostProbe(path.join(fixtures, c)),
+    hostname: 'compute-1',
+  }).discover()
 const probe = (exec: HostProbe['exec']): HostProbe => ({
   readFile: () => Promise.reject(new Error('no files')),
   readDir: () => Promise.reject(new Error('no dirs')),
@@ -30,19 +41,39 @@ const U200 = `0000:3b:00.0 Processing accelerators [1200]: Xilinx Corporation De
 void describe('xilinx-fpga parsers', () => {
   void it('parses device lines and their kernel driver', () => {
     assert.deepEqual(parseLspciNnk(U200), [
-      { address: '0000:3b:00.0', classCode: '1200', className: 'Processing accelerators', vendorId: '10ee', productId: '5000', driver: 'xclmgmt' },
-      { address: '0000:3b:00.1', classCode: '1200', className: 'Processing accelerators', vendorId: '10ee', productId: '5001', driver: 'xocl' },
+      {
+        address: '0000:3b:00.0',
+        classCode: '1200',
+        className: 'Processing accelerators',
+        vendorId: '10ee',
+        productId: '5000',
+        driver: 'xclmgmt',
+      },
+      {
+        address: '0000:3b:00.1',
+        classCode: '1200',
+        className: 'Processing accelerators',
+        vendorId: '10ee',
+        productId: '5001',
+        driver: 'xocl',
+      },
     ])
   })
 
   void it('skips garbage and does not attach a driver line to a skipped device', () => {
-    const text = 'garbage [10ee:5000]\n\tKernel driver in use: xocl\n0000:3b:00.0 Processing accelerators [1200]: X [10ee:5000]\n'
-    assert.deepEqual(parseLspciNnk(text).map((f) => f.driver), [undefined])
+    const text =
+      'garbage [10ee:5000]\n\tKernel driver in use: xocl\n0000:3b:00.0 Processing accelerators [1200]: X [10ee:5000]\n'
+    assert.deepEqual(
+      parseLspciNnk(text).map((f) => f.driver),
+      [undefined],
+    )
     assert.deepEqual(parseLspciNnk(''), [])
   })
 
   void it('merges the two PFs of a slot; mgmt is the xclmgmt one, else the lowest function', () => {
-    const swapped = parseLspciNnk(U200.replace('xclmgmt', 'tmp').replace('xocl', 'xclmgmt').replace('tmp', 'xocl'))
+    const swapped = parseLspciNnk(
+      U200.replace('xclmgmt', 'tmp').replace('xocl', 'xclmgmt').replace('tmp', 'xocl'),
+    )
     const [card] = groupXilinxCards(swapped)
     assert.equal(card!.mgmt.address, '0000:3b:00.1')
     assert.equal(card!.user!.address, '0000:3b:00.0')
@@ -75,11 +106,23 @@ void describe('xilinx-fpga discover', () => {
 
   void it('a host without lspci is an empty host; a failing lspci is an error, not an empty inventory', async () => {
     const missing = new DriverError('command not found: lspci', { code: 'COMMAND_NOT_FOUND' })
-    assert.deepEqual(await createXilinxFpgaDriver({ host: probe(() => Promise.reject(missing)), hostname: 'h' }).discover(), [])
+    assert.deepEqual(
+      await createXilinxFpgaDriver({
+        host: probe(() => Promise.reject(missing)),
+        hostname: 'h',
+      }).discover(),
+      [],
+    )
     const failed = new DriverError('lspci: exit code 1', { code: 'COMMAND_FAILED' })
-    await assert.rejects(createXilinxFpgaDriver({ host: probe(() => Promise.reject(failed)), hostname: 'h' }).discover(), {
-      code: 'LSPCI_FAILED',
-    })
+    await assert.rejects(
+      createXilinxFpgaDriver({
+        host: probe(() => Promise.reject(failed)),
+        hostname: 'h',
+      }).discover(),
+      {
+        code: 'LSPCI_FAILED',
+      },
+    )
   })
 
   void it('runs the configured lspci binary', async () => {
@@ -88,13 +131,29 @@ void describe('xilinx-fpga discover', () => {
       calls.push([cmd, ...args].join(' '))
       return Promise.resolve(U200)
     })
-    assert.equal((await createXilinxFpgaDriver({ host, hostname: 'h' }, { lspci: '/usr/bin/lspci' }).discover()).length, 1)
+    assert.equal(
+      (
+        await createXilinxFpgaDriver(
+          { host, hostname: 'h' },
+          { lspci: '/usr/bin/lspci' },
+        ).discover()
+      ).length,
+      1,
+    )
     assert.deepEqual(calls, ['/usr/bin/lspci -nnkD'])
   })
 
   void it('never throws on random lspci output', async () => {
-    const line = fc.constantFrom(...U200.split('\n'), '0000:3c:00.1 Processing accelerators [1200]: Xilinx [10ee:5021]', '\tKernel driver in use: xclmgmt')
-    const junk = fc.oneof(fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')), fc.string(), line)
+    const line = fc.constantFrom(
+      ...U200.split('\n'),
+      '0000:3c:00.1 Processing accelerators [1200]: Xilinx [10ee:5021]',
+      '\tKernel driver in use: xclmgmt',
+    )
+    const junk = fc.oneof(
+      fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b).toString('latin1')),
+      fc.string(),
+      line,
+    )
     await fc.assert(
       fc.asyncProperty(fc.array(junk, { maxLength: 20 }), async (lines) => {
         const host = probe(() => Promise.resolve(lines.join('\n')))
@@ -107,11 +166,16 @@ void describe('xilinx-fpga discover', () => {
 
   void it('programs with xbmgmt program --base, the management PF as a BDF', async () => {
     const line = `${XBMGMT} program --device 0000:3b:00.0 --base --image /opt/xilinx/firmware/u200/base.xsabin`
-    const host = createFixtureHostProbe(path.join(fixtures, 'typical'), { outputs: { [line]: 'done\n' } })
+    const host = createFixtureHostProbe(path.join(fixtures, 'typical'), {
+      outputs: { [line]: 'done\n' },
+    })
     const driver = createXilinxFpgaDriver({ host, hostname: 'compute-1' })
     await driver.program!('0000:3B:00.0', '/opt/xilinx/firmware/u200/base.xsabin')
     assert.equal(host.execs.length, 1)
     assert.equal([host.execs[0]!.command, ...host.execs[0]!.args].join(' '), line)
-    await assert.rejects(driver.program!('0000:3b:00.0', '/other.xsabin'), { name: 'DriverError', code: 'PROGRAM_FAILED' })
+    await assert.rejects(driver.program!('0000:3b:00.0', '/other.xsabin'), {
+      name: 'DriverError',
+      code: 'PROGRAM_FAILED',
+    })
   })
 })

@@ -82,7 +82,8 @@ export function parseLspciNnk(text: string): LspciFunction[] {
 
 /** True for a function of an Alveo card: Xilinx, and a processing accelerator or bound to xclmgmt/xocl. */
 export const isXilinxFpgaFunction = (f: LspciFunction): boolean =>
-  f.vendorId === XILINX_VENDOR_ID && (f.classCode === '1200' || f.driver === 'xclmgmt' || f.driver === 'xocl')
+  f.vendorId === XILINX_VENDOR_ID &&
+  (f.classCode === '1200' || f.driver === 'xclmgmt' || f.driver === 'xocl')
 
 /** A card: the functions of one slot, management PF first. */
 export interface XilinxCard {
@@ -124,7 +125,11 @@ export function xilinxDevice(card: XilinxCard, hostname: string): DiscoveredDevi
     type: DeviceType.FPGA,
     vendor: `0x${XILINX_VENDOR_ID}`,
     model: `0x${card.mgmt.productId}`,
-    stdBoardInfo: { vendor_id: `0x${XILINX_VENDOR_ID}`, device_id: `0x${card.mgmt.productId}`, class: card.mgmt.className },
+    stdBoardInfo: {
+      vendor_id: `0x${XILINX_VENDOR_ID}`,
+      device_id: `0x${card.mgmt.productId}`,
+      class: card.mgmt.className,
+    },
     vendorBoardInfo: {
       mgmt_pf: card.mgmt.address,
       mgmt_driver: card.mgmt.driver ?? '',
@@ -138,7 +143,10 @@ export function xilinxDevice(card: XilinxCard, hostname: string): DiscoveredDevi
         numAccelerators: 1,
         driverName: 'xilinx-fpga',
         attributes: rcAndTraits(XILINX_FPGA_RESOURCE_CLASS, xilinxTraits(card)),
-        attachHandles: card.functions.map((f) => ({ type: AttachType.PCI, info: pciHandleInfo(parsePciAddress(f.address)!) })),
+        attachHandles: card.functions.map((f) => ({
+          type: AttachType.PCI,
+          info: pciHandleInfo(parsePciAddress(f.address)!),
+        })),
       },
     ],
   }
@@ -148,7 +156,10 @@ export function xilinxDevice(card: XilinxCard, hostname: string): DiscoveredDevi
  * Creates the `xilinx-fpga` driver.
  * @param options `lspci`: the lspci binary. @default 'lspci'
  */
-export function createXilinxFpgaDriver(deps: DriverDeps, options: Record<string, string> = {}): AcceleratorDriver {
+export function createXilinxFpgaDriver(
+  deps: DriverDeps,
+  options: Record<string, string> = {},
+): AcceleratorDriver {
   const { host, hostname } = deps
   const { lspci = 'lspci' } = options
   return {
@@ -165,7 +176,9 @@ export function createXilinxFpgaDriver(deps: DriverDeps, options: Record<string,
         if (err instanceof AppError && EMPTY_HOST_CODES.has(err.code)) return []
         throw new DriverError('xilinx-fpga: lspci failed', { code: 'LSPCI_FAILED', cause: err })
       }
-      return groupXilinxCards(parseLspciNnk(typeof text === 'string' ? text : '')).map((c) => xilinxDevice(c, hostname))
+      return groupXilinxCards(parseLspciNnk(typeof text === 'string' ? text : '')).map((c) =>
+        xilinxDevice(c, hostname),
+      )
     },
     async program(address, imagePath) {
       const pci = programTarget('xilinx-fpga', address)

@@ -21,12 +21,22 @@ export function apiAuthenticator(config: Config, log: Logger): Authenticator {
   }
   const ks = config.keystone_authtoken
   if (ks.auth_type !== 'password') {
-    throw optionError(config, 'keystone_authtoken', 'auth_type', 'only password is supported with [api] auth_strategy = keystone')
+    throw optionError(
+      config,
+      'keystone_authtoken',
+      'auth_type',
+      'only password is supported with [api] auth_strategy = keystone',
+    )
   }
   const required = (name: 'auth_url' | 'username' | 'password' | 'project_name'): string => {
     const value = ks[name]
     if (value === undefined || value === '') {
-      throw optionError(config, 'keystone_authtoken', name, 'is required when [api] auth_strategy = keystone')
+      throw optionError(
+        config,
+        'keystone_authtoken',
+        name,
+        'is required when [api] auth_strategy = keystone',
+      )
     }
     return value
   }

@@ -5,7 +5,14 @@
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
 import { AppError, ConfigError } from '../domain/errors.js'
-import { configFiles, DEFAULT_CONFIG_FILE, loadConfig, redactConfig, resolveConfigFiles, type Config } from '../config/config.js'
+import {
+  configFiles,
+  DEFAULT_CONFIG_FILE,
+  loadConfig,
+  redactConfig,
+  resolveConfigFiles,
+  type Config,
+} from '../config/config.js'
 import { renderSample } from '../config/sample.js'
 import { renderEffective } from '../config/show.js'
 import { createLogger } from './logger.js'
@@ -32,7 +39,10 @@ const SHUTDOWN_DEADLINE_MS = 30_000
 const program = new Command('cyborg')
   .description('Cyborg: accelerator management for clouds (OpenStack Cyborg v2 API compatible)')
   .addOption(
-    new Option('--config-file <path>', 'configuration file; repeat to layer several, later files win')
+    new Option(
+      '--config-file <path>',
+      'configuration file; repeat to layer several, later files win',
+    )
       .argParser((value: string, previous: string[]) => [...previous, value])
       .default([], `${DEFAULT_CONFIG_FILE} if it exists`),
   )
@@ -47,7 +57,8 @@ function configFor(command: Command): Config {
 /** Prints the one-line reason a command could not start and exits 1. */
 function fail(name: string, err: unknown, log?: Logger): never {
   if (log && !(err instanceof ConfigError)) log.error({ err }, 'failed')
-  const line = err instanceof ConfigError ? errorMessage(err) : `cyborg ${name}: ${errorMessage(err)}`
+  const line =
+    err instanceof ConfigError ? errorMessage(err) : `cyborg ${name}: ${errorMessage(err)}`
   process.stderr.write(`${line}\n`)
   process.exit(1)
 }
@@ -59,7 +70,9 @@ function fail(name: string, err: unknown, log?: Logger): never {
 async function serve(
   name: string,
   command: Command,
-  pick: (s: Services) => (config: Config, log: Logger, options: { signal: AbortSignal }) => Promise<RunningService>,
+  pick: (
+    s: Services,
+  ) => (config: Config, log: Logger, options: { signal: AbortSignal }) => Promise<RunningService>,
 ) {
   let log: Logger | undefined
   let service: RunningService | undefined
@@ -179,18 +192,27 @@ program
   .command('policy')
   .description('policy helpers')
   .command('list')
-  .description('print every policy rule in force (default, or overridden by [oslo_policy] policy_file) and what it guards')
-  .addOption(new Option('--format <format>', 'yaml (can be pasted into policy.yaml) or json').choices(['yaml', 'json']).default('yaml'))
+  .description(
+    'print every policy rule in force (default, or overridden by [oslo_policy] policy_file) and what it guards',
+  )
+  .addOption(
+    new Option('--format <format>', 'yaml (can be pasted into policy.yaml) or json')
+      .choices(['yaml', 'json'])
+      .default('yaml'),
+  )
   .action(async (opts: { format: 'yaml' | 'json' }, command: Command) => {
     try {
       const config = configFor(command)
       const policy = await import('../policy/index.js')
       // An override of a rule Cyborg does not have is worth a line, not a failure.
-      const warn = (...args: unknown[]) => void process.stderr.write(`warning: ${String(args.find((a) => typeof a === 'string'))}\n`)
+      const warn = (...args: unknown[]) =>
+        void process.stderr.write(`warning: ${String(args.find((a) => typeof a === 'string'))}\n`)
       const log = { error: warn, warn, info: () => {}, debug: () => {}, child: () => log }
       const enforcer = policy.createEnforcer(config, { configFiles: configFiles(config), log })
       const rules = enforcer.rules()
-      process.stdout.write(opts.format === 'json' ? policy.renderPolicyJson(rules) : policy.renderPolicyText(rules))
+      process.stdout.write(
+        opts.format === 'json' ? policy.renderPolicyJson(rules) : policy.renderPolicyText(rules),
+      )
     } catch (err) {
       fail('policy list', err)
     }

@@ -118,7 +118,12 @@ export async function startCore(options: CoreOptions): Promise<Core> {
       server = await serveConductor(bus, conductor)
     }
     if (agentOptions !== false) {
-      const { host = osHostname(), enabledDrivers = ['fake'], driverOptions = {}, stateDir } = agentOptions
+      const {
+        host = osHostname(),
+        enabledDrivers = ['fake'],
+        driverOptions = {},
+        stateDir,
+      } = agentOptions
       const { placement } = options
       // With Placement, the compute node must exist before any device provider can hang under it.
       const resourceProvider =
@@ -130,9 +135,17 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           log,
         }))
       // Drivers share one probe that reads each file once per discovery (several walk the same PCI tree).
-      const hostProbe = createCachingHostProbe(agentOptions.hostProbe ?? createNodeHostProbe({ root: agentOptions.hostRoot }))
-      const drivers = createDrivers(enabledDrivers, { host: hostProbe, hostname: host }, driverOptions)
-      const cache = agentOptions.cache ?? (stateDir === undefined ? undefined : createFileAgentCache(stateDir, { log, clock }))
+      const hostProbe = createCachingHostProbe(
+        agentOptions.hostProbe ?? createNodeHostProbe({ root: agentOptions.hostRoot }),
+      )
+      const drivers = createDrivers(
+        enabledDrivers,
+        { host: hostProbe, hostname: host },
+        driverOptions,
+      )
+      const cache =
+        agentOptions.cache ??
+        (stateDir === undefined ? undefined : createFileAgentCache(stateDir, { log, clock }))
       agent = createAgent(
         {
           conductor: conductorClient,

@@ -18,13 +18,23 @@ export async function openConfiguredDatabase(config: Config): Promise<DatabaseHa
     try {
       mkdirSync(dirname(parsed.file), { recursive: true, mode: 0o750 })
     } catch (err) {
-      throw optionError(config, 'database', 'connection', `cannot create the directory of the SQLite file: ${errorCode(err)}`)
+      throw optionError(
+        config,
+        'database',
+        'connection',
+        `cannot create the directory of the SQLite file: ${errorCode(err)}`,
+      )
     }
   }
   try {
     return await openDatabase(url, { poolSize: config.database.max_pool_size })
   } catch (err) {
-    throw optionError(config, 'database', 'connection', `cannot open the database: ${errorMessage(err)}`)
+    throw optionError(
+      config,
+      'database',
+      'connection',
+      `cannot open the database: ${errorMessage(err)}`,
+    )
   }
 }
 

@@ -13,6 +13,8 @@ export async function fullyQualifiedName(name = hostname(), timeoutMs = 2000): P
     const { hostname: canonical } = await dns.lookupService(address, 0)
     return canonical.includes('.') ? canonical : name
   }
-  const timeout = new Promise<string>((resolve) => setTimeout(() => resolve(name), timeoutMs).unref())
+  const timeout = new Promise<string>((resolve) =>
+    setTimeout(() => resolve(name), timeoutMs).unref(),
+  )
   return Promise.race([lookup().catch(() => name), timeout])
 }

@@ -23,7 +23,13 @@ export async function startHttpApi(
   /** `https`: the TLS material when the caller loaded it already (loadApiTls); else read here. */
   deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger; https?: ApiTls | undefined },
 ): Promise<ListeningApi> {
-  const { host_ip: host, port, public_endpoint: publicEndpoint, api_workers: workers, max_arqs_per_request } = config.api
+  const {
+    host_ip: host,
+    port,
+    public_endpoint: publicEndpoint,
+    api_workers: workers,
+    max_arqs_per_request,
+  } = config.api
   const { handler_timeout } = config.api
   if (handler_timeout <= config.DEFAULT.rpc_response_timeout) {
     deps.log.warn(
@@ -31,7 +37,11 @@ export async function startHttpApi(
       '[api] handler_timeout is not above [DEFAULT] rpc_response_timeout: a slow conductor is reported as a handler timeout',
     )
   }
-  if (workers > 1) deps.log.warn({ api_workers: workers }, 'api_workers > 1 is not supported yet; serving from this process only')
+  if (workers > 1)
+    deps.log.warn(
+      { api_workers: workers },
+      'api_workers > 1 is not supported yet; serving from this process only',
+    )
   const https = deps.https ?? loadApiTls(config)
   const auth = apiAuthenticator(config, deps.log)
   const enforcer = createEnforcer(config, { configFiles: configFiles(config), log: deps.log })
@@ -49,7 +59,8 @@ export async function startHttpApi(
       auth,
       enforcer,
       // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
-      serviceDownAfterMs: (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
+      serviceDownAfterMs:
+        (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
       ...(https === undefined ? {} : { https }),
     },
@@ -67,6 +78,7 @@ export async function startHttpApi(
     }
     throw new Error(`cannot listen on ${host}:${port}: ${errorMessage(err)}`, { cause: err })
   }
-  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+  const shown =
+    host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
   return { app, url: `${https === undefined ? 'http' : 'https'}://${shown}:${port}` }
 }

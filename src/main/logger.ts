@@ -28,12 +28,17 @@ const REDACT = [
 ]
 
 /** @throws ConfigError when CYBORG_LOG_LEVEL is not a pino level */
-export function logLevel(config: Config, env: Readonly<Record<string, string | undefined>>): LogLevel {
+export function logLevel(
+  config: Config,
+  env: Readonly<Record<string, string | undefined>>,
+): LogLevel {
   const fromEnv = env.CYBORG_LOG_LEVEL
   if (fromEnv !== undefined && fromEnv !== '') {
     const level = fromEnv.trim().toLowerCase()
     if (!(LOG_LEVELS as readonly string[]).includes(level)) {
-      throw new ConfigError(`CYBORG_LOG_LEVEL = "${fromEnv}": expected one of ${LOG_LEVELS.join(', ')}`)
+      throw new ConfigError(
+        `CYBORG_LOG_LEVEL = "${fromEnv}": expected one of ${LOG_LEVELS.join(', ')}`,
+      )
     }
     return level as LogLevel
   }

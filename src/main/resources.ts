@@ -28,11 +28,15 @@ export function ensureStateDir(config: Config): string {
   try {
     mkdirSync(dir, { recursive: true, mode: 0o750 })
   } catch (err) {
-    throw optionError(config, 'DEFAULT', 'state_path', `cannot create the directory: ${errorCode(err)}`)
+    throw optionError(
+      config,
+      'DEFAULT',
+      'state_path',
+      `cannot create the directory: ${errorCode(err)}`,
+    )
   }
   return dir
 }
-
 
 export interface BusOptions {
   /**
@@ -57,7 +61,10 @@ export function busKind(config: Config): 'in-process' | 'rabbitmq' {
  * An unreachable broker is retried with backoff (logged) until it answers or `signal` aborts.
  * @throws ConfigError for an empty URL in a separate process, or a URL the bus cannot use
  */
-export async function createConfiguredBus(config: Config, options: BusOptions): Promise<MessageBus> {
+export async function createConfiguredBus(
+  config: Config,
+  options: BusOptions,
+): Promise<MessageBus> {
   const url = config.DEFAULT.transport_url
   const defaultTimeoutMs = rpcTimeoutMs(config)
   if (url === '') {
@@ -71,7 +78,8 @@ export async function createConfiguredBus(config: Config, options: BusOptions): 
     }
     return createInProcessBus({
       defaultTimeoutMs,
-      onError: (err, context) => options.log.warn({ err, ...context }, 'message without a caller failed'),
+      onError: (err, context) =>
+        options.log.warn({ err, ...context }, 'message without a caller failed'),
     })
   }
   try {
@@ -85,7 +93,12 @@ export async function createConfiguredBus(config: Config, options: BusOptions): 
   } catch (err) {
     if (err instanceof InvalidInputError && err.code === 'TRANSPORT_URL_INVALID') {
       // optionError shows the (masked) URL itself; add only the reason.
-      throw optionError(config, 'DEFAULT', 'transport_url', String(err.details?.reason ?? err.message))
+      throw optionError(
+        config,
+        'DEFAULT',
+        'transport_url',
+        String(err.details?.reason ?? err.message),
+      )
     }
     throw err
   }
@@ -108,7 +121,11 @@ export function conductorOptions(config: Config): ConductorOptions {
  * Reads a service section's client settings with `read`, turning its ConfigError (`[section]
  * option …`) into the one-line config error that names the file and line of that option.
  */
-function serviceSettings<T>(config: Config, section: 'placement' | 'glance' | 'nova', read: () => T): T {
+function serviceSettings<T>(
+  config: Config,
+  section: 'placement' | 'glance' | 'nova',
+  read: () => T,
+): T {
   try {
     return read()
   } catch (err) {
@@ -116,7 +133,12 @@ function serviceSettings<T>(config: Config, section: 'placement' | 'glance' | 'n
     // The message may name another section ([service_user] for Nova).
     const prefix = /^\[(placement|glance|nova|service_user)\] (\w+) /
     const [, named = section, option = 'endpoint_override'] = prefix.exec(err.message) ?? []
-    throw optionError(config, named as typeof section | 'service_user', option, err.message.replace(prefix, ''))
+    throw optionError(
+      config,
+      named as typeof section | 'service_user',
+      option,
+      err.message.replace(prefix, ''),
+    )
   }
 }
 
@@ -124,12 +146,17 @@ function serviceSettings<T>(config: Config, section: 'placement' | 'glance' | 'n
 export function placementOptions(config: Config): CorePlacement | undefined {
   const settings = serviceSettings(config, 'placement', () => placementSettings(config.placement))
   if (!settings) return undefined
-  return { client: createPlacementClient(settings), createRootProvider: config.placement.create_root_provider }
+  return {
+    client: createPlacementClient(settings),
+    createRootProvider: config.placement.create_root_provider,
+  }
 }
 
 /** FPGA bitstreams from Glance (`[glance]`), for the agent; undefined without `endpoint_override`. */
 export function glanceImages(config: Config): ImageSource | undefined {
-  const settings = serviceSettings(config, 'glance', () => keystoneSettings('glance', config.glance, 'image'))
+  const settings = serviceSettings(config, 'glance', () =>
+    keystoneSettings('glance', config.glance, 'image'),
+  )
   if (!settings) return undefined
   return glanceImageSource(createGlanceClient(settings))
 }
@@ -147,7 +174,9 @@ export function glanceImageSource(glance: GlanceClient): ImageSource {
 
 /** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
 export function novaOptions(config: Config): NovaClient | undefined {
-  const settings = serviceSettings(config, 'nova', () => novaSettings(config.nova, config.service_user))
+  const settings = serviceSettings(config, 'nova', () =>
+    novaSettings(config.nova, config.service_user),
+  )
   return settings ? createNovaClient(settings) : undefined
 }
 
@@ -156,7 +185,12 @@ export function agentOptions(config: Config): CoreAgentOptions {
   const known = driverNames()
   for (const name of config.agent.enabled_drivers) {
     if (!known.includes(name) && !Object.hasOwn(DRIVER_ALIASES, name)) {
-      throw optionError(config, 'agent', 'enabled_drivers', `unknown driver "${name}"; possible values are: ${known.join(', ')}`)
+      throw optionError(
+        config,
+        'agent',
+        'enabled_drivers',
+        `unknown driver "${name}"; possible values are: ${known.join(', ')}`,
+      )
     }
   }
   return {
@@ -167,7 +201,9 @@ export function agentOptions(config: Config): CoreAgentOptions {
     driverOptions: driverOptions(config),
     // Unset: the host's FQDN, then the host (resolved when the agent starts, see core.ts).
     resourceProviderNames:
-      config.agent.resource_provider_name === undefined ? undefined : [config.agent.resource_provider_name, config.DEFAULT.host],
+      config.agent.resource_provider_name === undefined
+        ? undefined
+        : [config.agent.resource_provider_name, config.DEFAULT.host],
     hostRoot: config.agent.host_root,
     images: glanceImages(config),
   }
@@ -179,7 +215,12 @@ function driverOptions(config: Config): Record<string, Record<string, string>> {
   try {
     parseDeviceSpec(deviceSpec)
   } catch (err) {
-    throw optionError(config, 'pci', 'device_spec', errorMessage(err).replace(/^pci driver option device_spec: /, ''))
+    throw optionError(
+      config,
+      'pci',
+      'device_spec',
+      errorMessage(err).replace(/^pci driver option device_spec: /, ''),
+    )
   }
   const nic: Record<string, string> = {}
   if (config.nic_devices.physical_device_mappings !== undefined) {

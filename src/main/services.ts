@@ -90,7 +90,12 @@ async function withResources<T>(
   what: { service: string; shared: boolean; database: boolean },
   body: (r: Resources) => Promise<T>,
 ): Promise<T> {
-  const bus = await createConfiguredBus(config, { shared: what.shared, log, service: what.service, ...options })
+  const bus = await createConfiguredBus(config, {
+    shared: what.shared,
+    log,
+    service: what.service,
+    ...options,
+  })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
@@ -115,31 +120,50 @@ export async function startAllInOne(
 ): Promise<RunningService & { url: string }> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
   const https = loadApiTls(config) // a bad [ssl] file stops start-up before anything runs
-  return withResources(config, log, options, { service: 'up', shared: false, database: true }, async ({ bus, down, db }) => {
-    const database = db!
-    log.info({ database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path }, 'starting all-in-one')
-    await migrate(database, log)
-    const core = await startCore({
-      db: database,
-      bus,
-      log,
-      conductor: conductorOptions(config),
-      agent,
-      rpcTimeoutMs: rpcTimeoutMs(config),
-      version: VERSION,
-      placement: placementOptions(config),
-      nova: novaOptions(config),
-    })
-    down.add('agent and conductor', () => core.stop())
-    await firstDiscovery(core.agent, log)
-    const { startHttpApi } = await import('./http.js')
-    const api = await startHttpApi(config, { db: database, conductor: core.conductorClient, log, https })
-    down.add('api', () => api.app.close())
-    const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) => startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary }))
-    down.add('heartbeats', () => Promise.all(stopBeats.map((stop) => stop())))
-    log.info({ url: api.url }, `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`)
-    return { url: api.url, stop: () => down.run() }
-  })
+  return withResources(
+    config,
+    log,
+    options,
+    { service: 'up', shared: false, database: true },
+    async ({ bus, down, db }) => {
+      const database = db!
+      log.info(
+        { database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path },
+        'starting all-in-one',
+      )
+      await migrate(database, log)
+      const core = await startCore({
+        db: database,
+        bus,
+        log,
+        conductor: conductorOptions(config),
+        agent,
+        rpcTimeoutMs: rpcTimeoutMs(config),
+        version: VERSION,
+        placement: placementOptions(config),
+        nova: novaOptions(config),
+      })
+      down.add('agent and conductor', () => core.stop())
+      await firstDiscovery(core.agent, log)
+      const { startHttpApi } = await import('./http.js')
+      const api = await startHttpApi(config, {
+        db: database,
+        conductor: core.conductorClient,
+        log,
+        https,
+      })
+      down.add('api', () => api.app.close())
+      const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) =>
+        startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary }),
+      )
+      down.add('heartbeats', () => Promise.all(stopBeats.map((stop) => stop())))
+      log.info(
+        { url: api.url },
+        `cyborg is ready: API at ${api.url}/v2, agent on ${config.DEFAULT.host} with ${agent.enabledDrivers?.join(', ') || 'no drivers'}`,
+      )
+      return { url: api.url, stop: () => down.run() }
+    },
+  )
 }
 
 /** `cyborg api`: stateless HTTP API; writes go to the conductor over the shared bus. */
@@ -149,65 +173,115 @@ export async function startApiService(
   options: StartOptions = {},
 ): Promise<RunningService & { url: string }> {
   const https = loadApiTls(config) // a bad [ssl] file stops start-up before anything runs
-  return withResources(config, log, options, { service: 'api', shared: true, database: true }, async ({ bus, down, db }) => {
-    const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
-    const { startHttpApi } = await import('./http.js')
-    const api = await startHttpApi(config, { db: db!, conductor, log, https })
-    down.add('api', () => api.app.close())
-    down.add('heartbeat', startHeartbeat({ ...heartbeatOf(config, conductor, log), binary: API_BINARY }))
-    log.info({ url: api.url, database: db!.safeUrl, bus: busKind(config) }, `cyborg api is ready at ${api.url}/v2`)
-    return { url: api.url, stop: () => down.run() }
-  })
+  return withResources(
+    config,
+    log,
+    options,
+    { service: 'api', shared: true, database: true },
+    async ({ bus, down, db }) => {
+      const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
+      const { startHttpApi } = await import('./http.js')
+      const api = await startHttpApi(config, { db: db!, conductor, log, https })
+      down.add('api', () => api.app.close())
+      down.add(
+        'heartbeat',
+        startHeartbeat({ ...heartbeatOf(config, conductor, log), binary: API_BINARY }),
+      )
+      log.info(
+        { url: api.url, database: db!.safeUrl, bus: busKind(config) },
+        `cyborg api is ready at ${api.url}/v2`,
+      )
+      return { url: api.url, stop: () => down.run() }
+    },
+  )
 }
 
 /** `cyborg conductor`: the single writer, serving RPCs from the shared bus. */
-export async function startConductorService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
-  return withResources(config, log, options, { service: 'conductor', shared: true, database: true }, async ({ bus, down, db }) => {
-    const core = await startCore({
-      db: db!,
-      bus,
-      log,
-      conductor: conductorOptions(config),
-      agent: false,
-      rpcTimeoutMs: rpcTimeoutMs(config),
-      version: VERSION,
-      placement: placementOptions(config),
-      nova: novaOptions(config),
-    })
-    down.add('conductor', () => core.stop())
-    down.add('heartbeat', startHeartbeat({ ...heartbeatOf(config, core.conductorClient, log), binary: CONDUCTOR_BINARY }))
-    log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
-    return { stop: () => down.run() }
-  })
+export async function startConductorService(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningService> {
+  return withResources(
+    config,
+    log,
+    options,
+    { service: 'conductor', shared: true, database: true },
+    async ({ bus, down, db }) => {
+      const core = await startCore({
+        db: db!,
+        bus,
+        log,
+        conductor: conductorOptions(config),
+        agent: false,
+        rpcTimeoutMs: rpcTimeoutMs(config),
+        version: VERSION,
+        placement: placementOptions(config),
+        nova: novaOptions(config),
+      })
+      down.add('conductor', () => core.stop())
+      down.add(
+        'heartbeat',
+        startHeartbeat({
+          ...heartbeatOf(config, core.conductorClient, log),
+          binary: CONDUCTOR_BINARY,
+        }),
+      )
+      log.info({ database: db!.safeUrl, bus: busKind(config) }, 'cyborg conductor is ready')
+      return { stop: () => down.run() }
+    },
+  )
 }
 
 /** `cyborg agent`: discovers this host's devices and reports them to the conductor over the shared bus. */
-export async function startAgentService(config: Config, log: Logger, options: StartOptions = {}): Promise<RunningService> {
+export async function startAgentService(
+  config: Config,
+  log: Logger,
+  options: StartOptions = {},
+): Promise<RunningService> {
   const agent = { ...agentOptions(config), stateDir: agentStateDir(config) }
-  return withResources(config, log, options, { service: 'agent', shared: true, database: false }, async ({ bus, down }) => {
-    const core = await startCore({
-      bus,
-      log,
-      conductor: false,
-      agent,
-      rpcTimeoutMs: rpcTimeoutMs(config),
-      version: VERSION,
-      placement: placementOptions(config),
-    })
-    down.add('agent', () => core.stop())
-    log.info({ host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) }, 'cyborg agent is ready')
-    return { stop: () => down.run() }
-  })
+  return withResources(
+    config,
+    log,
+    options,
+    { service: 'agent', shared: true, database: false },
+    async ({ bus, down }) => {
+      const core = await startCore({
+        bus,
+        log,
+        conductor: false,
+        agent,
+        rpcTimeoutMs: rpcTimeoutMs(config),
+        version: VERSION,
+        placement: placementOptions(config),
+      })
+      down.add('agent', () => core.stop())
+      log.info(
+        { host: agent.host, drivers: agent.enabledDrivers, bus: busKind(config) },
+        'cyborg agent is ready',
+      )
+      return { stop: () => down.run() }
+    },
+  )
 }
 
 /** What the API's and conductor's heartbeats share: this host, the version, the agents' period. */
 function heartbeatOf(config: Config, conductor: ConductorRpc, log: Logger) {
-  return { conductor, host: config.DEFAULT.host, version: VERSION, intervalMs: config.DEFAULT.periodic_interval * 1000, log }
+  return {
+    conductor,
+    host: config.DEFAULT.host,
+    version: VERSION,
+    intervalMs: config.DEFAULT.periodic_interval * 1000,
+    log,
+  }
 }
 
 /** The agent's state directory, `<state_path>/agent-<host>/` (its local cache). */
 export function agentStateDir(config: Config): string {
-  return join(config.DEFAULT.state_path, `agent-${config.DEFAULT.host.replace(/[^A-Za-z0-9._-]/g, '_')}`)
+  return join(
+    config.DEFAULT.state_path,
+    `agent-${config.DEFAULT.host.replace(/[^A-Za-z0-9._-]/g, '_')}`,
+  )
 }
 
 async function migrate(db: DatabaseHandle, log: Logger): Promise<void> {
@@ -220,18 +294,24 @@ async function migrate(db: DatabaseHandle, log: Logger): Promise<void> {
  * Waits (boundedly) for the agent's first report, so that the API shows the devices from its first
  * answer. A driver failing is not fatal: the agent retries every period.
  */
-async function firstDiscovery(agent: { discoverNow(): Promise<unknown> } | undefined, log: Logger): Promise<void> {
+async function firstDiscovery(
+  agent: { discoverNow(): Promise<unknown> } | undefined,
+  log: Logger,
+): Promise<void> {
   if (!agent) return
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
-      log.warn(`first discovery still running after ${FIRST_DISCOVERY_WAIT_MS} ms; opening the API anyway`)
+      log.warn(
+        `first discovery still running after ${FIRST_DISCOVERY_WAIT_MS} ms; opening the API anyway`,
+      )
       resolve()
     }, FIRST_DISCOVERY_WAIT_MS)
   })
   const report = agent.discoverNow().then(
     () => undefined,
-    (err: unknown) => log.warn({ err }, 'first discovery failed; the agent retries every periodic_interval'),
+    (err: unknown) =>
+      log.warn({ err }, 'first discovery failed; the agent retries every periodic_interval'),
   )
   try {
     await Promise.race([report, timeout])

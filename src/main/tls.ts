@@ -23,23 +23,43 @@ export function loadApiTls(config: Config): ApiTls | undefined {
   try {
     certificate = new X509Certificate(cert)
   } catch (err) {
-    throw optionError(config, 'ssl', 'cert_file', `${certFile} holds no PEM certificate (${errorMessage(err)})`)
+    throw optionError(
+      config,
+      'ssl',
+      'cert_file',
+      `${certFile} holds no PEM certificate (${errorMessage(err)})`,
+    )
   }
   let privateKey: ReturnType<typeof createPrivateKey>
   try {
     privateKey = createPrivateKey(key)
   } catch (err) {
-    throw optionError(config, 'ssl', 'key_file', `${keyFile} holds no unencrypted PEM private key (${errorMessage(err)})`)
+    throw optionError(
+      config,
+      'ssl',
+      'key_file',
+      `${keyFile} holds no unencrypted PEM private key (${errorMessage(err)})`,
+    )
   }
   if (!certificate.checkPrivateKey(privateKey)) {
-    throw optionError(config, 'ssl', 'key_file', `the key in ${keyFile} does not belong to the certificate in ${certFile} ([ssl] cert_file)`)
+    throw optionError(
+      config,
+      'ssl',
+      'key_file',
+      `the key in ${keyFile} does not belong to the certificate in ${certFile} ([ssl] cert_file)`,
+    )
   }
   if (config.ssl.ca_file === undefined) return { key, cert }
   const ca = readPem(config, 'ca_file')
   try {
     new X509Certificate(ca)
   } catch (err) {
-    throw optionError(config, 'ssl', 'ca_file', `${config.ssl.ca_file} holds no PEM certificate (${errorMessage(err)})`)
+    throw optionError(
+      config,
+      'ssl',
+      'ca_file',
+      `${config.ssl.ca_file} holds no PEM certificate (${errorMessage(err)})`,
+    )
   }
   return { key, cert, ca }
 }
@@ -47,7 +67,13 @@ export function loadApiTls(config: Config): ApiTls | undefined {
 /** The file of one `[ssl]` option; unset or unreadable is a config error naming it. */
 function readPem(config: Config, name: SslOption): Buffer {
   const file = config.ssl[name]
-  if (file === undefined) throw optionError(config, 'ssl', name, 'a PEM file is required when [api] enable_ssl_api = true')
+  if (file === undefined)
+    throw optionError(
+      config,
+      'ssl',
+      name,
+      'a PEM file is required when [api] enable_ssl_api = true',
+    )
   try {
     return readFileSync(file)
   } catch (err) {

@@ -43,7 +43,8 @@ interface RawImage {
 }
 
 export function createGlanceClient(settings: GlanceSettings): GlanceClient {
-  const headers: Record<string, string> = settings.token === undefined ? {} : { 'x-auth-token': settings.token }
+  const headers: Record<string, string> =
+    settings.token === undefined ? {} : { 'x-auth-token': settings.token }
   const ep: ServiceEndpoint = {
     service: 'Glance',
     url: settings.endpoint.replace(/\/+$/, ''),
@@ -52,20 +53,41 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
     auth: settings.auth,
   }
   const usable = (raw: RawImage) => {
-    if (raw.status !== 'active') throw new InvalidInputError(`image ${raw.id} is ${raw.status}, not active`, { details: { field: 'image' } })
+    if (raw.status !== 'active')
+      throw new InvalidInputError(`image ${raw.id} is ${raw.status}, not active`, {
+        details: { field: 'image' },
+      })
     if (!raw.os_hash_algo || !raw.os_hash_value) {
-      throw new InvalidInputError(`image ${raw.id} has no recorded hash (os_hash_value): it cannot be verified`, { details: { field: 'image' } })
+      throw new InvalidInputError(
+        `image ${raw.id} has no recorded hash (os_hash_value): it cannot be verified`,
+        { details: { field: 'image' } },
+      )
     }
-    return { id: raw.id, hashAlgo: raw.os_hash_algo, hashValue: raw.os_hash_value, size: raw.size ?? 0 }
+    return {
+      id: raw.id,
+      hashAlgo: raw.os_hash_algo,
+      hashValue: raw.os_hash_value,
+      size: raw.size ?? 0,
+    }
   }
   return {
     async resolve(ref) {
       if ((ref.imageId === undefined) === (ref.functionId === undefined)) {
-        throw new InvalidInputError('name exactly one of accel:bitstream_id and accel:function_id', { details: { field: 'accel:bitstream_id' } })
+        throw new InvalidInputError(
+          'name exactly one of accel:bitstream_id and accel:function_id',
+          { details: { field: 'accel:bitstream_id' } },
+        )
       }
       if (ref.imageId !== undefined) {
-        const raw = await requestJson(ep, 'GET', `/v2/images/${encodeURIComponent(ref.imageId)}`).catch((err: unknown) => {
-          if ((err as { status?: number }).status === 404) throw new NotFoundError(`Glance has no image ${ref.imageId}`, { code: 'IMAGE_NOT_FOUND' })
+        const raw = await requestJson(
+          ep,
+          'GET',
+          `/v2/images/${encodeURIComponent(ref.imageId)}`,
+        ).catch((err: unknown) => {
+          if ((err as { status?: number }).status === 404)
+            throw new NotFoundError(`Glance has no image ${ref.imageId}`, {
+              code: 'IMAGE_NOT_FOUND',
+            })
           throw err
         })
         return usable(raw.body as RawImage)
@@ -74,9 +96,12 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
       const { body } = await requestJson(ep, 'GET', `/v2/images?${query}`)
       const images = (body as { images: RawImage[] }).images
       if (images.length !== 1) {
-        throw new InvalidInputError(`expected exactly 1 active image with accel:function_id ${ref.functionId}, found ${images.length}`, {
-          details: { field: 'accel:function_id' },
-        })
+        throw new InvalidInputError(
+          `expected exactly 1 active image with accel:function_id ${ref.functionId}, found ${images.length}`,
+          {
+            details: { field: 'accel:function_id' },
+          },
+        )
       }
       return usable(images[0]!)
     },
@@ -90,9 +115,13 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
           signal: AbortSignal.timeout(settings.timeoutMs * 10),
         })
       } catch (err) {
-        throw new UnavailableError(`Glance GET /v2/images/${image.id}/file: ${(err as Error).message}`, { cause: err })
+        throw new UnavailableError(
+          `Glance GET /v2/images/${image.id}/file: ${(err as Error).message}`,
+          { cause: err },
+        )
       }
-      if (!res.ok || !res.body) throw new UnavailableError(`Glance GET /v2/images/${image.id}/file answered ${res.status}`)
+      if (!res.ok || !res.body)
+        throw new UnavailableError(`Glance GET /v2/images/${image.id}/file answered ${res.status}`)
       const hash = createHash(image.hashAlgo)
       const tap = new Transform({
         transform(chunk: Buffer, _enc, done) {
@@ -100,7 +129,11 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
           done(null, chunk)
         },
       })
-      await pipeline(Readable.fromWeb(res.body as never), tap, createWriteStream(dest, { mode: 0o600 }))
+      await pipeline(
+        Readable.fromWeb(res.body as never),
+        tap,
+        createWriteStream(dest, { mode: 0o600 }),
+      )
       const got = hash.digest('hex')
       if (got !== image.hashValue) {
         await rm(dest, { force: true })

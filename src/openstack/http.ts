@@ -81,8 +81,14 @@ export async function requestJson(
       })
     } catch (err) {
       ep.onCall?.(method, path, 0)
-      const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${ep.timeoutMs} ms` : causeMessage(err)
-      throw new UnavailableError(`${what}: ${reason}`, { code: 'OPENSTACK_UNAVAILABLE', cause: err })
+      const reason =
+        err instanceof Error && err.name === 'TimeoutError'
+          ? `no answer in ${ep.timeoutMs} ms`
+          : causeMessage(err)
+      throw new UnavailableError(`${what}: ${reason}`, {
+        code: 'OPENSTACK_UNAVAILABLE',
+        cause: err,
+      })
     }
     ep.onCall?.(method, path, res.status)
     // A Keystone token may be revoked or expire early: take a new one and try once more.
@@ -100,7 +106,9 @@ export async function requestJson(
 }
 
 /** The base URL and headers of the next request to `ep`: static, or from its `auth` (which updates `ep.url`). */
-export async function resolveTarget(ep: ServiceEndpoint): Promise<{ url: string; headers: Record<string, string> }> {
+export async function resolveTarget(
+  ep: ServiceEndpoint,
+): Promise<{ url: string; headers: Record<string, string> }> {
   if (!ep.auth) return { url: ep.url, headers: ep.headers }
   const { url, headers } = await ep.auth.prepare()
   ep.url = url.replace(/\/+$/, '')
@@ -124,4 +132,3 @@ function errorOf(parsed: unknown, text: string): { detail: string; code: string 
   const detail = raw.split('\n\n').pop()!.trim() || raw.trim()
   return { detail, code: typeof first?.code === 'string' ? first.code : undefined }
 }
-

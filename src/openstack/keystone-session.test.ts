@@ -27,16 +27,26 @@ async function listen(handler: Parameters<typeof createServer>[1]) {
 
 /** A Keystone stand-in: issues `tok-1`, `tok-2`, … valid for `lifeMs` from `clock`, with `catalog`. */
 async function fakeKeystone(catalog: unknown[] = []) {
-  const state = { clock: Date.parse('2026-03-01T10:00:00Z'), lifeMs: HOUR, issued: 0, bodies: [] as unknown[] }
+  const state = {
+    clock: Date.parse('2026-03-01T10:00:00Z'),
+    lifeMs: HOUR,
+    issued: 0,
+    bodies: [] as unknown[],
+  }
   const url = await listen((req, res) => {
     let text = ''
     req.on('data', (c: Buffer) => (text += c.toString()))
     req.on('end', () => {
-      const body = JSON.parse(text) as { auth: { identity: { password: { user: { password: string } } } } }
+      const body = JSON.parse(text) as {
+        auth: { identity: { password: { user: { password: string } } } }
+      }
       state.bodies.push(body)
-      if (req.method !== 'POST' || req.url !== '/v3/auth/tokens') return void res.writeHead(404).end()
+      if (req.method !== 'POST' || req.url !== '/v3/auth/tokens')
+        return void res.writeHead(404).end()
       if (body.auth.identity.password.user.password !== 'secret') {
-        return void res.writeHead(401, { 'content-type': 'application/json' }).end('{"error": {"code": 401}}')
+        return void res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end('{"error": {"code": 401}}')
       }
       state.issued++
       const token = {
@@ -44,7 +54,12 @@ async function fakeKeystone(catalog: unknown[] = []) {
         expires_at: new Date(state.clock + state.lifeMs).toISOString(),
         catalog,
       }
-      res.writeHead(201, { 'content-type': 'application/json', 'x-subject-token': `tok-${state.issued}` }).end(JSON.stringify({ token }))
+      res
+        .writeHead(201, {
+          'content-type': 'application/json',
+          'x-subject-token': `tok-${state.issued}`,
+        })
+        .end(JSON.stringify({ token }))
     })
   })
   const auth = (extra: Partial<PasswordAuth> = {}): PasswordAuth => ({
@@ -65,7 +80,9 @@ async function fakeService(accept: (token: string) => boolean = () => true) {
   const url = await listen((req, res) => {
     seen.push(req.headers)
     const ok = accept(String(req.headers['x-auth-token']))
-    res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' }).end(ok ? '{"traits": ["CUSTOM_A"]}' : '{}')
+    res
+      .writeHead(ok ? 200 : 401, { 'content-type': 'application/json' })
+      .end(ok ? '{"traits": ["CUSTOM_A"]}' : '{}')
   })
   return { url, seen, tokens: () => seen.map((h) => h['x-auth-token']) }
 }
@@ -79,13 +96,18 @@ const endpoints = (urls: Record<string, string>) =>
 describe('Keystone session: token cache and renewal', () => {
   it('authenticates once with the password method, scoped to the project, and reuses the token', async () => {
     const ks = await fakeKeystone()
-    const session = createKeystoneSession(ks.auth({ userDomainName: 'users', projectDomainName: 'Default' }))
+    const session = createKeystoneSession(
+      ks.auth({ userDomainName: 'users', projectDomainName: 'Default' }),
+    )
     assert.equal(await session.token(), 'tok-1')
     assert.equal(await session.token(), 'tok-1')
     assert.equal(ks.state.issued, 1)
     assert.deepEqual(ks.state.bodies[0], {
       auth: {
-        identity: { methods: ['password'], password: { user: { name: 'cyborg', password: 'secret', domain: { name: 'users' } } } },
+        identity: {
+          methods: ['password'],
+          password: { user: { name: 'cyborg', password: 'secret', domain: { name: 'users' } } },
+        },
         scope: { project: { name: 'service', domain: { name: 'Default' } } },
       },
     })
@@ -113,7 +135,9 @@ describe('Keystone session: token cache and renewal', () => {
   })
 
   it('shares one authentication among concurrent callers', async () => {
-    const ks = await fakeKeystone([{ type: 'placement', endpoints: endpoints({ public: 'http://p' }) }])
+    const ks = await fakeKeystone([
+      { type: 'placement', endpoints: endpoints({ public: 'http://p' }) },
+    ])
     const session = createKeystoneSession(ks.auth())
     const answers = await Promise.all([
       session.token(),
@@ -124,7 +148,11 @@ describe('Keystone session: token cache and renewal', () => {
     assert.deepEqual(answers, ['tok-1', 'tok-1', 'http://p', 'tok-1'])
     assert.equal(ks.state.issued, 1)
     ks.state.clock += HOUR // expired: the next wave shares one renewal too
-    assert.deepEqual(await Promise.all([session.token(), session.token(), session.token()]), ['tok-2', 'tok-2', 'tok-2'])
+    assert.deepEqual(await Promise.all([session.token(), session.token(), session.token()]), [
+      'tok-2',
+      'tok-2',
+      'tok-2',
+    ])
     assert.equal(ks.state.issued, 2)
   })
 
@@ -144,11 +172,20 @@ describe('Keystone session: failures', () => {
         s.close(() => resolve(port))
       })
     })
-    const session = createKeystoneSession({ authUrl: `http://127.0.0.1:${closed}/v3`, username: 'u', password: 'p', projectName: 'x', timeoutMs: 2000 })
+    const session = createKeystoneSession({
+      authUrl: `http://127.0.0.1:${closed}/v3`,
+      username: 'u',
+      password: 'p',
+      projectName: 'x',
+      timeoutMs: 2000,
+    })
     await assert.rejects(session.token(), (err: unknown) => {
       assert.ok(err instanceof UnavailableError)
       assert.equal(err.code, 'KEYSTONE_UNAVAILABLE')
-      assert.match(err.message, new RegExp(`^Keystone POST http://127\\.0\\.0\\.1:${closed}/v3/auth/tokens: ECONNREFUSED$`))
+      assert.match(
+        err.message,
+        new RegExp(`^Keystone POST http://127\\.0\\.0\\.1:${closed}/v3/auth/tokens: ECONNREFUSED$`),
+      )
       return true
     })
   })
@@ -159,7 +196,10 @@ describe('Keystone session: failures', () => {
     await assert.rejects(session.token(), (err: unknown) => {
       assert.ok(err instanceof UnavailableError)
       assert.equal(err.code, 'KEYSTONE_AUTH_FAILED')
-      assert.match(err.message, /answered 401: Keystone refused user "cyborg" \(domain Default\) for project "service"/)
+      assert.match(
+        err.message,
+        /answered 401: Keystone refused user "cyborg" \(domain Default\) for project "service"/,
+      )
       assert.doesNotMatch(JSON.stringify({ m: err.message, d: err.details }), /wrong-Pa55/)
       return true
     })
@@ -172,7 +212,13 @@ describe('Keystone session: a 401 from the service', () => {
     const session = createKeystoneSession(ks.auth())
     await session.token() // tok-1 is cached; the service has since stopped accepting it
     const svc = await fakeService((t) => t !== 'tok-1')
-    const ep: ServiceEndpoint = { service: 'Placement', url: svc.url, headers: {}, timeoutMs: 5000, auth: sessionAuth({ endpoint: svc.url, session }) }
+    const ep: ServiceEndpoint = {
+      service: 'Placement',
+      url: svc.url,
+      headers: {},
+      timeoutMs: 5000,
+      auth: sessionAuth({ endpoint: svc.url, session }),
+    }
     const answer = await requestJson(ep, 'GET', '/x')
     assert.equal(answer.status, 200)
     assert.deepEqual(svc.tokens(), ['tok-1', 'tok-2'])
@@ -183,8 +229,17 @@ describe('Keystone session: a 401 from the service', () => {
     const ks = await fakeKeystone()
     const session = createKeystoneSession(ks.auth())
     const svc = await fakeService(() => false)
-    const ep: ServiceEndpoint = { service: 'Placement', url: svc.url, headers: {}, timeoutMs: 5000, auth: sessionAuth({ endpoint: svc.url, session }) }
-    await assert.rejects(requestJson(ep, 'GET', '/x'), (err: unknown) => err instanceof OpenStackHttpError && err.status === 401)
+    const ep: ServiceEndpoint = {
+      service: 'Placement',
+      url: svc.url,
+      headers: {},
+      timeoutMs: 5000,
+      auth: sessionAuth({ endpoint: svc.url, session }),
+    }
+    await assert.rejects(
+      requestJson(ep, 'GET', '/x'),
+      (err: unknown) => err instanceof OpenStackHttpError && err.status === 401,
+    )
     assert.deepEqual(svc.tokens(), ['tok-1', 'tok-2'])
   })
 })
@@ -194,34 +249,61 @@ describe('Keystone session: catalog lookup', () => {
     { type: 'identity', endpoints: endpoints({ public: 'http://ks/v3' }) },
     {
       type: 'placement',
-      endpoints: endpoints({ 'public@RegionOne': 'http://p1/', 'internal@RegionOne': 'http://p1-int', 'public@RegionTwo': 'http://p2' }),
+      endpoints: endpoints({
+        'public@RegionOne': 'http://p1/',
+        'internal@RegionOne': 'http://p1-int',
+        'public@RegionTwo': 'http://p2',
+      }),
     },
-    { type: 'compute', endpoints: [{ interface: 'publicURL', region: 'RegionOne', url: 'http://nova/v2.1' }] },
+    {
+      type: 'compute',
+      endpoints: [{ interface: 'publicURL', region: 'RegionOne', url: 'http://nova/v2.1' }],
+    },
   ]
   it('picks by service type, interface in the order given, and region', async () => {
     const ks = await fakeKeystone(catalog)
     const session = createKeystoneSession(ks.auth())
-    const pick = (q: { serviceType: string; interfaces: string[]; region?: string }) => session.endpoint(q)
+    const pick = (q: { serviceType: string; interfaces: string[]; region?: string }) =>
+      session.endpoint(q)
     assert.equal(await pick({ serviceType: 'placement', interfaces: ['public'] }), 'http://p1')
-    assert.equal(await pick({ serviceType: 'placement', interfaces: ['internal', 'public'] }), 'http://p1-int')
-    assert.equal(await pick({ serviceType: 'placement', interfaces: ['internal', 'public'], region: 'RegionTwo' }), 'http://p2')
+    assert.equal(
+      await pick({ serviceType: 'placement', interfaces: ['internal', 'public'] }),
+      'http://p1-int',
+    )
+    assert.equal(
+      await pick({
+        serviceType: 'placement',
+        interfaces: ['internal', 'public'],
+        region: 'RegionTwo',
+      }),
+      'http://p2',
+    )
     assert.equal(await pick({ serviceType: 'compute', interfaces: ['public'] }), 'http://nova/v2.1')
     await assert.rejects(
       pick({ serviceType: 'placement', interfaces: ['admin'], region: 'RegionOne' }),
       (err: unknown) =>
         err instanceof UnavailableError &&
-        /no placement endpoint with interface admin in region RegionOne; check valid_interfaces and region_name/.test(err.message),
+        /no placement endpoint with interface admin in region RegionOne; check valid_interfaces and region_name/.test(
+          err.message,
+        ),
     )
     await assert.rejects(
       pick({ serviceType: 'image', interfaces: ['public'] }),
-      (err: unknown) => err instanceof UnavailableError && /has no service of type image; register one, or set endpoint_override/.test(err.message),
+      (err: unknown) =>
+        err instanceof UnavailableError &&
+        /has no service of type image; register one, or set endpoint_override/.test(err.message),
     )
     assert.equal(ks.state.issued, 1)
   })
 
   it('lets the Placement client of [placement] auth_type = password reach the catalog endpoint with the token', async () => {
     const svc = await fakeService((t) => t === 'tok-1')
-    const ks = await fakeKeystone([{ type: 'placement', endpoints: endpoints({ 'public@RegionOne': 'http://wrong', 'internal@RegionTwo': svc.url }) }])
+    const ks = await fakeKeystone([
+      {
+        type: 'placement',
+        endpoints: endpoints({ 'public@RegionOne': 'http://wrong', 'internal@RegionTwo': svc.url }),
+      },
+    ])
     const settings = placementSettings({
       auth_type: 'password',
       auth_url: `${ks.url}/v3`,
@@ -246,38 +328,91 @@ describe('Nova with [service_user]', () => {
     const ks = await fakeKeystone()
     const nova = await fakeService()
     const settings = novaSettings(
-      { auth_type: 'admin_token', endpoint_override: `${nova.url}/v2.1`, token: 'admin', service_token: 'static' },
-      { send_service_user_token: true, auth_type: 'password', auth_url: `${ks.url}/v3`, username: 'nova-svc', password: 'secret', project_name: 'service' },
+      {
+        auth_type: 'admin_token',
+        endpoint_override: `${nova.url}/v2.1`,
+        token: 'admin',
+        service_token: 'static',
+      },
+      {
+        send_service_user_token: true,
+        auth_type: 'password',
+        auth_url: `${ks.url}/v3`,
+        username: 'nova-svc',
+        password: 'secret',
+        project_name: 'service',
+      },
     )!
     await createNovaClient({ ...settings, backoffMs: [] }).sendArqBoundEvents([
-      { instanceUuid: '6f1b2a52-7d1e-4c55-9a0b-5a3c2c6d2f11', arqUuid: 'a1d3b7c0-0000-4000-8000-000000000001', status: 'completed' },
+      {
+        instanceUuid: '6f1b2a52-7d1e-4c55-9a0b-5a3c2c6d2f11',
+        arqUuid: 'a1d3b7c0-0000-4000-8000-000000000001',
+        status: 'completed',
+      },
     ])
     assert.equal(nova.seen[0]!['x-auth-token'], 'admin')
     assert.equal(nova.seen[0]!['x-service-token'], 'tok-1')
   })
 
   it('refuses a service user without a password method or a username, naming the option', () => {
-    const nova = { auth_type: 'admin_token' as const, endpoint_override: 'http://nova/v2.1', token: 'admin' }
+    const nova = {
+      auth_type: 'admin_token' as const,
+      endpoint_override: 'http://nova/v2.1',
+      token: 'admin',
+    }
     assert.throws(
       () => novaSettings(nova, { send_service_user_token: true, auth_type: 'none' }),
-      (err: unknown) => err instanceof ConfigError && /^\[service_user\] auth_type must be password/.test(err.message),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /^\[service_user\] auth_type must be password/.test(err.message),
     )
     assert.throws(
-      () => novaSettings(nova, { send_service_user_token: true, auth_type: 'password', auth_url: 'http://ks/v3', password: 'p', project_name: 's' }),
-      (err: unknown) => err instanceof ConfigError && err.message === '[service_user] username is required when auth_type = password',
+      () =>
+        novaSettings(nova, {
+          send_service_user_token: true,
+          auth_type: 'password',
+          auth_url: 'http://ks/v3',
+          password: 'p',
+          project_name: 's',
+        }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        err.message === '[service_user] username is required when auth_type = password',
     )
-    assert.equal(novaSettings(nova, { send_service_user_token: false, auth_type: 'none' })?.auth, undefined)
+    assert.equal(
+      novaSettings(nova, { send_service_user_token: false, auth_type: 'none' })?.auth,
+      undefined,
+    )
   })
 })
 
 describe('keystoneSettings', () => {
-  const password = { auth_type: 'password' as const, auth_url: 'http://ks/v3', username: 'u', password: 'p', project_name: 's', timeout: 5 }
+  const password = {
+    auth_type: 'password' as const,
+    auth_url: 'http://ks/v3',
+    username: 'u',
+    password: 'p',
+    project_name: 's',
+    timeout: 5,
+  }
   it('refuses what cannot work, naming the option', () => {
     const refused = (opts: Parameters<typeof keystoneSettings>[1], message: RegExp) =>
-      assert.throws(() => keystoneSettings('placement', opts), (err: unknown) => err instanceof ConfigError && message.test(err.message))
-    refused({ ...password, project_name: undefined }, /^\[placement\] project_name is required when auth_type = password$/)
-    refused({ ...password, valid_interfaces: ['private'] }, /^\[placement\] valid_interfaces has "private": expected public, internal or admin$/)
-    refused({ auth_type: 'admin_token', token: 't', timeout: 5 }, /^\[placement\] endpoint_override is required when auth_type = admin_token/)
+      assert.throws(
+        () => keystoneSettings('placement', opts),
+        (err: unknown) => err instanceof ConfigError && message.test(err.message),
+      )
+    refused(
+      { ...password, project_name: undefined },
+      /^\[placement\] project_name is required when auth_type = password$/,
+    )
+    refused(
+      { ...password, valid_interfaces: ['private'] },
+      /^\[placement\] valid_interfaces has "private": expected public, internal or admin$/,
+    )
+    refused(
+      { auth_type: 'admin_token', token: 't', timeout: 5 },
+      /^\[placement\] endpoint_override is required when auth_type = admin_token/,
+    )
   })
   it('uses endpoint_override with password auth when it is set', () => {
     const s = keystoneSettings('placement', { ...password, endpoint_override: 'http://p:8778' })!

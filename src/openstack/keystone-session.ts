@@ -51,7 +51,12 @@ interface Cached {
 
 interface RawService {
   type?: string
-  endpoints?: { interface?: string; region?: string | null; region_id?: string | null; url?: string }[]
+  endpoints?: {
+    interface?: string
+    region?: string | null
+    region_id?: string | null
+    url?: string
+  }[]
 }
 
 const MAX_MARGIN_MS = 5 * 60_000
@@ -85,14 +90,26 @@ export function createKeystoneSession(auth: PasswordAuth): KeystoneSession {
   }
 }
 
-async function authenticate(auth: PasswordAuth, tokenUrl: string, now: () => number): Promise<Cached> {
+async function authenticate(
+  auth: PasswordAuth,
+  tokenUrl: string,
+  now: () => number,
+): Promise<Cached> {
   const body = {
     auth: {
       identity: {
         methods: ['password'],
-        password: { user: { name: auth.username, password: auth.password, domain: { name: auth.userDomainName ?? 'Default' } } },
+        password: {
+          user: {
+            name: auth.username,
+            password: auth.password,
+            domain: { name: auth.userDomainName ?? 'Default' },
+          },
+        },
       },
-      scope: { project: { name: auth.projectName, domain: { name: auth.projectDomainName ?? 'Default' } } },
+      scope: {
+        project: { name: auth.projectName, domain: { name: auth.projectDomainName ?? 'Default' } },
+      },
     },
   }
   const what = `Keystone POST ${tokenUrl}`
@@ -105,7 +122,10 @@ async function authenticate(auth: PasswordAuth, tokenUrl: string, now: () => num
       signal: AbortSignal.timeout(auth.timeoutMs),
     })
   } catch (err) {
-    const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer in ${auth.timeoutMs} ms` : causeMessage(err)
+    const reason =
+      err instanceof Error && err.name === 'TimeoutError'
+        ? `no answer in ${auth.timeoutMs} ms`
+        : causeMessage(err)
     throw new UnavailableError(`${what}: ${reason}`, { code: 'KEYSTONE_UNAVAILABLE', cause: err })
   }
   const text = await res.text()
@@ -117,15 +137,21 @@ async function authenticate(auth: PasswordAuth, tokenUrl: string, now: () => num
     )
   }
   if (res.status !== 201 && res.status !== 200) {
-    throw new UnavailableError(`${what} answered ${res.status}: ${text.slice(0, 300)}`, { code: 'KEYSTONE_UNAVAILABLE' })
-  }
-  const token = res.headers.get('x-subject-token')
-  const parsed = safeJson(text) as { token?: { expires_at?: string; issued_at?: string; catalog?: RawService[] } } | undefined
-  const expires = Date.parse(parsed?.token?.expires_at ?? '')
-  if (!token || Number.isNaN(expires)) {
-    throw new UnavailableError(`${what} answered ${res.status} without X-Subject-Token or token.expires_at`, {
+    throw new UnavailableError(`${what} answered ${res.status}: ${text.slice(0, 300)}`, {
       code: 'KEYSTONE_UNAVAILABLE',
     })
+  }
+  const token = res.headers.get('x-subject-token')
+  const parsed = safeJson(text) as
+    { token?: { expires_at?: string; issued_at?: string; catalog?: RawService[] } } | undefined
+  const expires = Date.parse(parsed?.token?.expires_at ?? '')
+  if (!token || Number.isNaN(expires)) {
+    throw new UnavailableError(
+      `${what} answered ${res.status} without X-Subject-Token or token.expires_at`,
+      {
+        code: 'KEYSTONE_UNAVAILABLE',
+      },
+    )
   }
   const issued = Date.parse(parsed?.token?.issued_at ?? '')
   // The life as Keystone states it; without issued_at, as seen from here.
@@ -166,4 +192,3 @@ function safeJson(text: string): unknown {
     return undefined
   }
 }
-

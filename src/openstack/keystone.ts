@@ -61,7 +61,13 @@ export function v3Url(authUrl: string): string {
 }
 
 function endpoint(ep: KeystoneEndpoint): ServiceEndpoint {
-  return { service: 'Keystone', url: v3Url(ep.authUrl), headers: {}, timeoutMs: ep.timeoutMs, ...(ep.onCall ? { onCall: ep.onCall } : {}) }
+  return {
+    service: 'Keystone',
+    url: v3Url(ep.authUrl),
+    headers: {},
+    timeoutMs: ep.timeoutMs,
+    ...(ep.onCall ? { onCall: ep.onCall } : {}),
+  }
 }
 
 /** Wraps "unreachable" so that the message says what could not be done. */
@@ -70,10 +76,13 @@ async function reach<T>(what: string, ep: KeystoneEndpoint, call: () => Promise<
     return await call()
   } catch (err) {
     if (err instanceof UnavailableError) {
-      throw new UnavailableError(`${what}: Keystone at ${v3Url(ep.authUrl)} is unavailable (${err.message})`, {
-        code: 'KEYSTONE_UNAVAILABLE',
-        cause: err,
-      })
+      throw new UnavailableError(
+        `${what}: Keystone at ${v3Url(ep.authUrl)} is unavailable (${err.message})`,
+        {
+          code: 'KEYSTONE_UNAVAILABLE',
+          cause: err,
+        },
+      )
     }
     throw err
   }
@@ -85,7 +94,11 @@ async function reach<T>(what: string, ep: KeystoneEndpoint, call: () => Promise<
  * Keystone refused `serviceToken` itself (renew it and ask again). UnavailableError when Keystone
  * cannot be reached or fails.
  */
-export async function validateToken(ep: KeystoneEndpoint, serviceToken: string, subjectToken: string): Promise<TokenInfo> {
+export async function validateToken(
+  ep: KeystoneEndpoint,
+  serviceToken: string,
+  subjectToken: string,
+): Promise<TokenInfo> {
   return reach('Cannot validate the token', ep, async () => {
     try {
       const answer = await requestJson(endpoint(ep), 'GET', '/auth/tokens', undefined, {
@@ -94,7 +107,8 @@ export async function validateToken(ep: KeystoneEndpoint, serviceToken: string, 
       })
       return tokenInfo(answer.body)
     } catch (err) {
-      if (err instanceof OpenStackHttpError && (err.status === 404 || err.status === 401)) throw new InvalidTokenError(err.status)
+      if (err instanceof OpenStackHttpError && (err.status === 404 || err.status === 401))
+        throw new InvalidTokenError(err.status)
       // Keystone answers 400 for a subject token it cannot even parse in some versions.
       if (err instanceof OpenStackHttpError && err.status === 400) throw new InvalidTokenError(404)
       throw err
@@ -103,9 +117,16 @@ export async function validateToken(ep: KeystoneEndpoint, serviceToken: string, 
 }
 
 /** Revokes `subjectToken` (`DELETE /v3/auth/tokens`). */
-export async function revokeToken(ep: KeystoneEndpoint, authToken: string, subjectToken: string): Promise<void> {
+export async function revokeToken(
+  ep: KeystoneEndpoint,
+  authToken: string,
+  subjectToken: string,
+): Promise<void> {
   await reach('Cannot revoke the token', ep, () =>
-    requestJson(endpoint(ep), 'DELETE', '/auth/tokens', undefined, { 'x-auth-token': authToken, 'x-subject-token': subjectToken }),
+    requestJson(endpoint(ep), 'DELETE', '/auth/tokens', undefined, {
+      'x-auth-token': authToken,
+      'x-subject-token': subjectToken,
+    }),
   )
 }
 
@@ -116,7 +137,16 @@ interface RawToken {
     system?: unknown
     roles?: { name?: string }[]
     expires_at?: string
-    catalog?: { type?: string; name?: string; endpoints?: { interface?: string; region?: string | null; region_id?: string | null; url?: string }[] }[]
+    catalog?: {
+      type?: string
+      name?: string
+      endpoints?: {
+        interface?: string
+        region?: string | null
+        region_id?: string | null
+        url?: string
+      }[]
+    }[]
   }
 }
 
@@ -137,7 +167,11 @@ function tokenInfo(body: unknown): TokenInfo {
     catalog: (t.catalog ?? []).map((c) => ({
       type: c.type ?? '',
       name: c.name ?? '',
-      endpoints: (c.endpoints ?? []).map((e) => ({ interface: e.interface ?? '', region: e.region_id ?? e.region ?? null, url: e.url ?? '' })),
+      endpoints: (c.endpoints ?? []).map((e) => ({
+        interface: e.interface ?? '',
+        region: e.region_id ?? e.region ?? null,
+        url: e.url ?? '',
+      })),
     })),
   }
 }

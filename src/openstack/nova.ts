@@ -6,7 +6,12 @@
  */
 import { ConfigError, UnavailableError } from '../domain/errors.js'
 import { OpenStackHttpError, requestJson, type RequestAuth, type ServiceEndpoint } from './http.js'
-import { keystoneSettings, serviceUserSession, type KeystoneSectionOptions, type ServiceUserOptions } from './service-auth.js'
+import {
+  keystoneSettings,
+  serviceUserSession,
+  type KeystoneSectionOptions,
+  type ServiceUserOptions,
+} from './service-auth.js'
 
 /** The first compute microversion that accepts the `accelerator-request-bound` event. */
 export const NOVA_MICROVERSION = '2.82'
@@ -92,7 +97,12 @@ export function createNovaClient(settings: NovaSettings): NovaClient {
       // Nova's schema requires at least one event.
       if (events.length === 0) return { httpStatus: 0, attempts: 0, events: [], ok: true }
       const body = {
-        events: events.map((e) => ({ name: ARQ_BOUND_EVENT, server_uuid: e.instanceUuid, tag: e.arqUuid, status: e.status })),
+        events: events.map((e) => ({
+          name: ARQ_BOUND_EVENT,
+          server_uuid: e.instanceUuid,
+          tag: e.arqUuid,
+          status: e.status,
+        })),
       }
       for (let attempt = 1; ; attempt++) {
         try {
@@ -100,8 +110,18 @@ export function createNovaClient(settings: NovaSettings): NovaClient {
           return finish(events, answer.status, answer.body, attempt)
         } catch (err) {
           if (err instanceof OpenStackHttpError) {
-            const refused = events.map((e) => ({ ...e, outcome: 'rejected' as const, code: err.status }))
-            return { httpStatus: err.status, attempts: attempt, events: refused, ok: false, error: err.message }
+            const refused = events.map((e) => ({
+              ...e,
+              outcome: 'rejected' as const,
+              code: err.status,
+            }))
+            return {
+              httpStatus: err.status,
+              attempts: attempt,
+              events: refused,
+              ok: false,
+              error: err.message,
+            }
           }
           if (!(err instanceof UnavailableError)) throw err
           if (attempt > backoffMs.length) {
@@ -118,17 +138,28 @@ export function createNovaClient(settings: NovaSettings): NovaClient {
 }
 
 /** Reads each event's outcome from a 2xx answer. */
-function finish(events: ArqBoundEvent[], status: number, body: unknown, attempts: number): SendEventsResult {
+function finish(
+  events: ArqBoundEvent[],
+  status: number,
+  body: unknown,
+  attempts: number,
+): SendEventsResult {
   const answered = (body as { events?: RawEvent[] } | null)?.events ?? []
   const results = events.map((e, i): ArqBoundEventResult => {
     if (status === 200) return { ...e, outcome: 'delivered', code: 200 }
     // Nova answers the events in the order sent; match on server and tag to be sure.
-    const mine = (r: RawEvent | undefined) => r?.server_uuid === e.instanceUuid && r.tag === e.arqUuid
+    const mine = (r: RawEvent | undefined) =>
+      r?.server_uuid === e.instanceUuid && r.tag === e.arqUuid
     const raw = mine(answered[i]) ? answered[i] : answered.find(mine)
     const code = typeof raw?.code === 'number' ? raw.code : status
     return { ...e, outcome: outcomeOf(code), code }
   })
-  return { httpStatus: status, attempts, events: results, ok: results.every((r) => r.outcome !== 'rejected') }
+  return {
+    httpStatus: status,
+    attempts,
+    events: results,
+    ok: results.every((r) => r.outcome !== 'rejected'),
+  }
 }
 
 function outcomeOf(code: number): EventOutcome {
@@ -158,7 +189,10 @@ export interface NovaOptions extends Omit<KeystoneSectionOptions, 'timeout'> {
  * endpoint_override must include the compute API version path.
  * @throws ConfigError naming the option at fault.
  */
-export function novaSettings(opts: NovaOptions, serviceUser?: ServiceUserOptions): NovaSettings | null {
+export function novaSettings(
+  opts: NovaOptions,
+  serviceUser?: ServiceUserOptions,
+): NovaSettings | null {
   const timeout = opts.timeout ?? 30
   const su = serviceUser ? serviceUserSession(serviceUser, timeout) : undefined
   const base = keystoneSettings('nova', { ...opts, timeout }, 'compute', su)

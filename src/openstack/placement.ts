@@ -41,13 +41,23 @@ export interface PlacementClient {
   findProviderByName(name: string): Promise<ResourceProvider | null>
   getProvider(uuid: string): Promise<ResourceProvider | null>
   /** Creates a provider; answers null when that uuid or name exists already. */
-  createProvider(p: { uuid: string; name: string; parentUuid?: string | null }): Promise<ResourceProvider | null>
+  createProvider(p: {
+    uuid: string
+    name: string
+    parentUuid?: string | null
+  }): Promise<ResourceProvider | null>
   /** Replaces the provider's traits; returns its new generation. */
   setTraits(uuid: string, generation: number, traits: string[]): Promise<number>
   /** Replaces the provider's inventory; returns its new generation. */
-  setInventory(uuid: string, generation: number, inventories: Record<string, Inventory>): Promise<number>
+  setInventory(
+    uuid: string,
+    generation: number,
+    inventories: Record<string, Inventory>,
+  ): Promise<number>
   /** Replaces the inventories of many providers in one call (POST /reshaper, no allocations moved). */
-  setInventories(entries: { uuid: string; generation: number; inventories: Record<string, Inventory> }[]): Promise<void>
+  setInventories(
+    entries: { uuid: string; generation: number; inventories: Record<string, Inventory> }[],
+  ): Promise<void>
   /** Deletes a provider: `deleted`, `gone` (404), or `in-use` (409: allocations or children remain). */
   deleteProvider(uuid: string): Promise<'deleted' | 'gone' | 'in-use'>
   ensureTrait(name: string): Promise<void>
@@ -93,7 +103,11 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
     try {
       return await call(method, path, body)
     } catch (err) {
-      if (err instanceof OpenStackHttpError && err.status === 409 && err.apiCode === 'placement.concurrent_update') {
+      if (
+        err instanceof OpenStackHttpError &&
+        err.status === 409 &&
+        err.apiCode === 'placement.concurrent_update'
+      ) {
         throw new GenerationConflict(err.message, err.status, err.apiCode)
       }
       throw err
@@ -118,7 +132,8 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
       const first = (body as { resource_providers: RawProvider[] }).resource_providers[0]
       return first ? toProvider(first) : null
     },
-    getProvider: (uuid) => orNull(async () => toProvider((await call('GET', `/resource_providers/${uuid}`)).body)),
+    getProvider: (uuid) =>
+      orNull(async () => toProvider((await call('GET', `/resource_providers/${uuid}`)).body)),
     async createProvider({ uuid, name, parentUuid }) {
       const body = { uuid, name, ...(parentUuid ? { parent_provider_uuid: parentUuid } : {}) }
       try {
@@ -144,7 +159,10 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
     },
     async setInventories(entries) {
       const inventories = Object.fromEntries(
-        entries.map((e) => [e.uuid, { resource_provider_generation: e.generation, inventories: e.inventories }]),
+        entries.map((e) => [
+          e.uuid,
+          { resource_provider_generation: e.generation, inventories: e.inventories },
+        ]),
       )
       await write('POST', '/reshaper', { inventories, allocations: {} })
     },
@@ -185,7 +203,9 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
         user_id?: string
       }
       return {
-        allocations: Object.fromEntries(Object.entries(raw.allocations).map(([rp, a]) => [rp, a.resources])),
+        allocations: Object.fromEntries(
+          Object.entries(raw.allocations).map(([rp, a]) => [rp, a.resources]),
+        ),
         generation: raw.consumer_generation ?? null,
         projectId: raw.project_id ?? '',
         userId: raw.user_id ?? '',
@@ -217,11 +237,17 @@ interface RawProvider {
 
 function toProvider(raw: unknown): ResourceProvider {
   const p = raw as RawProvider
-  return { uuid: p.uuid, name: p.name, generation: p.generation, parentProviderUuid: p.parent_provider_uuid ?? null }
+  return {
+    uuid: p.uuid,
+    name: p.name,
+    generation: p.generation,
+    parentProviderUuid: p.parent_provider_uuid ?? null,
+  }
 }
 
 /** The `[placement]` options this client reads (a structural subset of the Config section). */
 export type PlacementOptions = KeystoneSectionOptions
 
 /** Settings from `[placement]`, or null when Placement is not configured (embedded mode). */
-export const placementSettings = (opts: PlacementOptions): PlacementSettings | null => keystoneSettings('placement', opts, 'placement')
+export const placementSettings = (opts: PlacementOptions): PlacementSettings | null =>
+  keystoneSettings('placement', opts, 'placement')

@@ -27,7 +27,8 @@ export interface RootLookup {
 }
 
 /** The uuid a created compute node provider gets: the same for the same name, on every conductor. */
-export const rootProviderUuid = (name: string) => uuidV5(JSON.stringify(['compute-node', name]), CYBORG_NAMESPACE)
+export const rootProviderUuid = (name: string) =>
+  uuidV5(JSON.stringify(['compute-node', name]), CYBORG_NAMESPACE)
 
 export async function findRootProvider(lookup: RootLookup): Promise<RootProvider> {
   const { placement, log, backoffMs = [1000, 2000, 4000] } = lookup
@@ -55,14 +56,23 @@ export async function findRootProvider(lookup: RootLookup): Promise<RootProvider
 }
 
 /** Creates the compute node provider with the trait Nova requires of accelerator hosts. */
-export async function createRootProvider(placement: PlacementClient, name: string, log: Logger): Promise<RootProvider> {
+export async function createRootProvider(
+  placement: PlacementClient,
+  name: string,
+  log: Logger,
+): Promise<RootProvider> {
   const uuid = rootProviderUuid(name)
   const created = await placement.createProvider({ uuid, name })
-  const root = created ?? (await placement.getProvider(uuid)) ?? (await placement.findProviderByName(name))
-  if (!root) throw new NotFoundError(`could not create or find resource provider "${name}" in Placement`)
+  const root =
+    created ?? (await placement.getProvider(uuid)) ?? (await placement.findProviderByName(name))
+  if (!root)
+    throw new NotFoundError(`could not create or find resource provider "${name}" in Placement`)
   if (created) {
     await placement.setTraits(root.uuid, root.generation, [COMPUTE_ACCELERATORS])
-    log.info({ name, uuid: root.uuid }, 'created the compute node resource provider ([placement] create_root_provider)')
+    log.info(
+      { name, uuid: root.uuid },
+      'created the compute node resource provider ([placement] create_root_provider)',
+    )
   }
   return { name, uuid: root.uuid }
 }

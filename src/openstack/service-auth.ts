@@ -5,7 +5,11 @@
  */
 import { ConfigError } from '../domain/errors.js'
 import type { RequestAuth } from './http.js'
-import { createKeystoneSession, type CatalogQuery, type KeystoneSession } from './keystone-session.js'
+import {
+  createKeystoneSession,
+  type CatalogQuery,
+  type KeystoneSession,
+} from './keystone-session.js'
 
 /** The options of a keystoneauth-style section (a structural subset of its Config section). */
 export interface KeystoneSectionOptions {
@@ -50,7 +54,11 @@ export function keystoneSettings(
   if (opts.auth_type === 'password') {
     const session = passwordSession(section, opts)
     const endpoint = opts.endpoint_override
-    const catalog: CatalogQuery = { serviceType, interfaces: interfacesOf(section, opts), region: opts.region_name }
+    const catalog: CatalogQuery = {
+      serviceType,
+      interfaces: interfacesOf(section, opts),
+      region: opts.region_name,
+    }
     return {
       endpoint: endpoint ?? `the ${serviceType} endpoint of the Keystone catalog`,
       auth: sessionAuth({ endpoint: endpoint ?? catalog, session, serviceUser }),
@@ -69,13 +77,18 @@ export function keystoneSettings(
   return {
     endpoint: opts.endpoint_override,
     ...(opts.auth_type === 'admin_token' ? { token: opts.token! } : {}),
-    ...(serviceUser ? { auth: sessionAuth({ endpoint: opts.endpoint_override, serviceUser }) } : {}),
+    ...(serviceUser
+      ? { auth: sessionAuth({ endpoint: opts.endpoint_override, serviceUser }) }
+      : {}),
     timeoutMs,
   }
 }
 
 /** `[service_user]`: the user whose token goes with calls to Nova as X-Service-Token. */
-export interface ServiceUserOptions extends Omit<KeystoneSectionOptions, 'auth_type' | 'timeout' | 'endpoint_override' | 'token'> {
+export interface ServiceUserOptions extends Omit<
+  KeystoneSectionOptions,
+  'auth_type' | 'timeout' | 'endpoint_override' | 'token'
+> {
   send_service_user_token: boolean
   auth_type: 'none' | 'password'
 }
@@ -84,18 +97,27 @@ export interface ServiceUserOptions extends Omit<KeystoneSectionOptions, 'auth_t
  * The service user's session, or undefined unless `send_service_user_token` is true.
  * @throws ConfigError naming the option that is missing
  */
-export function serviceUserSession(opts: ServiceUserOptions, timeout: number): KeystoneSession | undefined {
+export function serviceUserSession(
+  opts: ServiceUserOptions,
+  timeout: number,
+): KeystoneSession | undefined {
   if (!opts.send_service_user_token) return undefined
   if (opts.auth_type !== 'password') {
-    throw new ConfigError('[service_user] auth_type must be password when send_service_user_token = true')
+    throw new ConfigError(
+      '[service_user] auth_type must be password when send_service_user_token = true',
+    )
   }
   return passwordSession('service_user', { ...opts, timeout })
 }
 
 /** A Keystone session from a section with `auth_type = password`. @throws ConfigError naming a missing option */
-export function passwordSession(section: string, opts: Omit<KeystoneSectionOptions, 'auth_type'>): KeystoneSession {
+export function passwordSession(
+  section: string,
+  opts: Omit<KeystoneSectionOptions, 'auth_type'>,
+): KeystoneSession {
   for (const name of ['auth_url', 'username', 'password', 'project_name'] as const) {
-    if (!opts[name]) throw new ConfigError(`[${section}] ${name} is required when auth_type = password`)
+    if (!opts[name])
+      throw new ConfigError(`[${section}] ${name} is required when auth_type = password`)
   }
   return createKeystoneSession({
     authUrl: opts.auth_url!,
@@ -111,10 +133,15 @@ export function passwordSession(section: string, opts: Omit<KeystoneSectionOptio
 const INTERFACES = new Set(['public', 'internal', 'admin'])
 
 function interfacesOf(section: string, opts: KeystoneSectionOptions): string[] {
-  const list = opts.valid_interfaces && opts.valid_interfaces.length > 0 ? [...opts.valid_interfaces] : ['public']
+  const list =
+    opts.valid_interfaces && opts.valid_interfaces.length > 0
+      ? [...opts.valid_interfaces]
+      : ['public']
   for (const name of list) {
     if (!INTERFACES.has(name.replace(/URL$/, '').toLowerCase())) {
-      throw new ConfigError(`[${section}] valid_interfaces has "${name}": expected public, internal or admin`)
+      throw new ConfigError(
+        `[${section}] valid_interfaces has "${name}": expected public, internal or admin`,
+      )
     }
   }
   return list
@@ -131,7 +158,8 @@ export function sessionAuth(o: {
   serviceUser?: KeystoneSession | undefined
 }): RequestAuth {
   const { endpoint, session, serviceUser } = o
-  if (typeof endpoint !== 'string' && !session) throw new Error('a catalog lookup needs a Keystone session')
+  if (typeof endpoint !== 'string' && !session)
+    throw new Error('a catalog lookup needs a Keystone session')
   return {
     async prepare() {
       const [url, token, serviceToken] = await Promise.all([
@@ -146,7 +174,8 @@ export function sessionAuth(o: {
     },
     rejected(headers) {
       if (headers['x-auth-token'] !== undefined) session?.invalidate(headers['x-auth-token'])
-      if (headers['x-service-token'] !== undefined) serviceUser?.invalidate(headers['x-service-token'])
+      if (headers['x-service-token'] !== undefined)
+        serviceUser?.invalidate(headers['x-service-token'])
     },
   }
 }

@@ -35,9 +35,27 @@ const ARQS = '/v2/accelerator_requests'
 const DPS = '/v2/device_profiles'
 
 export const API_RULES: readonly RuleDefault[] = [
-  rule('cyborg:arq:get_all', READER, 'List accelerator requests (a non-admin sees those of its project).', [['GET', ARQS]], 'rule:admin_or_owner'),
-  rule('cyborg:arq:get_one', READER, 'Show one accelerator request.', [['GET', `${ARQS}/{accelerator_request_uuid}`]], 'rule:admin_or_owner'),
-  rule('cyborg:arq:create', MEMBER_OR_SERVICE, 'Create accelerator requests from a device profile.', [['POST', ARQS]], 'rule:project_member_or_admin'),
+  rule(
+    'cyborg:arq:get_all',
+    READER,
+    'List accelerator requests (a non-admin sees those of its project).',
+    [['GET', ARQS]],
+    'rule:admin_or_owner',
+  ),
+  rule(
+    'cyborg:arq:get_one',
+    READER,
+    'Show one accelerator request.',
+    [['GET', `${ARQS}/{accelerator_request_uuid}`]],
+    'rule:admin_or_owner',
+  ),
+  rule(
+    'cyborg:arq:create',
+    MEMBER_OR_SERVICE,
+    'Create accelerator requests from a device profile.',
+    [['POST', ARQS]],
+    'rule:project_member_or_admin',
+  ),
   rule(
     'cyborg:arq:update',
     MEMBER_OR_SERVICE,
@@ -53,9 +71,27 @@ export const API_RULES: readonly RuleDefault[] = [
     'rule:admin_or_owner',
   ),
 
-  rule('cyborg:device_profile:get_all', READER, 'List device profiles.', [['GET', DPS]], 'rule:admin_or_owner'),
-  rule('cyborg:device_profile:get_one', READER, 'Show one device profile.', [['GET', `${DPS}/{device_profile_uuid}`]], 'rule:admin_or_owner'),
-  rule('cyborg:device_profile:create', ADMIN, 'Create a device profile (profiles are global).', [['POST', DPS]], 'rule:is_admin'),
+  rule(
+    'cyborg:device_profile:get_all',
+    READER,
+    'List device profiles.',
+    [['GET', DPS]],
+    'rule:admin_or_owner',
+  ),
+  rule(
+    'cyborg:device_profile:get_one',
+    READER,
+    'Show one device profile.',
+    [['GET', `${DPS}/{device_profile_uuid}`]],
+    'rule:admin_or_owner',
+  ),
+  rule(
+    'cyborg:device_profile:create',
+    ADMIN,
+    'Create a device profile (profiles are global).',
+    [['POST', DPS]],
+    'rule:is_admin',
+  ),
   rule(
     'cyborg:device_profile:delete',
     ADMIN,
@@ -67,10 +103,29 @@ export const API_RULES: readonly RuleDefault[] = [
     'rule:is_admin',
   ),
 
-  rule('cyborg:device:get_all', MANAGER, 'List devices.', [['GET', '/v2/devices']], 'rule:admin_api'),
-  rule('cyborg:device:get_one', MANAGER, 'Show one device.', [['GET', '/v2/devices/{device_uuid}']], 'rule:admin_api'),
-  rule('cyborg:device:disable', ADMIN, "Disable a device (Placement reserves all of its accelerators).", [['POST', '/v2/devices/{device_uuid}/disable']]),
-  rule('cyborg:device:enable', ADMIN, 'Enable a device again.', [['POST', '/v2/devices/{device_uuid}/enable']]),
+  rule(
+    'cyborg:device:get_all',
+    MANAGER,
+    'List devices.',
+    [['GET', '/v2/devices']],
+    'rule:admin_api',
+  ),
+  rule(
+    'cyborg:device:get_one',
+    MANAGER,
+    'Show one device.',
+    [['GET', '/v2/devices/{device_uuid}']],
+    'rule:admin_api',
+  ),
+  rule(
+    'cyborg:device:disable',
+    ADMIN,
+    'Disable a device (Placement reserves all of its accelerators).',
+    [['POST', '/v2/devices/{device_uuid}/disable']],
+  ),
+  rule('cyborg:device:enable', ADMIN, 'Enable a device again.', [
+    ['POST', '/v2/devices/{device_uuid}/enable'],
+  ]),
   rule(
     'cyborg:device:ready',
     MANAGER,
@@ -78,31 +133,88 @@ export const API_RULES: readonly RuleDefault[] = [
     [['POST', '/v2/devices/{device_uuid}/ready']],
   ),
 
-  rule('cyborg:deployable:get_all', MANAGER, 'List deployables.', [['GET', '/v2/deployables']], 'rule:admin_api'),
-  rule('cyborg:deployable:get_one', MANAGER, 'Show one deployable.', [['GET', '/v2/deployables/{deployable_uuid}']], 'rule:admin_api'),
-  rule('cyborg:deployable:program', ADMIN, 'Program an FPGA deployable with a bitstream.', [['PATCH', '/v2/deployables/{deployable_uuid}/program']]),
+  rule(
+    'cyborg:deployable:get_all',
+    MANAGER,
+    'List deployables.',
+    [['GET', '/v2/deployables']],
+    'rule:admin_api',
+  ),
+  rule(
+    'cyborg:deployable:get_one',
+    MANAGER,
+    'Show one deployable.',
+    [['GET', '/v2/deployables/{deployable_uuid}']],
+    'rule:admin_api',
+  ),
+  rule('cyborg:deployable:program', ADMIN, 'Program an FPGA deployable with a bitstream.', [
+    ['PATCH', '/v2/deployables/{deployable_uuid}/program'],
+  ]),
 
-  rule('cyborg:attribute:get_all', MANAGER, 'List attributes.', [['GET', '/v2/attributes']], 'rule:admin_api'),
-  rule('cyborg:attribute:get_one', MANAGER, 'Show one attribute.', [['GET', '/v2/attributes/{attribute_uuid}']], 'rule:admin_api'),
-  rule('cyborg:attribute:create', ADMIN, 'Create an attribute of a deployable.', [['POST', '/v2/attributes']]),
-  rule('cyborg:attribute:delete', ADMIN, 'Delete an attribute.', [['DELETE', '/v2/attributes/{attribute_uuid}']]),
+  rule(
+    'cyborg:attribute:get_all',
+    MANAGER,
+    'List attributes.',
+    [['GET', '/v2/attributes']],
+    'rule:admin_api',
+  ),
+  rule(
+    'cyborg:attribute:get_one',
+    MANAGER,
+    'Show one attribute.',
+    [['GET', '/v2/attributes/{attribute_uuid}']],
+    'rule:admin_api',
+  ),
+  rule('cyborg:attribute:create', ADMIN, 'Create an attribute of a deployable.', [
+    ['POST', '/v2/attributes'],
+  ]),
+  rule('cyborg:attribute:delete', ADMIN, 'Delete an attribute.', [
+    ['DELETE', '/v2/attributes/{attribute_uuid}'],
+  ]),
 
-  rule('cyborg:v1_accelerator:get_all', MANAGER, 'List v1 accelerators.', [['GET', '/v1/accelerators']]),
-  rule('cyborg:v1_accelerator:get_one', MANAGER, 'Show one v1 accelerator.', [['GET', '/v1/accelerators/{uuid}']]),
+  rule('cyborg:v1_accelerator:get_all', MANAGER, 'List v1 accelerators.', [
+    ['GET', '/v1/accelerators'],
+  ]),
+  rule('cyborg:v1_accelerator:get_one', MANAGER, 'Show one v1 accelerator.', [
+    ['GET', '/v1/accelerators/{uuid}'],
+  ]),
   rule('cyborg:v1_accelerator:create', MANAGER, 'Register a remote accelerator.', [
     ['POST', '/v1/accelerators'],
     ['POST', '/v1/accelerators/{uuid}'],
   ]),
-  rule('cyborg:v1_accelerator:update_spec', MANAGER, "Replace an accelerator's spec (acc_specs).", [['PUT', '/v1/accelerators/{uuid}/acc_specs']]),
-  rule('cyborg:v1_accelerator:attach', MANAGER, 'Attach an accelerator to an instance.', [['PUT', '/v1/accelerators/{uuid}']]),
-  rule('cyborg:v1_accelerator:detach', MANAGER, 'Detach an accelerator.', [['DELETE', '/v1/accelerators/{uuid}']]),
-  rule('cyborg:v1_accelerator:ready', MANAGER, "Mark an accelerator's device ready (the operator lifecycle).", [['POST', '/v1/accelerators/{uuid}/ready']]),
+  rule('cyborg:v1_accelerator:update_spec', MANAGER, "Replace an accelerator's spec (acc_specs).", [
+    ['PUT', '/v1/accelerators/{uuid}/acc_specs'],
+  ]),
+  rule('cyborg:v1_accelerator:attach', MANAGER, 'Attach an accelerator to an instance.', [
+    ['PUT', '/v1/accelerators/{uuid}'],
+  ]),
+  rule('cyborg:v1_accelerator:detach', MANAGER, 'Detach an accelerator.', [
+    ['DELETE', '/v1/accelerators/{uuid}'],
+  ]),
+  rule(
+    'cyborg:v1_accelerator:ready',
+    MANAGER,
+    "Mark an accelerator's device ready (the operator lifecycle).",
+    [['POST', '/v1/accelerators/{uuid}/ready']],
+  ),
 
-  rule('cyborg:driver:get_all', MANAGER, 'List the drivers of the agents and their state.', [['GET', '/v1/drivers']]),
-  rule('cyborg:driver:install', MANAGER, 'Install a driver on one host or all.', [['POST', '/v1/drivers/{name}/install']]),
-  rule('cyborg:driver:uninstall', MANAGER, 'Uninstall a driver.', [['POST', '/v1/drivers/{name}/uninstall']]),
-  rule('cyborg:driver:update', MANAGER, "Change a driver's runtime options.", [['PATCH', '/v1/drivers/{name}']]),
-  rule('cyborg:discovery:run', MANAGER, 'Run discovery on one host or all now.', [['POST', '/v1/discovery']]),
-  rule('cyborg:backend_service:get_all', MANAGER, 'List the backend services the drivers use.', [['GET', '/v1/backend_services']]),
+  rule('cyborg:driver:get_all', MANAGER, 'List the drivers of the agents and their state.', [
+    ['GET', '/v1/drivers'],
+  ]),
+  rule('cyborg:driver:install', MANAGER, 'Install a driver on one host or all.', [
+    ['POST', '/v1/drivers/{name}/install'],
+  ]),
+  rule('cyborg:driver:uninstall', MANAGER, 'Uninstall a driver.', [
+    ['POST', '/v1/drivers/{name}/uninstall'],
+  ]),
+  rule('cyborg:driver:update', MANAGER, "Change a driver's runtime options.", [
+    ['PATCH', '/v1/drivers/{name}'],
+  ]),
+  rule('cyborg:discovery:run', MANAGER, 'Run discovery on one host or all now.', [
+    ['POST', '/v1/discovery'],
+  ]),
+  rule('cyborg:backend_service:get_all', MANAGER, 'List the backend services the drivers use.', [
+    ['GET', '/v1/backend_services'],
+  ]),
   rule('cyborg:status:get', MANAGER, 'Show the status of the services.', [['GET', '/v1/status']]),
 ]

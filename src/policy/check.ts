@@ -38,11 +38,15 @@ export function pyStr(value: unknown): string {
 }
 
 /** A flat key first (`target.role.name` as one key), then a dotted path through nested objects. */
-function lookup(source: Readonly<Record<string, unknown>>, key: string): { found: boolean; value: unknown } {
+function lookup(
+  source: Readonly<Record<string, unknown>>,
+  key: string,
+): { found: boolean; value: unknown } {
   if (Object.hasOwn(source, key)) return { found: true, value: source[key] }
   let cur: unknown = source
   for (const part of key.split('.')) {
-    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return { found: false, value: undefined }
+    if (cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part))
+      return { found: false, value: undefined }
     cur = (cur as Record<string, unknown>)[part]
   }
   return { found: true, value: cur }
@@ -63,7 +67,12 @@ export function interpolate(match: string, target: Target): string | undefined {
 }
 
 /** Evaluates a check. `rule` resolves `rule:NAME` (the rule set guarantees every name exists). */
-export function evaluate(check: Check, creds: Credentials, target: Target, rule: (name: string) => Check): boolean {
+export function evaluate(
+  check: Check,
+  creds: Credentials,
+  target: Target,
+  rule: (name: string) => Check,
+): boolean {
   switch (check.kind) {
     case 'true':
       return true
@@ -120,7 +129,8 @@ export function renderCheck(check: Check): string {
 
 function wrap(check: Check, parent: 'not' | 'and' | 'or'): string {
   const text = renderCheck(check)
-  const needs = check.kind === 'or' ? parent !== 'or' : check.kind === 'and' ? parent === 'not' : false
+  const needs =
+    check.kind === 'or' ? parent !== 'or' : check.kind === 'and' ? parent === 'not' : false
   return needs ? `(${text})` : text
 }
 

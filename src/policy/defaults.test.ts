@@ -15,7 +15,10 @@ export type _ContextFits = RequestContext extends PolicySubject ? true : never
 const _fits: _ContextFits = true
 void _fits
 
-function persona(projectId: string, roles: string[]): PolicySubject & { serviceToken: boolean; authStrategy: 'keystone' | 'noauth' } {
+function persona(
+  projectId: string,
+  roles: string[],
+): PolicySubject & { serviceToken: boolean; authStrategy: 'keystone' | 'noauth' } {
   return {
     userId: `user-${roles[0] ?? 'none'}-${projectId}`,
     projectId,
@@ -136,16 +139,22 @@ void test("without a target the caller's own project is the target, as in OpenSt
 void test('API rules are project-scoped: a system-scoped admin, or a token without a project, is refused', () => {
   const system = { ...PERSONAS.admin, projectId: null, systemScope: true }
   assert.equal(enforcer.allowed('cyborg:device:get_all', system, TARGET), false)
-  assert.equal(enforcer.allowed('cyborg:device:get_all', { ...PERSONAS.admin, projectId: null }, TARGET), false)
+  assert.equal(
+    enforcer.allowed('cyborg:device:get_all', { ...PERSONAS.admin, projectId: null }, TARGET),
+    false,
+  )
   assert.equal(enforcer.allowed('admin_api', system, TARGET), true) // base rules carry no scope
 })
 
 void test('enforcing a rule that is not registered is a bug (500), not a denial', () => {
-  assert.throws(() => enforcer.enforce('cyborg:nope', PERSONAS.admin), (err: unknown) => {
-    assert.ok(!(err instanceof ForbiddenError))
-    assert.match((err as Error).message, /policy rule cyborg:nope is not registered/)
-    return true
-  })
+  assert.throws(
+    () => enforcer.enforce('cyborg:nope', PERSONAS.admin),
+    (err: unknown) => {
+      assert.ok(!(err instanceof ForbiddenError))
+      assert.match((err as Error).message, /policy rule cyborg:nope is not registered/)
+      return true
+    },
+  )
 })
 
 void test('every API rule documents the operations it guards and says what it is', () => {

@@ -20,5 +20,9 @@ void test('docs/policy.md lists every rule with its current default', () => {
     writeFileSync(DOC, text.slice(0, start + BEGIN.length) + wanted + text.slice(end))
     return
   }
-  assert.equal(current, wanted, 'docs/policy.md is stale: UPDATE_POLICY_DOC=1 node --import tsx --test src/policy/doc.test.ts')
+  assert.equal(
+    current,
+    wanted,
+    'docs/policy.md is stale: UPDATE_POLICY_DOC=1 node --import tsx --test src/policy/doc.test.ts',
+  )
 })

@@ -129,15 +129,26 @@ class PolicyEnforcer implements Enforcer {
   allowed(rule: string, ctx: PolicySubject, target?: Target): boolean {
     const entry = this.#byName.get(rule)
     // Enforcing a rule nobody registered is a bug in the caller (oslo.policy's PolicyNotRegistered).
-    if (!entry) throw new AppError(`policy rule ${rule} is not registered`, { code: 'POLICY_NOT_REGISTERED', details: { rule } })
+    if (!entry)
+      throw new AppError(`policy rule ${rule} is not registered`, {
+        code: 'POLICY_NOT_REGISTERED',
+        details: { rule },
+      })
     // Every API rule is project-scoped: a system-scoped token (or one without a project) is refused.
-    if (entry.scopeTypes.includes('project') && (ctx.systemScope || ctx.projectId === null)) return false
-    return this.#set.allows(rule, credentialsOf(ctx), target ?? { project_id: ctx.projectId, user_id: ctx.userId })
+    if (entry.scopeTypes.includes('project') && (ctx.systemScope || ctx.projectId === null))
+      return false
+    return this.#set.allows(
+      rule,
+      credentialsOf(ctx),
+      target ?? { project_id: ctx.projectId, user_id: ctx.userId },
+    )
   }
 
   enforce(rule: string, ctx: PolicySubject, target?: Target): void {
     if (!this.allowed(rule, ctx, target)) {
-      throw new ForbiddenError(`Policy doesn't allow ${rule} to be performed.`, { details: { rule } })
+      throw new ForbiddenError(`Policy doesn't allow ${rule} to be performed.`, {
+        details: { rule },
+      })
     }
   }
 
@@ -164,8 +175,15 @@ export interface PolicyConfig {
  * files or in /etc/cyborg, read, and applied over the defaults.
  * @throws ConfigError (a PolicySyntaxError for a bad rule) naming the file; start-up stops.
  */
-export function createEnforcer(config: PolicyConfig, options: FindPolicyFileOptions & { log?: Logger } = {}): Enforcer {
+export function createEnforcer(
+  config: PolicyConfig,
+  options: FindPolicyFileOptions & { log?: Logger } = {},
+): Enforcer {
   const file = findPolicyFile(config.oslo_policy.policy_file, options)
   const overrides = file === undefined ? {} : readPolicyFile(file)
-  return new PolicyEnforcer({ overrides, ...(file === undefined ? {} : { policyFile: file }), ...(options.log ? { log: options.log } : {}) })
+  return new PolicyEnforcer({
+    overrides,
+    ...(file === undefined ? {} : { policyFile: file }),
+    ...(options.log ? { log: options.log } : {}),
+  })
 }

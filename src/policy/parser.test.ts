@@ -4,8 +4,21 @@ import { parseRule, PolicySyntaxError } from './parser.js'
 import { renderCheck } from './check.js'
 import { RuleSet } from './rule-set.js'
 
-const alice = { user_id: 'u1', project_id: 'p1', roles: ['Member', 'reader'], is_admin: false, service_roles: [] }
-const own = { project_id: 'p1', user_id: 'u1', owner: { project: 'p1' }, 'target.flat': 'x', count: 3, flag: true }
+const alice = {
+  user_id: 'u1',
+  project_id: 'p1',
+  roles: ['Member', 'reader'],
+  is_admin: false,
+  service_roles: [],
+}
+const own = {
+  project_id: 'p1',
+  user_id: 'u1',
+  owner: { project: 'p1' },
+  'target.flat': 'x',
+  count: 3,
+  flag: true,
+}
 
 /** [rule, allowed for alice acting on `own`] */
 const semantics: [string, boolean][] = [
@@ -64,8 +77,14 @@ for (const [text, expected] of semantics) {
 const bad: [string, RegExp][] = [
   ['role:admin and', /expected a check, "\(" or "not", found the end of the rule at column 15/],
   ['and role:admin', /expected a check.*found "and" at column 1/],
-  ['role:admin role:member', /expected "and", "or" or the end of the rule, found "role:member" at column 12/],
-  ['(role:admin', /expected "\)" to close the "\(" at column 1, found the end of the rule at column 12/],
+  [
+    'role:admin role:member',
+    /expected "and", "or" or the end of the rule, found "role:member" at column 12/,
+  ],
+  [
+    '(role:admin',
+    /expected "\)" to close the "\(" at column 1, found the end of the rule at column 12/,
+  ],
   ['role:admin)', /found "\)" at column 11/],
   ['admin', /"admin" is not a check \(expected kind:match, @ or !\) at column 1/],
   ['role:', /nothing after ":" at column 1/],
@@ -97,21 +116,30 @@ for (const [text, message] of bad) {
 }
 
 void test('a rule: reference to an unknown rule is an error naming both', () => {
-  assert.throws(() => RuleSet.parse({ a: 'rule:b or role:x' }), /policy rule "a" refers to rule:b, which is not defined/)
+  assert.throws(
+    () => RuleSet.parse({ a: 'rule:b or role:x' }),
+    /policy rule "a" refers to rule:b, which is not defined/,
+  )
 })
 
 void test('a cycle is an error listing it, including a rule that refers to itself', () => {
-  assert.throws(() => RuleSet.parse({ a: 'rule:b', b: 'role:x or rule:c', c: 'rule:a' }), /cycle: a → b → c → a/)
+  assert.throws(
+    () => RuleSet.parse({ a: 'rule:b', b: 'role:x or rule:c', c: 'rule:a' }),
+    /cycle: a → b → c → a/,
+  )
   assert.throws(() => RuleSet.parse({ me: 'not rule:me' }), /cycle: me → me/)
 })
 
 void test('errors from a file name the file', () => {
-  assert.throws(() => RuleSet.parse({ x: 'role:a or' }, '/etc/cyborg/policy.yaml'), (err: unknown) => {
-    assert.ok(err instanceof PolicySyntaxError)
-    assert.match(err.message, /^\/etc\/cyborg\/policy\.yaml: policy rule "x": /)
-    assert.equal(err.details?.['file'], '/etc/cyborg/policy.yaml')
-    return true
-  })
+  assert.throws(
+    () => RuleSet.parse({ x: 'role:a or' }, '/etc/cyborg/policy.yaml'),
+    (err: unknown) => {
+      assert.ok(err instanceof PolicySyntaxError)
+      assert.match(err.message, /^\/etc\/cyborg\/policy\.yaml: policy rule "x": /)
+      assert.equal(err.details?.['file'], '/etc/cyborg/policy.yaml')
+      return true
+    },
+  )
 })
 
 void test('a diamond of references is not a cycle', () => {

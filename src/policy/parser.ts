@@ -10,7 +10,10 @@ import type { Check, GenericLeft } from './check.js'
 
 /** A rule that cannot be parsed, a `rule:` reference to an unknown rule, or a cycle of rules. */
 export class PolicySyntaxError extends ConfigError {
-  constructor(message: string, options: { details?: Record<string, unknown>; cause?: unknown } = {}) {
+  constructor(
+    message: string,
+    options: { details?: Record<string, unknown>; cause?: unknown } = {},
+  ) {
     super(message, { code: 'POLICY_SYNTAX', ...options })
   }
 }
@@ -33,23 +36,28 @@ const GOOD_INTERPOLATION = /%\([^()%]+\)s|%%/g
 function checkMatch(rule: string, match: string, col: number): void {
   if (match === '') fail(rule, 'nothing after ":"', col)
   const rest = match.replace(GOOD_INTERPOLATION, '')
-  if (/[%()]/.test(rest)) fail(rule, `bad "${match}": only %(name)s substitutions may use "%", "(" or ")"`, col)
+  if (/[%()]/.test(rest))
+    fail(rule, `bad "${match}": only %(name)s substitutions may use "%", "(" or ")"`, col)
 }
 
 /** The left side of `left:match`: a Python literal (as ast.literal_eval reads it) or a credential path. */
 function parseLeft(rule: string, text: string, col: number): GenericLeft {
   const quoted = /^'([^']*)'$/.exec(text) ?? /^"([^"]*)"$/.exec(text)
   if (quoted) return { type: 'literal', value: quoted[1] ?? '', text }
-  if (text === 'True' || text === 'False' || text === 'None') return { type: 'literal', value: text, text }
-  if (/^-?(0|[1-9][0-9]*)$/.test(text)) return { type: 'literal', value: String(BigInt(text)), text }
-  if (!CREDENTIAL.test(text)) fail(rule, `"${text}" is neither a credential name nor a quoted literal`, col)
+  if (text === 'True' || text === 'False' || text === 'None')
+    return { type: 'literal', value: text, text }
+  if (/^-?(0|[1-9][0-9]*)$/.test(text))
+    return { type: 'literal', value: String(BigInt(text)), text }
+  if (!CREDENTIAL.test(text))
+    fail(rule, `"${text}" is neither a credential name nor a quoted literal`, col)
   return { type: 'credential', path: text.split('.'), text }
 }
 
 function parseCheck(rule: string, text: string, col: number): Check {
   if (text === '@') return { kind: 'true' }
   if (text === '!') return { kind: 'false' }
-  if (/^(['"]).*\1$/.test(text) && text.length >= 2) fail(rule, `a quoted string (${text}) is not a check`, col)
+  if (/^(['"]).*\1$/.test(text) && text.length >= 2)
+    fail(rule, `a quoted string (${text}) is not a check`, col)
   const colon = text.indexOf(':')
   if (colon < 0) fail(rule, `"${text}" is not a check (expected kind:match, @ or !)`, col)
   const kind = text.slice(0, colon)
@@ -78,14 +86,23 @@ function tokenize(rule: string, text: string): Token[] {
     let start = 0
     let end = chunk.length
     const base = m.index + 1
-    for (; start < end && chunk[start] === '('; start++) tokens.push({ type: '(', col: base + start, text: '(' })
+    for (; start < end && chunk[start] === '('; start++)
+      tokens.push({ type: '(', col: base + start, text: '(' })
     const closing: Token[] = []
-    for (; end > start && chunk[end - 1] === ')'; end--) closing.unshift({ type: ')', col: base + end - 1, text: ')' })
+    for (; end > start && chunk[end - 1] === ')'; end--)
+      closing.unshift({ type: ')', col: base + end - 1, text: ')' })
     if (end > start) {
       const middle = chunk.slice(start, end)
       const lower = middle.toLowerCase()
-      if (lower === 'and' || lower === 'or' || lower === 'not') tokens.push({ type: lower, col: base + start, text: middle })
-      else tokens.push({ type: 'check', col: base + start, text: middle, check: parseCheck(rule, middle, base + start) })
+      if (lower === 'and' || lower === 'or' || lower === 'not')
+        tokens.push({ type: lower, col: base + start, text: middle })
+      else
+        tokens.push({
+          type: 'check',
+          col: base + start,
+          text: middle,
+          check: parseCheck(rule, middle, base + start),
+        })
     }
     tokens.push(...closing)
   }
@@ -130,7 +147,12 @@ export function parseRule(name: string, text: string): Check {
       i++
       const inner = orExpr()
       const close = peek()
-      if (close?.type !== ')') fail(name, `expected ")" to close the "(" at column ${t.col}, found ${describe(close)}`, colOf(close))
+      if (close?.type !== ')')
+        fail(
+          name,
+          `expected ")" to close the "(" at column ${t.col}, found ${describe(close)}`,
+          colOf(close),
+        )
       i++
       return inner
     }
@@ -143,6 +165,7 @@ export function parseRule(name: string, text: string): Check {
 
   const check = orExpr()
   const extra = peek()
-  if (extra) fail(name, `expected "and", "or" or the end of the rule, found ${describe(extra)}`, extra.col)
+  if (extra)
+    fail(name, `expected "and", "or" or the end of the rule, found ${describe(extra)}`, extra.col)
   return check
 }

@@ -35,7 +35,10 @@ const reader: PolicySubject & { serviceToken: boolean; authStrategy: 'keystone' 
 const none = { configFiles: [], searchDirs: [] }
 
 void test('a YAML file overrides rules; the others keep their defaults', () => {
-  const policy = file('a/policy.yaml', '# readers may see devices\n"cyborg:device:get_all": "rule:project_reader_or_admin"\n')
+  const policy = file(
+    'a/policy.yaml',
+    '# readers may see devices\n"cyborg:device:get_all": "rule:project_reader_or_admin"\n',
+  )
   const e = createEnforcer({ oslo_policy: { policy_file: policy } }, none)
   assert.equal(e.policyFile, policy)
   assert.equal(e.allowed('cyborg:device:get_all', reader), true)
@@ -47,9 +50,18 @@ void test('a YAML file overrides rules; the others keep their defaults', () => {
 })
 
 void test('a JSON file works too, and an override may refer to rules the file defines', () => {
-  const policy = file('b/policy.json', JSON.stringify({ readers: 'role:reader', 'cyborg:status:get': 'rule:readers or rule:admin_api' }))
+  const policy = file(
+    'b/policy.json',
+    JSON.stringify({
+      readers: 'role:reader',
+      'cyborg:status:get': 'rule:readers or rule:admin_api',
+    }),
+  )
   const warnings: string[] = []
-  const log: Logger = { ...noopLogger, warn: (...args: unknown[]) => void warnings.push(String(args.at(-1))) }
+  const log: Logger = {
+    ...noopLogger,
+    warn: (...args: unknown[]) => void warnings.push(String(args.at(-1))),
+  }
   const e = createEnforcer({ oslo_policy: { policy_file: policy } }, { ...none, log })
   assert.equal(e.allowed('cyborg:status:get', reader), true)
   // A rule name Cyborg does not know is a warning, not an error.
@@ -64,8 +76,14 @@ void test('policy.yaml is found next to the last config file that has one, then 
   file('c1/policy.yaml', '"cyborg:status:get": "@"\n')
   file('etc/policy.yaml', '"cyborg:status:get": "!"\n')
   const cfg = { oslo_policy: { policy_file: 'policy.yaml' } }
-  assert.equal(createEnforcer(cfg, { configFiles: [conf1, conf2], searchDirs: [join(dir, 'etc')] }).policyFile, join(dir, 'c1/policy.yaml'))
-  assert.equal(createEnforcer(cfg, { configFiles: [conf2], searchDirs: [join(dir, 'etc')] }).policyFile, join(dir, 'etc/policy.yaml'))
+  assert.equal(
+    createEnforcer(cfg, { configFiles: [conf1, conf2], searchDirs: [join(dir, 'etc')] }).policyFile,
+    join(dir, 'c1/policy.yaml'),
+  )
+  assert.equal(
+    createEnforcer(cfg, { configFiles: [conf2], searchDirs: [join(dir, 'etc')] }).policyFile,
+    join(dir, 'etc/policy.yaml'),
+  )
   // The default file may be absent: the defaults apply.
   const e = createEnforcer(cfg, { configFiles: [conf2], searchDirs: [] })
   assert.equal(e.policyFile, undefined)
@@ -74,8 +92,14 @@ void test('policy.yaml is found next to the last config file that has one, then 
 
 void test('a file named explicitly must exist', () => {
   assert.throws(
-    () => createEnforcer({ oslo_policy: { policy_file: 'mine.yaml' } }, { configFiles: [join(dir, 'x/cyborg.conf')], searchDirs: [] }),
-    (err: unknown) => err instanceof ConfigError && /\[oslo_policy\] policy_file: mine\.yaml does not exist/.test(err.message),
+    () =>
+      createEnforcer(
+        { oslo_policy: { policy_file: 'mine.yaml' } },
+        { configFiles: [join(dir, 'x/cyborg.conf')], searchDirs: [] },
+      ),
+    (err: unknown) =>
+      err instanceof ConfigError &&
+      /\[oslo_policy\] policy_file: mine\.yaml does not exist/.test(err.message),
   )
 })
 
@@ -97,9 +121,18 @@ void test('a syntax error stops start-up with a message naming the file, the rul
 
 void test('unknown references and cycles in the file name the file', () => {
   const unknown = file('e/policy.yaml', '"cyborg:arq:get_all": "rule:nope"\n')
-  assert.throws(() => createEnforcer({ oslo_policy: { policy_file: unknown } }, none), new RegExp(`${unknown}: policy rule "cyborg:arq:get_all" refers to rule:nope`))
-  const cycle = file('f/policy.yaml', 'admin_api: "rule:project_admin_api"\nproject_admin_api: "rule:admin_api"\n')
-  assert.throws(() => createEnforcer({ oslo_policy: { policy_file: cycle } }, none), /cycle: admin_api → project_admin_api → admin_api/)
+  assert.throws(
+    () => createEnforcer({ oslo_policy: { policy_file: unknown } }, none),
+    new RegExp(`${unknown}: policy rule "cyborg:arq:get_all" refers to rule:nope`),
+  )
+  const cycle = file(
+    'f/policy.yaml',
+    'admin_api: "rule:project_admin_api"\nproject_admin_api: "rule:admin_api"\n',
+  )
+  assert.throws(
+    () => createEnforcer({ oslo_policy: { policy_file: cycle } }, none),
+    /cycle: admin_api → project_admin_api → admin_api/,
+  )
 })
 
 void test('a file that is not a mapping of strings is refused, naming the file and the rule', () => {
@@ -113,10 +146,17 @@ void test('a file that is not a mapping of strings is refused, naming the file a
     const p = file(`g${i}/policy.yaml`, text)
     assert.throws(
       () => createEnforcer({ oslo_policy: { policy_file: p } }, none),
-      (err: unknown) => err instanceof ConfigError && err.message.startsWith(`${p}: `) && message.test(err.message),
+      (err: unknown) =>
+        err instanceof ConfigError && err.message.startsWith(`${p}: `) && message.test(err.message),
     )
   }
   // An empty file overrides nothing.
   const empty = file('h/policy.yaml', '# nothing yet\n')
-  assert.equal(createEnforcer({ oslo_policy: { policy_file: empty } }, none).allowed('cyborg:arq:get_all', reader), true)
+  assert.equal(
+    createEnforcer({ oslo_policy: { policy_file: empty } }, none).allowed(
+      'cyborg:arq:get_all',
+      reader,
+    ),
+    true,
+  )
 })

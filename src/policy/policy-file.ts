@@ -28,11 +28,17 @@ export interface FindPolicyFileOptions {
  * file that has it, then in each search directory. Undefined when the default file is nowhere.
  * @throws ConfigError when a file named explicitly does not exist.
  */
-export function findPolicyFile(policyFile: string, options: FindPolicyFileOptions = {}): string | undefined {
+export function findPolicyFile(
+  policyFile: string,
+  options: FindPolicyFileOptions = {},
+): string | undefined {
   const { configFiles = [], searchDirs = POLICY_SEARCH_DIRS, exists = existsSync } = options
   const candidates = isAbsolute(policyFile)
     ? [policyFile]
-    : [...[...configFiles].reverse().map((f) => join(dirname(f), policyFile)), ...searchDirs.map((d) => join(d, policyFile))]
+    : [
+        ...[...configFiles].reverse().map((f) => join(dirname(f), policyFile)),
+        ...searchDirs.map((d) => join(d, policyFile)),
+      ]
   const found = [...new Set(candidates)].find((c) => exists(c))
   if (found !== undefined || policyFile === DEFAULT_POLICY_FILE) return found
   throw new ConfigError(
@@ -52,20 +58,29 @@ export function parsePolicyText(text: string, file: string): Record<string, stri
   } catch (err) {
     const line = err instanceof YAMLParseError ? ` at line ${err.linePos?.[0].line ?? '?'}` : ''
     const why = err instanceof Error ? err.message.split('\n')[0] : String(err)
-    throw new ConfigError(`${file}: not valid YAML or JSON${line}: ${why}`, { details: { file }, cause: err })
+    throw new ConfigError(`${file}: not valid YAML or JSON${line}: ${why}`, {
+      details: { file },
+      cause: err,
+    })
   }
   if (doc === null || doc === undefined) return {}
   if (typeof doc !== 'object' || Array.isArray(doc)) {
-    throw new ConfigError(`${file}: expected a mapping of rule name to rule, e.g. "cyborg:arq:get_all": "rule:admin_api"`, {
-      details: { file },
-    })
+    throw new ConfigError(
+      `${file}: expected a mapping of rule name to rule, e.g. "cyborg:arq:get_all": "rule:admin_api"`,
+      {
+        details: { file },
+      },
+    )
   }
   const rules: Record<string, string> = {}
   for (const [name, value] of Object.entries(doc as Record<string, unknown>)) {
     if (typeof value !== 'string') {
-      throw new ConfigError(`${file}: policy rule "${name}": the rule must be a string, e.g. "role:admin" (got ${JSON.stringify(value)})`, {
-        details: { file, rule: name },
-      })
+      throw new ConfigError(
+        `${file}: policy rule "${name}": the rule must be a string, e.g. "role:admin" (got ${JSON.stringify(value)})`,
+        {
+          details: { file, rule: name },
+        },
+      )
     }
     rules[name] = value
   }
@@ -78,7 +93,10 @@ export function readPolicyFile(file: string): Record<string, string> {
   try {
     text = readFileSync(file, 'utf8')
   } catch (err) {
-    throw new ConfigError(`${file}: cannot read the policy file: ${(err as Error).message}`, { details: { file }, cause: err })
+    throw new ConfigError(`${file}: cannot read the policy file: ${(err as Error).message}`, {
+      details: { file },
+      cause: err,
+    })
   }
   return parsePolicyText(text, file)
 }

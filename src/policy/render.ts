@@ -14,7 +14,8 @@ export function renderPolicyText(rules: readonly EffectiveRule[]): string {
     out.push(`# ${r.description}`)
     for (const op of r.operations) out.push(`# ${op.method} ${op.path}`)
     if (r.custom) out.push(`# (defined only in ${r.overriddenIn ?? 'the policy file'})`)
-    else if (r.overriddenIn !== undefined) out.push(`# (overridden in ${r.overriddenIn}; default: ${q(r.defaultCheckStr ?? '')})`)
+    else if (r.overriddenIn !== undefined)
+      out.push(`# (overridden in ${r.overriddenIn}; default: ${q(r.defaultCheckStr ?? '')})`)
     else out.push('# (default)')
     out.push(`${q(r.name)}: ${q(r.checkStr)}`, '')
   }
@@ -44,5 +45,10 @@ export function renderRulesMarkdown(rules: readonly RuleDefault[]): string {
     const legacy = r.deprecatedRule ? ` (before 2026: \`${r.deprecatedRule}\`)` : ''
     return `| \`${r.name}\` | \`${cell(r.checkStr)}\`${legacy} | ${cell(r.description)} | ${ops} |`
   })
-  return ['| rule | default | what it is | guards |', '| --- | --- | --- | --- |', ...rows, ''].join('\n')
+  return [
+    '| rule | default | what it is | guards |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+    '',
+  ].join('\n')
 }

@@ -26,7 +26,10 @@ export class RuleSet {
         checks.set(name, parseRule(name, text))
       } catch (err) {
         if (!(err instanceof PolicySyntaxError) || !where) throw err
-        throw new PolicySyntaxError(`${prefix}${err.message}`, { details: { ...err.details, file: where }, cause: err })
+        throw new PolicySyntaxError(`${prefix}${err.message}`, {
+          details: { ...err.details, file: where },
+          cause: err,
+        })
       }
     }
     checkReferences(checks, prefix)
@@ -59,17 +62,23 @@ function checkReferences(checks: ReadonlyMap<string, Check>, prefix: string): vo
     const at = path.indexOf(name)
     if (at >= 0) {
       const cycle = [...path.slice(at), name]
-      throw new PolicySyntaxError(`${prefix}policy rules refer to each other in a cycle: ${cycle.join(' → ')}`, {
-        details: { rule: name, cycle },
-      })
+      throw new PolicySyntaxError(
+        `${prefix}policy rules refer to each other in a cycle: ${cycle.join(' → ')}`,
+        {
+          details: { rule: name, cycle },
+        },
+      )
     }
     const check = checks.get(name)
     if (!check) return
     for (const ref of ruleReferences(check)) {
       if (!checks.has(ref)) {
-        throw new PolicySyntaxError(`${prefix}policy rule "${name}" refers to rule:${ref}, which is not defined`, {
-          details: { rule: name, reference: ref },
-        })
+        throw new PolicySyntaxError(
+          `${prefix}policy rule "${name}" refers to rule:${ref}, which is not defined`,
+          {
+            details: { rule: name, reference: ref },
+          },
+        )
       }
       visit(ref, [...path, name])
     }

@@ -102,14 +102,20 @@ export interface AgentRpc {
    * @throws InvalidInputError (IMAGE_HASH_MISMATCH) for an image whose bytes do not match Glance's
    *   hash; UnavailableError when this agent has no `[glance]`
    */
-  programFpgaImage(req: { address: string; image: { imageId?: string; functionId?: string } }): Promise<DeviceActionResult & { imageId: string }>
+  programFpgaImage(req: {
+    address: string
+    image: { imageId?: string; functionId?: string }
+  }): Promise<DeviceActionResult & { imageId: string }>
   /** (1.2) Enables or disables a driver of this agent, persistently, then rediscovers. @throws NotFoundError for an unknown driver */
   setDriverEnabled(req: { driver: string; enabled: boolean }): Promise<DriverAdminState>
   /**
    * (1.2) Merges `options` into the driver's overrides, rebuilds it through its factory, persists the
    * overrides and rediscovers. @throws NotFoundError for an unknown driver, InvalidInputError for options its factory refuses
    */
-  updateDriverOptions(req: { driver: string; options: Record<string, string> }): Promise<DriverAdminState>
+  updateDriverOptions(req: {
+    driver: string
+    options: Record<string, string>
+  }): Promise<DriverAdminState>
   /** (1.4) Every configured driver of this agent, in configured order, with its last discovery. */
   listDrivers(req: Record<string, never>): Promise<{ host: string; drivers: AgentDriverInfo[] }>
   /**
@@ -120,11 +126,23 @@ export interface AgentRpc {
    *   when the `remote` driver is not enabled here; ConflictError (ACCELERATOR_EXISTS) when this
    *   agent has the name or the uuid registered otherwise
    */
-  registerRemote(req: { name: string; uuid: string }): Promise<{ uuid: string; report: InventoryReportResult }>
+  registerRemote(req: {
+    name: string
+    uuid: string
+  }): Promise<{ uuid: string; report: InventoryReportResult }>
 }
 
-export function createAgentClient(bus: MessageBus, host: string, options: RpcClientOptions = {}): AgentRpc {
-  return createRpcClient<AgentRpc & Record<string, never>>(bus, agentTopic(host), AGENT_RPC_VERSION, options)
+export function createAgentClient(
+  bus: MessageBus,
+  host: string,
+  options: RpcClientOptions = {},
+): AgentRpc {
+  return createRpcClient<AgentRpc & Record<string, never>>(
+    bus,
+    agentTopic(host),
+    AGENT_RPC_VERSION,
+    options,
+  )
 }
 
 /** Every method of the contract; a `satisfies` check keeps it complete. */

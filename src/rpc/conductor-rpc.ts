@@ -9,7 +9,12 @@ import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
 import type { AttachTarget } from '../domain/v1-accelerator.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
-import type { DriverActionOutcome, HostDiscovery, HostDrivers, InventoryReportResult } from './admin-types.js'
+import type {
+  DriverActionOutcome,
+  HostDiscovery,
+  HostDrivers,
+  InventoryReportResult,
+} from './admin-types.js'
 
 export type { InventoryReportResult } from './admin-types.js'
 
@@ -79,7 +84,11 @@ export interface ConductorRpc {
    * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
    *   than `maxArqs` units
    */
-  createArqs(req: { deviceProfileName: string; projectId: string | null; maxArqs: number }): Promise<Arq[]>
+  createArqs(req: {
+    deviceProfileName: string
+    projectId: string | null
+    maxArqs: number
+  }): Promise<Arq[]>
   /**
    * (1.3) Binds ARQs: Initial|Unbound → BindStarted → Bound | BindFailed. Resolves once every ARQ
    * is resolved (Nova is told in one event batch when `[nova]` is set).
@@ -93,14 +102,19 @@ export interface ConductorRpc {
    * (1.3) Unbinds and deletes ARQs by uuid (NotFoundError for unknown ones, after deleting the rest)
    * or by instance (idempotent; (1.4) only `projectId`'s requests when given).
    */
-  deleteArqs(req: { uuids: string[] } | { instanceUuid: string; projectId?: string }): Promise<{ deleted: string[] }>
+  deleteArqs(
+    req: { uuids: string[] } | { instanceUuid: string; projectId?: string },
+  ): Promise<{ deleted: string[] }>
   /**
    * (1.4) v1 attach: claims a free unit of the accelerator for an instance or a host, has the
    * host's agent prepare it, and records it as an accelerator request with no device profile.
    * Idempotent for the same target (`changed` false).
    * @throws NotFoundError, InvalidInputError, ConflictError (ACCELERATOR_NOT_ACTIVE, ACCELERATOR_IN_USE, ATTACH_FAILED)
    */
-  attachAccelerator(req: { uuid: string; target: AttachTarget }): Promise<{ uuid: string; attachment: string; changed: boolean }>
+  attachAccelerator(req: {
+    uuid: string
+    target: AttachTarget
+  }): Promise<{ uuid: string; attachment: string; changed: boolean }>
   /**
    * (1.4) v1 detach: deletes the accelerator's v1 attachments (only the instance's, when given).
    * @throws NotFoundError, ConflictError (ACCELERATOR_HELD when only v2 requests hold it; DETACH_INCOMPLETE)
@@ -110,7 +124,11 @@ export interface ConductorRpc {
    * (1.4) Replaces the accelerator's v1 spec; with `ifMatch`, only if its ETag still matches.
    * @throws NotFoundError, InvalidInputError, ConflictError (ACC_SPECS_STALE)
    */
-  setAcceleratorSpecs(req: { uuid: string; accSpecs: unknown; ifMatch?: string }): Promise<{ etag: string }>
+  setAcceleratorSpecs(req: {
+    uuid: string
+    accSpecs: unknown
+    ifMatch?: string
+  }): Promise<{ etag: string }>
   /**
    * (1.4) The drivers of every agent in the services table (or of `hostname`), asked in parallel;
    * an agent that does not answer within a bound is `unreachable`. @throws NotFoundError for an unknown host
@@ -120,14 +138,24 @@ export interface ConductorRpc {
    * (1.4) Enables `driver` on `hostname` (or on every agent that has it configured) and rediscovers.
    * @throws NotFoundError for an unknown host, or a driver that no answering agent has
    */
-  installDriver(req: { driver: string; hostname?: string }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  installDriver(req: {
+    driver: string
+    hostname?: string
+  }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /**
    * (1.4) Disables `driver` like installDriver enables it, unless any of its devices there is allocated.
    * @throws ConflictError (DRIVER_DEVICES_ALLOCATED) naming the allocated deployables; nothing is changed then
    */
-  uninstallDriver(req: { driver: string; hostname?: string }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  uninstallDriver(req: {
+    driver: string
+    hostname?: string
+  }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /** (1.4) Merges `options` into the driver's options on the host(s) and rediscovers. @throws as installDriver, InvalidInputError */
-  updateDriver(req: { driver: string; hostname?: string; options: Record<string, string> }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
+  updateDriver(req: {
+    driver: string
+    hostname?: string
+    options: Record<string, string>
+  }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /** (1.4) Has `hostname`'s agent (or every agent's) discover now; answers what changed per host. @throws NotFoundError */
   discoverHosts(req: { hostname?: string }): Promise<{ hosts: HostDiscovery[] }>
   /**
@@ -138,11 +166,22 @@ export interface ConductorRpc {
    *   REMOTE_BACKEND_NOT_ENABLED (no live agent runs the remote driver); UnavailableError when the
    *   candidates did not answer
    */
-  registerRemoteAccelerator(req: { name: string; uuid?: string }): Promise<{ uuid: string; hostname: string }>
+  registerRemoteAccelerator(req: {
+    name: string
+    uuid?: string
+  }): Promise<{ uuid: string; hostname: string }>
 }
 
-export function createConductorClient(bus: MessageBus, options: RpcClientOptions = {}): ConductorRpc {
-  return createRpcClient<ConductorRpc & Record<string, never>>(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, options)
+export function createConductorClient(
+  bus: MessageBus,
+  options: RpcClientOptions = {},
+): ConductorRpc {
+  return createRpcClient<ConductorRpc & Record<string, never>>(
+    bus,
+    CONDUCTOR_TOPIC,
+    CONDUCTOR_RPC_VERSION,
+    options,
+  )
 }
 
 /** Every method of the contract; a `satisfies` check keeps it complete. */

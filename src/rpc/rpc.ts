@@ -50,18 +50,23 @@ export function serveRpc<C extends RpcContract>(
   const major = version.split('.')[0]
   return bus.serve(topic, async (method, raw) => {
     const envelope = raw as Partial<RpcEnvelope> | null
-    const theirMajor = typeof envelope?.version === 'string' ? envelope.version.split('.')[0] : undefined
+    const theirMajor =
+      typeof envelope?.version === 'string' ? envelope.version.split('.')[0] : undefined
     if (theirMajor !== major) {
-      throw new InvalidInputError(`RPC version ${String(envelope?.version)} is not compatible with ${version}`, {
-        code: 'RPC_VERSION_MISMATCH',
-      })
+      throw new InvalidInputError(
+        `RPC version ${String(envelope?.version)} is not compatible with ${version}`,
+        {
+          code: 'RPC_VERSION_MISMATCH',
+        },
+      )
     }
     // Own methods, or a class's; never Object.prototype's (`constructor`, `toString`, …).
     const proto: unknown = Object.getPrototypeOf(impl)
     const fromClass = proto !== null && proto !== Object.prototype && method in (proto as object)
     const ownOrClass = Object.hasOwn(impl, method) || fromClass
     const fn = ownOrClass ? impl[method] : undefined
-    if (typeof fn !== 'function') throw new NotFoundError(`no RPC method ${topic}.${method}`, { code: 'RPC_NO_METHOD' })
+    if (typeof fn !== 'function')
+      throw new NotFoundError(`no RPC method ${topic}.${method}`, { code: 'RPC_NO_METHOD' })
     return fn.call(impl, envelope?.payload)
   })
 }
@@ -70,7 +75,10 @@ export function serveRpc<C extends RpcContract>(
  * A plain object with only `methods` of `impl`, bound to it: what a server exposes on the bus,
  * so that lifecycle methods (`stop`) and prototype members are never callable remotely.
  */
-export function pickMethods<C extends object>(impl: C, methods: readonly (keyof C & string)[]): RpcContract {
+export function pickMethods<C extends object>(
+  impl: C,
+  methods: readonly (keyof C & string)[],
+): RpcContract {
   const out = Object.create(null) as RpcContract
   for (const name of methods) {
     const fn = impl[name]

@@ -43,28 +43,53 @@ void describe('v2 accelerator requests', () => {
   let rpUuid: string
   before(async () => {
     s = await startStack({ autoActivate: true })
-    const profile = [{ name: 'dp-arq', groups: [{ 'resources:FPGA': '2', 'trait:CUSTOM_FAKE_DEVICE': 'required' }] }]
-    const res = await s.request({ method: 'POST', url: '/v2/device_profiles', headers: json, payload: JSON.stringify(profile) })
+    const profile = [
+      {
+        name: 'dp-arq',
+        groups: [{ 'resources:FPGA': '2', 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+      },
+    ]
+    const res = await s.request({
+      method: 'POST',
+      url: '/v2/device_profiles',
+      headers: json,
+      payload: JSON.stringify(profile),
+    })
     assert.equal(res.statusCode, 201, res.body)
-    const deployables = (await s.request({ url: '/v2/deployables' })).json().deployables as { name: string; rp_uuid: string }[]
+    const deployables = (await s.request({ url: '/v2/deployables' })).json().deployables as {
+      name: string
+      rp_uuid: string
+    }[]
     rpUuid = deployables.find((d) => d.name === 'node1_FakeDevice')!.rp_uuid
     assert.ok(rpUuid)
   })
   after(() => s.close())
 
   const create = async (body: unknown = { device_profile_name: 'dp-arq' }) => {
-    const res = await s.request({ method: 'POST', url: '/v2/accelerator_requests', headers: json, payload: JSON.stringify(body) })
+    const res = await s.request({
+      method: 'POST',
+      url: '/v2/accelerator_requests',
+      headers: json,
+      payload: JSON.stringify(body),
+    })
     assert.equal(res.statusCode, 201, res.body)
     return res.json().arqs as ArqBody[]
   }
   const patch = (body: unknown, url = '/v2/accelerator_requests', version?: string) =>
-    s.request({ method: 'PATCH', url, headers: json, payload: JSON.stringify(body), ...(version ? { version } : {}) })
+    s.request({
+      method: 'PATCH',
+      url,
+      headers: json,
+      payload: JSON.stringify(body),
+      ...(version ? { version } : {}),
+    })
   const bindOps = (instance: string, rp?: string) => [
     { path: '/hostname', op: 'add', value: 'node1' },
     ...(rp ? [{ path: '/device_rp_uuid', op: 'add', value: rp }] : []),
     { path: '/instance_uuid', op: 'add', value: instance },
   ]
-  const get = async (uuid: string) => (await s.request({ url: `/v2/accelerator_requests/${uuid}` })).json() as ArqBody
+  const get = async (uuid: string) =>
+    (await s.request({ url: `/v2/accelerator_requests/${uuid}` })).json() as ArqBody
   const del = (url: string) => s.request({ method: 'DELETE', url })
 
   void it('create (Nova body) → 201 with one Initial ARQ per unit; list and get show the same objects', async () => {
@@ -88,13 +113,20 @@ void describe('v2 accelerator requests', () => {
   })
 
   void it('create (the CLI body: device_profile_group_id null or a numeric string) → 201', async () => {
-    assert.equal((await create({ device_profile_group_id: null, device_profile_name: 'dp-arq' })).length, 2)
-    assert.equal((await create({ device_profile_group_id: '0', device_profile_name: 'dp-arq' })).length, 2)
+    assert.equal(
+      (await create({ device_profile_group_id: null, device_profile_name: 'dp-arq' })).length,
+      2,
+    )
+    assert.equal(
+      (await create({ device_profile_group_id: '0', device_profile_name: 'dp-arq' })).length,
+      2,
+    )
   })
 
   void it('pages with limit and marker', async () => {
     const all = (await s.request({ url: '/v2/accelerator_requests' })).json().arqs as ArqBody[]
-    const first = (await s.request({ url: '/v2/accelerator_requests?limit=1' })).json().arqs as ArqBody[]
+    const first = (await s.request({ url: '/v2/accelerator_requests?limit=1' })).json()
+      .arqs as ArqBody[]
     assert.deepEqual(first, all.slice(0, 1))
     const next = await s.request({ url: `/v2/accelerator_requests?limit=2&marker=${all[0]!.uuid}` })
     assert.deepEqual(next.json().arqs, all.slice(1, 3))
@@ -103,10 +135,14 @@ void describe('v2 accelerator requests', () => {
   void it("binds with Nova's PATCH; ?instance=&bind_state=resolved shows them Bound with their handles", async () => {
     const arqs = await create()
     const instance = INSTANCE(1)
-    const res = await patch(Object.fromEntries(arqs.map((a) => [a.uuid, bindOps(instance, rpUuid)])))
+    const res = await patch(
+      Object.fromEntries(arqs.map((a) => [a.uuid, bindOps(instance, rpUuid)])),
+    )
     assert.equal(res.statusCode, 202, res.body)
     assert.equal(res.body, '')
-    const resolved = await s.request({ url: `/v2/accelerator_requests?instance=${instance}&bind_state=resolved` })
+    const resolved = await s.request({
+      url: `/v2/accelerator_requests?instance=${instance}&bind_state=resolved`,
+    })
     assert.equal(resolved.statusCode, 200)
     const bound = resolved.json().arqs as ArqBody[]
     assert.deepEqual(bound.map((a) => a.uuid).sort(), arqs.map((a) => a.uuid).sort())
@@ -116,13 +152,23 @@ void describe('v2 accelerator requests', () => {
       assert.equal(arq.device_rp_uuid, rpUuid)
       assert.equal(arq.instance_uuid, instance)
       assert.equal(arq.attach_handle_type, 'TEST_PCI')
-      assert.deepEqual(Object.keys(arq.attach_handle_info).sort(), ['bus', 'device', 'domain', 'function'])
+      assert.deepEqual(Object.keys(arq.attach_handle_info).sort(), [
+        'bus',
+        'device',
+        'domain',
+        'function',
+      ])
       assert.match(arq.attach_handle_uuid!, /^[0-9a-f-]{36}$/)
     }
     assert.notEqual(bound[0]!.attach_handle_uuid, bound[1]!.attach_handle_uuid)
     // bind_state alone keeps only resolved ARQs (of every instance).
-    const onlyResolved = (await s.request({ url: '/v2/accelerator_requests?bind_state=resolved' })).json().arqs as ArqBody[]
-    assert.ok(onlyResolved.length >= 2 && onlyResolved.every((a) => ['Bound', 'BindFailed', 'Deleting'].includes(a.state)))
+    const onlyResolved = (
+      await s.request({ url: '/v2/accelerator_requests?bind_state=resolved' })
+    ).json().arqs as ArqBody[]
+    assert.ok(
+      onlyResolved.length >= 2 &&
+        onlyResolved.every((a) => ['Bound', 'BindFailed', 'Deleting'].includes(a.state)),
+    )
     // Binding a Bound ARQ again is refused, naming its state.
     const again = await patch({ [arqs[0]!.uuid]: bindOps(INSTANCE(9), rpUuid) })
     assert.equal(again.statusCode, 409)
@@ -132,18 +178,34 @@ void describe('v2 accelerator requests', () => {
   void it('423 with no body while an ARQ of the instance is not resolved', async () => {
     const [arq] = await create()
     const instance = INSTANCE(2)
-    await s.db.db.updateTable('accelerator_requests').set({ instance_uuid: instance }).where('uuid', '=', arq!.uuid).execute()
-    const res = await s.request({ url: `/v2/accelerator_requests?instance=${instance}&bind_state=resolved` })
+    await s.db.db
+      .updateTable('accelerator_requests')
+      .set({ instance_uuid: instance })
+      .where('uuid', '=', arq!.uuid)
+      .execute()
+    const res = await s.request({
+      url: `/v2/accelerator_requests?instance=${instance}&bind_state=resolved`,
+    })
     assert.equal(res.statusCode, 423)
     assert.equal(res.body, '')
     const plain = await s.request({ url: `/v2/accelerator_requests?instance=${instance}` })
-    assert.deepEqual(plain.json().arqs.map((a: ArqBody) => a.uuid), [arq!.uuid])
-    await s.db.db.updateTable('accelerator_requests').set({ instance_uuid: null }).where('uuid', '=', arq!.uuid).execute()
+    assert.deepEqual(
+      plain.json().arqs.map((a: ArqBody) => a.uuid),
+      [arq!.uuid],
+    )
+    await s.db.db
+      .updateTable('accelerator_requests')
+      .set({ instance_uuid: null })
+      .where('uuid', '=', arq!.uuid)
+      .execute()
   })
 
   void it('binds standalone (no device_rp_uuid) and at 2.1 with /project_id; unbinds with the CLI form', async () => {
     const [a, b] = await create()
-    const standalone = await patch({ [a!.uuid]: bindOps(INSTANCE(3)) }, `/v2/accelerator_requests/${a!.uuid}`)
+    const standalone = await patch(
+      { [a!.uuid]: bindOps(INSTANCE(3)) },
+      `/v2/accelerator_requests/${a!.uuid}`,
+    )
     assert.equal(standalone.statusCode, 202, standalone.body)
     assert.equal((await get(a!.uuid)).state, 'Bound')
     const ops = [...bindOps(INSTANCE(4), rpUuid), { path: '/project_id', op: 'add', value: 'p1' }]
@@ -151,22 +213,35 @@ void describe('v2 accelerator requests', () => {
     assert.equal(withProject.statusCode, 202, withProject.body)
     assert.equal(((await get(b!.uuid)) as unknown as { project_id: string }).project_id, 'p1')
 
-    const removeOps = ['/hostname', '/instance_uuid', '/device_rp_uuid'].map((path) => ({ path, op: 'remove' }))
+    const removeOps = ['/hostname', '/instance_uuid', '/device_rp_uuid'].map((path) => ({
+      path,
+      op: 'remove',
+    }))
     const unbind = await patch({ [a!.uuid]: removeOps }, `/v2/accelerator_requests/${a!.uuid}`)
     assert.equal(unbind.statusCode, 202, unbind.body)
     const shown = await get(a!.uuid)
     assert.equal(shown.state, 'Unbound')
-    assert.deepEqual([shown.hostname, shown.instance_uuid, shown.attach_handle_type, shown.attach_handle_uuid], [null, null, '', null])
+    assert.deepEqual(
+      [shown.hostname, shown.instance_uuid, shown.attach_handle_type, shown.attach_handle_uuid],
+      [null, null, '', null],
+    )
     assert.deepEqual(shown.attach_handle_info, {})
   })
 
   void it('deletes by instance (idempotent), by ?arqs= (unknown → 404 after deleting the rest) and by uuid', async () => {
     const arqs = await create()
     const instance = INSTANCE(5)
-    assert.equal((await patch(Object.fromEntries(arqs.map((a) => [a.uuid, bindOps(instance, rpUuid)])))).statusCode, 202)
+    assert.equal(
+      (await patch(Object.fromEntries(arqs.map((a) => [a.uuid, bindOps(instance, rpUuid)]))))
+        .statusCode,
+      202,
+    )
     assert.equal((await del(`/v2/accelerator_requests?instance=${instance}`)).statusCode, 204)
     assert.equal((await del(`/v2/accelerator_requests?instance=${instance}`)).statusCode, 204)
-    assert.equal((await s.request({ url: `/v2/accelerator_requests/${arqs[0]!.uuid}` })).statusCode, 404)
+    assert.equal(
+      (await s.request({ url: `/v2/accelerator_requests/${arqs[0]!.uuid}` })).statusCode,
+      404,
+    )
 
     const [c, d] = await create()
     const missing = INSTANCE(77)

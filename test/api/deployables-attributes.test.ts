@@ -22,7 +22,9 @@ void describe('v2 deployables and attributes', () => {
     s = await startStack()
     all = (await s.request({ url: '/v2/deployables' })).json().deployables
     fake = all.find((d) => d.name === 'node1_FakeDevice')!
-    const attrs = (await s.request({ url: '/v2/attributes?key=rc' })).json().attributes as { deployable_id: number }[]
+    const attrs = (await s.request({ url: '/v2/attributes?key=rc' })).json().attributes as {
+      deployable_id: number
+    }[]
     fakeId = attrs[0]!.deployable_id
   })
   after(() => s.close())
@@ -30,8 +32,19 @@ void describe('v2 deployables and attributes', () => {
   void it('lists deployables with attributes_list as a JSON string and self + bookmark links', () => {
     assert.equal(all.length, 5)
     assert.deepEqual(Object.keys(fake).sort(), [
-      'attributes_list', 'bitstream_id', 'created_at', 'device_id', 'driver_name', 'links', 'name',
-      'num_accelerators', 'parent_id', 'root_id', 'rp_uuid', 'updated_at', 'uuid',
+      'attributes_list',
+      'bitstream_id',
+      'created_at',
+      'device_id',
+      'driver_name',
+      'links',
+      'name',
+      'num_accelerators',
+      'parent_id',
+      'root_id',
+      'rp_uuid',
+      'updated_at',
+      'uuid',
     ])
     assert.equal(fake.attributes_list, '[{"rc": "FPGA"}, {"trait0": "CUSTOM_FAKE_DEVICE"}]')
     assert.equal(fake.num_accelerators, 16)
@@ -49,29 +62,64 @@ void describe('v2 deployables and attributes', () => {
     const res = await s.request({ url: `/deployables/${fake.uuid}` })
     assert.equal(res.statusCode, 200)
     assert.deepEqual(res.json(), fake)
-    const page = (await s.request({ url: `/v2/deployables?limit=2&marker=${all[0]!.uuid}` })).json().deployables
+    const page = (await s.request({ url: `/v2/deployables?limit=2&marker=${all[0]!.uuid}` })).json()
+      .deployables
     assert.deepEqual(page, all.slice(1, 3))
-    const byName = (await s.request({ url: '/v2/deployables?sort_key=name&sort_dir=desc' })).json().deployables
-    assert.deepEqual(byName.map((d: DeployableView) => d.name), all.map((d) => d.name).sort().reverse())
-    assert.equal((await s.request({ url: '/v2/deployables/3c0b9f5e-98a4-4f0e-bb1c-1f2a3b4c5d6e' })).statusCode, 404)
+    const byName = (await s.request({ url: '/v2/deployables?sort_key=name&sort_dir=desc' })).json()
+      .deployables
+    assert.deepEqual(
+      byName.map((d: DeployableView) => d.name),
+      all
+        .map((d) => d.name)
+        .sort()
+        .reverse(),
+    )
+    assert.equal(
+      (await s.request({ url: '/v2/deployables/3c0b9f5e-98a4-4f0e-bb1c-1f2a3b4c5d6e' })).statusCode,
+      404,
+    )
   })
 
   void it('lists and filters attributes', async () => {
     const every = (await s.request({ url: '/v2/attributes' })).json().attributes
     assert.equal(every.length, 10)
-    const mine = (await s.request({ url: `/v2/attributes?deployable_id=${fakeId}` })).json().attributes
-    assert.deepEqual(mine.map((a: { key: string }) => a.key), ['rc', 'trait0'])
+    const mine = (await s.request({ url: `/v2/attributes?deployable_id=${fakeId}` })).json()
+      .attributes
+    assert.deepEqual(
+      mine.map((a: { key: string }) => a.key),
+      ['rc', 'trait0'],
+    )
     const one = mine[0]
-    assert.deepEqual(Object.keys(one).sort(), ['created_at', 'deployable_id', 'key', 'links', 'updated_at', 'uuid', 'value'])
+    assert.deepEqual(Object.keys(one).sort(), [
+      'created_at',
+      'deployable_id',
+      'key',
+      'links',
+      'updated_at',
+      'uuid',
+      'value',
+    ])
     assert.deepEqual(one.links, [{ href: `http://${HOST}/v2/attributes/${one.uuid}`, rel: 'self' }])
-    const rcOfMine = (await s.request({ url: `/v2/attributes?deployable_id=${fakeId}&key=rc` })).json().attributes
+    const rcOfMine = (
+      await s.request({ url: `/v2/attributes?deployable_id=${fakeId}&key=rc` })
+    ).json().attributes
     assert.deepEqual(rcOfMine, [one])
     assert.deepEqual((await s.request({ url: `/v2/attributes/${one.uuid}` })).json(), one)
   })
 
   void it('creates (deployable_id as int or string), conflicts, and deletes attributes', async () => {
-    const create = (body: unknown) => s.request({ method: 'POST', url: '/v2/attributes', headers: json, payload: JSON.stringify(body) })
-    const created = await create({ deployable_id: String(fakeId), key: 'trait1', value: 'CUSTOM_EXTRA' })
+    const create = (body: unknown) =>
+      s.request({
+        method: 'POST',
+        url: '/v2/attributes',
+        headers: json,
+        payload: JSON.stringify(body),
+      })
+    const created = await create({
+      deployable_id: String(fakeId),
+      key: 'trait1',
+      value: 'CUSTOM_EXTRA',
+    })
     assert.equal(created.statusCode, 201, created.body)
     const attr = created.json()
     assert.equal(attr.deployable_id, fakeId)
@@ -80,7 +128,10 @@ void describe('v2 deployables and attributes', () => {
     assert.deepEqual((await s.request({ url: `/v2/attributes/${attr.uuid}` })).json(), attr)
 
     const dep = (await s.request({ url: `/v2/deployables/${fake.uuid}` })).json()
-    assert.equal(dep.attributes_list, '[{"rc": "FPGA"}, {"trait0": "CUSTOM_FAKE_DEVICE"}, {"trait1": "CUSTOM_EXTRA"}]')
+    assert.equal(
+      dep.attributes_list,
+      '[{"rc": "FPGA"}, {"trait0": "CUSTOM_FAKE_DEVICE"}, {"trait1": "CUSTOM_EXTRA"}]',
+    )
 
     const dup = await create({ deployable_id: fakeId, key: 'trait1', value: 'x' })
     assert.equal(dup.statusCode, 409, dup.body)
@@ -95,7 +146,10 @@ void describe('v2 deployables and attributes', () => {
     const del = await s.request({ method: 'DELETE', url: `/v2/attributes/${attr.uuid}` })
     assert.equal(del.statusCode, 204)
     assert.equal(del.body, '')
-    assert.equal((await s.request({ method: 'DELETE', url: `/attributes/${attr.uuid}` })).statusCode, 404)
+    assert.equal(
+      (await s.request({ method: 'DELETE', url: `/attributes/${attr.uuid}` })).statusCode,
+      404,
+    )
     assert.equal((await s.request({ url: `/v2/attributes/${attr.uuid}` })).statusCode, 404)
   })
 })

@@ -13,21 +13,42 @@ void describe('v2 device profiles', () => {
   after(() => s.close())
 
   const create = (body: unknown) =>
-    s.request({ method: 'POST', url: '/v2/device_profiles', headers: json, payload: JSON.stringify(body) })
+    s.request({
+      method: 'POST',
+      url: '/v2/device_profiles',
+      headers: json,
+      payload: JSON.stringify(body),
+    })
   const names = async () =>
-    ((await s.request({ url: '/v2/device_profiles' })).json().device_profiles as { name: string }[]).map((p) => p.name)
+    (
+      (await s.request({ url: '/v2/device_profiles' })).json().device_profiles as { name: string }[]
+    ).map((p) => p.name)
 
   void it('create (the CLI body) → 201 bare profile; show → wrapped; list', async () => {
     const res = await create([
-      { groups: [{ 'resources:FPGA': 1, 'trait:CUSTOM_FAKE_DEVICE': 'required' }], description: null, name: 'dp-fake' },
+      {
+        groups: [{ 'resources:FPGA': 1, 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+        description: null,
+        name: 'dp-fake',
+      },
     ])
     assert.equal(res.statusCode, 201, res.body)
     const dp = res.json()
-    assert.deepEqual(Object.keys(dp).sort(), ['created_at', 'description', 'groups', 'links', 'name', 'updated_at', 'uuid'])
+    assert.deepEqual(Object.keys(dp).sort(), [
+      'created_at',
+      'description',
+      'groups',
+      'links',
+      'name',
+      'updated_at',
+      'uuid',
+    ])
     assert.equal(dp.name, 'dp-fake')
     assert.equal(dp.description, null)
     assert.deepEqual(dp.groups, [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }])
-    assert.deepEqual(dp.links, [{ href: `http://${HOST}/v2/device_profiles/${dp.uuid}`, rel: 'self' }])
+    assert.deepEqual(dp.links, [
+      { href: `http://${HOST}/v2/device_profiles/${dp.uuid}`, rel: 'self' },
+    ])
 
     const shown = await s.request({ url: `/v2/device_profiles/${dp.uuid}` })
     assert.equal(shown.statusCode, 200)
@@ -37,14 +58,18 @@ void describe('v2 device profiles', () => {
   })
 
   void it('a client-chosen uuid is kept; duplicates of name or uuid are 409', async () => {
-    const res = await create([{ name: 'dp-uuid', uuid: UUID, groups: [{ 'resources:GPU': '1' }], description: 'mine' }])
+    const res = await create([
+      { name: 'dp-uuid', uuid: UUID, groups: [{ 'resources:GPU': '1' }], description: 'mine' },
+    ])
     assert.equal(res.statusCode, 201, res.body)
     assert.equal(res.json().uuid, UUID)
     assert.equal(res.json().description, 'mine')
     const dupName = await create([{ name: 'dp-uuid', groups: [{ 'resources:GPU': '1' }] }])
     assert.equal(dupName.statusCode, 409)
     assert.match(fault(dupName), /name/)
-    const dupUuid = await create([{ name: 'dp-other', uuid: UUID, groups: [{ 'resources:GPU': '1' }] }])
+    const dupUuid = await create([
+      { name: 'dp-other', uuid: UUID, groups: [{ 'resources:GPU': '1' }] },
+    ])
     assert.equal(dupUuid.statusCode, 409)
     assert.match(fault(dupUuid), /uuid/)
   })
@@ -57,7 +82,13 @@ void describe('v2 device profiles', () => {
       [[{ name: 'x', groups: [] }], /'groups'/],
       [[{ name: 'x', groups: [{ 'trait:FOO': 'required' }] }], /'groups\[0\]\["trait:FOO"\]'/],
       [[{ name: 'x', groups: [{ 'resources:FPGA': '0' }] }], /'groups\[0\]\["resources:FPGA"\]'/],
-      [[{ name: 'x', groups: [{ 'resources:FPGA': '1' }] }, { name: 'y', groups: [{ 'resources:FPGA': '1' }] }], /'body'/],
+      [
+        [
+          { name: 'x', groups: [{ 'resources:FPGA': '1' }] },
+          { name: 'y', groups: [{ 'resources:FPGA': '1' }] },
+        ],
+        /'body'/,
+      ],
       [{ name: 'x', groups: [{ 'resources:FPGA': '1' }] }, /'body'/],
     ]
     for (const [body, re] of cases) {
@@ -70,8 +101,16 @@ void describe('v2 device profiles', () => {
 
   void it('filters the list by ?name=a,b', async () => {
     const res = await s.request({ url: '/v2/device_profiles?name=dp-fake,dp-uuid,nothing' })
-    assert.deepEqual(res.json().device_profiles.map((p: { name: string }) => p.name).sort(), ['dp-fake', 'dp-uuid'])
-    assert.deepEqual((await s.request({ url: '/v2/device_profiles?name=nothing' })).json(), { device_profiles: [] })
+    assert.deepEqual(
+      res
+        .json()
+        .device_profiles.map((p: { name: string }) => p.name)
+        .sort(),
+      ['dp-fake', 'dp-uuid'],
+    )
+    assert.deepEqual((await s.request({ url: '/v2/device_profiles?name=nothing' })).json(), {
+      device_profiles: [],
+    })
   })
 
   void it('gets by name from 2.2 on; a name below 2.2 is 406; unknown is 404', async () => {
@@ -81,8 +120,15 @@ void describe('v2 device profiles', () => {
     const low = await s.request({ url: '/v2/device_profiles/dp-uuid', version: '2.1' })
     assert.equal(low.statusCode, 406)
     assert.match(fault(low), /2\.2/)
-    assert.equal((await s.request({ url: '/v2/device_profiles/nope', version: '2.3' })).statusCode, 404)
-    assert.equal((await s.request({ url: '/v2/device_profiles/5a0c4b3e-1111-4222-8333-944455556666' })).statusCode, 404)
+    assert.equal(
+      (await s.request({ url: '/v2/device_profiles/nope', version: '2.3' })).statusCode,
+      404,
+    )
+    assert.equal(
+      (await s.request({ url: '/v2/device_profiles/5a0c4b3e-1111-4222-8333-944455556666' }))
+        .statusCode,
+      404,
+    )
   })
 
   void it('deletes by uuid, by name, and by ?value=a,b; unknown → 404 deleting nothing; empty → 400', async () => {

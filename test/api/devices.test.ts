@@ -31,12 +31,24 @@ void describe('v2 devices', () => {
     assert.equal(all.length, 5)
     const fake = all.find((d) => d.hostname === 'node1')!
     assert.deepEqual(Object.keys(fake).sort(), [
-      'created_at', 'hostname', 'links', 'model', 'std_board_info', 'type', 'updated_at', 'uuid', 'vendor', 'vendor_board_info',
+      'created_at',
+      'hostname',
+      'links',
+      'model',
+      'std_board_info',
+      'type',
+      'updated_at',
+      'uuid',
+      'vendor',
+      'vendor_board_info',
     ])
     assert.equal(fake.type, 'FPGA')
     assert.equal(fake.vendor, '0xABCD')
     assert.equal(typeof fake.std_board_info, 'string')
-    assert.deepEqual(JSON.parse(fake.std_board_info as string), { class: 'Fake class', device_id: '0xabcd' })
+    assert.deepEqual(JSON.parse(fake.std_board_info as string), {
+      class: 'Fake class',
+      device_id: '0xabcd',
+    })
     assert.match(fake.created_at as string, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/)
     assert.deepEqual(fake.links, [{ href: `http://${HOST}/v2/devices/${fake.uuid}`, rel: 'self' }])
   })
@@ -74,7 +86,13 @@ void describe('v2 devices', () => {
     const next = await list(`?limit=2&marker=${first[1]!.uuid}`)
     assert.deepEqual(next, all.slice(2, 4))
     const byUuidDesc = await list('?sort_key=uuid&sort_dir=desc')
-    assert.deepEqual(byUuidDesc.map((d) => d.uuid), all.map((d) => d.uuid).sort().reverse())
+    assert.deepEqual(
+      byUuidDesc.map((d) => d.uuid),
+      all
+        .map((d) => d.uuid)
+        .sort()
+        .reverse(),
+    )
     const bad = await s.request({ url: '/v2/devices?marker=2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11' })
     assert.equal(bad.statusCode, 400)
     assert.match(fault(bad), /'marker'/)
@@ -85,7 +103,10 @@ void describe('v2 devices', () => {
 
   void it('shows status only from microversion 2.3', async () => {
     for (const v of [undefined, '2.0', '2.2']) {
-      assert.ok((await list('', v)).every((d) => !('status' in d)), String(v))
+      assert.ok(
+        (await list('', v)).every((d) => !('status' in d)),
+        String(v),
+      )
     }
     const at23 = await list('', '2.3')
     assert.ok(at23.every((d) => d.status === 'enabled'))
@@ -95,15 +116,19 @@ void describe('v2 devices', () => {
   })
 
   void it('shows lifecycle and lifecycle_reason only from microversion 2.4', async () => {
-    assert.ok((await list('', '2.3')).every((d) => !('lifecycle' in d) && !('lifecycle_reason' in d)))
+    assert.ok(
+      (await list('', '2.3')).every((d) => !('lifecycle' in d) && !('lifecycle_reason' in d)),
+    )
     const at24 = await list('', '2.4')
-    assert.deepEqual(at24.map((d) => [d.hostname, d.lifecycle, d.lifecycle_reason]), all.map((d) => [
-      d.hostname, d.hostname === 'node1' ? 'inactive' : 'active', null,
-    ]))
+    assert.deepEqual(
+      at24.map((d) => [d.hostname, d.lifecycle, d.lifecycle_reason]),
+      all.map((d) => [d.hostname, d.hostname === 'node1' ? 'inactive' : 'active', null]),
+    )
   })
 
   void it('POST /devices/{uuid}/ready at 2.4: the agent installs it, or it ends in error with the reason', async () => {
-    const ready = (uuid: string, version?: string) => s.request({ method: 'POST', url: `/v2/devices/${uuid}/ready`, version })
+    const ready = (uuid: string, version?: string) =>
+      s.request({ method: 'POST', url: `/v2/devices/${uuid}/ready`, version })
     const fake = all.find((d) => d.hostname === 'node1')!
     const below = await ready(fake.uuid, '2.3')
     assert.equal(below.statusCode, 404)
@@ -118,7 +143,11 @@ void describe('v2 devices', () => {
     assert.match(fault(again), /is active; only an inactive or error device/)
     assert.equal((await ready('2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11', '2.4')).statusCode, 404)
     assert.equal((await ready('not-a-uuid', '2.4')).statusCode, 404)
-    assert.equal((await s.request({ method: 'GET', url: `/v2/devices/${fake.uuid}/ready`, version: '2.4' })).statusCode, 405)
+    assert.equal(
+      (await s.request({ method: 'GET', url: `/v2/devices/${fake.uuid}/ready`, version: '2.4' }))
+        .statusCode,
+      405,
+    )
   })
 
   void it('disables and enables a device: 200 with no body', async () => {
@@ -126,7 +155,10 @@ void describe('v2 devices', () => {
     const disable = await s.request({ method: 'POST', url: `/v2/devices/${uuid}/disable` })
     assert.equal(disable.statusCode, 200, disable.body)
     assert.equal(disable.body, '')
-    assert.equal((await s.request({ url: `/v2/devices/${uuid}`, version: '2.3' })).json().status, 'maintaining')
+    assert.equal(
+      (await s.request({ url: `/v2/devices/${uuid}`, version: '2.3' })).json().status,
+      'maintaining',
+    )
     // A JSON Content-Type with an empty body is fine too.
     const enable = await s.request({
       method: 'POST',
@@ -134,9 +166,18 @@ void describe('v2 devices', () => {
       headers: { 'content-type': 'application/json' },
     })
     assert.equal(enable.statusCode, 200, enable.body)
-    assert.equal((await s.request({ url: `/v2/devices/${uuid}`, version: '2.3' })).json().status, 'enabled')
-    const unknown = await s.request({ method: 'POST', url: '/v2/devices/2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11/disable' })
+    assert.equal(
+      (await s.request({ url: `/v2/devices/${uuid}`, version: '2.3' })).json().status,
+      'enabled',
+    )
+    const unknown = await s.request({
+      method: 'POST',
+      url: '/v2/devices/2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11/disable',
+    })
     assert.equal(unknown.statusCode, 404)
-    assert.equal((await s.request({ method: 'GET', url: `/v2/devices/${uuid}/disable` })).statusCode, 405)
+    assert.equal(
+      (await s.request({ method: 'GET', url: `/v2/devices/${uuid}/disable` })).statusCode,
+      405,
+    )
   })
 })

@@ -10,7 +10,11 @@ import { randomUUID } from 'node:crypto'
 import { startStack, type Stack } from './stack.js'
 import { rawExchange, routePaths } from '../support/raw-http.js'
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'Application/JSON;charset=UTF-8']
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'Application/JSON;charset=UTF-8',
+]
 const FRAMINGS = ['', 'Content-Length: 0\r\n', 'Transfer-Encoding: chunked\r\n']
 
 void describe('an empty body with a JSON content type, over a real socket', () => {
@@ -19,10 +23,14 @@ void describe('an empty body with a JSON content type, over a real socket', () =
   let paths: string[]
   before(async () => {
     // node2 has no agent: driver actions wait for it only this long.
-    s = await startStack({ conductor: { driverAdmin: { listTimeoutMs: 100, actionTimeoutMs: 200 } } })
+    s = await startStack({
+      conductor: { driverAdmin: { listTimeoutMs: 100, actionTimeoutMs: 200 } },
+    })
     await s.app.listen({ host: '127.0.0.1', port: 0 })
     port = (s.app.server.address() as AddressInfo).port
-    paths = routePaths(s.app.printRoutes({ commonPrefix: false })).map((p) => p.replace(/:\w+/g, randomUUID()))
+    paths = routePaths(s.app.printRoutes({ commonPrefix: false })).map((p) =>
+      p.replace(/:\w+/g, randomUUID()),
+    )
   })
   after(() => s.close())
 
@@ -30,7 +38,11 @@ void describe('an empty body with a JSON content type, over a real socket', () =
     const body = headers.includes('chunked') ? '0\r\n\r\n' : ''
     const request = `${method} ${path} HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n${headers}\r\n${body}`
     const answer = await rawExchange(port, request, { deadlineMs: 4_000 })
-    assert.equal(answer.timedOut, false, `${method} ${path} with ${JSON.stringify(headers)} got no answer`)
+    assert.equal(
+      answer.timedOut,
+      false,
+      `${method} ${path} with ${JSON.stringify(headers)} got no answer`,
+    )
     assert.equal(answer.malformed, '')
     assert.equal(answer.responses.length, 1, `${method} ${path}: ${JSON.stringify(answer)}`)
     return answer.responses[0]!
@@ -53,7 +65,11 @@ void describe('an empty body with a JSON content type, over a real socket', () =
         for (const type of CONTENT_TYPES) {
           for (const framing of FRAMINGS) {
             const res = await send(method, path, `Content-Type: ${type}\r\n${framing}`)
-            assert.equal(res.status, bare.status, `${method} ${path} with ${type} ${framing}: ${res.body} (without: ${bare.body})`)
+            assert.equal(
+              res.status,
+              bare.status,
+              `${method} ${path} with ${type} ${framing}: ${res.body} (without: ${bare.body})`,
+            )
           }
         }
       }

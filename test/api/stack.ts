@@ -34,7 +34,11 @@ export async function startStack({
   conductor = {},
   enabledDrivers = ['fake'],
   ...options
-}: ApiOptions & { autoActivate?: boolean; conductor?: ConductorOptions; enabledDrivers?: string[] } = {}): Promise<Stack> {
+}: ApiOptions & {
+  autoActivate?: boolean
+  conductor?: ConductorOptions
+  enabledDrivers?: string[]
+} = {}): Promise<Stack> {
   const [sqlite] = await testDialects()
   const db = await sqlite!.create()
   const bus = createInProcessBus()
@@ -54,7 +58,11 @@ export async function startStack({
     request: ({ version, headers, ...rest }) =>
       app.inject({
         ...rest,
-        headers: { host: HOST, ...(version ? { 'openstack-api-version': `accelerator ${version}` } : {}), ...headers },
+        headers: {
+          host: HOST,
+          ...(version ? { 'openstack-api-version': `accelerator ${version}` } : {}),
+          ...headers,
+        },
       }),
     async close() {
       await app.close()
@@ -66,7 +74,12 @@ export async function startStack({
   try {
     await core.agent!.discoverNow()
     const devices = [0, 1, 2, 3].map((n) => sampleDevice('node2', n))
-    await core.conductorClient.reportInventory({ host: 'node2', hash: inventoryHash(devices), devices, autoActivate: true })
+    await core.conductorClient.reportInventory({
+      host: 'node2',
+      hash: inventoryHash(devices),
+      devices,
+      autoActivate: true,
+    })
   } catch (err) {
     await stack.close()
     throw err
@@ -76,5 +89,7 @@ export async function startStack({
 
 /** The faultstring of a compat-v2 error body. */
 export function fault(res: LightMyRequestResponse): string {
-  return (JSON.parse((res.json() as { error_message: string }).error_message) as { faultstring: string }).faultstring
+  return (
+    JSON.parse((res.json() as { error_message: string }).error_message) as { faultstring: string }
+  ).faultstring
 }

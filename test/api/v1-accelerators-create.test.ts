@@ -12,7 +12,8 @@ const U2 = '5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f'
 
 void describe('v1 accelerators (create: remote accelerators)', () => {
   let s: Stack
-  const post = (payload: unknown, url = '/v1/accelerators') => s.request({ method: 'POST', url, headers: json, payload: JSON.stringify(payload) })
+  const post = (payload: unknown, url = '/v1/accelerators') =>
+    s.request({ method: 'POST', url, headers: json, payload: JSON.stringify(payload) })
   /** A 400 whose message names `field`. */
   const badRequest = async (payload: unknown, field: string, url?: string) => {
     const res = await post(payload, url)
@@ -39,10 +40,19 @@ void describe('v1 accelerators (create: remote accelerators)', () => {
       [view.uuid, view.name, view.type, view.hostname, view.lifecycle, view.device_type],
       [U1, 'IPSec Card', 'REMOTE', 'node1', 'inactive', 'CUSTOM_REMOTE_ACCELERATOR'],
     )
-    const deployables = (await s.request({ url: '/v2/deployables' })).json().deployables as { uuid: string; name: string }[]
+    const deployables = (await s.request({ url: '/v2/deployables' })).json().deployables as {
+      uuid: string
+      name: string
+    }[]
     assert.ok(deployables.some((d) => d.uuid === U1 && d.name === 'IPSec Card'))
-    const devices = (await s.request({ url: '/v2/devices?type=REMOTE' })).json().devices as { type: string; hostname: string }[]
-    assert.deepEqual(devices.map((d) => [d.type, d.hostname]), [['REMOTE', 'node1']])
+    const devices = (await s.request({ url: '/v2/devices?type=REMOTE' })).json().devices as {
+      type: string
+      hostname: string
+    }[]
+    assert.deepEqual(
+      devices.map((d) => [d.type, d.hostname]),
+      [['REMOTE', 'node1']],
+    )
   })
 
   void it('POST /v1/accelerators/{uuid} takes the uuid from the path; without any uuid one is made', async () => {
@@ -63,15 +73,24 @@ void describe('v1 accelerators (create: remote accelerators)', () => {
   void it('400 naming the field for every schema violation', async () => {
     assert.match(await badRequest({ uuid: U1 }, 'name'), /required/)
     assert.match(await badRequest({ name: 'x', uuid: 'not-a-uuid' }, 'uuid'), /uuid/)
-    assert.match(await badRequest({ name: 'x', description: 'extra' }, 'description'), /unknown field/)
+    assert.match(
+      await badRequest({ name: 'x', description: 'extra' }, 'description'),
+      /unknown field/,
+    )
     await badRequest({ name: 7 }, 'name')
-    assert.match(await badRequest({ name: 'x', uuid: U1 }, 'uuid', `/v1/accelerators/${U2}`), /differs from the uuid in the path/)
+    assert.match(
+      await badRequest({ name: 'x', uuid: U1 }, 'uuid', `/v1/accelerators/${U2}`),
+      /differs from the uuid in the path/,
+    )
     await badRequest({ name: 'x' }, 'uuid', '/v1/accelerators/not-a-uuid')
     // The schema allows an empty string; the conductor refuses it, naming the field its own way.
     const empty = await post({ name: '' })
     assert.equal(empty.statusCode, 400, empty.body)
     assert.match(fault(empty), /^name: must not be empty/)
-    assert.equal((await s.request({ url: '/v1/accelerators?device_type=REMOTE' })).json().accelerators.length, 3)
+    assert.equal(
+      (await s.request({ url: '/v1/accelerators?device_type=REMOTE' })).json().accelerators.length,
+      3,
+    )
   })
 
   void it('409 naming the name or the uuid when it exists', async () => {

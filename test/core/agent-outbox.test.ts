@@ -31,19 +31,44 @@ void describe('agent outbox', () => {
     }
     try {
       const firstLog = recordingLogger()
-      const first = await startCore({ bus, log: firstLog, conductor: false, rpcTimeoutMs: 80, agent: agentOptions })
-      await eventually(async () => firstLog.lines.some((l) => l.msg.startsWith('inventory report failed')))
+      const first = await startCore({
+        bus,
+        log: firstLog,
+        conductor: false,
+        rpcTimeoutMs: 80,
+        agent: agentOptions,
+      })
+      await eventually(async () =>
+        firstLog.lines.some((l) => l.msg.startsWith('inventory report failed')),
+      )
       await first.stop()
       const pending = await createFileAgentCache(stateDir, { log: noopLogger }).pending()
       assert.equal(pending.length, 1, 'the report waits in the outbox')
 
-      const conductor = await startCore({ db: handle, bus, log: noopLogger, conductor: { saveIntervalMs: 5, maxBatch: 16 } })
+      const conductor = await startCore({
+        db: handle,
+        bus,
+        log: noopLogger,
+        conductor: { saveIntervalMs: 5, maxBatch: 16 },
+      })
       const log = recordingLogger()
-      const second = await startCore({ bus, log, conductor: false, rpcTimeoutMs: 5000, agent: agentOptions })
+      const second = await startCore({
+        bus,
+        log,
+        conductor: false,
+        rpcTimeoutMs: 5000,
+        agent: agentOptions,
+      })
       try {
-        await eventually(async () => log.lines.some((l) => l.msg === 'replayed an unacknowledged report'))
+        await eventually(async () =>
+          log.lines.some((l) => l.msg === 'replayed an unacknowledged report'),
+        )
         const device = await eventually(() =>
-          handle.db.selectFrom('devices').selectAll().where('hostname', '=', host).executeTakeFirst(),
+          handle.db
+            .selectFrom('devices')
+            .selectAll()
+            .where('hostname', '=', host)
+            .executeTakeFirst(),
         )
         assert.equal(device.lifecycle, 'inactive')
         await second.agent!.discoverNow()

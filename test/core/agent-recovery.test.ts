@@ -20,21 +20,43 @@ void describe('agent before conductor', () => {
       log,
       conductor: false,
       rpcTimeoutMs: 80,
-      agent: { host, periodicIntervalMs: 100, enabledDrivers: ['fake'], hostProbe: createFixtureHostProbe('/nonexistent') },
+      agent: {
+        host,
+        periodicIntervalMs: 100,
+        enabledDrivers: ['fake'],
+        hostProbe: createFixtureHostProbe('/nonexistent'),
+      },
     })
     try {
-      await eventually(async () => log.lines.filter((l) => l.msg.startsWith('inventory report failed')).length >= 2)
+      await eventually(
+        async () =>
+          log.lines.filter((l) => l.msg.startsWith('inventory report failed')).length >= 2,
+      )
       assert.equal(agentCore.agent!.state, 'running')
       assert.ok(log.lines.some((l) => l.msg.startsWith('heartbeat failed')))
 
-      const conductorCore = await startCore({ db: handle, bus, log: noopLogger, conductor: { saveIntervalMs: 5, maxBatch: 16 } })
+      const conductorCore = await startCore({
+        db: handle,
+        bus,
+        log: noopLogger,
+        conductor: { saveIntervalMs: 5, maxBatch: 16 },
+      })
       try {
         const device = await eventually(() =>
-          handle.db.selectFrom('devices').selectAll().where('hostname', '=', host).executeTakeFirst(),
+          handle.db
+            .selectFrom('devices')
+            .selectAll()
+            .where('hostname', '=', host)
+            .executeTakeFirst(),
         )
         assert.equal(device.lifecycle, 'inactive')
         await eventually(() =>
-          handle.db.selectFrom('services').selectAll().where('host', '=', host).where('version', '=', '0.1.0').executeTakeFirst(),
+          handle.db
+            .selectFrom('services')
+            .selectAll()
+            .where('host', '=', host)
+            .where('version', '=', '0.1.0')
+            .executeTakeFirst(),
         )
         assert.ok(log.lines.some((l) => l.msg === 'inventory reported'))
       } finally {

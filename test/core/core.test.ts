@@ -46,34 +46,77 @@ for (const dialect of await testDialects()) {
     void it('stores an agent report as inactive devices; an identical report writes only the heartbeat', async () => {
       const host = 'compute-1.example'
       const agent = createAgent(
-        { conductor: core.conductorClient, drivers: [createFakeDriver({ host: noHost, hostname: host })], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock: systemClock },
+        {
+          conductor: core.conductorClient,
+          drivers: [createFakeDriver({ host: noHost, hostname: host })],
+          driverRegistry: DRIVER_REGISTRY,
+          log: noopLogger,
+          clock: systemClock,
+        },
         { host },
       )
-      assert.deepEqual(await agent.discoverNow(), { changed: true, added: 1, updated: 0, removed: 0, pending: 0 })
+      assert.deepEqual(await agent.discoverNow(), {
+        changed: true,
+        added: 1,
+        updated: 0,
+        removed: 0,
+        pending: 0,
+      })
 
       const { db } = handle
-      const devices = await db.selectFrom('devices').selectAll().where('hostname', '=', host).execute()
+      const devices = await db
+        .selectFrom('devices')
+        .selectAll()
+        .where('hostname', '=', host)
+        .execute()
       assert.equal(devices.length, 1)
       const device = devices[0]!
       assert.equal(device.lifecycle, 'inactive')
       assert.equal(device.type, 'FPGA')
       assert.equal(device.vendor, '0xABCD')
       assert.equal(device.model, 'miss model info')
-      assert.deepEqual(JSON.parse(device.cpid_info), { domain: '0000', bus: '0c', device: '00', function: '0' })
-      const deployables = await db.selectFrom('deployables').selectAll().where('device_id', '=', device.id).execute()
-      assert.deepEqual(deployables.map((d) => [d.name, d.num_accelerators, d.driver_name]), [['compute_1_example_FakeDevice', 16, 'fake']])
-      const attributes = await db.selectFrom('attributes').select(['key', 'value']).where('deployable_id', '=', deployables[0]!.id).orderBy('key').execute()
+      assert.deepEqual(JSON.parse(device.cpid_info), {
+        domain: '0000',
+        bus: '0c',
+        device: '00',
+        function: '0',
+      })
+      const deployables = await db
+        .selectFrom('deployables')
+        .selectAll()
+        .where('device_id', '=', device.id)
+        .execute()
+      assert.deepEqual(
+        deployables.map((d) => [d.name, d.num_accelerators, d.driver_name]),
+        [['compute_1_example_FakeDevice', 16, 'fake']],
+      )
+      const attributes = await db
+        .selectFrom('attributes')
+        .select(['key', 'value'])
+        .where('deployable_id', '=', deployables[0]!.id)
+        .orderBy('key')
+        .execute()
       assert.deepEqual(attributes, [
         { key: 'rc', value: 'FPGA' },
         { key: 'trait0', value: 'CUSTOM_FAKE_DEVICE' },
       ])
-      const handles = await db.selectFrom('attach_handles').selectAll().where('deployable_id', '=', deployables[0]!.id).execute()
+      const handles = await db
+        .selectFrom('attach_handles')
+        .selectAll()
+        .where('deployable_id', '=', deployables[0]!.id)
+        .execute()
       assert.equal(handles.length, 16)
       assert.ok(handles.every((h) => h.attach_type === 'TEST_PCI' && Number(h.in_use) === 0))
 
       const before = await dumpTables(handle)
       const stats = core.conductor!.stats()
-      assert.deepEqual(await agent.discoverNow(), { changed: false, added: 0, updated: 0, removed: 0, pending: 0 })
+      assert.deepEqual(await agent.discoverNow(), {
+        changed: false,
+        added: 0,
+        updated: 0,
+        removed: 0,
+        pending: 0,
+      })
       // The unchanged inventory is confirmed by the agent's heartbeat (one op: its conditional
       // UPDATE of last_seen); no snapshot is sent and nothing else is written.
       const after = core.conductor!.stats()
@@ -82,7 +125,8 @@ for (const dialect of await testDialects()) {
       const { services: servicesBefore, ...inventoryBefore } = before
       const { services: servicesNow, ...inventoryNow } = now
       assert.deepEqual(inventoryNow, inventoryBefore)
-      const strip = (rows: typeof servicesNow) => rows.map(({ last_seen: _l, updated_at: _u, version: _v, ...rest }) => rest)
+      const strip = (rows: typeof servicesNow) =>
+        rows.map(({ last_seen: _l, updated_at: _u, version: _v, ...rest }) => rest)
       assert.deepEqual(strip(servicesNow), strip(servicesBefore))
     })
 
@@ -92,16 +136,31 @@ for (const dialect of await testDialects()) {
         bus,
         log: noopLogger,
         conductor: false,
-        agent: { host, periodicIntervalMs: 3_600_000, autoActivate: true, enabledDrivers: ['fake'], hostProbe: noHost },
+        agent: {
+          host,
+          periodicIntervalMs: 3_600_000,
+          autoActivate: true,
+          enabledDrivers: ['fake'],
+          hostProbe: noHost,
+        },
       })
       try {
         const device = await eventually(() =>
-          handle.db.selectFrom('devices').selectAll().where('hostname', '=', host).executeTakeFirst(),
+          handle.db
+            .selectFrom('devices')
+            .selectAll()
+            .where('hostname', '=', host)
+            .executeTakeFirst(),
         )
         assert.equal(device.lifecycle, 'active')
         assert.equal((await agentCore.agent!.discoverNow()).changed, false)
         const service = await eventually(() =>
-          handle.db.selectFrom('services').selectAll().where('host', '=', host).where('version', '=', '0.1.0').executeTakeFirst(),
+          handle.db
+            .selectFrom('services')
+            .selectAll()
+            .where('host', '=', host)
+            .where('version', '=', '0.1.0')
+            .executeTakeFirst(),
         )
         assert.equal(service.binary, 'cyborg-agent')
         assert.ok(service.report_hash)
@@ -111,16 +170,27 @@ for (const dialect of await testDialects()) {
     })
 
     void it('batches 30 concurrent profile creations; a duplicate name gets ConflictError across the bus', async () => {
-      const names = [...Array.from({ length: 29 }, (_, i) => `dp-${dialect.name}-${i}`), `dp-${dialect.name}-0`]
+      const names = [
+        ...Array.from({ length: 29 }, (_, i) => `dp-${dialect.name}-${i}`),
+        `dp-${dialect.name}-0`,
+      ]
       const groups = [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }]
       const stats = core.conductor!.stats()
       const results = await Promise.allSettled(
-        names.map((name) => core.conductorClient.createDeviceProfile({ name, description: `for ${name}`, groups })),
+        names.map((name) =>
+          core.conductorClient.createDeviceProfile({ name, description: `for ${name}`, groups }),
+        ),
       )
       const after = core.conductor!.stats()
       assert.equal(after.ops - stats.ops, 30)
-      assert.ok(after.batches - stats.batches < 30, `30 calls shared ${after.batches - stats.batches} transactions`)
-      assert.ok(after.batches - stats.batches <= 15, `30 calls took ${after.batches - stats.batches} transactions`)
+      assert.ok(
+        after.batches - stats.batches < 30,
+        `30 calls shared ${after.batches - stats.batches} transactions`,
+      )
+      assert.ok(
+        after.batches - stats.batches <= 15,
+        `30 calls took ${after.batches - stats.batches} transactions`,
+      )
 
       const rejected = results.filter((r) => r.status === 'rejected')
       assert.equal(rejected.length, 1)
@@ -140,7 +210,11 @@ for (const dialect of await testDialects()) {
         uuids.add(r.value.uuid)
       })
       assert.equal(uuids.size, 29)
-      const stored = await handle.db.selectFrom('device_profiles').select('name').where('name', 'like', `dp-${dialect.name}-%`).execute()
+      const stored = await handle.db
+        .selectFrom('device_profiles')
+        .select('name')
+        .where('name', 'like', `dp-${dialect.name}-%`)
+        .execute()
       assert.equal(stored.length, 29)
     })
   })

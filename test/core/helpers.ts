@@ -10,12 +10,10 @@ export interface LogLine {
 
 /** A Logger that records every line (children share the record). */
 export function recordingLogger(lines: LogLine[] = []): Logger & { lines: LogLine[] } {
-  const at =
-    (level: LogLine['level']) =>
-    (first: object | string, msg?: unknown) => {
-      if (typeof first === 'string') lines.push({ level, msg: first, obj: undefined })
-      else lines.push({ level, msg: typeof msg === 'string' ? msg : '', obj: first })
-    }
+  const at = (level: LogLine['level']) => (first: object | string, msg?: unknown) => {
+    if (typeof first === 'string') lines.push({ level, msg: first, obj: undefined })
+    else lines.push({ level, msg: typeof msg === 'string' ? msg : '', obj: first })
+  }
   const log = {
     lines,
     error: at('error'),
@@ -40,7 +38,10 @@ export async function dumpTables(handle: DatabaseHandle) {
 }
 
 /** Polls `check` until it returns a value other than undefined/false. */
-export async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 5000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()

@@ -12,7 +12,11 @@ import { DRIVER_REGISTRY } from '../../src/drivers/index.js'
 import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
 import type { AcceleratorDriver } from '../../src/drivers/driver.js'
 import { createAgentClient } from '../../src/rpc/agent-rpc.js'
-import { createConductorClient, serveConductor, type ConductorRpc } from '../../src/rpc/conductor-rpc.js'
+import {
+  createConductorClient,
+  serveConductor,
+  type ConductorRpc,
+} from '../../src/rpc/conductor-rpc.js'
 import { ConflictError, NotFoundError } from '../../src/domain/errors.js'
 import type { DiscoveredDevice } from '../../src/domain/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
@@ -66,11 +70,24 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
   before(async () => {
     db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
     const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: 200 })
-    conductor = createConductor({ db, log: noopLogger, clock, agentFor }, { saveIntervalMs: 1, maxBatch: 8 })
+    conductor = createConductor(
+      { db, log: noopLogger, clock, agentFor },
+      { saveIntervalMs: 1, maxBatch: 8 },
+    )
     await serveConductor(bus, conductor)
     client = createConductorClient(bus, { timeoutMs: 5000 })
     const fake = createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname: 'h1' })
-    agent = createAgent({ conductor: client, drivers: [fake, gpuKit(kit)], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock, bus }, { host: 'h1', periodicIntervalMs: 3_600_000 })
+    agent = createAgent(
+      {
+        conductor: client,
+        drivers: [fake, gpuKit(kit)],
+        driverRegistry: DRIVER_REGISTRY,
+        log: noopLogger,
+        clock,
+        bus,
+      },
+      { host: 'h1', periodicIntervalMs: 3_600_000 },
+    )
     await agent.start()
     await agent.discoverNow()
   })
@@ -94,7 +111,10 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
     kit.broken = true
     const failed = await conductor.markDeviceReady({ uuid })
     assert.equal(failed.lifecycle, 'error')
-    assert.equal(failed.lifecycleReason, 'driver gpu-kit could not install device 0000:af:00.0: vendor firmware tool exited 2')
+    assert.equal(
+      failed.lifecycleReason,
+      'driver gpu-kit could not install device 0000:af:00.0: vendor firmware tool exited 2',
+    )
     kit.broken = false
     const retried = await conductor.markDeviceReady({ uuid })
     assert.equal(retried.lifecycle, 'active')
@@ -116,7 +136,17 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
 
   void it('lets only one of two concurrent calls start the install', async () => {
     const h2 = { broken: false, installs: 0 }
-    const second = createAgent({ conductor: client, drivers: [gpuKit(h2, 'h2')], driverRegistry: DRIVER_REGISTRY, log: noopLogger, clock, bus }, { host: 'h2', periodicIntervalMs: 3_600_000 })
+    const second = createAgent(
+      {
+        conductor: client,
+        drivers: [gpuKit(h2, 'h2')],
+        driverRegistry: DRIVER_REGISTRY,
+        log: noopLogger,
+        clock,
+        bus,
+      },
+      { host: 'h2', periodicIntervalMs: 3_600_000 },
+    )
     await second.start()
     await second.discoverNow()
     const uuid = await uuidOf('h2', 'af')
@@ -128,7 +158,10 @@ void describe('device lifecycle (sqlite, a real agent on the in-process bus)', (
       clock,
       onInventoryChanged: async (host) => void changed.push(host),
     })
-    const outcomes = await Promise.allSettled([lifecycle.markDeviceReady(uuid), lifecycle.markDeviceReady(uuid)])
+    const outcomes = await Promise.allSettled([
+      lifecycle.markDeviceReady(uuid),
+      lifecycle.markDeviceReady(uuid),
+    ])
     await second.stop()
     assert.deepEqual(outcomes.map((o) => o.status).sort(), ['fulfilled', 'rejected'])
     const rejected = outcomes.find((o) => o.status === 'rejected')!

@@ -7,7 +7,9 @@ import type { Logger } from '../../src/domain/logger.js'
 
 void it('pino satisfies the Logger port', () => {
   const lines: string[] = []
-  const sink = new Writable({ write: (chunk: Buffer, _enc, done) => void (lines.push(chunk.toString()), done()) })
+  const sink = new Writable({
+    write: (chunk: Buffer, _enc, done) => void (lines.push(chunk.toString()), done()),
+  })
   const log: Logger = pino({ level: 'debug' }, sink)
   log.child({ component: 'agent' }).info({ host: 'h1' }, 'reported %s', 'x')
   log.warn('plain')

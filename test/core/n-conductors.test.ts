@@ -32,7 +32,10 @@ for (const dialect of await testDialects()) {
       // An in-memory SQLite database exists once per connection: there, both share the handle.
       second = dialect.name === 'sqlite' ? db : await openDatabase(db.url, { poolSize: 4 })
       conductors = [db, second].map((handle) =>
-        createConductor({ db: handle, log: noopLogger, clock }, { saveIntervalMs: 2, maxBatch: 16 }),
+        createConductor(
+          { db: handle, log: noopLogger, clock },
+          { saveIntervalMs: 2, maxBatch: 16 },
+        ),
       )
     })
     after(async () => {
@@ -75,7 +78,10 @@ for (const dialect of await testDialects()) {
       await Promise.all(conductors.map((c) => c.reportInventory(smaller)))
       assert.equal((await devicesPerHost()).get(host)?.length, 2)
       const again = await Promise.all(conductors.map((c) => c.reportInventory(smaller)))
-      assert.deepEqual(again.map((r) => r.changed), [false, false])
+      assert.deepEqual(
+        again.map((r) => r.changed),
+        [false, false],
+      )
     })
   })
 }

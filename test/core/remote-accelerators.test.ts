@@ -25,7 +25,9 @@ const PLAIN = 'a-plain'
 const RACK = 'b-rack'
 
 const conflict = (code: string, field?: string) => (err: unknown) =>
-  err instanceof ConflictError && err.code === code && (field === undefined || err.details?.field === field)
+  err instanceof ConflictError &&
+  err.code === code &&
+  (field === undefined || err.details?.field === field)
 
 for (const dialect of await testDialects()) {
   void describe(`remote accelerators on ${dialect.name}`, { skip: dialect.skip }, () => {
@@ -53,12 +55,25 @@ for (const dialect of await testDialects()) {
         },
       })
     const agentRow = (host: string) =>
-      handle.db.selectFrom('services').selectAll().where('host', '=', host).where('binary', '=', 'cyborg-agent').executeTakeFirst()
+      handle.db
+        .selectFrom('services')
+        .selectAll()
+        .where('host', '=', host)
+        .where('binary', '=', 'cyborg-agent')
+        .executeTakeFirst()
     const remoteRows = () =>
       handle.db
         .selectFrom('deployables as p')
         .innerJoin('devices as d', 'd.id', 'p.device_id')
-        .select(['p.uuid', 'p.name', 'd.hostname', 'd.type', 'd.cpid_type', 'd.cpid_info', 'd.lifecycle'])
+        .select([
+          'p.uuid',
+          'p.name',
+          'd.hostname',
+          'd.type',
+          'd.cpid_type',
+          'd.cpid_info',
+          'd.lifecycle',
+        ])
         .where('d.cpid_type', '=', 'REMOTE')
         .orderBy('p.name')
         .execute()
@@ -67,13 +82,24 @@ for (const dialect of await testDialects()) {
       handle = await dialect.create()
       bus = createInProcessBus()
       stateRoot = await mkdtemp(path.join(tmpdir(), 'cyborg-remote-'))
-      conductor = await startCore({ db: handle, bus, log: noopLogger, conductor: { saveIntervalMs: 5, maxBatch: 64 }, rpcTimeoutMs: 10_000 })
+      conductor = await startCore({
+        db: handle,
+        bus,
+        log: noopLogger,
+        conductor: { saveIntervalMs: 5, maxBatch: 64 },
+        rpcTimeoutMs: 10_000,
+      })
       plain = await startCore({
         bus,
         log: noopLogger,
         conductor: false,
         rpcTimeoutMs: 10_000,
-        agent: { host: PLAIN, enabledDrivers: ['fake'], periodicIntervalMs: 3_600_000, hostProbe: createFixtureHostProbe('/nonexistent') },
+        agent: {
+          host: PLAIN,
+          enabledDrivers: ['fake'],
+          periodicIntervalMs: 3_600_000,
+          hostProbe: createFixtureHostProbe('/nonexistent'),
+        },
       })
       await eventually(() => agentRow(PLAIN))
     })
@@ -87,48 +113,101 @@ for (const dialect of await testDialects()) {
     })
 
     void it('refuses with 409 REMOTE_BACKEND_NOT_ENABLED, naming the option, while no agent runs the remote driver', async () => {
-      await assert.rejects(conductor.conductorClient.registerRemoteAccelerator({ name: 'IPSec Card', uuid: U1 }), (err) => {
-        assert.ok(conflict('REMOTE_BACKEND_NOT_ENABLED')(err))
-        assert.match((err as Error).message, /\[agent\] enabled_drivers.*remote/)
-        return true
-      })
+      await assert.rejects(
+        conductor.conductorClient.registerRemoteAccelerator({ name: 'IPSec Card', uuid: U1 }),
+        (err) => {
+          assert.ok(conflict('REMOTE_BACKEND_NOT_ENABLED')(err))
+          assert.match((err as Error).message, /\[agent\] enabled_drivers.*remote/)
+          return true
+        },
+      )
       assert.deepEqual(await remoteRows(), [])
     })
 
     void it('registers through the agent that runs the driver: the requested uuid, inactive despite auto_activate', async () => {
       rack = await startRack(path.join(stateRoot, 'rack'))
       await eventually(() => agentRow(RACK))
-      const answer = await conductor.conductorClient.registerRemoteAccelerator({ name: 'IPSec Card', uuid: U1.toUpperCase() })
+      const answer = await conductor.conductorClient.registerRemoteAccelerator({
+        name: 'IPSec Card',
+        uuid: U1.toUpperCase(),
+      })
       assert.deepEqual(answer, { uuid: U1, hostname: RACK })
       assert.deepEqual(await remoteRows(), [
-        { uuid: U1, name: 'IPSec Card', hostname: RACK, type: 'REMOTE', cpid_type: 'REMOTE', cpid_info: `{"uuid":"${U1}"}`, lifecycle: 'inactive' },
+        {
+          uuid: U1,
+          name: 'IPSec Card',
+          hostname: RACK,
+          type: 'REMOTE',
+          cpid_type: 'REMOTE',
+          cpid_info: `{"uuid":"${U1}"}`,
+          lifecycle: 'inactive',
+        },
       ])
       // The fake device of the same report did get auto-activated.
-      const fake = await handle.db.selectFrom('devices').select('lifecycle').where('hostname', '=', RACK).where('cpid_type', '=', 'PCI').executeTakeFirstOrThrow()
+      const fake = await handle.db
+        .selectFrom('devices')
+        .select('lifecycle')
+        .where('hostname', '=', RACK)
+        .where('cpid_type', '=', 'PCI')
+        .executeTakeFirstOrThrow()
       assert.equal(fake.lifecycle, 'active')
       const v1 = await getAccelerator(handle.db, U1)
       assert.equal(v1.remote, true)
       assert.equal(v1.address, `remote:${U1}`)
-      assert.equal((await getAccelerator(handle.db, (await handle.db.selectFrom('deployables').select('uuid').where('name', '=', fakeDeployableName(PLAIN)).executeTakeFirstOrThrow()).uuid)).remote, false)
+      assert.equal(
+        (
+          await getAccelerator(
+            handle.db,
+            (
+              await handle.db
+                .selectFrom('deployables')
+                .select('uuid')
+                .where('name', '=', fakeDeployableName(PLAIN))
+                .executeTakeFirstOrThrow()
+            ).uuid,
+          )
+        ).remote,
+        false,
+      )
     })
 
     void it('makes a uuid when none is given', async () => {
-      const { uuid } = await conductor.conductorClient.registerRemoteAccelerator({ name: 'rack card 2' })
+      const { uuid } = await conductor.conductorClient.registerRemoteAccelerator({
+        name: 'rack card 2',
+      })
       assert.match(uuid, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
-      assert.deepEqual((await remoteRows()).map((r) => [r.name, r.uuid]), [
-        ['IPSec Card', U1],
-        ['rack card 2', uuid],
-      ])
+      assert.deepEqual(
+        (await remoteRows()).map((r) => [r.name, r.uuid]),
+        [
+          ['IPSec Card', U1],
+          ['rack card 2', uuid],
+        ],
+      )
     })
 
     void it('refuses a taken name or uuid with ACCELERATOR_EXISTS naming the field, and bad input naming it', async () => {
       const client = conductor.conductorClient
-      await assert.rejects(client.registerRemoteAccelerator({ name: 'IPSec Card', uuid: U2 }), conflict('ACCELERATOR_EXISTS', 'name'))
-      await assert.rejects(client.registerRemoteAccelerator({ name: 'other', uuid: U1 }), conflict('ACCELERATOR_EXISTS', 'uuid'))
+      await assert.rejects(
+        client.registerRemoteAccelerator({ name: 'IPSec Card', uuid: U2 }),
+        conflict('ACCELERATOR_EXISTS', 'name'),
+      )
+      await assert.rejects(
+        client.registerRemoteAccelerator({ name: 'other', uuid: U1 }),
+        conflict('ACCELERATOR_EXISTS', 'uuid'),
+      )
       // A discovered deployable's name is taken just the same.
-      await assert.rejects(client.registerRemoteAccelerator({ name: fakeDeployableName(PLAIN) }), conflict('ACCELERATOR_EXISTS', 'name'))
-      await assert.rejects(client.registerRemoteAccelerator({ name: '' }), (err) => err instanceof InvalidInputError && err.details?.field === 'name')
-      await assert.rejects(client.registerRemoteAccelerator({ name: 'x', uuid: 'nope' }), (err) => err instanceof InvalidInputError && err.details?.field === 'uuid')
+      await assert.rejects(
+        client.registerRemoteAccelerator({ name: fakeDeployableName(PLAIN) }),
+        conflict('ACCELERATOR_EXISTS', 'name'),
+      )
+      await assert.rejects(
+        client.registerRemoteAccelerator({ name: '' }),
+        (err) => err instanceof InvalidInputError && err.details?.field === 'name',
+      )
+      await assert.rejects(
+        client.registerRemoteAccelerator({ name: 'x', uuid: 'nope' }),
+        (err) => err instanceof InvalidInputError && err.details?.field === 'uuid',
+      )
       assert.equal((await remoteRows()).length, 2)
     })
 

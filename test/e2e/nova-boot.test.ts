@@ -14,7 +14,16 @@ const skip = novaClientSkip() ?? (await placementSkip())
 const HOST = 'nova-boot.example'
 const VM = '9e7b0000-0000-4000-8000-000000000042'
 
-type Arq = { uuid: string; state: string; device_profile_group_id: number; attach_handle_type: string; attach_handle_info: Record<string, string>; device_rp_uuid: string | null; hostname: string | null; instance_uuid: string | null }
+type Arq = {
+  uuid: string
+  state: string
+  device_profile_group_id: number
+  attach_handle_type: string
+  attach_handle_info: Record<string, string>
+  device_rp_uuid: string | null
+  hostname: string | null
+  instance_uuid: string | null
+}
 
 void describe('a VM boot with real Nova’s cyborg client and real Placement', { skip }, () => {
   let placement: RunningPlacement
@@ -32,12 +41,19 @@ void describe('a VM boot with real Nova’s cyborg client and real Placement', {
         CYBORG_PLACEMENT__TOKEN: 'admin',
         CYBORG_PLACEMENT__CREATE_ROOT_PROVIDER: 'true',
       },
-      ready: async (url) => ((await (await fetch(`${url}/v2/devices`)).json()) as { devices: unknown[] }).devices.length > 0,
+      ready: async (url) =>
+        ((await (await fetch(`${url}/v2/devices`)).json()) as { devices: unknown[] }).devices
+          .length > 0,
     })
     const res = await fetch(`${service.url}/v2/device_profiles`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([{ name: 'fpga-vm', groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }] }]),
+      body: JSON.stringify([
+        {
+          name: 'fpga-vm',
+          groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+        },
+      ]),
     })
     assert.equal(res.status, 201, await res.text())
   })
@@ -49,16 +65,26 @@ void describe('a VM boot with real Nova’s cyborg client and real Placement', {
   void it('boots: groups, candidate, create, bind, resolved, handle, delete', async () => {
     const groups = await nova(['groups', 'fpga-vm'])
     assert.equal(groups.code, 0, groups.stderr)
-    const [group] = groups.out as { requester_id: string; resources: Record<string, number>; required_traits: string[] }[]
+    const [group] = groups.out as {
+      requester_id: string
+      resources: Record<string, number>
+      required_traits: string[]
+    }[]
     // What Nova's scheduler asks Placement for: the group as a suffixed request group.
     const q = new URLSearchParams({
-      resources_dp0: Object.entries(group!.resources).map(([rc, n]) => `${rc}:${n}`).join(','),
+      resources_dp0: Object.entries(group!.resources)
+        .map(([rc, n]) => `${rc}:${n}`)
+        .join(','),
       required_dp0: group!.required_traits.join(','),
       group_policy: 'none',
     })
-    const cand = await fetch(`${placement.url}/allocation_candidates?${q}`, { headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' } })
+    const cand = await fetch(`${placement.url}/allocation_candidates?${q}`, {
+      headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39' },
+    })
     assert.equal(cand.status, 200, await cand.clone().text())
-    const { allocation_requests: requests } = (await cand.json()) as { allocation_requests: { mappings: Record<string, string[]> }[] }
+    const { allocation_requests: requests } = (await cand.json()) as {
+      allocation_requests: { mappings: Record<string, string[]> }[]
+    }
     assert.ok(requests.length > 0, 'Placement offers the fake FPGA')
     // Placement maps each request group by its suffix, underscore included.
     const rp = requests[0]!.mappings._dp0?.[0]
@@ -67,9 +93,14 @@ void describe('a VM boot with real Nova’s cyborg client and real Placement', {
     const created = await nova(['create', 'fpga-vm'])
     assert.equal(created.code, 0, created.stderr)
     const arqs = created.out as Arq[]
-    assert.deepEqual(arqs.map((a) => [a.state, a.device_profile_group_id]), [['Initial', 0]])
+    assert.deepEqual(
+      arqs.map((a) => [a.state, a.device_profile_group_id]),
+      [['Initial', 0]],
+    )
 
-    const bindings = Object.fromEntries(arqs.map((a) => [a.uuid, { hostname: HOST, device_rp_uuid: rp, instance_uuid: VM }]))
+    const bindings = Object.fromEntries(
+      arqs.map((a) => [a.uuid, { hostname: HOST, device_rp_uuid: rp, instance_uuid: VM }]),
+    )
     const bound = await nova(['bind', JSON.stringify(bindings)])
     assert.equal(bound.code, 0, bound.stderr)
 
@@ -78,7 +109,12 @@ void describe('a VM boot with real Nova’s cyborg client and real Placement', {
     const [arq] = resolved.out as Arq[]
     assert.equal(arq!.state, 'Bound')
     assert.equal(arq!.attach_handle_type, 'TEST_PCI')
-    assert.deepEqual(Object.keys(arq!.attach_handle_info).sort(), ['bus', 'device', 'domain', 'function'])
+    assert.deepEqual(Object.keys(arq!.attach_handle_info).sort(), [
+      'bus',
+      'device',
+      'domain',
+      'function',
+    ])
     assert.deepEqual([arq!.hostname, arq!.device_rp_uuid, arq!.instance_uuid], [HOST, rp, VM])
 
     const one = await nova(['get-one', arq!.uuid])

@@ -15,19 +15,36 @@ const nova = (service: RunningService, args: string[]) => novaStep(service.url, 
 void describe('real Nova cyborg client against cyborg up', { skip }, () => {
   let service: RunningService
   before(async () => {
-    service = await startService({ env: { CYBORG_DEFAULT__HOST: 'nova-e2e.example', CYBORG_AGENT__AUTO_ACTIVATE: 'true' } })
+    service = await startService({
+      env: { CYBORG_DEFAULT__HOST: 'nova-e2e.example', CYBORG_AGENT__AUTO_ACTIVATE: 'true' },
+    })
     const res = await fetch(`${service.url}/v2/device_profiles`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify([
-        { name: 'dp-nova', groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required', 'accel:function_id': 'gzip' }, { 'resources:PGPU': '2', 'trait:CUSTOM_OLD': 'forbidden' }] },
+        {
+          name: 'dp-nova',
+          groups: [
+            {
+              'resources:FPGA': '1',
+              'trait:CUSTOM_FAKE_DEVICE': 'required',
+              'accel:function_id': 'gzip',
+            },
+            { 'resources:PGPU': '2', 'trait:CUSTOM_OLD': 'forbidden' },
+          ],
+        },
       ]),
     })
     assert.equal(res.status, 201, await res.text())
     const arqProfile = await fetch(`${service.url}/v2/device_profiles`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify([{ name: 'dp-nova-arq', groups: [{ 'resources:FPGA': '2', 'trait:CUSTOM_FAKE_DEVICE': 'required' }] }]),
+      body: JSON.stringify([
+        {
+          name: 'dp-nova-arq',
+          groups: [{ 'resources:FPGA': '2', 'trait:CUSTOM_FAKE_DEVICE': 'required' }],
+        },
+      ]),
     })
     assert.equal(arqProfile.status, 201, await arqProfile.text())
   })
@@ -39,8 +56,18 @@ void describe('real Nova cyborg client against cyborg up', { skip }, () => {
     const r = await nova(service, ['groups', 'dp-nova'])
     assert.equal(r.code, 0, r.stderr)
     assert.deepEqual(r.out, [
-      { requester_id: 'device_profile_0', resources: { FPGA: 1 }, required_traits: ['CUSTOM_FAKE_DEVICE'], forbidden_traits: [] },
-      { requester_id: 'device_profile_1', resources: { PGPU: 2 }, required_traits: [], forbidden_traits: ['CUSTOM_OLD'] },
+      {
+        requester_id: 'device_profile_0',
+        resources: { FPGA: 1 },
+        required_traits: ['CUSTOM_FAKE_DEVICE'],
+        forbidden_traits: [],
+      },
+      {
+        requester_id: 'device_profile_1',
+        resources: { PGPU: 2 },
+        required_traits: [],
+        forbidden_traits: ['CUSTOM_OLD'],
+      },
     ])
   })
 
@@ -58,33 +85,60 @@ void describe('real Nova cyborg client against cyborg up', { skip }, () => {
     const created = await nova(service, ['create', 'dp-nova-arq'])
     assert.equal(created.code, 0, created.stderr)
     const arqs = created.out as { uuid: string; device_profile_group_id: number; state: string }[]
-    assert.deepEqual(arqs.map((a) => [a.device_profile_group_id, a.state]), [[0, 'Initial'], [0, 'Initial']])
+    assert.deepEqual(
+      arqs.map((a) => [a.device_profile_group_id, a.state]),
+      [
+        [0, 'Initial'],
+        [0, 'Initial'],
+      ],
+    )
 
     // Before binding the instance has no ARQs: Nova calls that an error.
     const none = await nova(service, ['get', instance])
     assert.equal(none.code, 3, none.stderr)
     assert.equal((none.out as { error: string }).error, 'AcceleratorRequestOpFailed')
 
-    const deployables = (await (await fetch(`${service.url}/v2/deployables`)).json()) as { deployables: { rp_uuid: string }[] }
+    const deployables = (await (await fetch(`${service.url}/v2/deployables`)).json()) as {
+      deployables: { rp_uuid: string }[]
+    }
     const rp = deployables.deployables[0]!.rp_uuid
-    const bindings = Object.fromEntries(arqs.map((a) => [a.uuid, { hostname: 'nova-e2e.example', device_rp_uuid: rp, instance_uuid: instance }]))
+    const bindings = Object.fromEntries(
+      arqs.map((a) => [
+        a.uuid,
+        { hostname: 'nova-e2e.example', device_rp_uuid: rp, instance_uuid: instance },
+      ]),
+    )
     const bound = await nova(service, ['bind', JSON.stringify(bindings)])
     assert.equal(bound.code, 0, bound.stderr)
 
     const resolved = await nova(service, ['get', instance, 'resolved'])
     assert.equal(resolved.code, 0, resolved.stderr)
-    const shown = resolved.out as { uuid: string; state: string; attach_handle_type: string; attach_handle_info: object }[]
+    const shown = resolved.out as {
+      uuid: string
+      state: string
+      attach_handle_type: string
+      attach_handle_info: object
+    }[]
     assert.deepEqual(shown.map((a) => a.uuid).sort(), arqs.map((a) => a.uuid).sort())
     for (const a of shown) {
       assert.equal(a.state, 'Bound')
       assert.equal(a.attach_handle_type, 'TEST_PCI')
-      assert.deepEqual(Object.keys(a.attach_handle_info).sort(), ['bus', 'device', 'domain', 'function'])
+      assert.deepEqual(Object.keys(a.attach_handle_info).sort(), [
+        'bus',
+        'device',
+        'domain',
+        'function',
+      ])
     }
     const one = await nova(service, ['get-one', arqs[0]!.uuid])
     assert.equal(one.code, 0, one.stderr)
     assert.equal((one.out as { uuid: string }).uuid, arqs[0]!.uuid)
 
-    for (const step of [['delete-uuids', arqs[0]!.uuid], ['delete-instance', instance], ['delete-instance', instance]]) {
+    for (const step of [
+      ['delete-uuids', arqs[0]!.uuid],
+      ['delete-instance', instance],
+      ['delete-instance', instance],
+    ]) {
       const r = await nova(service, step)
       assert.equal(r.code, 0, r.stderr)
     }

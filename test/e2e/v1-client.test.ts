@@ -21,57 +21,110 @@ if (!present && process.env.CYBORG_REQUIRE_SERVICES === '1') {
 }
 const HOST = 'v1-host.example'
 
-function run(file: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(
+  file: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(file, args, { env: { PATH: '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8' }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
-    })
+    execFile(
+      file,
+      args,
+      {
+        env: { PATH: '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8' },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
-describe('the real v1 clients against cyborg up', { skip: !present && `${OPENSTACK} not installed` }, () => {
-  let service: RunningService
-  let accelerators: { uuid: string; name: string; type: string; device_type: string; capability: string }[]
-  before(async () => {
-    service = await startService({
-      env: { CYBORG_DEFAULT__HOST: HOST, CYBORG_AGENT__AUTO_ACTIVATE: 'true' },
-      ready: async (url) => {
-        const r = await fetch(`${url}/v1/accelerators`)
-        return r.ok && ((await r.json()) as { accelerators: unknown[] }).accelerators.length > 0
-      },
+describe(
+  'the real v1 clients against cyborg up',
+  { skip: !present && `${OPENSTACK} not installed` },
+  () => {
+    let service: RunningService
+    let accelerators: {
+      uuid: string
+      name: string
+      type: string
+      device_type: string
+      capability: string
+    }[]
+    before(async () => {
+      service = await startService({
+        env: { CYBORG_DEFAULT__HOST: HOST, CYBORG_AGENT__AUTO_ACTIVATE: 'true' },
+        ready: async (url) => {
+          const r = await fetch(`${url}/v1/accelerators`)
+          return r.ok && ((await r.json()) as { accelerators: unknown[] }).accelerators.length > 0
+        },
+      })
+      accelerators = (
+        (await (await fetch(`${service.url}/v1/accelerators`)).json()) as {
+          accelerators: typeof accelerators
+        }
+      ).accelerators
     })
-    accelerators = ((await (await fetch(`${service.url}/v1/accelerators`)).json()) as { accelerators: typeof accelerators }).accelerators
-  })
-  after(async () => {
-    assert.equal(await service.stop(), 0, service.output())
-  })
-
-  test('cyborgclient.v1 lists and shows our accelerators with the columns the CLI prints', async () => {
-    const r = await run(PYTHON, [path.join(ROOT, 'test/e2e/v1-client.py'), service.url])
-    assert.equal(r.code, 0, r.stderr)
-    const out = JSON.parse(r.stdout) as { list: Record<string, string>[]; show: Record<string, string> }
-    assert.equal(out.list.length, 1)
-    const [fake] = accelerators
-    assert.deepEqual(out.list[0], {
-      uuid: fake!.uuid,
-      name: fake!.name,
-      type: 'FPGA',
-      description: out.list[0]!.description,
-      device_type: 'FPGA',
-      capability: 'CUSTOM_FAKE_DEVICE',
+    after(async () => {
+      assert.equal(await service.stop(), 0, service.output())
     })
-    assert.match(out.list[0]!.description!, new RegExp(`^FPGA .* on ${HOST.replace(/\./g, '\\.')}$`))
-    assert.deepEqual(out.show, { ...out.list[0], hostname: HOST, lifecycle: 'active' })
-  })
 
-  test('openstack accelerator list at v1: the accelerators, or the client\'s own known failure', async () => {
-    const auth = ['--os-auth-type', 'admin_token', '--os-token', 'admin', '--os-endpoint', `${service.url}/v1`]
-    const r = await run(OPENSTACK, [...auth, '--os-accelerator-api-version', '1', 'accelerator', 'list', '-f', 'json'])
-    if (r.code !== 0) {
-      assert.match(r.stderr, /'Proxy' object has no attribute 'accelerators'/, `an unexpected failure: ${r.stderr}`)
-      return
-    }
-    const rows = JSON.parse(r.stdout) as Record<string, string>[]
-    assert.deepEqual(rows.map((row) => row.UUID), accelerators.map((a) => a.uuid))
-  })
-})
+    test('cyborgclient.v1 lists and shows our accelerators with the columns the CLI prints', async () => {
+      const r = await run(PYTHON, [path.join(ROOT, 'test/e2e/v1-client.py'), service.url])
+      assert.equal(r.code, 0, r.stderr)
+      const out = JSON.parse(r.stdout) as {
+        list: Record<string, string>[]
+        show: Record<string, string>
+      }
+      assert.equal(out.list.length, 1)
+      const [fake] = accelerators
+      assert.deepEqual(out.list[0], {
+        uuid: fake!.uuid,
+        name: fake!.name,
+        type: 'FPGA',
+        description: out.list[0]!.description,
+        device_type: 'FPGA',
+        capability: 'CUSTOM_FAKE_DEVICE',
+      })
+      assert.match(
+        out.list[0]!.description!,
+        new RegExp(`^FPGA .* on ${HOST.replace(/\./g, '\\.')}$`),
+      )
+      assert.deepEqual(out.show, { ...out.list[0], hostname: HOST, lifecycle: 'active' })
+    })
+
+    test("openstack accelerator list at v1: the accelerators, or the client's own known failure", async () => {
+      const auth = [
+        '--os-auth-type',
+        'admin_token',
+        '--os-token',
+        'admin',
+        '--os-endpoint',
+        `${service.url}/v1`,
+      ]
+      const r = await run(OPENSTACK, [
+        ...auth,
+        '--os-accelerator-api-version',
+        '1',
+        'accelerator',
+        'list',
+        '-f',
+        'json',
+      ])
+      if (r.code !== 0) {
+        assert.match(
+          r.stderr,
+          /'Proxy' object has no attribute 'accelerators'/,
+          `an unexpected failure: ${r.stderr}`,
+        )
+        return
+      }
+      const rows = JSON.parse(r.stdout) as Record<string, string>[]
+      assert.deepEqual(
+        rows.map((row) => row.UUID),
+        accelerators.map((a) => a.uuid),
+      )
+    })
+  },
+)

@@ -27,7 +27,9 @@ void describe('FPGA programming during a bind, with images from real Glance', { 
 
   before(async () => {
     glance = await startGlance()
-    good = await glance.upload(Buffer.from('bitstream: gzip accelerator v1'), { 'accel:function_id': 'gzip' })
+    good = await glance.upload(Buffer.from('bitstream: gzip accelerator v1'), {
+      'accel:function_id': 'gzip',
+    })
     corrupt = await glance.upload(Buffer.from('bitstream: crc accelerator v1'))
     // The store's copy rots after upload (same length, some bits flipped): Glance serves it, but its
     // recorded hash no longer matches the bytes.
@@ -51,7 +53,11 @@ void describe('FPGA programming during a bind, with images from real Glance', { 
       ['by-function', { 'accel:function_id': 'gzip' }],
       ['corrupt', { 'accel:bitstream_id': corrupt }],
     ] as const) {
-      await core.conductorClient.createDeviceProfile({ name, description: null, groups: [{ 'resources:FPGA': '1', ...accel }] })
+      await core.conductorClient.createDeviceProfile({
+        name,
+        description: null,
+        groups: [{ 'resources:FPGA': '1', ...accel }],
+      })
     }
   })
   after(async () => {
@@ -61,11 +67,19 @@ void describe('FPGA programming during a bind, with images from real Glance', { 
   })
 
   const bindOne = async (profile: string, vm: string) => {
-    const [arq] = await core.conductorClient.createArqs({ deviceProfileName: profile, projectId: null, maxArqs: 4 })
-    const [out] = await core.conductorClient.bindArqs({ bindings: { [arq!.uuid]: { hostname: 'fpga-1', instanceUuid: vm } } })
+    const [arq] = await core.conductorClient.createArqs({
+      deviceProfileName: profile,
+      projectId: null,
+      maxArqs: 4,
+    })
+    const [out] = await core.conductorClient.bindArqs({
+      bindings: { [arq!.uuid]: { hostname: 'fpga-1', instanceUuid: vm } },
+    })
     return out!
   }
-  const bitstream = async () => (await db.db.selectFrom('deployables').select('bitstream_id').executeTakeFirstOrThrow()).bitstream_id
+  const bitstream = async () =>
+    (await db.db.selectFrom('deployables').select('bitstream_id').executeTakeFirstOrThrow())
+      .bitstream_id
 
   void it('programs the image a profile names by id, and remembers it', async () => {
     assert.equal((await bindOne('by-id', '0f9a0000-0000-4000-8000-000000000001')).state, 'Bound')
@@ -73,12 +87,17 @@ void describe('FPGA programming during a bind, with images from real Glance', { 
   })
 
   void it('finds the image by its accel:function_id', async () => {
-    assert.equal((await bindOne('by-function', '0f9a0000-0000-4000-8000-000000000002')).state, 'Bound')
+    assert.equal(
+      (await bindOne('by-function', '0f9a0000-0000-4000-8000-000000000002')).state,
+      'Bound',
+    )
     assert.equal(await bitstream(), good)
   })
 
   void it('refuses an image whose bytes do not match Glance’s hash: BindFailed, handle freed', async () => {
-    const inUse = async () => (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()).length
+    const inUse = async () =>
+      (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute())
+        .length
     const before = await inUse()
     const out = await bindOne('corrupt', '0f9a0000-0000-4000-8000-000000000003')
     assert.equal(out.state, 'BindFailed')

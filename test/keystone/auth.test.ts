@@ -11,12 +11,22 @@ import { Writable } from 'node:stream'
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { createApp } from '../../src/api/app.js'
-import { createKeystoneAuthenticator, type KeystoneAuthOptions } from '../../src/api/keystone-auth.js'
+import {
+  createKeystoneAuthenticator,
+  type KeystoneAuthOptions,
+} from '../../src/api/keystone-auth.js'
 import type { RequestContext } from '../../src/domain/request-context.js'
 import { loadConfig } from '../../src/config/config.js'
 import { apiAuthenticator } from '../../src/main/api-auth.js'
 import { fault, HOST, startStack, type Stack } from '../api/stack.js'
-import { apiAuthOptions, createPersonas, keystoneSkip, startKeystone, type Personas, type RunningKeystone } from '../support/keystone.js'
+import {
+  apiAuthOptions,
+  createPersonas,
+  keystoneSkip,
+  startKeystone,
+  type Personas,
+  type RunningKeystone,
+} from '../support/keystone.js'
 
 const skip = await keystoneSkip()
 
@@ -36,12 +46,19 @@ void describe('inbound Keystone auth', { skip }, () => {
   /** An app on the stack's database and conductor with `auth`, plus GET /test/whoami → request.ctx. */
   const appWith = async (more: Partial<KeystoneAuthOptions> = {}) => {
     const auth = createKeystoneAuthenticator(options(more))
-    const log = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _e, cb) => (logLines.push(chunk.toString()), cb()) }))
-    const app = await createApp({ db: stack.db.db, conductor: stack.core.conductorClient, log }, { auth })
+    const log = pino(
+      { level: 'debug' },
+      new Writable({ write: (chunk: Buffer, _e, cb) => (logLines.push(chunk.toString()), cb()) }),
+    )
+    const app = await createApp(
+      { db: stack.db.db, conductor: stack.core.conductorClient, log },
+      { auth },
+    )
     app.get('/test/whoami', (request) => request.ctx)
     return { app, auth }
   }
-  const get = (app: FastifyInstance, url: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } })
+  const get = (app: FastifyInstance, url: string, headers: Record<string, string> = {}) =>
+    app.inject({ method: 'GET', url, headers: { host: HOST, ...headers } })
   const whoami = async (app: FastifyInstance, headers: Record<string, string>) => {
     const res = await get(app, '/test/whoami', headers)
     assert.equal(res.statusCode, 200, res.body)
@@ -79,7 +96,9 @@ void describe('inbound Keystone auth', { skip }, () => {
     assert.equal(none.statusCode, 401)
     assert.equal(none.headers['www-authenticate'], `Keystone uri="${ks.url}"`)
     assert.match(fault(none), /X-Auth-Token/)
-    const garbage = await get(main.app, '/v2/device_profiles', { 'x-auth-token': 'gAAAAAnot-a-token' })
+    const garbage = await get(main.app, '/v2/device_profiles', {
+      'x-auth-token': 'gAAAAAnot-a-token',
+    })
     assert.equal(garbage.statusCode, 401)
     assert.equal(garbage.headers['www-authenticate'], `Keystone uri="${ks.url}"`)
     assert.match(fault(garbage), /invalid, expired or revoked/)
@@ -89,7 +108,10 @@ void describe('inbound Keystone auth', { skip }, () => {
 
   void it('lets a valid token through with the roles and project Keystone gives it', async () => {
     const t = await token('member')
-    assert.equal((await get(main.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode, 200)
+    assert.equal(
+      (await get(main.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode,
+      200,
+    )
     const ctx = await whoami(main.app, { 'x-auth-token': t })
     assert.equal(ctx.userId, people.users.member)
     assert.equal(ctx.projectId, people.projects.main)
@@ -109,9 +131,18 @@ void describe('inbound Keystone auth', { skip }, () => {
     const before = main.auth.validations
     const validateCalls = () => calls.filter((c) => c.startsWith('GET /auth/tokens')).length
     const callsBefore = validateCalls()
-    const first = await Promise.all(Array.from({ length: 5 }, () => get(main.app, '/v2/device_profiles', { 'x-auth-token': t })))
-    for (let i = 0; i < 5; i++) assert.equal((await get(main.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode, 200)
-    assert.deepEqual(first.map((r) => r.statusCode), [200, 200, 200, 200, 200])
+    const first = await Promise.all(
+      Array.from({ length: 5 }, () => get(main.app, '/v2/device_profiles', { 'x-auth-token': t })),
+    )
+    for (let i = 0; i < 5; i++)
+      assert.equal(
+        (await get(main.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode,
+        200,
+      )
+    assert.deepEqual(
+      first.map((r) => r.statusCode),
+      [200, 200, 200, 200, 200],
+    )
     assert.equal(main.auth.validations - before, 1)
     assert.equal(validateCalls() - callsBefore, 1)
   })
@@ -121,13 +152,22 @@ void describe('inbound Keystone auth', { skip }, () => {
     const shortCache = await appWith({ cacheTimeMs: 1_000 })
     try {
       const t = await token('member')
-      assert.equal((await get(uncached.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode, 200)
-      assert.equal((await get(shortCache.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode, 200)
+      assert.equal(
+        (await get(uncached.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode,
+        200,
+      )
+      assert.equal(
+        (await get(shortCache.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode,
+        200,
+      )
       await ks.revokeToken(t)
       const now = await get(uncached.app, '/v2/device_profiles', { 'x-auth-token': t })
       assert.equal(now.statusCode, 401)
       await new Promise((r) => setTimeout(r, 1_100))
-      assert.equal((await get(shortCache.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode, 401)
+      assert.equal(
+        (await get(shortCache.app, '/v2/device_profiles', { 'x-auth-token': t })).statusCode,
+        401,
+      )
     } finally {
       await uncached.app.close()
       await shortCache.app.close()
@@ -143,25 +183,44 @@ void describe('inbound Keystone auth', { skip }, () => {
     assert.equal(withService.userId, people.users.member)
     assert.equal(withService.projectId, people.projects.main)
 
-    const memberAsService = await whoami(main.app, { 'x-auth-token': user, 'x-service-token': await token('reader') })
+    const memberAsService = await whoami(main.app, {
+      'x-auth-token': user,
+      'x-service-token': await token('reader'),
+    })
     assert.equal(memberAsService.serviceToken, false)
     assert.deepEqual(memberAsService.serviceRoles, ['reader'])
 
     const lax = await appWith({ serviceTokenRolesRequired: false })
     try {
-      assert.equal((await whoami(lax.app, { 'x-auth-token': user, 'x-service-token': await token('reader') })).serviceToken, true)
+      assert.equal(
+        (await whoami(lax.app, { 'x-auth-token': user, 'x-service-token': await token('reader') }))
+          .serviceToken,
+        true,
+      )
     } finally {
       await lax.app.close()
     }
-    const bad = await get(main.app, '/v2/device_profiles', { 'x-auth-token': user, 'x-service-token': 'garbage-service-token' })
+    const bad = await get(main.app, '/v2/device_profiles', {
+      'x-auth-token': user,
+      'x-service-token': 'garbage-service-token',
+    })
     assert.equal(bad.statusCode, 401)
     assert.match(fault(bad), /X-Service-Token/)
   })
 
   void it('answers 503 naming the problem when the API’s own credentials are refused', async () => {
-    const wrong = await appWith({ credentials: { ...people.apiUser, password: 'not-the-password', userDomainName: 'Default', projectDomainName: 'Default' } })
+    const wrong = await appWith({
+      credentials: {
+        ...people.apiUser,
+        password: 'not-the-password',
+        userDomainName: 'Default',
+        projectDomainName: 'Default',
+      },
+    })
     try {
-      const res = await get(wrong.app, '/v2/device_profiles', { 'x-auth-token': await token('member') })
+      const res = await get(wrong.app, '/v2/device_profiles', {
+        'x-auth-token': await token('member'),
+      })
       assert.equal(res.statusCode, 503)
       assert.match(fault(res), /keystone_authtoken/)
     } finally {
@@ -191,7 +250,10 @@ void describe('inbound Keystone auth', { skip }, () => {
 
   void it('answers 503 when Keystone is down, still serves cached tokens, and never shows a token', async () => {
     const cached = await token('admin')
-    assert.equal((await get(main.app, '/v2/device_profiles', { 'x-auth-token': cached })).statusCode, 200)
+    assert.equal(
+      (await get(main.app, '/v2/device_profiles', { 'x-auth-token': cached })).statusCode,
+      200,
+    )
     const fresh = await token('member')
     await ks.halt()
     const bodies: string[] = []
@@ -199,12 +261,18 @@ void describe('inbound Keystone auth', { skip }, () => {
     bodies.push(down.body)
     assert.equal(down.statusCode, 503)
     assert.match(fault(down), /Keystone at http:\/\/127\.0\.0\.1:\d+\/v3 is unavailable/)
-    assert.equal((await get(main.app, '/v2/device_profiles', { 'x-auth-token': cached })).statusCode, 200)
-    bodies.push((await get(main.app, '/v2/device_profiles', { 'x-auth-token': 'garbage-token-xyz' })).body)
+    assert.equal(
+      (await get(main.app, '/v2/device_profiles', { 'x-auth-token': cached })).statusCode,
+      200,
+    )
+    bodies.push(
+      (await get(main.app, '/v2/device_profiles', { 'x-auth-token': 'garbage-token-xyz' })).body,
+    )
     assert.ok(tokens.length >= 8)
     for (const t of [...tokens, 'garbage-token-xyz', 'garbage-service-token', 'not-the-password']) {
       for (const b of bodies) assert.ok(!b.includes(t), 'an error body shows a token')
-      for (const line of logLines) assert.ok(!line.includes(t), `a log line shows a token or password: ${line.slice(0, 200)}`)
+      for (const line of logLines)
+        assert.ok(!line.includes(t), `a log line shows a token or password: ${line.slice(0, 200)}`)
     }
     assert.ok(logLines.length > 0, 'the debug log was written')
   })

@@ -15,7 +15,12 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { loadConfig } from '../../src/config/config.js'
 import { placementOptions } from '../../src/main/resources.js'
-import { keystoneSkip, startKeystone, USER_PASSWORD, type RunningKeystone } from '../support/keystone.js'
+import {
+  keystoneSkip,
+  startKeystone,
+  USER_PASSWORD,
+  type RunningKeystone,
+} from '../support/keystone.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
 const skip = (await keystoneSkip()) ?? (await placementSkip())
@@ -44,7 +49,9 @@ async function validatingProxy(ks: RunningKeystone, placementUrl: string) {
           seen.push({ token, who: `invalid (${check.status})` })
           return void res.writeHead(401, { 'www-authenticate': `Keystone uri="${ks.url}"` }).end()
         }
-        const info = (await check.json()) as { token: { user: { name: string }; project: { name: string } } }
+        const info = (await check.json()) as {
+          token: { user: { name: string }; project: { name: string } }
+        }
         seen.push({ token, who: `${info.token.user.name}@${info.token.project.name}` })
         const answer = await fetch(placementUrl + req.url!, {
           method: req.method!,
@@ -56,7 +63,11 @@ async function validatingProxy(ks: RunningKeystone, placementUrl: string) {
           body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
         })
         const body = Buffer.from(await answer.arrayBuffer())
-        res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(body)
+        res
+          .writeHead(answer.status, {
+            'content-type': answer.headers.get('content-type') ?? 'application/json',
+          })
+          .end(body)
       })().catch((err: unknown) => res.writeHead(502).end(String(err)))
     })
   })
@@ -93,9 +104,20 @@ describe('[placement] auth_type = password against a real Keystone', { skip }, (
       assert.equal(res.status, 201, `Keystone POST ${p}: ${await res.clone().text()}`)
       return (await res.json()) as Record<string, { id: string }>
     }
-    const { service: svc } = await post('/services', { service: { type: 'placement', name: 'placement' } })
-    await post('/endpoints', { endpoint: { service_id: svc!.id, interface: 'public', region_id: 'RegionOne', url: proxyUrl } })
-    await post('/endpoints', { endpoint: { service_id: svc!.id, interface: 'internal', region_id: 'RegionOne', url: 'http://127.0.0.1:9/' } })
+    const { service: svc } = await post('/services', {
+      service: { type: 'placement', name: 'placement' },
+    })
+    await post('/endpoints', {
+      endpoint: { service_id: svc!.id, interface: 'public', region_id: 'RegionOne', url: proxyUrl },
+    })
+    await post('/endpoints', {
+      endpoint: {
+        service_id: svc!.id,
+        interface: 'internal',
+        region_id: 'RegionOne',
+        url: 'http://127.0.0.1:9/',
+      },
+    })
   })
   after(async () => {
     await Promise.all([closeProxy?.(), ks?.stop(), placement?.stop()])

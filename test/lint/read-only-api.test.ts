@@ -13,9 +13,12 @@ import { createArqs } from '../../src/db/arqs.js'
 test("the API's database handle fits reads and no write", () => {
   const db = undefined as unknown as Db
   const read = () => listDevices(db)
+  const uuid = '00000000-0000-4000-8000-000000000001'
+  const arqs = { profileId: 1, specs: [], projectId: null }
+  // Each directive must stay right above its call: keep these lines short (Prettier wraps long ones).
   // @ts-expect-error ReadDb has no updateTable: a write repository function refuses it.
-  const write = () => updateDeviceStatus(db, '00000000-0000-4000-8000-000000000001', 'enabled', 'now')
+  const write = () => updateDeviceStatus(db, uuid, 'enabled', 'now')
   // @ts-expect-error ReadDb has no insertInto either.
-  const create = () => createArqs(db, { profileId: 1, specs: [], projectId: null }, { now: 'now' })
+  const create = () => createArqs(db, arqs, { now: 'now' })
   assert.deepEqual([typeof read, typeof write, typeof create], ['function', 'function', 'function'])
 })

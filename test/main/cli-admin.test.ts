@@ -12,7 +12,6 @@ import { cyborg } from '../support/cli.js'
 const INSTANCE = '0b9c0d1e-0000-4000-8000-00000000c1a0'
 type Json = Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
-
 describe('cyborg administration commands against cyborg up', () => {
   let service: RunningService
   let env: Record<string, string>
@@ -41,13 +40,19 @@ describe('cyborg administration commands against cyborg up', () => {
     assert.equal(table.code, 0, table.stderr)
     const lines = table.stdout.trimEnd().split('\n')
     assert.match(lines[0]!, /^Host +Binary +Version +State +Last Seen +Age \(s\)$/)
-    assert.deepEqual(lines.slice(2).map((l) => l.split(/ +/).slice(0, 2).concat(l.split(/ +/)[3]!)), [
-      ['adm-host', 'cyborg-agent', 'up'],
-      ['adm-host', 'cyborg-api', 'up'],
-      ['adm-host', 'cyborg-conductor', 'up'],
-    ])
+    assert.deepEqual(
+      lines.slice(2).map((l) => l.split(/ +/).slice(0, 2).concat(l.split(/ +/)[3]!)),
+      [
+        ['adm-host', 'cyborg-agent', 'up'],
+        ['adm-host', 'cyborg-api', 'up'],
+        ['adm-host', 'cyborg-conductor', 'up'],
+      ],
+    )
     const body = await json(['status'])
-    assert.deepEqual(body.services.map((s: Json) => s.state), ['up', 'up', 'up'])
+    assert.deepEqual(
+      body.services.map((s: Json) => s.state),
+      ['up', 'up', 'up'],
+    )
     assert.equal(body.down_after_seconds, 150)
   })
 
@@ -57,15 +62,27 @@ describe('cyborg administration commands against cyborg up', () => {
     assert.match(table.stdout, /^Host +Driver +Version +Status +Devices +Last Discovery\n/)
     assert.match(table.stdout, /\nadm-host +fake +\S+ +installed +1 +ok at \S+\n$/)
     const listed = await json(['driver-list', '--host', 'adm-host'])
-    assert.deepEqual(listed.drivers.map((d: Json) => [d.name, d.aliases, d.status, d.devices]), [['fake', ['fake_driver'], 'installed', 1]])
+    assert.deepEqual(
+      listed.drivers.map((d: Json) => [d.name, d.aliases, d.status, d.devices]),
+      [['fake', ['fake_driver'], 'installed', 1]],
+    )
 
     const services = await cyborg(['service-list'], env)
     assert.equal(services.code, 0, services.stderr)
-    assert.match(services.stdout, /^Host +Backend +Type +Address +Deployable +Service +Description +Units\n/)
-    assert.match(services.stdout, /\nadm-host +\S+ +FPGA +0000:0c:00\.0 +adm_host_FakeDevice +fpga +fake FPGA \(test driver\), no function loaded +16\n$/)
+    assert.match(
+      services.stdout,
+      /^Host +Backend +Type +Address +Deployable +Service +Description +Units\n/,
+    )
+    assert.match(
+      services.stdout,
+      /\nadm-host +\S+ +FPGA +0000:0c:00\.0 +adm_host_FakeDevice +fpga +fake FPGA \(test driver\), no function loaded +16\n$/,
+    )
     const [row] = (await json(['service-list'])) as unknown as Json[]
     const one = (await json(['service-list', '--backend', row!.backend])) as unknown as Json[]
-    assert.deepEqual(one.map((r) => r.deployable), ['adm_host_FakeDevice'])
+    assert.deepEqual(
+      one.map((r) => r.deployable),
+      ['adm_host_FakeDevice'],
+    )
     assert.deepEqual(await json(['service-list', '--host', 'elsewhere']), [])
   })
 
@@ -74,13 +91,22 @@ describe('cyborg administration commands against cyborg up', () => {
     assert.equal(table.code, 0, table.stderr)
     assert.match(table.stdout, /\nadm-host +ok +none\n$/)
     const body = await json(['discover-services', '--host', 'adm-host'])
-    assert.deepEqual(body.hosts.map((h: Json) => [h.hostname, h.status, h.added, h.changed, h.removed]), [['adm-host', 'ok', [], [], []]])
+    assert.deepEqual(
+      body.hosts.map((h: Json) => [h.hostname, h.status, h.added, h.changed, h.removed]),
+      [['adm-host', 'ok', [], [], []]],
+    )
   })
 
   it('update-driver sets options and rediscovers; a malformed --set fails before any request', async () => {
     const body = await json(['update-driver', 'fake', '--set', 'note=a=b', '--set', 'other=1'])
-    assert.deepEqual(body.hosts.map((h: Json) => [h.hostname, h.status, h.options]), [['adm-host', 'ok', { note: 'a=b', other: '1' }]])
-    const table = await cyborg(['update-driver', 'fake', '--host', 'adm-host', '--set', 'note=c'], env)
+    assert.deepEqual(
+      body.hosts.map((h: Json) => [h.hostname, h.status, h.options]),
+      [['adm-host', 'ok', { note: 'a=b', other: '1' }]],
+    )
+    const table = await cyborg(
+      ['update-driver', 'fake', '--host', 'adm-host', '--set', 'note=c'],
+      env,
+    )
     assert.equal(table.code, 0, table.stderr)
     assert.match(table.stdout, /^Host +Status +Enabled +Changes +Error\n.*\nadm-host +ok +true/)
     const bad = await cyborg(['update-driver', 'fake', '--set', 'novalue'], env)
@@ -89,23 +115,37 @@ describe('cyborg administration commands against cyborg up', () => {
   })
 
   it('uninstall-driver is refused while the device is bound (one line, exit 1), then uninstalls and reinstalls', async () => {
-    const profile = await cyborg(['device-profile', 'create', 'adm-fpga', '[{"resources:FPGA": "1"}]'], env)
+    const profile = await cyborg(
+      ['device-profile', 'create', 'adm-fpga', '[{"resources:FPGA": "1"}]'],
+      env,
+    )
     assert.equal(profile.code, 0, profile.stderr)
     const [arq] = (await json(['arq', 'create', 'adm-fpga'])) as unknown as Json[]
-    const bound = await cyborg(['arq', 'bind', arq!.uuid, '--host', 'adm-host', '--instance', INSTANCE], env)
+    const bound = await cyborg(
+      ['arq', 'bind', arq!.uuid, '--host', 'adm-host', '--instance', INSTANCE],
+      env,
+    )
     assert.equal(bound.code, 0, bound.stderr)
 
     const refused = await cyborg(['uninstall-driver', 'fake'], env)
     assert.deepEqual([refused.code, refused.stdout], [1, ''])
     assert.match(
       refused.stderr,
-      new RegExp(`^cyborg uninstall-driver: POST /v1/drivers/fake/uninstall: HTTP 409: driver fake has allocated devices: adm_host_FakeDevice on adm-host \\(held by accelerator request ${arq!.uuid as string} Bound for instance ${INSTANCE}\\); detach or unbind them first\\n$`),
+      new RegExp(
+        `^cyborg uninstall-driver: POST /v1/drivers/fake/uninstall: HTTP 409: driver fake has allocated devices: adm_host_FakeDevice on adm-host \\(held by accelerator request ${arq!.uuid as string} Bound for instance ${INSTANCE}\\); detach or unbind them first\\n$`,
+      ),
     )
     assert.equal((await cyborg(['arq', 'delete', arq!.uuid], env)).code, 0)
 
     const done = await json(['uninstall-driver', 'fake', '--host', 'adm-host'])
-    assert.deepEqual(done.hosts.map((h: Json) => [h.status, h.enabled]), [['ok', false]])
-    assert.match((await cyborg(['driver-list'], env)).stdout, /\nadm-host +fake +\S+ +disabled +0 +never\n$/)
+    assert.deepEqual(
+      done.hosts.map((h: Json) => [h.status, h.enabled]),
+      [['ok', false]],
+    )
+    assert.match(
+      (await cyborg(['driver-list'], env)).stdout,
+      /\nadm-host +fake +\S+ +disabled +0 +never\n$/,
+    )
     const installed = await cyborg(['install-driver', 'fake_driver'], env)
     assert.equal(installed.code, 0, installed.stderr)
     assert.match(installed.stdout, /\nadm-host +ok +true +added 1, updated 0, removed 0\n$/)
@@ -115,19 +155,37 @@ describe('cyborg administration commands against cyborg up', () => {
   it('fails with one line naming what is wrong; every command documents its flags', async () => {
     const unknown = await cyborg(['install-driver', 'nope'], env)
     assert.deepEqual([unknown.code, unknown.stdout], [1, ''])
-    assert.match(unknown.stderr, /^cyborg install-driver: POST \/v1\/drivers\/nope\/install: HTTP 404: driver nope is not configured on any agent that answered\n$/)
+    assert.match(
+      unknown.stderr,
+      /^cyborg install-driver: POST \/v1\/drivers\/nope\/install: HTTP 404: driver nope is not configured on any agent that answered\n$/,
+    )
     const named = await cyborg(['uninstall-driver', 'nope', '--host', 'adm-host'], env)
-    assert.match(named.stderr, /^cyborg uninstall-driver: POST \S+: HTTP 404: driver nope is not configured on this agent; known drivers: fake\n$/)
+    assert.match(
+      named.stderr,
+      /^cyborg uninstall-driver: POST \S+: HTTP 404: driver nope is not configured on this agent; known drivers: fake\n$/,
+    )
     const host = await cyborg(['discover-services', '--host', 'nowhere'], env)
     assert.equal(host.code, 1)
-    assert.match(host.stderr, /^cyborg discover-services: POST \/v1\/discovery: HTTP 404: host nowhere is not a known agent; known agents: adm-host\n$/)
+    assert.match(
+      host.stderr,
+      /^cyborg discover-services: POST \/v1\/discovery: HTTP 404: host nowhere is not a known agent; known agents: adm-host\n$/,
+    )
     const backend = await cyborg(['service-list', '--backend', 'x'], env)
     assert.equal(backend.code, 1)
     assert.match(backend.stderr, /HTTP 400: Invalid input for field 'backend'/)
-    for (const command of ['driver-list', 'install-driver', 'uninstall-driver', 'update-driver', 'discover-services', 'service-list', 'status']) {
+    for (const command of [
+      'driver-list',
+      'install-driver',
+      'uninstall-driver',
+      'update-driver',
+      'discover-services',
+      'service-list',
+      'status',
+    ]) {
       const help = await cyborg([command, '--help'])
       assert.equal(help.code, 0)
-      for (const flag of ['--url', '--token', '--format', 'CYBORG_URL', 'OS_TOKEN']) assert.ok(help.stdout.includes(flag), `${command} ${flag}`)
+      for (const flag of ['--url', '--token', '--format', 'CYBORG_URL', 'OS_TOKEN'])
+        assert.ok(help.stdout.includes(flag), `${command} ${flag}`)
       if (command !== 'status') assert.ok(help.stdout.includes('--host'), `${command} --host`)
     }
   })

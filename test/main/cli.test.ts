@@ -28,7 +28,11 @@ function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 function start(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) {
-  const child = spawn(BIN, args, { cwd: options.cwd ?? dir, env: cleanEnv(options.env), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(BIN, args, {
+    cwd: options.cwd ?? dir,
+    env: cleanEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (b: Buffer) => (stdout += b.toString()))
@@ -71,7 +75,9 @@ void test('a bad config file: exit 1 and one line naming file, line, section, op
 void test('--config-file may follow the subcommand and repeat; later files and then env win', async () => {
   const a = conf('a.conf', '[api]\nport = 7001\nhost_ip = 10.1.1.1\n')
   const b = conf('b.conf', '[api]\nport = 7002\n')
-  const r = await run(['config', 'show', '--config-file', a, '--config-file', b], { env: { CYBORG_API__HOST_IP: '10.2.2.2' } })
+  const r = await run(['config', 'show', '--config-file', a, '--config-file', b], {
+    env: { CYBORG_API__HOST_IP: '10.2.2.2' },
+  })
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stdout, new RegExp(`# from ${b}:2\nport = 7002\n`))
   assert.match(r.stdout, /# from CYBORG_API__HOST_IP\nhost_ip = 10\.2\.2\.2\n/)
@@ -81,11 +87,22 @@ void test('an unknown option and an unknown section are one-line errors', async 
   const file = conf('unknown.conf', '[agent]\nenabled_driver = fake\n')
   const r = await run(['--config-file', file, 'db', 'sync'])
   assert.equal(r.code, 1)
-  assert.equal(r.stderr, `${file}:2: [agent] enabled_driver: unknown option; did you mean enabled_drivers?\n`)
-  const section = conf('section.conf', '[DEFAULT]\n\n[oslo_messaging_rabbit]\nrabbit_ha_queues = true\n')
+  assert.equal(
+    r.stderr,
+    `${file}:2: [agent] enabled_driver: unknown option; did you mean enabled_drivers?\n`,
+  )
+  const section = conf(
+    'section.conf',
+    '[DEFAULT]\n\n[oslo_messaging_rabbit]\nrabbit_ha_queues = true\n',
+  )
   const s = await run(['--config-file', section, 'up'])
   assert.equal(s.code, 1)
-  assert.match(s.stderr, new RegExp(`^${section}:3: \\[oslo_messaging_rabbit\\]: unknown section; expected one of DEFAULT, api, .*\n$`))
+  assert.match(
+    s.stderr,
+    new RegExp(
+      `^${section}:3: \\[oslo_messaging_rabbit\\]: unknown section; expected one of DEFAULT, api, .*\n$`,
+    ),
+  )
 })
 
 void test('separate api and conductor refuse to start without a shared bus', async () => {
@@ -93,12 +110,20 @@ void test('separate api and conductor refuse to start without a shared bus', asy
   for (const command of ['api', 'conductor']) {
     const r = await run(['--config-file', file, command])
     assert.equal(r.code, 1, command)
-    assert.match(r.stderr, /^built-in default: \[DEFAULT\] transport_url = "": separate api, conductor and agent processes need a shared message bus .*\n$/)
+    assert.match(
+      r.stderr,
+      /^built-in default: \[DEFAULT\] transport_url = "": separate api, conductor and agent processes need a shared message bus .*\n$/,
+    )
   }
   // A transport URL the bus cannot use is a one-line ConfigError too, password masked, before any connection attempt.
-  const rabbit = await run(['--config-file', file, 'up'], { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'rabbit://guest:s3cret@127.0.0.1:99999/' } })
+  const rabbit = await run(['--config-file', file, 'up'], {
+    env: { CYBORG_DEFAULT__TRANSPORT_URL: 'rabbit://guest:s3cret@127.0.0.1:99999/' },
+  })
   assert.equal(rabbit.code, 1)
-  assert.equal(rabbit.stderr, 'CYBORG_DEFAULT__TRANSPORT_URL: [DEFAULT] transport_url = "rabbit://guest:***@127.0.0.1:99999/": port 99999 is not 1-65535\n')
+  assert.equal(
+    rabbit.stderr,
+    'CYBORG_DEFAULT__TRANSPORT_URL: [DEFAULT] transport_url = "rabbit://guest:***@127.0.0.1:99999/": port 99999 is not 1-65535\n',
+  )
   assert.ok(!rabbit.stderr.includes('s3cret') && !rabbit.stdout.includes('s3cret'))
 })
 
@@ -119,7 +144,10 @@ async function upThenStop(signal: NodeJS.Signals) {
   const port = await freePort()
   const work = mkdtempSync(join(dir, 'up-'))
   const file = conf('up.conf', '')
-  const p = start(['--config-file', file, 'up'], { cwd: work, env: { CYBORG_API__PORT: String(port) } })
+  const p = start(['--config-file', file, 'up'], {
+    cwd: work,
+    env: { CYBORG_API__PORT: String(port) },
+  })
   let child: ChildProcess | undefined = p.child
   try {
     let devices: { hostname: string; vendor: string }[] = []
@@ -133,7 +161,10 @@ async function upThenStop(signal: NodeJS.Signals) {
       if (devices.length === 0) await new Promise((r) => setTimeout(r, 100))
     }
     assert.equal(devices.length, 1, `no device listed; output:\n${p.out()}\n${p.err()}`)
-    assert.ok(existsSync(join(work, '.cyborg', 'cyborg.sqlite')), 'state dir and database created in the working directory')
+    assert.ok(
+      existsSync(join(work, '.cyborg', 'cyborg.sqlite')),
+      'state dir and database created in the working directory',
+    )
 
     const ready = p
       .out()
@@ -153,7 +184,8 @@ async function upThenStop(signal: NodeJS.Signals) {
   }
 }
 
-void test('up serves the fake device, logs one ready line with the URL, and exits 0 on SIGTERM', () => upThenStop('SIGTERM'))
+void test('up serves the fake device, logs one ready line with the URL, and exits 0 on SIGTERM', () =>
+  upThenStop('SIGTERM'))
 void test('... and on SIGINT (Ctrl-C)', () => upThenStop('SIGINT'))
 
 void test('config sample prints the shipped sample; version prints the version', async () => {

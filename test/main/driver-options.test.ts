@@ -35,7 +35,10 @@ test('each driver gets its section as options', () => {
   const options = agentOptions(config)
   assert.deepEqual(options.enabledDrivers, ['pci', 'nvidia-gpu', 'intel-nic'])
   assert.deepEqual(options.driverOptions, {
-    pci: { device_spec: '[{"vendor_id": "10de", "product_id": "1eb8"}, {"address": "*:0a:00.*", "physical_network": "physnet1"}]' },
+    pci: {
+      device_spec:
+        '[{"vendor_id": "10de", "product_id": "1eb8"}, {"address": "*:0a:00.*", "physical_network": "physnet1"}]',
+    },
     'nvidia-gpu': { vgpu_types: 'nvidia-471,nvidia-472' },
     'intel-nic': { physical_device_mappings: 'physnet1:eth2|eth3' },
   })

@@ -34,7 +34,10 @@ void test('policy list prints every rule with its default, marks overrides, and 
   const r = run(['policy', 'list', '--config-file', conf])
   assert.equal(r.code, 0, r.stderr)
   assert.match(r.stderr, /warning: .*"mine" is not a Cyborg policy rule/)
-  assert.match(r.stdout, /# List accelerator requests.*\n# GET \/v2\/accelerator_requests\n# \(default\)\n"cyborg:arq:get_all": "rule:project_reader_or_admin"\n/)
+  assert.match(
+    r.stdout,
+    /# List accelerator requests.*\n# GET \/v2\/accelerator_requests\n# \(default\)\n"cyborg:arq:get_all": "rule:project_reader_or_admin"\n/,
+  )
   assert.ok(
     r.stdout.includes(
       `# (overridden in ${join(dir, 'policy.yaml')}; default: "rule:project_manager_or_admin")\n"cyborg:device:get_all": "rule:project_reader_or_admin"\n`,
@@ -45,16 +48,37 @@ void test('policy list prints every rule with its default, marks overrides, and 
 })
 
 void test('policy list --format json gives every rule, its value and its source', () => {
-  const conf = write('json.conf', `[oslo_policy]\npolicy_file = ${write('p.json', '{"cyborg:status:get": "@"}')}\n`)
+  const conf = write(
+    'json.conf',
+    `[oslo_policy]\npolicy_file = ${write('p.json', '{"cyborg:status:get": "@"}')}\n`,
+  )
   const r = run(['policy', 'list', '--format', 'json', '--config-file', conf])
   assert.equal(r.code, 0, r.stderr)
-  const rules = JSON.parse(r.stdout) as { name: string; rule: string; default: string; overridden: boolean; source: string }[]
+  const rules = JSON.parse(r.stdout) as {
+    name: string
+    rule: string
+    default: string
+    overridden: boolean
+    source: string
+  }[]
   const status = rules.find((x) => x.name === 'cyborg:status:get')
   assert.deepEqual(
-    { rule: status?.rule, default: status?.default, overridden: status?.overridden, source: status?.source },
-    { rule: '@', default: 'rule:project_manager_or_admin', overridden: true, source: join(dir, 'p.json') },
+    {
+      rule: status?.rule,
+      default: status?.default,
+      overridden: status?.overridden,
+      source: status?.source,
+    },
+    {
+      rule: '@',
+      default: 'rule:project_manager_or_admin',
+      overridden: true,
+      source: join(dir, 'p.json'),
+    },
   )
-  assert.ok(rules.some((x) => x.name === 'cyborg:arq:delete' && !x.overridden && x.source === 'default'))
+  assert.ok(
+    rules.some((x) => x.name === 'cyborg:arq:delete' && !x.overridden && x.source === 'default'),
+  )
 })
 
 void test('a syntax error in the policy file exits 1 with one line naming the file, the rule and the problem', () => {
@@ -63,5 +87,10 @@ void test('a syntax error in the policy file exits 1 with one line naming the fi
   const r = run(['policy', 'list', '--config-file', conf])
   assert.equal(r.code, 1)
   assert.equal(r.stdout, '')
-  assert.match(r.stderr, new RegExp(`${policy}: policy rule "cyborg:arq:create": expected "\\)" to close the "\\(" at column 17`))
+  assert.match(
+    r.stderr,
+    new RegExp(
+      `${policy}: policy rule "cyborg:arq:create": expected "\\)" to close the "\\(" at column 17`,
+    ),
+  )
 })

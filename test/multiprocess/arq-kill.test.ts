@@ -24,7 +24,16 @@ import { noopLogger } from '../../src/domain/logger.js'
 import { STORM_HOST, seedStorm } from '../support/storm-inventory.js'
 import { serveAgent, type AgentRpc } from '../../src/rpc/agent-rpc.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
-import { assertConverged, bindStorm, bindingNow, bindsUnderWay, createStormArqs, stormProviders, tally, type Outcome } from '../support/arq-storm.js'
+import {
+  assertConverged,
+  bindStorm,
+  bindingNow,
+  bindsUnderWay,
+  createStormArqs,
+  stormProviders,
+  tally,
+  type Outcome,
+} from '../support/arq-storm.js'
 
 const [dialects, broker] = await Promise.all([testDialects(), testBroker()])
 const BIND_TIMEOUT_S = 2
@@ -53,9 +62,15 @@ async function standInAgent(vhostUrl: string): Promise<() => Promise<void>> {
     return { address, changed: true }
   }
   // Every other method of the agent fails: a bind of PCI handles needs only `prepare`.
-  const agent = new Proxy({ prepare }, {
-    get: (target, method) => (method === 'prepare' ? target.prepare : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`))),
-  })
+  const agent = new Proxy(
+    { prepare },
+    {
+      get: (target, method) =>
+        method === 'prepare'
+          ? target.prepare
+          : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`)),
+    },
+  )
   // A bus left open would keep this test file from ever exiting.
   await serveAgent(bus, STORM_HOST, agent as unknown as AgentRpc).catch(async (err: unknown) => {
     await bus.close()
@@ -89,14 +104,22 @@ const baseEnv = (connection: string): Record<string, string> => ({
 
 /** PostgreSQL, MariaDB: `cyborg api` and `cyborg conductor` over RabbitMQ; the conductor is killed. */
 async function separate(dialect: TestDialect): Promise<Deployment> {
-  const [db, vhost]: [TestDatabase, TestVhost] = await Promise.all([dialect.create(), broker.createVhost()])
+  const [db, vhost]: [TestDatabase, TestVhost] = await Promise.all([
+    dialect.create(),
+    broker.createVhost(),
+  ])
   const env = { ...baseEnv(db.url), CYBORG_DEFAULT__TRANSPORT_URL: vhost.url }
   const sync = await runCommand(['db', 'sync'], env)
   assert.equal(sync.code, 0, sync.output)
   let conductor = await startCyborg('conductor', env)
   const api = await startCyborg('api', env)
   const bus = await createRabbitMqBus({ url: vhost.url })
-  await seedStorm(createConductorClient(bus, { timeoutMs: 10_000 }), HANDLES.devices, HANDLES.handles, 'PCI')
+  await seedStorm(
+    createConductorClient(bus, { timeoutMs: 10_000 }),
+    HANDLES.devices,
+    HANDLES.handles,
+    'PCI',
+  )
   await bus.close()
   const stopAgent = await standInAgent(vhost.url)
   return {
@@ -117,12 +140,18 @@ async function separate(dialect: TestDialect): Promise<Deployment> {
 async function embedded(): Promise<Deployment> {
   const stateDir = await mkdtemp(path.join(tmpdir(), 'cyborg-arq-kill-'))
   const vhost = await broker.createVhost()
-  const env: Record<string, string> = { ...baseEnv(`sqlite:///${path.join(stateDir, 'cyborg.sqlite')}`), CYBORG_DEFAULT__TRANSPORT_URL: vhost.url }
+  const env: Record<string, string> = {
+    ...baseEnv(`sqlite:///${path.join(stateDir, 'cyborg.sqlite')}`),
+    CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
+  }
   const sync = await runCommand(['db', 'sync'], env)
   assert.equal(sync.code, 0, sync.output)
   // Seeded in this process, as an agent's report would be, before `up` opens the file.
   const db = await openDatabase(env.CYBORG_DATABASE__CONNECTION!)
-  const seeder = createConductor({ db, log: noopLogger, clock: { now: () => new Date() } }, { saveIntervalMs: 1, reapIntervalMs: 0 })
+  const seeder = createConductor(
+    { db, log: noopLogger, clock: { now: () => new Date() } },
+    { saveIntervalMs: 1, reapIntervalMs: 0 },
+  )
   await seedStorm(seeder, HANDLES.devices, HANDLES.handles, 'PCI')
   await seeder.stop()
   const stopAgent = await standInAgent(vhost.url)
@@ -150,34 +179,48 @@ after(async () => {
 for (const dialect of dialects) {
   const shape = dialect.name === 'sqlite' ? '`cyborg up`' : 'the conductor'
   const skip = dialect.skip ?? broker.skip
-  void describe(`kill -9 of ${shape} mid-bind on ${dialect.name}: nothing lost, nothing left binding`, { skip, timeout: 120_000 }, () => {
-    let deployment: Deployment | undefined
-    before(async () => {
-      deployment = dialect.name === 'sqlite' ? await embedded() : await separate(dialect)
-    })
-    after(() => deployment?.close())
+  void describe(
+    `kill -9 of ${shape} mid-bind on ${dialect.name}: nothing lost, nothing left binding`,
+    { skip, timeout: 120_000 },
+    () => {
+      let deployment: Deployment | undefined
+      before(async () => {
+        deployment = dialect.name === 'sqlite' ? await embedded() : await separate(dialect)
+      })
+      after(() => deployment?.close())
 
-    void it('binds through the crash and converges', async (t) => {
-      const { db, apiUrl, expected } = deployment!
-      const providers = await stormProviders(apiUrl)
-      assert.equal(providers.length, HANDLES.devices)
-      const uuids = await createStormArqs(apiUrl, VMS)
-      // The storm: one PATCH per VM, all at once; the process dies once some have bound and others are binding.
-      const storm = bindStorm(apiUrl, uuids, providers)
-      await bindsUnderWay(db.db, storm)
-      await deployment!.kill()
-      const outcomes = await storm
-      const unexpected = outcomes.filter((o) => !expected.includes(o))
-      assert.deepEqual([...new Set(unexpected)], [], `only ${expected.join(', ')}`)
-      const binding = await bindingNow(db.db)
-      t.diagnostic(tally(outcomes, binding.length))
-      // The kill must have caught binds in flight, else this test proves nothing.
-      assert.ok(binding.length > 0, `the kill came after the binds were over: ${tally(outcomes, 0)}`)
+      void it('binds through the crash and converges', async (t) => {
+        const { db, apiUrl, expected } = deployment!
+        const providers = await stormProviders(apiUrl)
+        assert.equal(providers.length, HANDLES.devices)
+        const uuids = await createStormArqs(apiUrl, VMS)
+        // The storm: one PATCH per VM, all at once; the process dies once some have bound and others are binding.
+        const storm = bindStorm(apiUrl, uuids, providers)
+        await bindsUnderWay(db.db, storm)
+        await deployment!.kill()
+        const outcomes = await storm
+        const unexpected = outcomes.filter((o) => !expected.includes(o))
+        assert.deepEqual([...new Set(unexpected)], [], `only ${expected.join(', ')}`)
+        const binding = await bindingNow(db.db)
+        t.diagnostic(tally(outcomes, binding.length))
+        // The kill must have caught binds in flight, else this test proves nothing.
+        assert.ok(
+          binding.length > 0,
+          `the kill came after the binds were over: ${tally(outcomes, 0)}`,
+        )
 
-      await deployment!.restart()
-      // The reaper runs every bind_timeout / 4 and moves what is older than bind_timeout.
-      const answered = uuids.filter((_, i) => outcomes[i] === 202)
-      t.diagnostic(await assertConverged(db.db, uuids, answered, Date.now() + BIND_TIMEOUT_S * 1000 * 3 + 5000))
-    })
-  })
+        await deployment!.restart()
+        // The reaper runs every bind_timeout / 4 and moves what is older than bind_timeout.
+        const answered = uuids.filter((_, i) => outcomes[i] === 202)
+        t.diagnostic(
+          await assertConverged(
+            db.db,
+            uuids,
+            answered,
+            Date.now() + BIND_TIMEOUT_S * 1000 * 3 + 5000,
+          ),
+        )
+      })
+    },
+  )
 }

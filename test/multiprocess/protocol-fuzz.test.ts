@@ -51,10 +51,12 @@ function problem(c: FuzzCase, x: RawExchange): string | undefined {
   for (const r of x.responses) {
     if (r.status >= 500) return `status ${r.status}: ${r.body}`
     const isJson = r.headers['content-type']?.startsWith('application/json') ?? false
-    if (r.status >= 400 && isJson && r.body !== '' && !r.body.includes('error_message')) return `error without error_message: ${r.body}`
+    if (r.status >= 400 && isJson && r.body !== '' && !r.body.includes('error_message'))
+      return `error without error_message: ${r.body}`
   }
   if (!c.incomplete && !c.refused && x.responses.length === 0) return 'closed without an answer'
-  if (x.responses.length < c.methods.length && !x.closed) return 'fewer answers than requests on an open connection'
+  if (x.responses.length < c.methods.length && !x.closed)
+    return 'fewer answers than requests on an open connection'
   return undefined
 }
 
@@ -75,21 +77,35 @@ void describe(`protocol fuzz of cyborg up over real sockets (seed ${SEED}, ${RUN
         CYBORG_API__KEEPALIVE_TIMEOUT: String(LIMITS.keepalive),
         CYBORG_API__CLIENT_SOCKET_TIMEOUT: String(LIMITS.socket),
       },
-      ready: async (u) => ((await (await fetch(`${u}/v2/devices`)).json()) as { devices: unknown[] }).devices.length > 0,
+      ready: async (u) =>
+        ((await (await fetch(`${u}/v2/devices`)).json()) as { devices: unknown[] }).devices.length >
+        0,
     })
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${service.url}${path}`, { method: 'POST', headers: json, body: JSON.stringify(body) })
+      const res = await fetch(`${service.url}${path}`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify(body),
+      })
       const text = await res.text()
       assert.equal(res.status, 201, `${path}: ${text}`)
       return JSON.parse(text) as Record<string, unknown>
     }
-    const get = async <T>(path: string) => (await (await fetch(`${service.url}${path}`)).json()) as T
-    const profile = await post('/v2/device_profiles', [{ name: 'fuzz-dp', groups: [{ 'resources:FPGA': '1' }] }])
-    const arqs = (await post('/v2/accelerator_requests', { device_profile_name: 'fuzz-dp' })).arqs as { uuid: string }[]
+    const get = async <T>(path: string) =>
+      (await (await fetch(`${service.url}${path}`)).json()) as T
+    const profile = await post('/v2/device_profiles', [
+      { name: 'fuzz-dp', groups: [{ 'resources:FPGA': '1' }] },
+    ])
+    const arqs = (await post('/v2/accelerator_requests', { device_profile_name: 'fuzz-dp' }))
+      .arqs as { uuid: string }[]
     const uuids = (list: { uuid: string }[]) => list.map((x) => x.uuid)
     const devices = uuids((await get<{ devices: { uuid: string }[] }>('/v2/devices')).devices)
-    const deployables = uuids((await get<{ deployables: { uuid: string }[] }>('/v2/deployables')).deployables)
-    const attributes = uuids((await get<{ attributes: { uuid: string }[] }>('/v2/attributes')).attributes)
+    const deployables = uuids(
+      (await get<{ deployables: { uuid: string }[] }>('/v2/deployables')).deployables,
+    )
+    const attributes = uuids(
+      (await get<{ attributes: { uuid: string }[] }>('/v2/attributes')).attributes,
+    )
     params = {
       uuid: [...devices, ...deployables, ...attributes, ...uuids(arqs)],
       value: ['fuzz-dp', profile.uuid as string],
@@ -106,7 +122,11 @@ void describe(`protocol fuzz of cyborg up over real sockets (seed ${SEED}, ${RUN
       ['DELETE /v2/device_profiles/nonexistent', 404],
       ['POST /v2/accelerator_requests', 400],
     ] as const) {
-      const x = await rawExchange(service.port, `${line} HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n\r\n`, { deadlineMs: 5000 })
+      const x = await rawExchange(
+        service.port,
+        `${line} HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n\r\n`,
+        { deadlineMs: 5000 },
+      )
       assert.equal(x.timedOut, false, `${line}: no answer`)
       assert.equal(x.responses[0]?.status, status, JSON.stringify(x))
     }
@@ -128,18 +148,28 @@ void describe(`protocol fuzz of cyborg up over real sockets (seed ${SEED}, ${RUN
           deadlineMs: (c.incomplete ? LIMITS.request + 4 : LIMITS.handler + 2) * 1000,
         })
         const wrong = problem(c, x)
-        if (wrong !== undefined) failures.push(`${wrong}\n  sent: ${JSON.stringify(c.bytes.toString('latin1').slice(0, 600))}`)
+        if (wrong !== undefined)
+          failures.push(
+            `${wrong}\n  sent: ${JSON.stringify(c.bytes.toString('latin1').slice(0, 600))}`,
+          )
       }
     }
     await Promise.all(Array.from({ length: PARALLEL }, worker))
-    assert.deepEqual(failures.slice(0, 10), [], `${failures.length} of ${cases.length} connections went wrong (seed ${SEED})`)
+    assert.deepEqual(
+      failures.slice(0, 10),
+      [],
+      `${failures.length} of ${cases.length} connections went wrong (seed ${SEED})`,
+    )
 
     const health = await fetch(`${service.url}/healthcheck`)
     assert.equal(health.status, 200)
     assert.equal((await fetch(`${service.url}/v2/accelerator_requests`)).status, 200)
     // Every fuzz connection is gone once keep-alive has run out (fetch's own one included).
     await new Promise((r) => setTimeout(r, (LIMITS.keepalive + 2) * 1000))
-    assert.ok(socketCount(service.child.pid!) <= baseline, `sockets: ${socketCount(service.child.pid!)} now, ${baseline} before`)
+    assert.ok(
+      socketCount(service.child.pid!) <= baseline,
+      `sockets: ${socketCount(service.child.pid!)} now, ${baseline} before`,
+    )
     const errors = service
       .output()
       .split('\n')

@@ -30,11 +30,20 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
       db,
       bus: createInProcessBus(),
       log: noopLogger,
-      agent: { host: 'alloc-1', enabledDrivers: ['fake'], autoActivate: true, periodicIntervalMs: 3_600_000 },
+      agent: {
+        host: 'alloc-1',
+        enabledDrivers: ['fake'],
+        autoActivate: true,
+        periodicIntervalMs: 3_600_000,
+      },
       placement: { client: placement.client, createRootProvider: true },
     })
     await core.agent!.discoverNow()
-    await core.conductorClient.createDeviceProfile({ name: 'fpga2', description: null, groups: [{ 'resources:FPGA': '2' }] })
+    await core.conductorClient.createDeviceProfile({
+      name: 'fpga2',
+      description: null,
+      groups: [{ 'resources:FPGA': '2' }],
+    })
   })
   after(async () => {
     await core?.stop()
@@ -43,13 +52,20 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
   })
 
   void it('allocates on bind, gives back on unbind and delete', async () => {
-    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow()).rp_uuid!
+    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow())
+      .rp_uuid!
     const c = core.conductorClient
     const [a, b] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
     const outcomes = await c.bindArqs({
-      bindings: { [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM }, [b!.uuid]: { hostname: 'alloc-1', instanceUuid: VM } },
+      bindings: {
+        [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM },
+        [b!.uuid]: { hostname: 'alloc-1', instanceUuid: VM },
+      },
     })
-    assert.deepEqual(outcomes.map((o) => o.state), ['Bound', 'Bound'])
+    assert.deepEqual(
+      outcomes.map((o) => o.state),
+      ['Bound', 'Bound'],
+    )
     const allocs = await placement.client.getAllocations(VM)
     assert.deepEqual(allocs.allocations, { [rp]: { FPGA: 2 } })
     assert.equal(allocs.projectId, 'p1')
@@ -60,56 +76,111 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
   })
   void it('a v1 attachment is its own consumer of one unit; detach takes it back; a full provider refuses the attach', async () => {
-    const { rp_uuid: rp, uuid: acc } = await db.db.selectFrom('deployables').select(['rp_uuid', 'uuid']).executeTakeFirstOrThrow()
+    const { rp_uuid: rp, uuid: acc } = await db.db
+      .selectFrom('deployables')
+      .select(['rp_uuid', 'uuid'])
+      .executeTakeFirstOrThrow()
     const c = core.conductorClient
     const attached = await c.attachAccelerator({ uuid: acc, target: { instanceUuid: VM3 } })
     const allocs = await placement.client.getAllocations(attached.attachment)
     assert.deepEqual(allocs.allocations, { [rp!]: { FPGA: 1 } })
     assert.equal(allocs.projectId, V1_CONSUMER_PROJECT)
-    assert.deepEqual((await placement.client.getAllocations(VM3)).allocations, {}, "the instance's own allocations are untouched")
+    assert.deepEqual(
+      (await placement.client.getAllocations(VM3)).allocations,
+      {},
+      "the instance's own allocations are untouched",
+    )
     await c.detachAccelerator({ uuid: acc })
     assert.deepEqual((await placement.client.getAllocations(attached.attachment)).allocations, {})
     // Someone else (Nova's scheduler) holds every unit: Placement refuses, and nothing is left held.
     const other = '7a11c0c0-0000-4000-8000-0000000000ff'
-    await placement.client.setAllocations(other, { allocations: { [rp!]: { FPGA: 16 } }, generation: null, projectId: 'p9', userId: 'u9' })
-    await assert.rejects(c.attachAccelerator({ uuid: acc, target: { instanceUuid: VM3 } }), (err: { code?: string; message: string }) => {
-      assert.equal(err.code, 'ATTACH_FAILED')
-      assert.match(err.message, /Placement refused the allocation/)
-      return true
+    await placement.client.setAllocations(other, {
+      allocations: { [rp!]: { FPGA: 16 } },
+      generation: null,
+      projectId: 'p9',
+      userId: 'u9',
     })
-    assert.equal((await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()).length, 0)
-    assert.equal((await db.db.selectFrom('accelerator_requests').select('id').where('device_profile_id', 'is', null).execute()).length, 0)
+    await assert.rejects(
+      c.attachAccelerator({ uuid: acc, target: { instanceUuid: VM3 } }),
+      (err: { code?: string; message: string }) => {
+        assert.equal(err.code, 'ATTACH_FAILED')
+        assert.match(err.message, /Placement refused the allocation/)
+        return true
+      },
+    )
+    assert.equal(
+      (await db.db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute())
+        .length,
+      0,
+    )
+    assert.equal(
+      (
+        await db.db
+          .selectFrom('accelerator_requests')
+          .select('id')
+          .where('device_profile_id', 'is', null)
+          .execute()
+      ).length,
+      0,
+    )
     const held = await placement.client.getAllocations(other)
     await placement.client.setAllocations(other, { ...held, allocations: {} })
   })
   void it('the reaper takes back what a crash left allocated, and only that', async () => {
-    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow()).rp_uuid!
+    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow())
+      .rp_uuid!
     const c = core.conductorClient
     const [a, b] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
     const [d] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
     await c.bindArqs({
-      bindings: { [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 }, [b!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 } },
+      bindings: {
+        [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 },
+        [b!.uuid]: { hostname: 'alloc-1', instanceUuid: VM2 },
+      },
     })
     await c.bindArqs({ bindings: { [d!.uuid]: { hostname: 'alloc-1', instanceUuid: VM } } })
-    assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, { [rp]: { FPGA: 2 } })
+    assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, {
+      [rp]: { FPGA: 2 },
+    })
     // What a conductor killed after its Placement write leaves: b still BindStarted (allocated, not
     // yet Bound), d Deleting (rows not yet gone, allocation not yet taken back). a stays Bound.
     const crash = (uuid: string, state: 'BindStarted' | 'Deleting') =>
-      db.db.updateTable('accelerator_requests').set({ state, updated_at: LONG_AGO }).where('uuid', '=', uuid).execute()
+      db.db
+        .updateTable('accelerator_requests')
+        .set({ state, updated_at: LONG_AGO })
+        .where('uuid', '=', uuid)
+        .execute()
     await crash(b!.uuid, 'BindStarted')
     await crash(d!.uuid, 'Deleting')
     const reaper = createConductor(
-      { db, log: noopLogger, clock: { now: () => new Date() }, placement: { client: placement.client, createRootProvider: false } },
+      {
+        db,
+        log: noopLogger,
+        clock: { now: () => new Date() },
+        placement: { client: placement.client, createRootProvider: false },
+      },
       { bindTimeoutMs: 1_000, reapIntervalMs: 25 },
     )
     try {
       const deadline = Date.now() + 20_000
-      while ((await db.db.selectFrom('accelerator_requests').select('uuid').where('state', 'in', ['BindStarted', 'Deleting']).execute()).length > 0) {
+      while (
+        (
+          await db.db
+            .selectFrom('accelerator_requests')
+            .select('uuid')
+            .where('state', 'in', ['BindStarted', 'Deleting'])
+            .execute()
+        ).length > 0
+      ) {
         assert.ok(Date.now() < deadline, 'the reaper never ran')
         await new Promise((r) => setTimeout(r, 25))
       }
       await new Promise((r) => setTimeout(r, 200)) // the same pass then trims Placement
-      assert.deepEqual((await placement.client.getAllocations(VM2)).allocations, { [rp]: { FPGA: 1 } }, 'a keeps its unit')
+      assert.deepEqual(
+        (await placement.client.getAllocations(VM2)).allocations,
+        { [rp]: { FPGA: 1 } },
+        'a keeps its unit',
+      )
       assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
     } finally {
       await reaper.stop()

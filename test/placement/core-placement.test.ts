@@ -42,15 +42,26 @@ void describe('agent and conductor with real Placement', { skip }, () => {
       }),
       (err: unknown) => {
         assert.ok(err instanceof NotFoundError)
-        assert.match(err.message, /no resource provider named "cn-missing\.example\.org" or "cn-missing"/)
+        assert.match(
+          err.message,
+          /no resource provider named "cn-missing\.example\.org" or "cn-missing"/,
+        )
         assert.match(err.message, /create_root_provider = true/)
         return true
       },
     )
     assert.deepEqual(waits, [1000, 2000, 4000])
     // Found by the second name (the host) once Nova has registered it.
-    await placement.client.createProvider({ uuid: 'c0ffee00-0000-4000-8000-0000000000c1', name: 'cn-missing' })
-    const found = await findRootProvider({ placement: placement.client, names: ['x.example.org', 'cn-missing'], create: false, log: noopLogger })
+    await placement.client.createProvider({
+      uuid: 'c0ffee00-0000-4000-8000-0000000000c1',
+      name: 'cn-missing',
+    })
+    const found = await findRootProvider({
+      placement: placement.client,
+      names: ['x.example.org', 'cn-missing'],
+      create: false,
+      log: noopLogger,
+    })
     assert.deepEqual(found, { name: 'cn-missing', uuid: 'c0ffee00-0000-4000-8000-0000000000c1' })
   })
 
@@ -64,13 +75,26 @@ void describe('agent and conductor with real Placement', { skip }, () => {
     })
     await core.agent!.discoverNow()
     const root = (await placement.client.findProviderByName('cn-1'))!
-    const dep = await db.db.selectFrom('deployables').select(['rp_uuid', 'name']).executeTakeFirstOrThrow()
+    const dep = await db.db
+      .selectFrom('deployables')
+      .select(['rp_uuid', 'name'])
+      .executeTakeFirstOrThrow()
     const rp = (await placement.client.getProvider(dep.rp_uuid!))!
     assert.equal(rp.parentProviderUuid, root.uuid)
     assert.deepEqual(await placement.client.getInventories(rp.uuid), {
-      FPGA: { total: 16, reserved: 16, min_unit: 1, max_unit: 16, step_size: 1, allocation_ratio: 1 },
+      FPGA: {
+        total: 16,
+        reserved: 16,
+        min_unit: 1,
+        max_unit: 16,
+        step_size: 1,
+        allocation_ratio: 1,
+      },
     })
-    assert.deepEqual((await placement.client.getTraits(rp.uuid)).sort(), ['CUSTOM_FAKE_DEVICE', 'OWNER_CYBORG'])
+    assert.deepEqual((await placement.client.getTraits(rp.uuid)).sort(), [
+      'CUSTOM_FAKE_DEVICE',
+      'OWNER_CYBORG',
+    ])
 
     const device = await db.db.selectFrom('devices').select('uuid').executeTakeFirstOrThrow()
     const ready = await core.conductorClient.markDeviceReady({ uuid: device.uuid })

@@ -13,7 +13,14 @@ import { deployableRpUuid } from '../../src/domain/ids.js'
 import type { DiscoveredDevice } from '../../src/domain/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import type { PlacementClient } from '../../src/openstack/placement.js'
-import { allocate, countingClient, deallocate, placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import {
+  allocate,
+  countingClient,
+  deallocate,
+  placementSkip,
+  startPlacement,
+  type RunningPlacement,
+} from '../support/placement.js'
 
 const skip = await placementSkip()
 const clock = { now: () => new Date('2026-01-01T00:00:00.000Z') }
@@ -24,8 +31,10 @@ const report = (host: string, devices: DiscoveredDevice[], root?: string) => ({
   autoActivate: false,
   ...(root ? { resourceProvider: { name: root } } : {}),
 })
-const devicesOf = (host: string, n: number) => Array.from({ length: n }, (_, i) => sampleDevice(host, i))
-const rpOf = (host: string, n: number) => deployableRpUuid(host, sampleDevice(host, n).deployables[0]!.name)
+const devicesOf = (host: string, n: number) =>
+  Array.from({ length: n }, (_, i) => sampleDevice(host, i))
+const rpOf = (host: string, n: number) =>
+  deployableRpUuid(host, sampleDevice(host, n).deployables[0]!.name)
 
 void describe('placement sync against real Placement', { skip }, () => {
   let placement: RunningPlacement
@@ -39,7 +48,12 @@ void describe('placement sync against real Placement', { skip }, () => {
     db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
     counted = countingClient(placement.url)
     conductor = createConductor(
-      { db, log: noopLogger, clock, placement: { client: counted.client, createRootProvider: true } },
+      {
+        db,
+        log: noopLogger,
+        clock,
+        placement: { client: counted.client, createRootProvider: true },
+      },
       { saveIntervalMs: 1 },
     )
   })
@@ -50,7 +64,11 @@ void describe('placement sync against real Placement', { skip }, () => {
   })
 
   const setActive = async (host: string) => {
-    await db.db.updateTable('devices').set({ lifecycle: 'active' }).where('hostname', '=', host).execute()
+    await db.db
+      .updateTable('devices')
+      .set({ lifecycle: 'active' })
+      .where('hostname', '=', host)
+      .execute()
   }
 
   void it('creates the tree for a new host with 8 deployables, and an unchanged report costs no call', async () => {
@@ -64,7 +82,10 @@ void describe('placement sync against real Placement', { skip }, () => {
     const result = await conductor.reportInventory(report('pl-a', devices))
     assert.equal(result.added, 8)
     const calls = [...counted.calls]
-    assert.ok(calls.every((c) => / 20[014]$/.test(c)), calls.join('\n'))
+    assert.ok(
+      calls.every((c) => / 20[014]$/.test(c)),
+      calls.join('\n'),
+    )
     // 1 root lookup + 8 creates + 8 trait sets + 1 reshaper: no provider is read before it is written.
     assert.equal(calls.length, 18, calls.join('\n'))
 
@@ -79,7 +100,14 @@ void describe('placement sync against real Placement', { skip }, () => {
       const rc = n % 2 === 0 ? 'PGPU' : 'FPGA'
       // New devices are inactive: everything reserved.
       assert.deepEqual(await reader().getInventories(uuid), {
-        [rc]: { total: 2, reserved: 2, min_unit: 1, max_unit: 2, step_size: 1, allocation_ratio: 1 },
+        [rc]: {
+          total: 2,
+          reserved: 2,
+          min_unit: 1,
+          max_unit: 2,
+          step_size: 1,
+          allocation_ratio: 1,
+        },
       })
       const trait = n % 2 === 0 ? 'CUSTOM_GPU_NVIDIA' : 'CUSTOM_FPGA_INTEL'
       assert.deepEqual((await reader().getTraits(uuid)).sort(), [trait, 'OWNER_CYBORG'].sort())
@@ -97,7 +125,11 @@ void describe('placement sync against real Placement', { skip }, () => {
     const devices = devicesOf('pl-b', 1)
     await conductor.reportInventory(report('pl-b', devices))
     await setActive('pl-b')
-    const [device] = await db.db.selectFrom('devices').select('uuid').where('hostname', '=', 'pl-b').execute()
+    const [device] = await db.db
+      .selectFrom('devices')
+      .select('uuid')
+      .where('hostname', '=', 'pl-b')
+      .execute()
     // A status change syncs the host: the device is active and enabled, so nothing is reserved.
     await conductor.setDeviceStatus({ uuid: device!.uuid, status: 'enabled' })
     const rp = rpOf('pl-b', 0)
@@ -116,10 +148,17 @@ void describe('placement sync against real Placement', { skip }, () => {
     // Someone else bumps the generation (e.g. Nova allocating): the conductor's cached one is stale.
     const p = (await reader().getProvider(rp))!
     await reader().setTraits(rp, p.generation, ['OWNER_CYBORG'])
-    const [device] = await db.db.selectFrom('devices').select('uuid').where('hostname', '=', 'pl-c').execute()
+    const [device] = await db.db
+      .selectFrom('devices')
+      .select('uuid')
+      .where('hostname', '=', 'pl-c')
+      .execute()
     counted.calls.length = 0
     await conductor.setDeviceStatus({ uuid: device!.uuid, status: 'enabled' })
-    assert.ok(counted.calls.some((c) => c.endsWith(' 409')), counted.calls.join('\n'))
+    assert.ok(
+      counted.calls.some((c) => c.endsWith(' 409')),
+      counted.calls.join('\n'),
+    )
     assert.equal((await reader().getInventories(rp)).PGPU!.reserved, 0)
     assert.deepEqual((await reader().getTraits(rp)).sort(), ['CUSTOM_GPU_NVIDIA', 'OWNER_CYBORG'])
   })
@@ -128,7 +167,11 @@ void describe('placement sync against real Placement', { skip }, () => {
     const devices = devicesOf('pl-d', 2)
     await conductor.reportInventory(report('pl-d', devices))
     await setActive('pl-d')
-    const [device] = await db.db.selectFrom('devices').select('uuid').where('hostname', '=', 'pl-d').execute()
+    const [device] = await db.db
+      .selectFrom('devices')
+      .select('uuid')
+      .where('hostname', '=', 'pl-d')
+      .execute()
     await conductor.setDeviceStatus({ uuid: device!.uuid, status: 'enabled' })
     const held = rpOf('pl-d', 0)
     await allocate(placement.url, held, 'PGPU', 1, 'a3c3f1d2-0000-4000-8000-000000000001')
@@ -142,9 +185,16 @@ void describe('placement sync against real Placement', { skip }, () => {
     assert.equal(kept.name, devices[0]!.deployables[0]!.name)
     // Pending removal: nothing more may be allocated from it.
     assert.equal((await reader().getInventories(held)).PGPU!.reserved, 2)
-    const rows = await db.db.selectFrom('deployables as p').innerJoin('devices as d', 'd.id', 'p.device_id')
-      .select(['p.removal_pending']).where('d.hostname', '=', 'pl-d').execute()
-    assert.deepEqual(rows.map((r) => Number(r.removal_pending)), [1])
+    const rows = await db.db
+      .selectFrom('deployables as p')
+      .innerJoin('devices as d', 'd.id', 'p.device_id')
+      .select(['p.removal_pending'])
+      .where('d.hostname', '=', 'pl-d')
+      .execute()
+    assert.deepEqual(
+      rows.map((r) => Number(r.removal_pending)),
+      [1],
+    )
 
     // The same report again (the hash was not kept): still held, still pending.
     assert.equal((await conductor.reportInventory(report('pl-d', []))).pending, 1)
@@ -154,7 +204,11 @@ void describe('placement sync against real Placement', { skip }, () => {
     assert.equal(freed.pending, 0)
     assert.equal(freed.removed, 1)
     assert.equal(await reader().getProvider(held), null)
-    const left = await db.db.selectFrom('devices').select('id').where('hostname', '=', 'pl-d').execute()
+    const left = await db.db
+      .selectFrom('devices')
+      .select('id')
+      .where('hostname', '=', 'pl-d')
+      .execute()
     assert.deepEqual(left, [])
     // Now the hash is kept: an identical report is free.
     counted.calls.length = 0
@@ -164,7 +218,12 @@ void describe('placement sync against real Placement', { skip }, () => {
 
   void it('without a compute node provider, the report lands and Placement catches up once it exists', async () => {
     const strict = createConductor(
-      { db, log: noopLogger, clock, placement: { client: counted.client, createRootProvider: false } },
+      {
+        db,
+        log: noopLogger,
+        clock,
+        placement: { client: counted.client, createRootProvider: false },
+      },
       { saveIntervalMs: 1 },
     )
     try {
@@ -173,12 +232,18 @@ void describe('placement sync against real Placement', { skip }, () => {
       assert.equal(first.added, 1)
       assert.equal(await reader().getProvider(rpOf('pl-e', 0)), null)
       // Nova's compute service registers the node; the agent's next (identical) report syncs.
-      await reader().createProvider({ uuid: 'c0ffee00-0000-4000-8000-00000000000e', name: 'compute-e' })
+      await reader().createProvider({
+        uuid: 'c0ffee00-0000-4000-8000-00000000000e',
+        name: 'compute-e',
+      })
       const second = await strict.reportInventory(report('pl-e', devices, 'compute-e'))
       assert.equal(second.changed, true)
       const rp = (await reader().getProvider(rpOf('pl-e', 0)))!
       assert.equal(rp.parentProviderUuid, 'c0ffee00-0000-4000-8000-00000000000e')
-      assert.equal((await strict.reportInventory(report('pl-e', devices, 'compute-e'))).changed, false)
+      assert.equal(
+        (await strict.reportInventory(report('pl-e', devices, 'compute-e'))).changed,
+        false,
+      )
     } finally {
       await strict.stop()
     }

@@ -33,7 +33,10 @@ export async function createTestApp(
   const [sqlite] = await testDialects()
   const db = await sqlite!.create()
   const logs: Record<string, unknown>[] = []
-  const log = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) })
+  const log = pino(
+    { level: 'info' },
+    { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+  )
   const app = await createApp({ db: db.db, conductor, log }, options)
   return {
     app,
@@ -49,5 +52,9 @@ export async function createTestApp(
 /** The `faultstring` of a compat-v2 error body, and checks the body's shape on the way. */
 export function faultOf(body: string): { faultcode: string; faultstring: string; debuginfo: null } {
   const outer = JSON.parse(body) as { error_message: string }
-  return JSON.parse(outer.error_message) as { faultcode: string; faultstring: string; debuginfo: null }
+  return JSON.parse(outer.error_message) as {
+    faultcode: string
+    faultstring: string
+    debuginfo: null
+  }
 }

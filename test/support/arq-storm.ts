@@ -36,7 +36,11 @@ export async function createStormArqs(apiUrl: string, vms: number): Promise<stri
 }
 
 /** One PATCH per VM, all at once, spread over the providers; resolves when every one has an outcome. */
-export function bindStorm(apiUrl: string, uuids: string[], providers: string[]): Promise<Outcome[]> {
+export function bindStorm(
+  apiUrl: string,
+  uuids: string[],
+  providers: string[],
+): Promise<Outcome[]> {
   return Promise.all(
     uuids.map((uuid, i) =>
       fetch(`${apiUrl}/v2/accelerator_requests`, {
@@ -46,7 +50,11 @@ export function bindStorm(apiUrl: string, uuids: string[], providers: string[]):
           [uuid]: [
             { path: '/hostname', op: 'add', value: STORM_HOST },
             { path: '/device_rp_uuid', op: 'add', value: providers[i % providers.length] },
-            { path: '/instance_uuid', op: 'add', value: `c0de0000-0000-4000-8000-${String(i).padStart(12, '0')}` },
+            {
+              path: '/instance_uuid',
+              op: 'add',
+              value: `c0de0000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+            },
           ],
         }),
       }).then(
@@ -73,13 +81,22 @@ export async function bindingNow(db: Kysely<Database>): Promise<string[]> {
  * BindStarted (or the storm is over), so that a kill then lands in the middle of the binds, with
  * handles both held by Bound requests and claimed by binds that will never finish.
  */
-export async function bindsUnderWay(db: Kysely<Database>, storm: Promise<unknown>, timeoutMs = 20_000): Promise<void> {
+export async function bindsUnderWay(
+  db: Kysely<Database>,
+  storm: Promise<unknown>,
+  timeoutMs = 20_000,
+): Promise<void> {
   let over = false
   void storm.finally(() => (over = true))
   const deadline = Date.now() + timeoutMs
   while (!over && Date.now() < deadline) {
-    const states = await db.selectFrom('accelerator_requests').select('state').where('state', 'in', ['BindStarted', 'Bound']).execute()
-    if (states.some((r) => r.state === 'Bound') && states.some((r) => r.state === 'BindStarted')) return
+    const states = await db
+      .selectFrom('accelerator_requests')
+      .select('state')
+      .where('state', 'in', ['BindStarted', 'Bound'])
+      .execute()
+    if (states.some((r) => r.state === 'Bound') && states.some((r) => r.state === 'BindStarted'))
+      return
     await new Promise((r) => setTimeout(r, 2))
   }
 }
@@ -96,20 +113,39 @@ export function tally(outcomes: Outcome[], leftBinding: number): string {
  * only the states a crashed storm may end in, and every bind answered 202 (done before the crash,
  * with a handle to spare for each request) still Bound. Resolves with a count of the final states.
  */
-export async function assertConverged(db: Kysely<Database>, uuids: string[], answered: string[], deadline: number): Promise<string> {
+export async function assertConverged(
+  db: Kysely<Database>,
+  uuids: string[],
+  answered: string[],
+  deadline: number,
+): Promise<string> {
   let rows: { uuid: string; state: string; attach_handle_id: number | null }[]
   for (;;) {
-    rows = await db.selectFrom('accelerator_requests').select(['uuid', 'state', 'attach_handle_id']).execute()
+    rows = await db
+      .selectFrom('accelerator_requests')
+      .select(['uuid', 'state', 'attach_handle_id'])
+      .execute()
     if (!rows.some((r) => r.state === 'BindStarted') || Date.now() > deadline) break
     await new Promise((r) => setTimeout(r, 250))
   }
   assert.deepEqual(new Set(rows.map((r) => r.uuid)), new Set(uuids), 'no request lost')
-  assert.deepEqual(rows.filter((r) => r.state === 'BindStarted'), [], 'none left binding')
+  assert.deepEqual(
+    rows.filter((r) => r.state === 'BindStarted'),
+    [],
+    'none left binding',
+  )
   const bound = rows.filter((r) => r.state === 'Bound')
   const inUse = await db.selectFrom('attach_handles').select('id').where('in_use', '=', 1).execute()
-  assert.deepEqual(new Set(inUse.map((h) => h.id)), new Set(bound.map((r) => r.attach_handle_id)), 'handles in use = handles of Bound requests')
+  assert.deepEqual(
+    new Set(inUse.map((h) => h.id)),
+    new Set(bound.map((r) => r.attach_handle_id)),
+    'handles in use = handles of Bound requests',
+  )
   assert.equal(new Set(bound.map((r) => r.attach_handle_id)).size, bound.length, 'no handle twice')
-  assert.ok(rows.every((r) => ['Initial', 'Bound', 'BindFailed'].includes(r.state)), [...new Set(rows.map((r) => r.state))].join(','))
+  assert.ok(
+    rows.every((r) => ['Initial', 'Bound', 'BindFailed'].includes(r.state)),
+    [...new Set(rows.map((r) => r.state))].join(','),
+  )
   const lost = rows.filter((r) => answered.includes(r.uuid) && r.state !== 'Bound')
   assert.deepEqual(lost, [], 'every bind answered 202 is still Bound')
   const states = new Map<string, number>()

@@ -14,9 +14,17 @@ export interface Run {
 
 export function cyborg(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(BIN, args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env }, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
-    })
+    execFile(
+      BIN,
+      args,
+      {
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', ...env },
+        timeout: 60_000,
+      },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr })
+      },
+    )
   })
 }
 
@@ -29,7 +37,11 @@ export async function cyborgJson<T>(args: string[], env: Record<string, string>)
 }
 
 /** Expects exit 1 and exactly one line on stderr, matching `pattern`. */
-export async function cyborgFails(args: string[], env: Record<string, string>, pattern: RegExp): Promise<Run> {
+export async function cyborgFails(
+  args: string[],
+  env: Record<string, string>,
+  pattern: RegExp,
+): Promise<Run> {
   const run = await cyborg(args, env)
   assert.equal(run.code, 1, `${args.join(' ')} should fail: ${run.stdout}`)
   assert.match(run.stderr, /^[^\n]+\n$/, 'one line on stderr')

@@ -7,10 +7,16 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { createConnection } from 'mysql2/promise'
-import { openDatabase, parseConnectionUrl, type DatabaseHandle, type DialectName } from '../../src/db/connection.js'
+import {
+  openDatabase,
+  parseConnectionUrl,
+  type DatabaseHandle,
+  type DialectName,
+} from '../../src/db/connection.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 
-export const POSTGRES_URL = process.env.CYBORG_TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
+export const POSTGRES_URL =
+  process.env.CYBORG_TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
 export const MYSQL_URL = process.env.CYBORG_TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/mysql'
 export const servicesRequired = process.env.CYBORG_REQUIRE_SERVICES === '1'
 
@@ -35,7 +41,13 @@ function withDatabase(url: string, name: string): string {
 
 async function postgresAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const p = parseConnectionUrl(POSTGRES_URL)
-  const client = new pg.Client({ host: p.host, port: p.port, user: p.user, password: p.password, database: p.database })
+  const client = new pg.Client({
+    host: p.host,
+    port: p.port,
+    user: p.user,
+    password: p.password,
+    database: p.database,
+  })
   await client.connect()
   try {
     return await fn(client)
@@ -44,9 +56,16 @@ async function postgresAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function mysqlAdmin<T>(fn: (c: Awaited<ReturnType<typeof createConnection>>) => Promise<T>): Promise<T> {
+async function mysqlAdmin<T>(
+  fn: (c: Awaited<ReturnType<typeof createConnection>>) => Promise<T>,
+): Promise<T> {
   const p = parseConnectionUrl(MYSQL_URL)
-  const conn = await createConnection({ host: p.host, port: p.port, user: p.user, password: p.password })
+  const conn = await createConnection({
+    host: p.host,
+    port: p.port,
+    user: p.user,
+    password: p.password,
+  })
   try {
     return await fn(conn)
   } finally {
@@ -107,7 +126,9 @@ async function discover(): Promise<TestDialect[]> {
         const name = uniqueName()
         await postgresAdmin((c) => c.query(`CREATE DATABASE ${name}`))
         return migrated(withDatabase(POSTGRES_URL, name), () =>
-          postgresAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => {}),
+          postgresAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(
+            () => {},
+          ),
         )
       },
     },
@@ -116,7 +137,9 @@ async function discover(): Promise<TestDialect[]> {
       skip: mySkip && `MariaDB unreachable at ${MYSQL_URL}: ${mySkip}`,
       async create() {
         const name = uniqueName()
-        await mysqlAdmin((c) => c.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`))
+        await mysqlAdmin((c) =>
+          c.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`),
+        )
         return migrated(withDatabase(MYSQL_URL, name), () =>
           mysqlAdmin((c) => c.query(`DROP DATABASE IF EXISTS ${name}`)).then(() => {}),
         )

@@ -42,7 +42,8 @@ export async function fixtureHost(host: string, fixture: string): Promise<Fixtur
   return { host, root, expected, remove: () => rm(root, { recursive: true, force: true }) }
 }
 
-export const deployablesOf = (devices: readonly ExpectedDevice[]) => devices.flatMap((d) => d.deployables)
+export const deployablesOf = (devices: readonly ExpectedDevice[]) =>
+  devices.flatMap((d) => d.deployables)
 
 /**
  * Polls an agent's outbox (`<state_path>/agent-<host>/outbox.json`, see src/agent/local-cache.ts)
@@ -65,7 +66,12 @@ export async function outboxPending(agentStateDir: string): Promise<boolean> {
 }
 
 /** Removes a QAT VF (intel-qat fixtures): the PF's `virtfn<n>` entry and the VF's function; returns its deployable name. */
-export async function removeQatVf(h: FixtureHost, pf: string, n: number, vf: string): Promise<string> {
+export async function removeQatVf(
+  h: FixtureHost,
+  pf: string,
+  n: number,
+  vf: string,
+): Promise<string> {
   const devices = path.join(h.root, 'sys/bus/pci/devices')
   await rm(path.join(devices, pf, `virtfn${n}`), { recursive: true })
   await rm(path.join(devices, vf), { recursive: true })
@@ -78,14 +84,21 @@ export async function removeQatVf(h: FixtureHost, pf: string, n: number, vf: str
  * Adds an NVMe controller (nvme-ssd fixtures): a copy of `from` (e.g. `nvme0`) named `name` on the
  * PCI function `address`; the expected inventory gains the copy of `from`'s device.
  */
-export async function addNvmeController(h: FixtureHost, from: string, name: string, address: string): Promise<void> {
+export async function addNvmeController(
+  h: FixtureHost,
+  from: string,
+  name: string,
+  address: string,
+): Promise<void> {
   const nvme = path.join(h.root, 'sys/class/nvme')
   await cp(path.join(nvme, from), path.join(nvme, name), { recursive: true })
   const uevent = path.join(nvme, name, 'device/uevent')
   const text = await readFile(uevent, 'utf8')
   const old = /PCI_SLOT_NAME=(\S+)/.exec(text)![1]!
   await writeFile(uevent, text.replace(old, address))
-  const device = structuredClone(h.expected.find((d) => d.deployables.some((x) => x.name === `${h.host}_${old}`))!)
+  const device = structuredClone(
+    h.expected.find((d) => d.deployables.some((x) => x.name === `${h.host}_${old}`))!,
+  )
   const [domain, bus, rest] = address.split(':') as [string, string, string]
   const [dev, fn] = rest.split('.') as [string, string]
   device.controlPath.info = { domain, bus, device: dev, function: fn }

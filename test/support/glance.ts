@@ -28,14 +28,17 @@ export async function glanceSkip(): Promise<string | undefined> {
     return undefined
   } catch {
     const why = 'glance-api is not installed (run scripts/ci-services.sh as root)'
-    if (process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
+    if (process.env.CYBORG_REQUIRE_SERVICES === '1')
+      throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
     return why
   }
 }
 
 export async function startGlance(): Promise<RunningGlance> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-glance-'))
-  const { stdout } = await run('bash', [SCRIPT, 'up', dir, String(await freePort())], { timeout: 90_000 })
+  const { stdout } = await run('bash', [SCRIPT, 'up', dir, String(await freePort())], {
+    timeout: 90_000,
+  })
   const url = stdout.trim().split('\n').pop()!
   return {
     url,
@@ -44,11 +47,21 @@ export async function startGlance(): Promise<RunningGlance> {
       const created = await fetch(`${url}/v2/images`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'bitstream', disk_format: 'raw', container_format: 'bare', ...properties }),
+        body: JSON.stringify({
+          name: 'bitstream',
+          disk_format: 'raw',
+          container_format: 'bare',
+          ...properties,
+        }),
       })
-      if (created.status !== 201) throw new Error(`image create: ${created.status} ${await created.text()}`)
+      if (created.status !== 201)
+        throw new Error(`image create: ${created.status} ${await created.text()}`)
       const { id } = (await created.json()) as { id: string }
-      const put = await fetch(`${url}/v2/images/${id}/file`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: bytes })
+      const put = await fetch(`${url}/v2/images/${id}/file`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream' },
+        body: bytes,
+      })
       if (put.status !== 204) throw new Error(`image upload: ${put.status} ${await put.text()}`)
       return id
     },

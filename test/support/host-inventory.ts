@@ -43,16 +43,25 @@ export async function checkHost(
   host: FixtureHost,
   autoActivate: boolean,
 ): Promise<HostInventory> {
-  const { devices } = await getJson<{ devices: { uuid: string }[] }>(`${api}/v2/devices?hostname=${host.host}`)
+  const { devices } = await getJson<{ devices: { uuid: string }[] }>(
+    `${api}/v2/devices?hostname=${host.host}`,
+  )
   assert.equal(devices.length, host.expected.length, `${host.host}: devices in the API`)
   const all = (await getJson<{ deployables: ApiDeployable[] }>(`${api}/v2/deployables`)).deployables
   const deployables = all.filter((d) => d.name.startsWith(`${host.host}_`))
   const expected = deployablesOf(host.expected)
-  assert.deepEqual(sorted(deployables.map((d) => d.name)), sorted(expected.map((d) => d.name)), `${host.host}: deployables`)
+  assert.deepEqual(
+    sorted(deployables.map((d) => d.name)),
+    sorted(expected.map((d) => d.name)),
+    `${host.host}: deployables`,
+  )
 
   const root = await placement.findProviderByName(host.host)
   assert.ok(root, `${host.host}: no compute node provider in Placement`)
-  assert.ok((await placement.getTraits(root.uuid)).includes('COMPUTE_ACCELERATORS'), `${host.host}: root traits`)
+  assert.ok(
+    (await placement.getTraits(root.uuid)).includes('COMPUTE_ACCELERATORS'),
+    `${host.host}: root traits`,
+  )
   const children = (await placement.listTree(root.uuid)).filter((p) => p.uuid !== root.uuid)
   assert.deepEqual(
     sorted(children.map((p) => p.uuid)),
@@ -71,15 +80,30 @@ export async function checkHost(
     const inventory = await placement.getInventories(rp.uuid)
     assert.deepEqual(Object.keys(inventory), [rc], `${d.name}: inventory classes`)
     const { total: t, max_unit: max, reserved } = inventory[rc]!
-    assert.deepEqual({ t, max, reserved }, { t: total, max: total, reserved: autoActivate ? 0 : total }, `${d.name}: inventory`)
-    const traits = new Set(['OWNER_CYBORG', ...want.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value)])
-    assert.deepEqual(sorted(await placement.getTraits(rp.uuid)), sorted([...traits]), `${d.name}: traits`)
+    assert.deepEqual(
+      { t, max, reserved },
+      { t: total, max: total, reserved: autoActivate ? 0 : total },
+      `${d.name}: inventory`,
+    )
+    const traits = new Set([
+      'OWNER_CYBORG',
+      ...want.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
+    ])
+    assert.deepEqual(
+      sorted(await placement.getTraits(rp.uuid)),
+      sorted([...traits]),
+      `${d.name}: traits`,
+    )
   }
   return { devices: devices.map((d) => d.uuid), deployables, rootUuid: root.uuid }
 }
 
 /** Retries `check` until it passes (then returns its result) or `timeoutMs` ends (then rethrows). */
-export async function eventually<T>(check: () => Promise<T>, timeoutMs = 20_000, everyMs = 250): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T>,
+  timeoutMs = 20_000,
+  everyMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     try {

@@ -40,11 +40,33 @@ const CONTENT_TYPES = [
   'application/',
   '*/*',
 ]
-const VERSIONS = ['accelerator 2.0', 'accelerator 2.4', 'accelerator latest', 'accelerator 2.99', 'accelerator 3.0', 'compute 2.1', 'garbage', '']
+const VERSIONS = [
+  'accelerator 2.0',
+  'accelerator 2.4',
+  'accelerator latest',
+  'accelerator 2.99',
+  'accelerator 3.0',
+  'compute 2.1',
+  'garbage',
+  '',
+]
 
 const jsonText = (value: unknown) => JSON.stringify(value)
 const BODIES: fc.Arbitrary<string> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('', ' ', '\r\n', 'null', '{}', '[]', '[{}]', '{"__proto__": {"x": 1}}', '[' .repeat(3000)) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '',
+      ' ',
+      '\r\n',
+      'null',
+      '{}',
+      '[]',
+      '[{}]',
+      '{"__proto__": {"x": 1}}',
+      '['.repeat(3000),
+    ),
+  },
   { weight: 3, arbitrary: fc.json() },
   { weight: 2, arbitrary: fc.string({ maxLength: 60 }) },
   {
@@ -76,38 +98,89 @@ type Framing =
 const FRAMINGS: fc.Arbitrary<Framing> = fc.oneof(
   { weight: 8, arbitrary: fc.constantFrom<Framing>('none', 'length') },
   { weight: 4, arbitrary: fc.constantFrom<Framing>('chunked', 'length-zero', 'chunked-empty') },
-  { weight: 3, arbitrary: fc.constantFrom<Framing>('length-short', 'length-bad', 'chunked-bad', 'both') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom<Framing>('length-short', 'length-bad', 'chunked-bad', 'both'),
+  },
   { weight: 1, arbitrary: fc.constantFrom<Framing>('length-long', 'chunked-open') },
 )
 
 /** The body bytes and headers of one framing; `incomplete`: the server must wait for more. */
-function frame(framing: Framing, body: string): { headers: string[]; payload: string; incomplete: boolean; refused: boolean } {
+function frame(
+  framing: Framing,
+  body: string,
+): { headers: string[]; payload: string; incomplete: boolean; refused: boolean } {
   const length = Buffer.byteLength(body)
   const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`
   switch (framing) {
     case 'none':
       return { headers: [], payload: '', incomplete: false, refused: false }
     case 'length':
-      return { headers: [`Content-Length: ${length}`], payload: body, incomplete: false, refused: false }
+      return {
+        headers: [`Content-Length: ${length}`],
+        payload: body,
+        incomplete: false,
+        refused: false,
+      }
     case 'length-zero':
       return { headers: ['Content-Length: 0'], payload: '', incomplete: false, refused: false }
     case 'length-short':
       // The rest of the body reads as the next request: garbage the server refuses.
-      return { headers: [`Content-Length: ${Math.floor(length / 2)}`], payload: body, incomplete: length > 1, refused: true }
+      return {
+        headers: [`Content-Length: ${Math.floor(length / 2)}`],
+        payload: body,
+        incomplete: length > 1,
+        refused: true,
+      }
     case 'length-long':
-      return { headers: [`Content-Length: ${length + 10}`], payload: body, incomplete: true, refused: false }
+      return {
+        headers: [`Content-Length: ${length + 10}`],
+        payload: body,
+        incomplete: true,
+        refused: false,
+      }
     case 'length-bad':
-      return { headers: ['Content-Length: 1x', 'Content-Length: -1'].slice(length % 2), payload: body, incomplete: false, refused: true }
+      return {
+        headers: ['Content-Length: 1x', 'Content-Length: -1'].slice(length % 2),
+        payload: body,
+        incomplete: false,
+        refused: true,
+      }
     case 'chunked':
-      return { headers: ['Transfer-Encoding: chunked'], payload: body === '' ? '0\r\n\r\n' : `${chunk(body)}0\r\n\r\n`, incomplete: false, refused: false }
+      return {
+        headers: ['Transfer-Encoding: chunked'],
+        payload: body === '' ? '0\r\n\r\n' : `${chunk(body)}0\r\n\r\n`,
+        incomplete: false,
+        refused: false,
+      }
     case 'chunked-empty':
-      return { headers: ['Transfer-Encoding: chunked'], payload: '0\r\n\r\n', incomplete: false, refused: false }
+      return {
+        headers: ['Transfer-Encoding: chunked'],
+        payload: '0\r\n\r\n',
+        incomplete: false,
+        refused: false,
+      }
     case 'chunked-bad':
-      return { headers: ['Transfer-Encoding: chunked'], payload: `zz\r\n${body}\r\n0\r\n\r\n`, incomplete: false, refused: true }
+      return {
+        headers: ['Transfer-Encoding: chunked'],
+        payload: `zz\r\n${body}\r\n0\r\n\r\n`,
+        incomplete: false,
+        refused: true,
+      }
     case 'chunked-open':
-      return { headers: ['Transfer-Encoding: chunked'], payload: body === '' ? '' : chunk(body), incomplete: true, refused: false }
+      return {
+        headers: ['Transfer-Encoding: chunked'],
+        payload: body === '' ? '' : chunk(body),
+        incomplete: true,
+        refused: false,
+      }
     case 'both':
-      return { headers: [`Content-Length: ${length}`, 'Transfer-Encoding: chunked'], payload: `${chunk(body)}0\r\n\r\n`, incomplete: false, refused: true }
+      return {
+        headers: [`Content-Length: ${length}`, 'Transfer-Encoding: chunked'],
+        payload: `${chunk(body)}0\r\n\r\n`,
+        incomplete: false,
+        refused: true,
+      }
   }
 }
 
@@ -129,12 +202,35 @@ function targets(routes: string[], params: ParamValues): fc.Arbitrary<string> {
   })
   const query = fc.oneof(
     { weight: 6, arbitrary: fc.constant('') },
-    { weight: 2, arbitrary: fc.constantFrom('?instance=x', '?hostname=nowhere', '?limit=-1&marker=x', '?a=%', '?&&=', '?' + 'q='.repeat(50)) },
-    { weight: 1, arbitrary: fc.string({ maxLength: 20 }).map((s) => `?x=${encodeURIComponent(s)}`) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        '?instance=x',
+        '?hostname=nowhere',
+        '?limit=-1&marker=x',
+        '?a=%',
+        '?&&=',
+        '?' + 'q='.repeat(50),
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.string({ maxLength: 20 }).map((s) => `?x=${encodeURIComponent(s)}`),
+    },
   )
   return fc.oneof(
     { weight: 20, arbitrary: fc.tuple(filled, query).map(([p, q]) => p + q) },
-    { weight: 1, arbitrary: fc.constantFrom('*', 'http://api.test/v2', '//v2//devices', '/v2/devices/../../etc', 'v2', '/\u00e9') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '*',
+        'http://api.test/v2',
+        '//v2//devices',
+        '/v2/devices/../../etc',
+        'v2',
+        '/\u00e9',
+      ),
+    },
   )
 }
 
@@ -142,14 +238,30 @@ function targets(routes: string[], params: ParamValues): fc.Arbitrary<string> {
 function request(routes: string[], params: ParamValues) {
   return fc
     .record({
-      method: fc.oneof({ weight: 12, arbitrary: fc.constantFrom(...METHODS) }, { weight: 1, arbitrary: fc.constantFrom('get', 'PROPFIND', 'BREW', 'QUERY') }),
+      method: fc.oneof(
+        { weight: 12, arbitrary: fc.constantFrom(...METHODS) },
+        { weight: 1, arbitrary: fc.constantFrom('get', 'PROPFIND', 'BREW', 'QUERY') },
+      ),
       target: targets(routes, params),
-      version: fc.oneof({ weight: 12, arbitrary: fc.constant('HTTP/1.1') }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/1.2', 'HTTP/9.9', 'HTTP/1.1x') }),
+      version: fc.oneof(
+        { weight: 12, arbitrary: fc.constant('HTTP/1.1') },
+        { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/1.2', 'HTTP/9.9', 'HTTP/1.1x') },
+      ),
       contentTypes: fc.array(fc.constantFrom(...CONTENT_TYPES), { maxLength: 2 }),
       microversion: fc.option(fc.constantFrom(...VERSIONS), { nil: undefined }),
-      expect: fc.option(fc.constantFrom('100-continue', '100-Continue', 'something-else'), { nil: undefined, freq: 6 }),
+      expect: fc.option(fc.constantFrom('100-continue', '100-Continue', 'something-else'), {
+        nil: undefined,
+        freq: 6,
+      }),
       token: fc.option(fc.constantFrom('x', 'gAAAAA-not-a-token', ''), { nil: undefined, freq: 6 }),
-      host: fc.constantFrom(['Host: api.test'], ['Host: api.test'], ['Host: api.test'], [], ['Host: a', 'Host: b'], ['Host: [::1']),
+      host: fc.constantFrom(
+        ['Host: api.test'],
+        ['Host: api.test'],
+        ['Host: api.test'],
+        [],
+        ['Host: a', 'Host: b'],
+        ['Host: [::1'],
+      ),
       framing: FRAMINGS,
       body: BODIES,
       close: fc.boolean(),
@@ -174,7 +286,15 @@ function request(routes: string[], params: ParamValues) {
 export function fuzzCases(routes: string[], params: ParamValues): fc.Arbitrary<FuzzCase> {
   const one = request(routes, params)
   return fc.oneof(
-    { weight: 16, arbitrary: one.map((r) => ({ bytes: Buffer.from(r.text), methods: [r.method], incomplete: r.incomplete, refused: r.refused })) },
+    {
+      weight: 16,
+      arbitrary: one.map((r) => ({
+        bytes: Buffer.from(r.text),
+        methods: [r.method],
+        incomplete: r.incomplete,
+        refused: r.refused,
+      })),
+    },
     {
       weight: 3,
       arbitrary: fc.tuple(one, one).map(([a, b]) => ({
@@ -187,7 +307,10 @@ export function fuzzCases(routes: string[], params: ParamValues): fc.Arbitrary<F
     {
       weight: 1,
       arbitrary: fc
-        .oneof(fc.uint8Array({ minLength: 1, maxLength: 200 }).map((b) => Buffer.from(b)), fc.string({ maxLength: 100 }).map((s) => Buffer.from(`${s}\r\n\r\n`)))
+        .oneof(
+          fc.uint8Array({ minLength: 1, maxLength: 200 }).map((b) => Buffer.from(b)),
+          fc.string({ maxLength: 100 }).map((s) => Buffer.from(`${s}\r\n\r\n`)),
+        )
         .map((bytes) => ({ bytes, methods: ['GET'], incomplete: true, refused: true })),
     },
   )

@@ -56,12 +56,19 @@ export async function keystoneSkip(): Promise<string | undefined> {
     return undefined
   } catch {
     const why = 'keystone is not installed (run scripts/ci-services.sh as root)'
-    if (process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
+    if (process.env.CYBORG_REQUIRE_SERVICES === '1')
+      throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
     return why
   }
 }
 
-async function call(url: string, method: string, token: string | undefined, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+async function call(
+  url: string,
+  method: string,
+  token: string | undefined,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const res = await fetch(url, {
     method,
     headers: {
@@ -71,7 +78,10 @@ async function call(url: string, method: string, token: string | undefined, body
     },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
-  if (!res.ok) throw new Error(`Keystone ${method} ${url.replace(/^.*\/v3/, '/v3')} answered ${res.status}: ${(await res.text()).slice(0, 300)}`)
+  if (!res.ok)
+    throw new Error(
+      `Keystone ${method} ${url.replace(/^.*\/v3/, '/v3')} answered ${res.status}: ${(await res.text()).slice(0, 300)}`,
+    )
   return res
 }
 
@@ -89,7 +99,10 @@ export async function startKeystone(): Promise<RunningKeystone> {
   const issueToken = async (username: string, projectName: string, password = USER_PASSWORD) => {
     const res = await call(`${url}/auth/tokens`, 'POST', undefined, {
       auth: {
-        identity: { methods: ['password'], password: { user: { name: username, domain: { id: 'default' }, password } } },
+        identity: {
+          methods: ['password'],
+          password: { user: { name: username, domain: { id: 'default' }, password } },
+        },
         scope: { project: { name: projectName, domain: { id: 'default' } } },
       },
     })
@@ -98,14 +111,22 @@ export async function startKeystone(): Promise<RunningKeystone> {
   }
   const adminToken = async () => {
     if (!admin || Date.now() > admin.until) {
-      admin = { token: await issueToken('admin', 'admin', ADMIN_PASSWORD), until: Date.now() + 30 * 60_000 }
+      admin = {
+        token: await issueToken('admin', 'admin', ADMIN_PASSWORD),
+        until: Date.now() + 30 * 60_000,
+      }
     }
     return admin.token
   }
-  const post = async (p: string, body: unknown) => (await call(`${url}${p}`, 'POST', await adminToken(), body)).json() as Promise<Record<string, { id: string }>>
+  const post = async (p: string, body: unknown) =>
+    (await call(`${url}${p}`, 'POST', await adminToken(), body)).json() as Promise<
+      Record<string, { id: string }>
+    >
   const role = async (name: string) => {
     if (roles.size === 0) {
-      const listed = (await (await call(`${url}/roles`, 'GET', await adminToken())).json()) as { roles: { id: string; name: string }[] }
+      const listed = (await (await call(`${url}/roles`, 'GET', await adminToken())).json()) as {
+        roles: { id: string; name: string }[]
+      }
       for (const r of listed.roles) roles.set(r.name, r.id)
     }
     let id = roles.get(name)
@@ -124,21 +145,38 @@ export async function startKeystone(): Promise<RunningKeystone> {
     },
     role,
     async createUser(name, projectId, roleNames) {
-      const id = (await post('/users', { user: { name, domain_id: 'default', password: USER_PASSWORD, default_project_id: projectId } })).user!.id
+      const id = (
+        await post('/users', {
+          user: {
+            name,
+            domain_id: 'default',
+            password: USER_PASSWORD,
+            default_project_id: projectId,
+          },
+        })
+      ).user!.id
       for (const r of roleNames) {
-        const res = await call(`${url}/projects/${projectId}/users/${id}/roles/${await role(r)}`, 'PUT', await adminToken())
+        const res = await call(
+          `${url}/projects/${projectId}/users/${id}/roles/${await role(r)}`,
+          'PUT',
+          await adminToken(),
+        )
         await res.body?.cancel()
       }
       return id
     },
     issueToken,
     async revokeToken(token) {
-      const res = await call(`${url}/auth/tokens`, 'DELETE', await adminToken(), undefined, { 'x-subject-token': token })
+      const res = await call(`${url}/auth/tokens`, 'DELETE', await adminToken(), undefined, {
+        'x-subject-token': token,
+      })
       await res.body?.cancel()
     },
     async registerEndpoint(type, name, endpointUrl) {
       const id = (await post('/services', { service: { type, name } })).service!.id
-      await post('/endpoints', { endpoint: { service_id: id, interface: 'public', region_id: 'RegionOne', url: endpointUrl } })
+      await post('/endpoints', {
+        endpoint: { service_id: id, interface: 'public', region_id: 'RegionOne', url: endpointUrl },
+      })
       return id
     },
     async halt() {
@@ -174,7 +212,11 @@ export interface Personas {
  */
 export async function createPersonas(ks: RunningKeystone, prefix = 'p'): Promise<Personas> {
   const names = { main: `${prefix}-main`, other: `${prefix}-other`, service: `${prefix}-service` }
-  const [main, other, service] = await Promise.all([ks.createProject(names.main), ks.createProject(names.other), ks.createProject(names.service)])
+  const [main, other, service] = await Promise.all([
+    ks.createProject(names.main),
+    ks.createProject(names.other),
+    ks.createProject(names.service),
+  ])
   const grants: Record<Persona, [string, string[]]> = {
     admin: [main, ['admin']],
     manager: [main, ['manager', 'member', 'reader']],
@@ -185,11 +227,15 @@ export async function createPersonas(ks: RunningKeystone, prefix = 'p'): Promise
   }
   // One at a time: Keystone runs on SQLite with a single writer.
   const users = {} as Record<Persona, string>
-  for (const [persona, [project, roles]] of Object.entries(grants) as [Persona, [string, string[]]][]) {
+  for (const [persona, [project, roles]] of Object.entries(grants) as [
+    Persona,
+    [string, string[]],
+  ][]) {
     users[persona] = await ks.createUser(`${prefix}-${persona}`, project, roles)
   }
   await ks.createUser(`${prefix}-cyborg`, service, ['service'])
-  const projectOf = (p: Persona) => (p === 'service' ? names.service : p === 'other' ? names.other : names.main)
+  const projectOf = (p: Persona) =>
+    p === 'service' ? names.service : p === 'other' ? names.other : names.main
   return {
     projects: { main, other, service },
     projectNames: names,

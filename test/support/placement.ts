@@ -28,7 +28,8 @@ export async function placementSkip(): Promise<string | undefined> {
     return undefined
   } catch {
     const why = 'placement-api is not installed (run scripts/ci-services.sh as root)'
-    if (process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
+    if (process.env.CYBORG_REQUIRE_SERVICES === '1')
+      throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
     return why
   }
 }
@@ -55,16 +56,27 @@ export function countingClient(url: string): { client: PlacementClient; calls: s
     endpoint: url,
     token: 'admin',
     timeoutMs: 30_000,
-    onCall: (method, p, status) => calls.push(`${method} ${p.replace(/[0-9a-f-]{36}/g, '{uuid}')} ${status}`),
+    onCall: (method, p, status) =>
+      calls.push(`${method} ${p.replace(/[0-9a-f-]{36}/g, '{uuid}')} ${status}`),
   })
   return { client, calls }
 }
 
 /** Nova's part, done by hand: allocate `amount` of `rc` from provider `rp` to a new consumer. */
-export async function allocate(url: string, rp: string, rc: string, amount: number, consumer: string): Promise<void> {
+export async function allocate(
+  url: string,
+  rp: string,
+  rc: string,
+  amount: number,
+  consumer: string,
+): Promise<void> {
   const res = await fetch(`${url}/allocations/${consumer}`, {
     method: 'PUT',
-    headers: { 'x-auth-token': 'admin', 'openstack-api-version': 'placement 1.39', 'content-type': 'application/json' },
+    headers: {
+      'x-auth-token': 'admin',
+      'openstack-api-version': 'placement 1.39',
+      'content-type': 'application/json',
+    },
     body: JSON.stringify({
       allocations: { [rp]: { resources: { [rc]: amount } } },
       project_id: '8d3cb2d1-0d2f-4a4c-8b6b-1f6a0b0f0001',

@@ -15,7 +15,11 @@ export interface ProfileLoad {
   stop(): Promise<Attempt[]>
 }
 
-export function profileLoad(api: string, prefix: string, { workers = 2, pauseMs = 50 } = {}): ProfileLoad {
+export function profileLoad(
+  api: string,
+  prefix: string,
+  { workers = 2, pauseMs = 50 } = {},
+): ProfileLoad {
   const attempts: Attempt[] = []
   let stopped = false
   let n = 0
@@ -27,7 +31,9 @@ export function profileLoad(api: string, prefix: string, { workers = 2, pauseMs 
       const res = await fetch(`${api}/v2/device_profiles`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify([{ name, description: null, groups: [{ 'resources:CUSTOM_SSD': '1' }] }]),
+        body: JSON.stringify([
+          { name, description: null, groups: [{ 'resources:CUSTOM_SSD': '1' }] },
+        ]),
       })
       status = res.status
       body = await res.text()

@@ -33,11 +33,13 @@ export async function rabbitNodeSkip(): Promise<string | undefined> {
   let why: string | undefined
   try {
     await access('/usr/sbin/rabbitmq-server')
-    if (process.getuid?.() !== 0) why = 'a private RabbitMQ node needs root (the Debian wrapper switches to the rabbitmq user)'
+    if (process.getuid?.() !== 0)
+      why = 'a private RabbitMQ node needs root (the Debian wrapper switches to the rabbitmq user)'
   } catch {
     why = 'rabbitmq-server is not installed (run scripts/ci-services.sh as root)'
   }
-  if (why && process.env.CYBORG_REQUIRE_SERVICES === '1') throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
+  if (why && process.env.CYBORG_REQUIRE_SERVICES === '1')
+    throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${why}`)
   return why
 }
 

@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto'
 import { connect } from 'amqplib'
 import { parseTransportUrl, type BrokerAddress } from '../../src/bus/transport-url.js'
 
-export const TEST_TRANSPORT_URL = process.env.CYBORG_TEST_TRANSPORT_URL ?? 'rabbit://guest:guest@127.0.0.1:5672/'
+export const TEST_TRANSPORT_URL =
+  process.env.CYBORG_TEST_TRANSPORT_URL ?? 'rabbit://guest:guest@127.0.0.1:5672/'
 const servicesRequired = process.env.CYBORG_REQUIRE_SERVICES === '1'
 
 export interface TestVhost {
@@ -49,18 +50,21 @@ async function discover(): Promise<TestBroker> {
         void removeStale(out)
         return undefined
       },
-      (err: Error) => `rabbitmqctl cannot manage the broker (fresh vhosts need it): ${err.message.split('\n')[0]}`,
+      (err: Error) =>
+        `rabbitmqctl cannot manage the broker (fresh vhosts need it): ${err.message.split('\n')[0]}`,
     )
     skip = ctl
   }
-  if (skip !== undefined && servicesRequired) throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${skip}`)
+  if (skip !== undefined && servicesRequired)
+    throw new Error(`CYBORG_REQUIRE_SERVICES=1 but ${skip}`)
   return {
     skip,
     async createVhost() {
       const name = `cyborg_t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`
       await rabbitmqctl(['-q', 'add_vhost', name])
       const user = broker.username ?? 'guest'
-      const grant = () => rabbitmqctl(['-q', 'set_permissions', '-p', name, user, '.*', '.*', '.*']).then(() => {})
+      const grant = () =>
+        rabbitmqctl(['-q', 'set_permissions', '-p', name, user, '.*', '.*', '.*']).then(() => {})
       await grant()
       // Everything before the vhost: the first '/' after the hosts (after the last '@', if any).
       const hostsStart = Math.max(TEST_TRANSPORT_URL.lastIndexOf('@') + 1, 'rabbit://'.length)
@@ -69,9 +73,14 @@ async function discover(): Promise<TestBroker> {
       return {
         name,
         url: `${base}/${name}`,
-        closeConnections: () => rabbitmqctl(['-q', 'close_all_connections', '-p', name, 'test']).then(() => {}),
-        deleteQueue: (queue) => rabbitmqctl(['-q', 'delete_queue', '-p', name, queue]).then(() => {}),
-        setAccess: (allowed) => (allowed ? grant() : rabbitmqctl(['-q', 'clear_permissions', '-p', name, user]).then(() => {})),
+        closeConnections: () =>
+          rabbitmqctl(['-q', 'close_all_connections', '-p', name, 'test']).then(() => {}),
+        deleteQueue: (queue) =>
+          rabbitmqctl(['-q', 'delete_queue', '-p', name, queue]).then(() => {}),
+        setAccess: (allowed) =>
+          allowed
+            ? grant()
+            : rabbitmqctl(['-q', 'clear_permissions', '-p', name, user]).then(() => {}),
         drop: () => rabbitmqctl(['-q', 'delete_vhost', name]).then(() => {}),
       }
     },
@@ -102,7 +111,12 @@ function rabbitmqctl(args: string[]): Promise<string> {
   const run = (bin: string) =>
     new Promise<string>((resolve, reject) => {
       execFile(bin, args, { timeout: 20_000 }, (err, stdout, stderr) => {
-        if (err) reject(Object.assign(new Error(`rabbitmqctl ${args.join(' ')}: ${stderr || err.message}`), { code: (err as NodeJS.ErrnoException).code }))
+        if (err)
+          reject(
+            Object.assign(new Error(`rabbitmqctl ${args.join(' ')}: ${stderr || err.message}`), {
+              code: (err as NodeJS.ErrnoException).code,
+            }),
+          )
         else resolve(stdout)
       })
     })
@@ -116,6 +130,7 @@ async function removeStale(list: string): Promise<void> {
   const hourAgo = Date.now() - 3600_000
   for (const name of list.split('\n').map((l) => l.trim())) {
     const m = /^cyborg_t_([0-9a-z]+)_[0-9a-f]+$/.exec(name)
-    if (m?.[1] && parseInt(m[1], 36) < hourAgo) await rabbitmqctl(['-q', 'delete_vhost', name]).catch(() => {})
+    if (m?.[1] && parseInt(m[1], 36) < hourAgo)
+      await rabbitmqctl(['-q', 'delete_vhost', name]).catch(() => {})
   }
 }

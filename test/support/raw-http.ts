@@ -40,13 +40,22 @@ export interface RawOptions {
 }
 
 /** Sends `data` to 127.0.0.1:`port` and collects the answers. */
-export async function rawExchange(port: number, data: string | Buffer, options: RawOptions = {}): Promise<RawExchange> {
+export async function rawExchange(
+  port: number,
+  data: string | Buffer,
+  options: RawOptions = {},
+): Promise<RawExchange> {
   const { responses: wanted = 1, methods = [], deadlineMs = 10_000 } = options
   const started = Date.now()
   const socket = connect({ host: '127.0.0.1', port })
   let received = Buffer.alloc(0)
   let closed = false
-  let parsed: ReturnType<typeof parseResponses> = { responses: [], interim: [], rest: Buffer.alloc(0), malformed: '' }
+  let parsed: ReturnType<typeof parseResponses> = {
+    responses: [],
+    interim: [],
+    rest: Buffer.alloc(0),
+    malformed: '',
+  }
   return new Promise((resolve) => {
     let slow: NodeJS.Timeout | undefined
     const finish = (timedOut: boolean) => {
@@ -60,7 +69,8 @@ export async function rawExchange(port: number, data: string | Buffer, options: 
     socket.on('data', (chunk: Buffer) => {
       received = Buffer.concat([received, chunk])
       parsed = parseResponses(received, methods, false)
-      if ((parsed.responses.length >= wanted && !options.untilClosed) || parsed.malformed !== '') finish(false)
+      if ((parsed.responses.length >= wanted && !options.untilClosed) || parsed.malformed !== '')
+        finish(false)
     })
     socket.on('error', () => {})
     socket.on('close', () => {
@@ -94,11 +104,23 @@ function parseResponses(buf: Buffer, methods: string[], final: boolean) {
     if (headEnd < 0) break
     const [statusLine = '', ...lines] = buf.subarray(at, headEnd).toString('latin1').split('\r\n')
     const m = /^HTTP\/1\.[01] (\d{3})(?: [^\r\n]*)?$/.exec(statusLine)
-    if (!m) return { responses, interim, rest: buf.subarray(at), malformed: `bad status line ${JSON.stringify(statusLine)}` }
+    if (!m)
+      return {
+        responses,
+        interim,
+        rest: buf.subarray(at),
+        malformed: `bad status line ${JSON.stringify(statusLine)}`,
+      }
     const headers: Record<string, string> = {}
     for (const line of lines) {
       const colon = line.indexOf(':')
-      if (colon <= 0) return { responses, interim, rest: buf.subarray(at), malformed: `bad header line ${JSON.stringify(line)}` }
+      if (colon <= 0)
+        return {
+          responses,
+          interim,
+          rest: buf.subarray(at),
+          malformed: `bad header line ${JSON.stringify(line)}`,
+        }
       headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim()
     }
     const status = Number(m[1])
@@ -112,7 +134,11 @@ function parseResponses(buf: Buffer, methods: string[], final: boolean) {
     let body = ''
     // A request refused by the HTTP parser is answered with a body even when it began with HEAD
     // (the server cannot trust a method it failed to parse); that answer always closes.
-    const refusedHead = method === 'HEAD' && final && headers.connection === 'close' && buf.length - bodyStart === Number(headers['content-length'])
+    const refusedHead =
+      method === 'HEAD' &&
+      final &&
+      headers.connection === 'close' &&
+      buf.length - bodyStart === Number(headers['content-length'])
     if ((method !== 'HEAD' || refusedHead) && status !== 204 && status !== 304) {
       if (headers['transfer-encoding']?.toLowerCase() === 'chunked') {
         const chunked = readChunked(buf, bodyStart)
@@ -122,7 +148,12 @@ function parseResponses(buf: Buffer, methods: string[], final: boolean) {
       } else if (headers['content-length'] !== undefined) {
         const length = Number(headers['content-length'])
         if (!Number.isInteger(length) || length < 0) {
-          return { responses, interim, rest: buf.subarray(at), malformed: `bad content-length ${headers['content-length']}` }
+          return {
+            responses,
+            interim,
+            rest: buf.subarray(at),
+            malformed: `bad content-length ${headers['content-length']}`,
+          }
         }
         if (buf.length < bodyStart + length) break
         body = buf.subarray(bodyStart, bodyStart + length).toString('utf8')
@@ -138,7 +169,10 @@ function parseResponses(buf: Buffer, methods: string[], final: boolean) {
     at = bodyStart
   }
   const rest = buf.subarray(at)
-  const malformed = final && rest.length > 0 ? `incomplete response: ${JSON.stringify(rest.toString('latin1').slice(0, 200))}` : ''
+  const malformed =
+    final && rest.length > 0
+      ? `incomplete response: ${JSON.stringify(rest.toString('latin1').slice(0, 200))}`
+      : ''
   return { responses, interim, rest, malformed }
 }
 
@@ -153,7 +187,9 @@ function readChunked(buf: Buffer, start: number): { body: string; end: number } 
     const dataStart = lineEnd + 2
     if (size === 0) {
       const trailerEnd = buf.indexOf('\r\n', dataStart)
-      return trailerEnd < 0 ? undefined : { body: Buffer.concat(parts).toString('utf8'), end: trailerEnd + 2 }
+      return trailerEnd < 0
+        ? undefined
+        : { body: Buffer.concat(parts).toString('utf8'), end: trailerEnd + 2 }
     }
     if (buf.length < dataStart + size + 2) return undefined
     parts.push(buf.subarray(dataStart, dataStart + size))

@@ -2,7 +2,11 @@
  * Small, deterministic inventories for tests: `sampleDevice(host, n)` is the n-th PCI device of a
  * host (GPUs and FPGAs alternate, two vendors), with one deployable, two attributes and two handles.
  */
-import { canonicalJson, type DiscoveredDevice, type InventorySnapshot } from '../../src/domain/inventory.js'
+import {
+  canonicalJson,
+  type DiscoveredDevice,
+  type InventorySnapshot,
+} from '../../src/domain/inventory.js'
 
 export interface SampleOptions {
   /** @default 2 */
@@ -12,7 +16,11 @@ export interface SampleOptions {
 }
 
 /** The n-th (0-based) sample device of `host`. */
-export function sampleDevice(host: string, n: number, options: SampleOptions = {}): DiscoveredDevice {
+export function sampleDevice(
+  host: string,
+  n: number,
+  options: SampleOptions = {},
+): DiscoveredDevice {
   const { handles = 2, numAccelerators = handles } = options
   const bus = (0x10 + n).toString(16).padStart(2, '0')
   const gpu = n % 2 === 0
@@ -42,7 +50,11 @@ export function sampleDevice(host: string, n: number, options: SampleOptions = {
 }
 
 /** A snapshot of `count` sample devices (hash = their canonical JSON's length, enough for tests). */
-export function sampleSnapshot(host: string, count: number, options: SampleOptions = {}): InventorySnapshot {
+export function sampleSnapshot(
+  host: string,
+  count: number,
+  options: SampleOptions = {},
+): InventorySnapshot {
   const devices = Array.from({ length: count }, (_, n) => sampleDevice(host, n, options))
   return { host, hash: `len-${canonicalJson(devices).length}`, devices }
 }

@@ -98,7 +98,9 @@ export async function startService(options: StartOptions = {}): Promise<RunningS
   let out = ''
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  )
   const ready = options.ready ?? (async (u: string) => (await fetch(`${u}/healthcheck`)).ok)
   const deadline = Date.now() + timeoutMs
   for (;;) {

@@ -11,7 +11,11 @@ export const STORM_HOST = 'storm-host'
 export const STORM_PROFILE = 'storm-fpga'
 
 /** The storm host's devices. TEST_PCI handles need no agent; PCI ones have the host's agent prepare them (vfio-pci). */
-export function stormDevices(devices: number, handles: number, handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI'): DiscoveredDevice[] {
+export function stormDevices(
+  devices: number,
+  handles: number,
+  handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI',
+): DiscoveredDevice[] {
   return Array.from({ length: devices }, (_, d) => {
     const bus = (0x10 + d).toString(16).padStart(2, '0')
     return {
@@ -41,11 +45,25 @@ export function stormDevices(devices: number, handles: number, handleType: 'TEST
 }
 
 /** Reports the storm host and creates its device profile (one FPGA with the storm trait). */
-export async function seedStorm(conductor: ConductorRpc, devices = 4, handles = 64, handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI'): Promise<void> {
+export async function seedStorm(
+  conductor: ConductorRpc,
+  devices = 4,
+  handles = 64,
+  handleType: 'TEST_PCI' | 'PCI' = 'TEST_PCI',
+): Promise<void> {
   const list = stormDevices(devices, handles, handleType)
-  await conductor.reportInventory({ host: STORM_HOST, hash: inventoryHash(list), devices: list, autoActivate: true })
+  await conductor.reportInventory({
+    host: STORM_HOST,
+    hash: inventoryHash(list),
+    devices: list,
+    autoActivate: true,
+  })
   await conductor
-    .createDeviceProfile({ name: STORM_PROFILE, description: null, groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_STORM': 'required' }] })
+    .createDeviceProfile({
+      name: STORM_PROFILE,
+      description: null,
+      groups: [{ 'resources:FPGA': '1', 'trait:CUSTOM_STORM': 'required' }],
+    })
     .catch((err: unknown) => {
       if ((err as { code?: string }).code !== 'DEVICE_PROFILE_EXISTS') throw err
     })

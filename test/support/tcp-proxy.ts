@@ -52,7 +52,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     track(upstream)
     let answersLost = false
     client.on('data', (chunk) => {
-      if (armed === undefined || !COMMIT.test(chunk.toString('latin1'))) return relay(client, upstream, chunk)
+      if (armed === undefined || !COMMIT.test(chunk.toString('latin1')))
+        return relay(client, upstream, chunk)
       const { when, thenRefuse } = armed
       armed = undefined
       cuts++

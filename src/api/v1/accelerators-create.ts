@@ -34,22 +34,36 @@ export function acceleratorCreateRoutes(app: FastifyInstance, { conductor, baseU
     const body = request.body as AcceleratorCreateBody
     let uuid = body.uuid?.toLowerCase()
     if (inPath !== undefined) {
-      if (!isUuidLike(inPath)) throw invalidField('uuid', `the path must end in a UUID, got ${JSON.stringify(inPath)}`)
+      if (!isUuidLike(inPath))
+        throw invalidField('uuid', `the path must end in a UUID, got ${JSON.stringify(inPath)}`)
       if (uuid !== undefined && uuid !== inPath.toLowerCase()) {
-        throw invalidField('uuid', `${JSON.stringify(body.uuid)} differs from the uuid in the path (${inPath})`)
+        throw invalidField(
+          'uuid',
+          `${JSON.stringify(body.uuid)} differs from the uuid in the path (${inPath})`,
+        )
       }
       uuid = inPath.toLowerCase()
     }
-    const created = await conductor.registerRemoteAccelerator(uuid === undefined ? { name: body.name } : { name: body.name, uuid })
-    return reply.code(201).header('location', `${baseUrl(request)}/v1/accelerators/${created.uuid}`).send()
+    const created = await conductor.registerRemoteAccelerator(
+      uuid === undefined ? { name: body.name } : { name: body.name, uuid },
+    )
+    return reply
+      .code(201)
+      .header('location', `${baseUrl(request)}/v1/accelerators/${created.uuid}`)
+      .send()
   }
 
   const schema = { body: AcceleratorCreateBody }
-  const collection: RouteSpec = { policy: 'cyborg:v1_accelerator:create', schema, handler: async (request, reply) => create(request, reply) }
+  const collection: RouteSpec = {
+    policy: 'cyborg:v1_accelerator:create',
+    schema,
+    handler: async (request, reply) => create(request, reply),
+  }
   const item: RouteSpec = {
     policy: 'cyborg:v1_accelerator:create',
     schema,
-    handler: async (request, reply) => create(request, reply, (request.params as { uuid: string }).uuid),
+    handler: async (request, reply) =>
+      create(request, reply, (request.params as { uuid: string }).uuid),
   }
   extendResource(app, '/accelerators', { POST: collection })
   extendResource(app, '/accelerators/:uuid', { POST: item })

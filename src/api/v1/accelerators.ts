@@ -6,7 +6,12 @@
  * spec (`PUT /{uuid}/acc_specs`, If-Match) and the operator lifecycle (`POST /{uuid}/ready`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ACCELERATOR_SORT_KEYS, getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-accelerators.js'
+import {
+  ACCELERATOR_SORT_KEYS,
+  getAccelerator,
+  listAccelerators,
+  type Accelerator,
+} from '../../db/v1-accelerators.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
 import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
@@ -18,7 +23,11 @@ import type { V1Env } from './env.js'
 export function acceleratorView(a: Accelerator, base: string) {
   const rc = a.attributes.find((x) => x.key === 'rc')?.value
   const traits = a.attributes.filter((x) => x.key.startsWith('trait')).map((x) => x.value)
-  const others = Object.fromEntries(a.attributes.filter((x) => x.key !== 'rc' && !x.key.startsWith('trait')).map((x) => [x.key, x.value]))
+  const others = Object.fromEntries(
+    a.attributes
+      .filter((x) => x.key !== 'rc' && !x.key.startsWith('trait'))
+      .map((x) => [x.key, x.value]),
+  )
   const deviceType = rc ?? a.deviceType
   return {
     uuid: a.uuid,
@@ -27,16 +36,28 @@ export function acceleratorView(a: Accelerator, base: string) {
     type: a.deviceType,
     device_type: deviceType,
     capability: traits.join(','),
-    acc_specs: a.accSpecs !== null
-      ? (JSON.parse(a.accSpecs) as Record<string, unknown>)
-      : { remote: a.remote ? 1 : 0, num: a.numAccelerators, device_type: deviceType, acc_capability: { ...others, num: a.numAccelerators, traits } },
+    acc_specs:
+      a.accSpecs !== null
+        ? (JSON.parse(a.accSpecs) as Record<string, unknown>)
+        : {
+            remote: a.remote ? 1 : 0,
+            num: a.numAccelerators,
+            device_type: deviceType,
+            acc_capability: { ...others, num: a.numAccelerators, traits },
+          },
     hostname: a.hostname,
     vendor_id: a.vendor,
     product_id: a.model,
     lifecycle: a.lifecycle,
     lifecycle_reason: a.lifecycleReason,
     attached_to: a.attachedTo,
-    attachments: a.attachments.map((x) => ({ arq_uuid: x.arqUuid, instance_uuid: x.instanceUuid, hostname: x.hostname, api: x.api, state: x.state })),
+    attachments: a.attachments.map((x) => ({
+      arq_uuid: x.arqUuid,
+      instance_uuid: x.instanceUuid,
+      hostname: x.hostname,
+      api: x.api,
+      state: x.state,
+    })),
     created_at: a.createdAt,
     updated_at: a.updatedAt,
     links: [{ href: `${base}/v1/accelerators/${a.uuid}`, rel: 'self' }],
@@ -50,15 +71,22 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request) => {
         const query = request.query as Query
         const paging = pagingParams(query, ACCELERATOR_SORT_KEYS)
-        const filter = { ...paging, deviceType: stringParam(query, 'device_type'), hostname: stringParam(query, 'hostname') }
+        const filter = {
+          ...paging,
+          deviceType: stringParam(query, 'device_type'),
+          hostname: stringParam(query, 'hostname'),
+        }
         const accelerators = await listAccelerators(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
         const base = baseUrl(request)
-        const body: { accelerators: unknown[]; next?: string } = { accelerators: accelerators.map((a) => acceleratorView(a, base)) }
+        const body: { accelerators: unknown[]; next?: string } = {
+          accelerators: accelerators.map((a) => acceleratorView(a, base)),
+        }
         if (paging.limit !== undefined && accelerators.length === paging.limit) {
           const next = new URLSearchParams()
-          for (const [key, value] of Object.entries(query)) if (key !== 'marker' && typeof value === 'string') next.set(key, value)
+          for (const [key, value] of Object.entries(query))
+            if (key !== 'marker' && typeof value === 'string') next.set(key, value)
           next.set('marker', accelerators.at(-1)!.uuid)
           body.next = `${base}/v1/accelerators?${next.toString()}`
         }
@@ -76,7 +104,9 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
 
   resource(app, '/accelerators/:uuid', {
     GET: {
-      policy: 'cyborg:v1_accelerator:get_one', handler: async (request, reply) => show(request, reply, pathUuid(request)) },
+      policy: 'cyborg:v1_accelerator:get_one',
+      handler: async (request, reply) => show(request, reply, pathUuid(request)),
+    },
     PUT: {
       policy: 'cyborg:v1_accelerator:attach',
       handler: async (request, reply) => {
@@ -92,9 +122,13 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
         const uuid = pathUuid(request)
         const instance = stringParam(request.query as Query, 'instance_uuid')
         if (instance !== undefined && !isUuidLike(instance)) {
-          throw new InvalidInputError("Invalid input for field 'instance_uuid': expected a UUID", { details: { field: 'instance_uuid' } })
+          throw new InvalidInputError("Invalid input for field 'instance_uuid': expected a UUID", {
+            details: { field: 'instance_uuid' },
+          })
         }
-        await conductor.detachAccelerator(instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() })
+        await conductor.detachAccelerator(
+          instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() },
+        )
         return reply.code(204).send()
       },
     },
@@ -107,7 +141,9 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
         const uuid = pathUuid(request)
         const accSpecs = parseAccSpecsBody(request.body)
         const ifMatch = request.headers['if-match']
-        await conductor.setAcceleratorSpecs(ifMatch === undefined ? { uuid, accSpecs } : { uuid, accSpecs, ifMatch })
+        await conductor.setAcceleratorSpecs(
+          ifMatch === undefined ? { uuid, accSpecs } : { uuid, accSpecs, ifMatch },
+        )
         return show(request, reply, uuid)
       },
     },
@@ -128,6 +164,10 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
 /** The uuid in the path, lower-cased; anything else is a 404 naming it. */
 function pathUuid(request: FastifyRequest): string {
   const { uuid } = request.params as { uuid: string }
-  if (!isUuidLike(uuid)) throw new NotFoundError(`accelerator ${uuid} not found`, { code: 'ACCELERATOR_NOT_FOUND', details: { uuid } })
+  if (!isUuidLike(uuid))
+    throw new NotFoundError(`accelerator ${uuid} not found`, {
+      code: 'ACCELERATOR_NOT_FOUND',
+      details: { uuid },
+    })
   return uuid.toLowerCase()
 }

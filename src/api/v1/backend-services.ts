@@ -19,23 +19,25 @@ export function backendServiceRows(backends: readonly Backend[]) {
     b.deployables.flatMap((d) => {
       const rc = d.attributes.find((a) => a.key === 'rc')?.value
       const traits = d.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value)
-      return deriveServices({ rc, traits, bitstreamId: d.bitstreamId, deviceType: b.type }).map((s) => ({
-        hostname: b.hostname,
-        backend: b.uuid,
-        backend_type: b.type,
-        vendor: b.vendor,
-        model: b.model,
-        address: controlPathText(b.controlPath),
-        lifecycle: b.lifecycle,
-        deployable: d.name,
-        deployable_uuid: d.uuid,
-        driver: d.driverName,
-        service: s.service,
-        description: s.description,
-        resource_class: rc ?? b.type,
-        units: d.numAccelerators,
-        removal_pending: d.removalPending,
-      }))
+      return deriveServices({ rc, traits, bitstreamId: d.bitstreamId, deviceType: b.type }).map(
+        (s) => ({
+          hostname: b.hostname,
+          backend: b.uuid,
+          backend_type: b.type,
+          vendor: b.vendor,
+          model: b.model,
+          address: controlPathText(b.controlPath),
+          lifecycle: b.lifecycle,
+          deployable: d.name,
+          deployable_uuid: d.uuid,
+          driver: d.driverName,
+          service: s.service,
+          description: s.description,
+          resource_class: rc ?? b.type,
+          units: d.numAccelerators,
+          removal_pending: d.removalPending,
+        }),
+      )
     }),
   )
 }
@@ -49,17 +51,26 @@ export function backendServiceRoutes(app: FastifyInstance, { db }: V1Env): void 
         const hostname = stringParam(query, 'hostname')
         const backend = stringParam(query, 'backend')
         if (backend !== undefined && !isUuidLike(backend)) {
-          throw new InvalidInputError(`Invalid input for field 'backend': must be a device UUID, got ${JSON.stringify(backend)}`, {
-            details: { field: 'backend' },
-          })
+          throw new InvalidInputError(
+            `Invalid input for field 'backend': must be a device UUID, got ${JSON.stringify(backend)}`,
+            {
+              details: { field: 'backend' },
+            },
+          )
         }
-        const filter = { ...(hostname === undefined ? {} : { hostname }), ...(backend === undefined ? {} : { uuid: backend.toLowerCase() }) }
+        const filter = {
+          ...(hostname === undefined ? {} : { hostname }),
+          ...(backend === undefined ? {} : { uuid: backend.toLowerCase() }),
+        }
         const backends = await listBackends(db, filter)
         if (backend !== undefined && backends.length === 0) {
-          throw new NotFoundError(`backend ${backend} not found${hostname === undefined ? '' : ` on host ${hostname}`}`, {
-            code: 'DEVICE_NOT_FOUND',
-            details: { field: 'backend', uuid: backend },
-          })
+          throw new NotFoundError(
+            `backend ${backend} not found${hostname === undefined ? '' : ` on host ${hostname}`}`,
+            {
+              code: 'DEVICE_NOT_FOUND',
+              details: { field: 'backend', uuid: backend },
+            },
+          )
         }
         return { services: backendServiceRows(backends) }
       },

@@ -7,7 +7,13 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
-import type { AgentDriverInfo, DiscoveredItem, DriverActionOutcome, HostDiscovery, HostDrivers } from '../../rpc/admin-types.js'
+import type {
+  AgentDriverInfo,
+  DiscoveredItem,
+  DriverActionOutcome,
+  HostDiscovery,
+  HostDrivers,
+} from '../../rpc/admin-types.js'
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
@@ -17,11 +23,15 @@ const HostBody = Type.Object({ hostname: Type.Optional(Hostname) }, { additional
 const PatchBody = Type.Object(
   {
     hostname: Type.Optional(Hostname),
-    options: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }), Type.String({ maxLength: 65536 }), {
-      minProperties: 1,
-      maxProperties: 64,
-      additionalProperties: false,
-    }),
+    options: Type.Record(
+      Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' }),
+      Type.String({ maxLength: 65536 }),
+      {
+        minProperties: 1,
+        maxProperties: 64,
+        additionalProperties: false,
+      },
+    ),
   },
   { additionalProperties: false },
 )
@@ -33,7 +43,8 @@ const emptyBodyIsObject: preValidationHookHandler = (request, _reply, done) => {
 }
 
 /** `installed` when enabled and its last discovery succeeded; `enabled` when it has not, or failed; else `disabled`. */
-export const driverStatus = (d: AgentDriverInfo) => (!d.enabled ? 'disabled' : d.lastDiscovery?.ok ? 'installed' : 'enabled')
+export const driverStatus = (d: AgentDriverInfo) =>
+  !d.enabled ? 'disabled' : d.lastDiscovery?.ok ? 'installed' : 'enabled'
 
 const driverView = (hostname: string, d: AgentDriverInfo) => ({
   hostname,
@@ -50,7 +61,12 @@ const driverView = (hostname: string, d: AgentDriverInfo) => ({
   },
 })
 
-const hostView = (h: HostDrivers) => ({ hostname: h.hostname, status: h.status, last_seen: h.lastSeen, error: h.error?.message ?? null })
+const hostView = (h: HostDrivers) => ({
+  hostname: h.hostname,
+  status: h.status,
+  last_seen: h.lastSeen,
+  error: h.error?.message ?? null,
+})
 
 const outcomeView = (o: DriverActionOutcome) => ({
   hostname: o.hostname,
@@ -61,7 +77,12 @@ const outcomeView = (o: DriverActionOutcome) => ({
   error: o.error?.message ?? null,
 })
 
-const itemView = (i: DiscoveredItem) => ({ name: i.name, device_type: i.deviceType, address: i.address, ...(i.fields ? { fields: i.fields } : {}) })
+const itemView = (i: DiscoveredItem) => ({
+  name: i.name,
+  device_type: i.deviceType,
+  address: i.address,
+  ...(i.fields ? { fields: i.fields } : {}),
+})
 
 const discoveryView = (h: HostDiscovery) => ({
   hostname: h.hostname,
@@ -81,8 +102,13 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
       policy: 'cyborg:driver:get_all',
       handler: async (request) => {
         const hostname = stringParam(request.query as Query, 'hostname')
-        const { hosts } = await conductor.listAgentDrivers(hostname === undefined ? {} : { hostname })
-        return { drivers: hosts.flatMap((h) => h.drivers.map((d) => driverView(h.hostname, d))), hosts: hosts.map(hostView) }
+        const { hosts } = await conductor.listAgentDrivers(
+          hostname === undefined ? {} : { hostname },
+        )
+        return {
+          drivers: hosts.flatMap((h) => h.drivers.map((d) => driverView(h.hostname, d))),
+          hosts: hosts.map(hostView),
+        }
       },
     },
   })
@@ -98,7 +124,10 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
         schema: { body: HostBody },
         handler: async (request) => {
           const { hostname } = request.body as Static<typeof HostBody>
-          const result = await call({ driver: driverParam(request), ...(hostname === undefined ? {} : { hostname }) })
+          const result = await call({
+            driver: driverParam(request),
+            ...(hostname === undefined ? {} : { hostname }),
+          })
           return { driver: result.driver, hosts: result.hosts.map(outcomeView) }
         },
       },
@@ -111,7 +140,11 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
       schema: { body: PatchBody },
       handler: async (request) => {
         const { hostname, options } = request.body as Static<typeof PatchBody>
-        const result = await conductor.updateDriver({ driver: driverParam(request), options, ...(hostname === undefined ? {} : { hostname }) })
+        const result = await conductor.updateDriver({
+          driver: driverParam(request),
+          options,
+          ...(hostname === undefined ? {} : { hostname }),
+        })
         return { driver: result.driver, hosts: result.hosts.map(outcomeView) }
       },
     },

@@ -11,7 +11,10 @@ import type { V1Env } from './env.js'
 /** 2 × the default `[DEFAULT] periodic_interval` (60 s) + the default `rpc_response_timeout` (30 s). */
 export const DEFAULT_SERVICE_DOWN_AFTER_MS = 150_000
 
-export function statusRoutes(app: FastifyInstance, { db, serviceDownAfterMs = DEFAULT_SERVICE_DOWN_AFTER_MS }: V1Env): void {
+export function statusRoutes(
+  app: FastifyInstance,
+  { db, serviceDownAfterMs = DEFAULT_SERVICE_DOWN_AFTER_MS }: V1Env,
+): void {
   resource(app, '/status', {
     GET: {
       policy: 'cyborg:status:get',

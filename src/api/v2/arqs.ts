@@ -7,11 +7,28 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ARQ_SORT_KEYS, getArqDetail, hasUnresolvedArqs, listArqDetails, RESOLVED_STATES } from '../../db/arq-views.js'
+import {
+  ARQ_SORT_KEYS,
+  getArqDetail,
+  hasUnresolvedArqs,
+  listArqDetails,
+  RESOLVED_STATES,
+} from '../../db/arq-views.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { ForbiddenError, InvalidInputError, NotFoundError, invalidField } from '../../domain/errors.js'
+import {
+  ForbiddenError,
+  InvalidInputError,
+  NotFoundError,
+  invalidField,
+} from '../../domain/errors.js'
 import type { RequestContext } from '../../domain/request-context.js'
-import { listParam, markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
+import {
+  listParam,
+  markerNotFoundToInvalid,
+  pagingParams,
+  stringParam,
+  type Query,
+} from '../query.js'
 import { resource } from '../routing.js'
 import { ArqPatchBody, parseArqPatch } from './arq-patch.js'
 import type { V2Env } from './env.js'
@@ -25,14 +42,21 @@ const ArqCreateBody = Type.Object(
   {
     device_profile_name: Type.String({ minLength: 1, maxLength: 255 }),
     device_profile_group_id: Type.Optional(
-      Type.Unsafe<number | string | null>({ type: ['integer', 'string', 'null'], minimum: 0, pattern: '^[0-9]{1,9}$' }),
+      Type.Unsafe<number | string | null>({
+        type: ['integer', 'string', 'null'],
+        minimum: 0,
+        pattern: '^[0-9]{1,9}$',
+      }),
     ),
   },
   { additionalProperties: false },
 )
 
 const notFound = (uuid: string) =>
-  new NotFoundError(`accelerator request ${uuid} not found`, { code: 'ARQ_NOT_FOUND', details: { uuid } })
+  new NotFoundError(`accelerator request ${uuid} not found`, {
+    code: 'ARQ_NOT_FOUND',
+    details: { uuid },
+  })
 
 /** The `:uuid` path parameter, lower-cased; a malformed one is 404 like an unknown one. */
 function uuidParam(request: FastifyRequest): string {
@@ -44,7 +68,8 @@ function uuidParam(request: FastifyRequest): string {
 /** A query parameter that must be a UUID when given. */
 function uuidQuery(query: Query, name: string): string | undefined {
   const v = stringParam(query, name)
-  if (v !== undefined && !isUuidLike(v)) throw invalidField(name, `must be a UUID, got ${JSON.stringify(v)}`)
+  if (v !== undefined && !isUuidLike(v))
+    throw invalidField(name, `must be a UUID, got ${JSON.stringify(v)}`)
   return v?.toLowerCase()
 }
 
@@ -56,12 +81,18 @@ function visibleProject(ctx: RequestContext): string | undefined {
 /** Bind, unbind and deleting a bound request need a valid service token (Nova's, with the service role). */
 function requireServiceToken(ctx: RequestContext, what: string): void {
   if (ctx.serviceToken) return
-  throw new ForbiddenError(`${what} requires a service token: an X-Service-Token with one of the service roles ([keystone_authtoken] service_token_roles)`, {
-    code: 'SERVICE_TOKEN_REQUIRED',
-  })
+  throw new ForbiddenError(
+    `${what} requires a service token: an X-Service-Token with one of the service roles ([keystone_authtoken] service_token_roles)`,
+    {
+      code: 'SERVICE_TOKEN_REQUIRED',
+    },
+  )
 }
 
-export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArqsPerRequest }: V2Env): void {
+export function arqRoutes(
+  app: FastifyInstance,
+  { db, conductor, baseUrl, maxArqsPerRequest }: V2Env,
+): void {
   /** The request, if the caller may see it; another project's is 404, exactly like a missing one. */
   const visible = async (ctx: RequestContext, uuid: string) => {
     const arq = await getArqDetail(db, uuid)
@@ -76,8 +107,12 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
       isAdmin: request.ctx.isAdmin,
       ...(pathUuid === undefined ? {} : { pathUuid }),
     })
-    requireServiceToken(request.ctx, parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests')
-    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids) await visible(request.ctx, uuid)
+    requireServiceToken(
+      request.ctx,
+      parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests',
+    )
+    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
+      await visible(request.ctx, uuid)
     if (parsed.kind === 'bind') await conductor.bindArqs({ bindings: parsed.bindings })
     else await conductor.unbindArqs({ uuids: parsed.uuids })
     // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
@@ -90,11 +125,16 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
    */
   const deleteByUuid = async (ctx: RequestContext, uuids: string[]) => {
     const found = await Promise.all(uuids.map((u) => visible(ctx, u).catch(() => undefined)))
-    if (found.some((a) => a?.instanceUuid)) requireServiceToken(ctx, 'deleting a bound accelerator request')
+    if (found.some((a) => a?.instanceUuid))
+      requireServiceToken(ctx, 'deleting a bound accelerator request')
     const mine = found.filter((a) => a !== undefined).map((a) => a.uuid)
     if (mine.length > 0) await conductor.deleteArqs({ uuids: mine })
     const missing = uuids.filter((u) => !mine.includes(u))
-    if (missing.length > 0) throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, { code: 'ARQ_NOT_FOUND', details: { uuids: missing } })
+    if (missing.length > 0)
+      throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {
+        code: 'ARQ_NOT_FOUND',
+        details: { uuids: missing },
+      })
   }
 
   resource(app, '/accelerator_requests', {
@@ -109,7 +149,9 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
           maxArqs: maxArqsPerRequest,
         })
         const base = baseUrl(request)
-        const views = arqs.map((a) => arqView({ ...a, deviceProfileName: name, attachHandle: null }, base))
+        const views = arqs.map((a) =>
+          arqView({ ...a, deviceProfileName: name, attachHandle: null }, base),
+        )
         return reply.code(201).send({ arqs: views })
       },
     },
@@ -127,10 +169,19 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
         const paging = pagingParams(query, ARQ_SORT_KEYS)
         // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
         const projectId = visibleProject(request.ctx)
-        if (instanceUuid !== undefined && bindState === 'resolved' && (await hasUnresolvedArqs(db, instanceUuid, projectId))) {
+        if (
+          instanceUuid !== undefined &&
+          bindState === 'resolved' &&
+          (await hasUnresolvedArqs(db, instanceUuid, projectId))
+        ) {
           return reply.code(423).send()
         }
-        const filter = { instanceUuid, projectId, states: bindState === undefined ? undefined : RESOLVED_STATES, ...paging }
+        const filter = {
+          instanceUuid,
+          projectId,
+          states: bindState === undefined ? undefined : RESOLVED_STATES,
+          ...paging,
+        }
         const arqs = await listArqDetails(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
@@ -158,9 +209,12 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
         if (instanceUuid !== undefined) {
           requireServiceToken(request.ctx, "deleting an instance's accelerator requests")
           const projectId = visibleProject(request.ctx)
-          await conductor.deleteArqs(projectId === undefined ? { instanceUuid } : { instanceUuid, projectId })
+          await conductor.deleteArqs(
+            projectId === undefined ? { instanceUuid } : { instanceUuid, projectId },
+          )
         } else {
-          if (uuids!.length === 0) throw invalidField('arqs', 'name at least one accelerator request uuid')
+          if (uuids!.length === 0)
+            throw invalidField('arqs', 'name at least one accelerator request uuid')
           const bad = uuids!.find((u) => !isUuidLike(u))
           if (bad !== undefined) throw invalidField('arqs', `${JSON.stringify(bad)} is not a UUID`)
           await deleteByUuid(request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
@@ -173,7 +227,8 @@ export function arqRoutes(app: FastifyInstance, { db, conductor, baseUrl, maxArq
   resource(app, '/accelerator_requests/:uuid', {
     GET: {
       policy: 'cyborg:arq:get_one',
-      handler: async (request: FastifyRequest) => arqView(await visible(request.ctx, uuidParam(request)), baseUrl(request)),
+      handler: async (request: FastifyRequest) =>
+        arqView(await visible(request.ctx, uuidParam(request)), baseUrl(request)),
     },
     PATCH: {
       policy: 'cyborg:arq:update',

@@ -15,7 +15,11 @@ import { attributeView } from './views.js'
 /** POST body. `deployable_id` may be an integer or a string of digits (the api-ref sample sends "1"). */
 const AttributeCreateBody = Type.Object(
   {
-    deployable_id: Type.Unsafe<number | string>({ type: ['integer', 'string'], minimum: 1, pattern: '^[1-9][0-9]{0,14}$' }),
+    deployable_id: Type.Unsafe<number | string>({
+      type: ['integer', 'string'],
+      minimum: 1,
+      pattern: '^[1-9][0-9]{0,14}$',
+    }),
     key: Type.String({ minLength: 1, maxLength: 255 }),
     value: Type.String({ maxLength: 65535 }),
   },
@@ -25,7 +29,8 @@ const AttributeCreateBody = Type.Object(
 /** The `:uuid` path parameter; a malformed one is 404 like an unknown one. */
 function uuidParam(request: FastifyRequest): string {
   const { uuid } = request.params as { uuid: string }
-  if (!isUuidLike(uuid)) throw new NotFoundError(`attribute ${uuid} not found`, { details: { uuid } })
+  if (!isUuidLike(uuid))
+    throw new NotFoundError(`attribute ${uuid} not found`, { details: { uuid } })
   return uuid
 }
 
@@ -48,7 +53,11 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
       schema: { body: AttributeCreateBody },
       handler: async (request: FastifyRequest, reply) => {
         const { deployable_id, key, value } = request.body as Static<typeof AttributeCreateBody>
-        const attribute = await conductor.createAttribute({ deployableId: Number(deployable_id), key, value })
+        const attribute = await conductor.createAttribute({
+          deployableId: Number(deployable_id),
+          key,
+          value,
+        })
         return reply.code(201).send(attributeView(attribute, baseUrl(request)))
       },
     },

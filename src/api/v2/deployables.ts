@@ -26,7 +26,9 @@ export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): 
           deployables.map((d) => d.id),
         )
         const base = baseUrl(request)
-        return { deployables: deployables.map((d) => deployableView(d, attributes.get(d.id) ?? [], base)) }
+        return {
+          deployables: deployables.map((d) => deployableView(d, attributes.get(d.id) ?? [], base)),
+        }
       },
     },
   })
@@ -36,7 +38,8 @@ export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): 
       policy: 'cyborg:deployable:get_one',
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
-        if (!isUuidLike(uuid)) throw new NotFoundError(`deployable ${uuid} not found`, { details: { uuid } })
+        if (!isUuidLike(uuid))
+          throw new NotFoundError(`deployable ${uuid} not found`, { details: { uuid } })
         const deployable = await getDeployable(db, uuid)
         const attributes = await listAttributes(db, { deployableId: deployable.id })
         return deployableView(deployable, attributes, baseUrl(request))

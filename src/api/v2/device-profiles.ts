@@ -5,7 +5,11 @@
  * `DELETE /device_profiles?value=a,b` → 204, all or nothing.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { getDeviceProfile, getDeviceProfileByName, listDeviceProfiles } from '../../db/device-profiles.js'
+import {
+  getDeviceProfile,
+  getDeviceProfileByName,
+  listDeviceProfiles,
+} from '../../db/device-profiles.js'
 import { parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
@@ -33,9 +37,12 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
   const deleteProfiles = async (value: string | undefined, reply: FastifyReply) => {
     const wanted = (value ?? '').split(',').filter((v) => v !== '')
     if (wanted.length === 0) {
-      throw new InvalidInputError("Invalid input for field 'value': name at least one device profile by uuid or name", {
-        details: { field: 'value' },
-      })
+      throw new InvalidInputError(
+        "Invalid input for field 'value': name at least one device profile by uuid or name",
+        {
+          details: { field: 'value' },
+        },
+      )
     }
     const profiles = await Promise.all(wanted.map((v) => resolve(db, v)))
     await conductor.deleteDeviceProfiles({ uuids: [...new Set(profiles.map((p) => p.uuid))] })
@@ -61,7 +68,8 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     },
     DELETE: {
       policy: 'cyborg:device_profile:delete',
-      handler: async (request, reply) => deleteProfiles(stringParam(request.query as Query, 'value'), reply),
+      handler: async (request, reply) =>
+        deleteProfiles(stringParam(request.query as Query, 'value'), reply),
     },
   })
 
@@ -81,7 +89,8 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     },
     DELETE: {
       policy: 'cyborg:device_profile:delete',
-      handler: async (request: FastifyRequest, reply) => deleteProfiles((request.params as { value: string }).value, reply),
+      handler: async (request: FastifyRequest, reply) =>
+        deleteProfiles((request.params as { value: string }).value, reply),
     },
   })
 }

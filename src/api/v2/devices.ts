@@ -15,7 +15,8 @@ import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deviceView } from './views.js'
 
-const notFound = (uuid: string) => new NotFoundError(`device ${uuid} not found`, { details: { uuid } })
+const notFound = (uuid: string) =>
+  new NotFoundError(`device ${uuid} not found`, { details: { uuid } })
 
 export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
   resource(app, '/devices', {
@@ -49,27 +50,39 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
     },
   })
 
-  const setStatus = (status: DeviceStatus) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const { uuid } = request.params as { uuid: string }
-    if (!isUuidLike(uuid)) throw notFound(uuid)
-    await conductor.setDeviceStatus({ uuid, status })
-    // 200 with no body, as OpenStack Cyborg answers.
-    return reply.send()
-  }
-  resource(app, '/devices/:uuid/disable', { POST: { policy: 'cyborg:device:disable', handler: setStatus('maintaining') } })
-  resource(app, '/devices/:uuid/enable', { POST: { policy: 'cyborg:device:enable', handler: setStatus('enabled') } })
+  const setStatus =
+    (status: DeviceStatus) => async (request: FastifyRequest, reply: FastifyReply) => {
+      const { uuid } = request.params as { uuid: string }
+      if (!isUuidLike(uuid)) throw notFound(uuid)
+      await conductor.setDeviceStatus({ uuid, status })
+      // 200 with no body, as OpenStack Cyborg answers.
+      return reply.send()
+    }
+  resource(app, '/devices/:uuid/disable', {
+    POST: { policy: 'cyborg:device:disable', handler: setStatus('maintaining') },
+  })
+  resource(app, '/devices/:uuid/enable', {
+    POST: { policy: 'cyborg:device:enable', handler: setStatus('enabled') },
+  })
   resource(app, '/devices/:uuid/ready', {
     POST: {
       policy: 'cyborg:device:ready',
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (request.apiMinor < 4) {
-          throw new NotFoundError(`POST /v2/devices/${uuid}/ready needs microversion 2.4 (OpenStack-API-Version: accelerator 2.4)`, {
-            details: { field: 'OpenStack-API-Version' },
-          })
+          throw new NotFoundError(
+            `POST /v2/devices/${uuid}/ready needs microversion 2.4 (OpenStack-API-Version: accelerator 2.4)`,
+            {
+              details: { field: 'OpenStack-API-Version' },
+            },
+          )
         }
         if (!isUuidLike(uuid)) throw notFound(uuid)
-        return deviceView(await conductor.markDeviceReady({ uuid }), baseUrl(request), request.apiMinor)
+        return deviceView(
+          await conductor.markDeviceReady({ uuid }),
+          baseUrl(request),
+          request.apiMinor,
+        )
       },
     },
   })

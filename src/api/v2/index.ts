@@ -3,7 +3,12 @@
  * (OpenStack Cyborg routes any first segment that is not `v2` to v2). Its `onRequest` hook
  * negotiates the microversion and sets the version headers on every response, errors included.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+} from 'fastify'
 import { ApiError } from '../errors.js'
 import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from '../microversion.js'
 import { v2DocRoutes } from '../versions.js'
@@ -14,7 +19,11 @@ import { deviceProfileRoutes } from './device-profiles.js'
 import { deviceRoutes } from './devices.js'
 import type { V2Env } from './env.js'
 
-function microversionHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+function microversionHook(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+): void {
   const v = negotiateMicroversion(request.headers[VERSION_HEADER])
   if (v.error !== undefined) {
     reply.headers(VERSION_RESPONSE_HEADERS[0]!)

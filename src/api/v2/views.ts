@@ -43,7 +43,11 @@ export function deviceView(d: Device, base: string, minor: number): DeviceView {
   return view
 }
 
-const pyJson = (s: string) => JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+const pyJson = (s: string) =>
+  JSON.stringify(s).replace(
+    /[\u0080-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
 
 /**
  * `attributes_list` as OpenStack Cyborg renders it: Python's `json.dumps` of a list of single-key
@@ -67,7 +71,10 @@ export function deployableView(d: Deployable, attributes: readonly Attribute[], 
     bitstream_id: d.bitstreamId,
     created_at: d.createdAt,
     updated_at: d.updatedAt,
-    links: [selfLink(base, 'deployables', d.uuid), { href: `${base}/deployables/${d.uuid}`, rel: 'bookmark' }],
+    links: [
+      selfLink(base, 'deployables', d.uuid),
+      { href: `${base}/deployables/${d.uuid}`, rel: 'bookmark' },
+    ],
   }
 }
 

@@ -17,8 +17,11 @@ export function initialMigration(dialect: DialectName) {
   const table = (db: Kysely<unknown>, name: string, columns: (t: Builder) => Builder) => {
     let t = withId(db.schema.createTable(name) as Builder)
     t = columns(t)
-    t = t.addColumn('created_at', 'varchar(40)', (c) => c.notNull()).addColumn('updated_at', 'varchar(40)')
-    if (dialect === 'mysql') t = t.modifyEnd(sql`ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`)
+    t = t
+      .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
+      .addColumn('updated_at', 'varchar(40)')
+    if (dialect === 'mysql')
+      t = t.modifyEnd(sql`ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`)
     return t
   }
   const uuid = (t: Builder) => t.addColumn('uuid', 'varchar(36)', (c) => c.notNull().unique())
@@ -43,9 +46,15 @@ export function initialMigration(dialect: DialectName) {
       ).execute()
       await table(db, 'deployables', (t) =>
         uuid(t)
-          .addColumn('device_id', 'integer', (c) => c.notNull().references('devices.id').onDelete('restrict'))
-          .addColumn('parent_id', 'integer', (c) => c.references('deployables.id').onDelete('restrict'))
-          .addColumn('root_id', 'integer', (c) => c.references('deployables.id').onDelete('restrict'))
+          .addColumn('device_id', 'integer', (c) =>
+            c.notNull().references('devices.id').onDelete('restrict'),
+          )
+          .addColumn('parent_id', 'integer', (c) =>
+            c.references('deployables.id').onDelete('restrict'),
+          )
+          .addColumn('root_id', 'integer', (c) =>
+            c.references('deployables.id').onDelete('restrict'),
+          )
           .addColumn('name', 'varchar(255)', (c) => c.notNull().unique())
           .addColumn('num_accelerators', 'integer', (c) => c.notNull())
           .addColumn('rp_uuid', 'varchar(36)', (c) => c.unique())
@@ -54,14 +63,18 @@ export function initialMigration(dialect: DialectName) {
       ).execute()
       await table(db, 'attributes', (t) =>
         uuid(t)
-          .addColumn('deployable_id', 'integer', (c) => c.notNull().references('deployables.id').onDelete('restrict'))
+          .addColumn('deployable_id', 'integer', (c) =>
+            c.notNull().references('deployables.id').onDelete('restrict'),
+          )
           .addColumn('key', 'varchar(255)', (c) => c.notNull())
           .addColumn('value', 'text', (c) => c.notNull())
           .addUniqueConstraint('attributes_dep_key_uq', ['deployable_id', 'key']),
       ).execute()
       await table(db, 'attach_handles', (t) =>
         uuid(t)
-          .addColumn('deployable_id', 'integer', (c) => c.notNull().references('deployables.id').onDelete('restrict'))
+          .addColumn('deployable_id', 'integer', (c) =>
+            c.notNull().references('deployables.id').onDelete('restrict'),
+          )
           .addColumn('attach_type', 'varchar(16)', (c) => c.notNull())
           .addColumn('attach_info', 'varchar(255)', (c) => c.notNull())
           .addColumn('in_use', 'integer', (c) => c.notNull().defaultTo(0))
@@ -87,7 +100,9 @@ export function initialMigration(dialect: DialectName) {
           .addColumn('attach_handle_id', 'integer', (c) =>
             c.unique().references('attach_handles.id').onDelete('restrict'),
           )
-          .addColumn('deployable_id', 'integer', (c) => c.references('deployables.id').onDelete('restrict')),
+          .addColumn('deployable_id', 'integer', (c) =>
+            c.references('deployables.id').onDelete('restrict'),
+          ),
       ).execute()
       await table(db, 'services', (t) =>
         t

@@ -38,8 +38,12 @@ async function rebuildSqlite(db: Kysely<unknown>, notNull: boolean): Promise<voi
     .addColumn('hostname', 'varchar(255)')
     .addColumn('device_rp_uuid', 'varchar(36)')
     .addColumn('instance_uuid', 'varchar(36)')
-    .addColumn('attach_handle_id', 'integer', (c) => c.unique().references('attach_handles.id').onDelete('restrict'))
-    .addColumn('deployable_id', 'integer', (c) => c.references('deployables.id').onDelete('restrict'))
+    .addColumn('attach_handle_id', 'integer', (c) =>
+      c.unique().references('attach_handles.id').onDelete('restrict'),
+    )
+    .addColumn('deployable_id', 'integer', (c) =>
+      c.references('deployables.id').onDelete('restrict'),
+    )
     .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
     .addColumn('updated_at', 'varchar(40)')
     .execute()
@@ -48,7 +52,8 @@ async function rebuildSqlite(db: Kysely<unknown>, notNull: boolean): Promise<voi
     FROM accelerator_requests`.execute(db)
   await db.schema.dropTable('accelerator_requests').execute()
   await db.schema.alterTable('accelerator_requests_new').renameTo('accelerator_requests').execute()
-  for (const [name, column] of ARQ_INDEXES) await db.schema.createIndex(name).on('accelerator_requests').column(column).execute()
+  for (const [name, column] of ARQ_INDEXES)
+    await db.schema.createIndex(name).on('accelerator_requests').column(column).execute()
 }
 
 export function v1AttachmentsMigration(dialect: DialectName) {
@@ -56,17 +61,31 @@ export function v1AttachmentsMigration(dialect: DialectName) {
     async up(db: Kysely<unknown>): Promise<void> {
       await db.schema.alterTable('deployables').addColumn('acc_specs', 'text').execute()
       if (dialect === 'sqlite') await rebuildSqlite(db, false)
-      else if (dialect === 'mysql') await sql`ALTER TABLE accelerator_requests MODIFY device_profile_id INTEGER NULL`.execute(db)
-      else await sql`ALTER TABLE accelerator_requests ALTER COLUMN device_profile_id DROP NOT NULL`.execute(db)
+      else if (dialect === 'mysql')
+        await sql`ALTER TABLE accelerator_requests MODIFY device_profile_id INTEGER NULL`.execute(
+          db,
+        )
+      else
+        await sql`ALTER TABLE accelerator_requests ALTER COLUMN device_profile_id DROP NOT NULL`.execute(
+          db,
+        )
     },
     async down(db: Kysely<unknown>): Promise<void> {
       // v1 attachments have no profile: they cannot survive a downgrade.
       await sql`UPDATE attach_handles SET in_use = 0 WHERE id IN
-        (SELECT attach_handle_id FROM accelerator_requests WHERE device_profile_id IS NULL)`.execute(db)
+        (SELECT attach_handle_id FROM accelerator_requests WHERE device_profile_id IS NULL)`.execute(
+        db,
+      )
       await sql`DELETE FROM accelerator_requests WHERE device_profile_id IS NULL`.execute(db)
       if (dialect === 'sqlite') await rebuildSqlite(db, true)
-      else if (dialect === 'mysql') await sql`ALTER TABLE accelerator_requests MODIFY device_profile_id INTEGER NOT NULL`.execute(db)
-      else await sql`ALTER TABLE accelerator_requests ALTER COLUMN device_profile_id SET NOT NULL`.execute(db)
+      else if (dialect === 'mysql')
+        await sql`ALTER TABLE accelerator_requests MODIFY device_profile_id INTEGER NOT NULL`.execute(
+          db,
+        )
+      else
+        await sql`ALTER TABLE accelerator_requests ALTER COLUMN device_profile_id SET NOT NULL`.execute(
+          db,
+        )
       await db.schema.alterTable('deployables').dropColumn('acc_specs').execute()
     },
   }

@@ -14,7 +14,11 @@ export const commitMarkersMigration = {
       .addColumn('id', 'varchar(36)', (c) => c.primaryKey())
       .addColumn('created_at', 'varchar(40)', (c) => c.notNull())
       .execute()
-    await db.schema.createIndex('commit_markers_created_idx').on('commit_markers').column('created_at').execute()
+    await db.schema
+      .createIndex('commit_markers_created_idx')
+      .on('commit_markers')
+      .column('created_at')
+      .execute()
   },
   async down(db: Kysely<unknown>): Promise<void> {
     // Dropping the table drops its index on every database.
