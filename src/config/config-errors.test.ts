@@ -1,0 +1,191 @@
+/** Configuration errors: one line naming where, section, option, value and the expected form. */
+import { test, describe } from 'node:test'
+import assert from 'node:assert/strict'
+import { dirname, join } from 'node:path'
+import { optionError } from './config.js'
+import { file, load, rejects } from '../../test/support/config.js'
+
+void describe('errors: one line naming where, section, option, value and the expected form', () => {
+  void test('a wrong type in a file', () => {
+    const p = file('[api]\nport = abc\n', 'cyborg.conf')
+    rejects({ files: [p] }, `${p}:2: [api] port = "abc": expected an integer 1-65535`)
+  })
+
+  void test('a wrong type in the environment', () => {
+    rejects(
+      { env: { CYBORG_API__PORT: '70000' } },
+      'CYBORG_API__PORT: [api] port = "70000": expected an integer 1-65535',
+    )
+    rejects(
+      { env: { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: '-1' } },
+      'CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: [conductor] save_interval_ms = "-1": expected an integer >= 0',
+    )
+    rejects(
+      { env: { CYBORG_CONDUCTOR__MAX_BATCH: '0' } },
+      /\[conductor\] max_batch = "0": expected an integer >= 1$/,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__DEBUG: 'maybe' } },
+      /\[DEFAULT\] debug = "maybe": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/,
+    )
+    rejects(
+      { env: { CYBORG_PLACEMENT__AUTH_TYPE: 'token' } },
+      /\[placement\] auth_type = "token": expected one of none, admin_token, password$/,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__STATE_PATH: ' ' } },
+      /\[DEFAULT\] state_path = " ": expected a non-empty path$/,
+    )
+  })
+
+  void test('[api] time limits must nest', () => {
+    const c = load({})
+    assert.deepEqual(
+      [
+        c.api.headers_timeout,
+        c.api.request_timeout,
+        c.api.handler_timeout,
+        c.api.keepalive_timeout,
+        c.api.client_socket_timeout,
+      ],
+      [10, 30, 60, 65, 120],
+    )
+    rejects(
+      { env: { CYBORG_API__HEADERS_TIMEOUT: '40' } },
+      'CYBORG_API__HEADERS_TIMEOUT: [api] headers_timeout = "40": expected at most [api] request_timeout (30)',
+    )
+    rejects(
+      { env: { CYBORG_API__REQUEST_TIMEOUT: '60' } },
+      /\[api\] request_timeout = "60": expected below \[api\] handler_timeout \(60\)$/,
+    )
+    rejects(
+      { env: { CYBORG_API__CLIENT_SOCKET_TIMEOUT: '60' } },
+      /\[api\] handler_timeout = "60": expected below \[api\] client_socket_timeout \(60\)$/,
+    )
+  })
+
+  void test('bad URLs', () => {
+    rejects(
+      { env: { CYBORG_API__PUBLIC_ENDPOINT: 'ftp://x' } },
+      /\[api\] public_endpoint = "ftp:\/\/x": expected an http\(s\) URL/,
+    )
+    rejects(
+      { env: { CYBORG_KEYSTONE_AUTHTOKEN__AUTH_URL: 'keystone:5000' } },
+      /\[keystone_authtoken\] auth_url = "keystone:5000": expected an http\(s\) URL/,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'kafka://h:9092' } },
+      'CYBORG_DEFAULT__TRANSPORT_URL: [DEFAULT] transport_url = "kafka://h:9092": expected empty (in-process bus) or rabbit://user:pass@host:port/vhost',
+    )
+    for (const bad of [
+      'http://db/x',
+      'postgresql://db',
+      'postgresql:///cyborg',
+      'sqlite:relative.db',
+      'mysql//db/x',
+    ]) {
+      rejects(
+        { env: { CYBORG_DATABASE__CONNECTION: bad } },
+        /\[database\] connection = ".*": expected sqlite:\/\/\/path, postgresql:\/\/user:pass@host:port\/db or mysql\+pymysql:\/\/user:pass@host:port\/db$/,
+      )
+    }
+  })
+
+  void test('passwords never appear in messages', () => {
+    const p = file('[database]\nconnection = mysqlx://cyborg:s3cret@db/cyborg\n')
+    rejects(
+      { files: [p] },
+      `${p}:2: [database] connection = "mysqlx://cyborg:***@db/cyborg": expected sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db`,
+    )
+    rejects(
+      { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'kafka://u:s3cret@h1:1,u:s3cret@h2:2/' } },
+      /^CYBORG_DEFAULT__TRANSPORT_URL: \[DEFAULT\] transport_url = "kafka:\/\/u:\*\*\*@h1:1,u:\*\*\*@h2:2\/"/,
+    )
+  })
+
+  void test('an interpolated value shows what it expanded to', () => {
+    rejects(
+      { env: { CYBORG_API__PORT: '${periodic_interval}0000' } },
+      'CYBORG_API__PORT: [api] port = "${periodic_interval}0000" (expands to "600000"): expected an integer 1-65535',
+    )
+  })
+
+  void test('unknown sections and options', () => {
+    const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
+    rejects(
+      { files: [s] },
+      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nic_devices, conductor, placement, glance, nova, service_user, keystone_authtoken, oslo_policy, ssl`,
+    )
+    const o = file('[api]\nprot = 1\n')
+    rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
+    const w = file('[conductor]\nsecret_sauce = 1\n')
+    rejects(
+      { files: [w] },
+      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch`,
+    )
+    rejects(
+      { env: { CYBORG_API__NOPE: '1' } },
+      /^CYBORG_API__NOPE: \[api\] nope: unknown option; options of \[api\] are host_ip, port/,
+    )
+    rejects(
+      { env: { CYBORG_SWIFT__NUM_RETRIES: '1' } },
+      /^CYBORG_SWIFT__NUM_RETRIES: \[swift\]: unknown section/,
+    )
+  })
+
+  void test('syntax errors do not echo the line', () => {
+    const p = file('[api]\nport 6666 s3cret\n')
+    rejects({ files: [p] }, `${p}:2: cannot parse line: expected "[section]" or "option = value"`)
+    const q = file('port = 1\n')
+    rejects({ files: [q] }, `${q}:1: option outside any section: expected a "[section]" line first`)
+  })
+
+  void test('a missing file', () => {
+    const missing = join(dirname(file('')), 'missing.conf')
+    rejects({ files: [missing] }, `${missing}: cannot read config file: ENOENT`)
+  })
+
+  void test('keystoneauth options that need company', () => {
+    rejects(
+      {
+        env: {
+          CYBORG_PLACEMENT__AUTH_TYPE: 'password',
+          CYBORG_PLACEMENT__AUTH_URL: 'http://ks:5000/v3',
+        },
+      },
+      'CYBORG_PLACEMENT__AUTH_TYPE: [placement] auth_type = "password": expected auth_url, username, password to be set in [placement] too (missing: username, password)',
+    )
+    rejects(
+      { env: { CYBORG_NOVA__AUTH_TYPE: 'admin_token' } },
+      /\[nova\] auth_type = "admin_token": expected endpoint_override, token to be set in \[nova\] too/,
+    )
+    const ok = load({
+      env: {
+        CYBORG_NOVA__AUTH_TYPE: 'admin_token',
+        CYBORG_NOVA__TOKEN: 't',
+        CYBORG_NOVA__ENDPOINT_OVERRIDE: 'http://nova:8774/v2.1',
+      },
+    })
+    assert.equal(ok.nova.token, 't')
+  })
+
+  void test('optionError: later checks produce the same shape', () => {
+    const p = file('[agent]\nenabled_drivers = fake, nope\n')
+    const c = load({ files: [p] })
+    const err = optionError(
+      c,
+      'agent',
+      'enabled_drivers',
+      'unknown driver "nope"; possible values are: fake',
+    )
+    assert.equal(
+      err.message,
+      `${p}:2: [agent] enabled_drivers = "fake, nope": unknown driver "nope"; possible values are: fake`,
+    )
+    const d = load({ env: { CYBORG_DEFAULT__TRANSPORT_URL: 'rabbit://u:pw@h/' } })
+    assert.equal(
+      optionError(d, 'DEFAULT', 'transport_url', 'not yet supported').message,
+      'CYBORG_DEFAULT__TRANSPORT_URL: [DEFAULT] transport_url = "rabbit://u:***@h/": not yet supported',
+    )
+  })
+})
