@@ -3,95 +3,19 @@
  * (`POST /v3/auth/tokens`: 201, X-Subject-Token, token.issued_at/expires_at/catalog; 401 for a bad
  * password), with a clock shared with the session so that renewal is checked without waiting.
  * Cheap and deterministic; test/keystone/outbound-placement.test.ts runs the same client against the
- * real Keystone of test/support/keystone.ts.
+ * real Keystone of test/support/keystone.ts. The stand-ins are in test/support/fake-keystone.ts;
+ * keystone-settings.test.ts checks the Nova [service_user] and the option checks.
  */
 import assert from 'node:assert/strict'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, describe, it } from 'node:test'
-import { ConfigError, UnavailableError } from '../domain/errors.js'
+import { describe, it } from 'node:test'
+import { UnavailableError } from '../domain/errors.js'
+import { endpoints, fakeKeystone, fakeService, HOUR } from '../../test/support/fake-keystone.js'
 import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
-import { createKeystoneSession, type PasswordAuth } from './keystone-session.js'
-import { createNovaClient, novaSettings } from './nova.js'
+import { createKeystoneSession } from './keystone-session.js'
 import { createPlacementClient, placementSettings } from './placement.js'
-import { keystoneSettings, sessionAuth } from './service-auth.js'
-
-const HOUR = 3600_000
-
-async function listen(handler: Parameters<typeof createServer>[1]) {
-  const server = createServer(handler)
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())))
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-}
-
-/** A Keystone stand-in: issues `tok-1`, `tok-2`, … valid for `lifeMs` from `clock`, with `catalog`. */
-async function fakeKeystone(catalog: unknown[] = []) {
-  const state = {
-    clock: Date.parse('2026-03-01T10:00:00Z'),
-    lifeMs: HOUR,
-    issued: 0,
-    bodies: [] as unknown[],
-  }
-  const url = await listen((req, res) => {
-    let text = ''
-    req.on('data', (c: Buffer) => (text += c.toString()))
-    req.on('end', () => {
-      const body = JSON.parse(text) as {
-        auth: { identity: { password: { user: { password: string } } } }
-      }
-      state.bodies.push(body)
-      if (req.method !== 'POST' || req.url !== '/v3/auth/tokens')
-        return void res.writeHead(404).end()
-      if (body.auth.identity.password.user.password !== 'secret') {
-        return void res
-          .writeHead(401, { 'content-type': 'application/json' })
-          .end('{"error": {"code": 401}}')
-      }
-      state.issued++
-      const token = {
-        issued_at: new Date(state.clock).toISOString(),
-        expires_at: new Date(state.clock + state.lifeMs).toISOString(),
-        catalog,
-      }
-      res
-        .writeHead(201, {
-          'content-type': 'application/json',
-          'x-subject-token': `tok-${state.issued}`,
-        })
-        .end(JSON.stringify({ token }))
-    })
-  })
-  const auth = (extra: Partial<PasswordAuth> = {}): PasswordAuth => ({
-    authUrl: `${url}/v3`,
-    username: 'cyborg',
-    password: 'secret',
-    projectName: 'service',
-    timeoutMs: 5000,
-    now: () => state.clock,
-    ...extra,
-  })
-  return { url, state, auth }
-}
-
-/** A service that records the X-Auth-Token of each request and answers 401 unless `accept(token)`. */
-async function fakeService(accept: (token: string) => boolean = () => true) {
-  const seen: IncomingHttpHeaders[] = []
-  const url = await listen((req, res) => {
-    seen.push(req.headers)
-    const ok = accept(String(req.headers['x-auth-token']))
-    res
-      .writeHead(ok ? 200 : 401, { 'content-type': 'application/json' })
-      .end(ok ? '{"traits": ["CUSTOM_A"]}' : '{}')
-  })
-  return { url, seen, tokens: () => seen.map((h) => h['x-auth-token']) }
-}
-
-const endpoints = (urls: Record<string, string>) =>
-  Object.entries(urls).map(([key, url]) => {
-    const [iface, region] = key.split('@')
-    return { interface: iface, region_id: region, region, url }
-  })
+import { sessionAuth } from './service-auth.js'
 
 describe('Keystone session: token cache and renewal', () => {
   it('authenticates once with the password method, scoped to the project, and reuses the token', async () => {
@@ -320,104 +244,5 @@ describe('Keystone session: catalog lookup', () => {
     assert.equal(client.endpoint, svc.url)
     assert.equal(svc.seen[0]!['openstack-api-version'], 'placement 1.39')
     assert.deepEqual(svc.tokens(), ['tok-1'])
-  })
-})
-
-describe('Nova with [service_user]', () => {
-  it("sends the service user's token as X-Service-Token next to the static admin token", async () => {
-    const ks = await fakeKeystone()
-    const nova = await fakeService()
-    const settings = novaSettings(
-      {
-        auth_type: 'admin_token',
-        endpoint_override: `${nova.url}/v2.1`,
-        token: 'admin',
-        service_token: 'static',
-      },
-      {
-        send_service_user_token: true,
-        auth_type: 'password',
-        auth_url: `${ks.url}/v3`,
-        username: 'nova-svc',
-        password: 'secret',
-        project_name: 'service',
-      },
-    )!
-    await createNovaClient({ ...settings, backoffMs: [] }).sendArqBoundEvents([
-      {
-        instanceUuid: '6f1b2a52-7d1e-4c55-9a0b-5a3c2c6d2f11',
-        arqUuid: 'a1d3b7c0-0000-4000-8000-000000000001',
-        status: 'completed',
-      },
-    ])
-    assert.equal(nova.seen[0]!['x-auth-token'], 'admin')
-    assert.equal(nova.seen[0]!['x-service-token'], 'tok-1')
-  })
-
-  it('refuses a service user without a password method or a username, naming the option', () => {
-    const nova = {
-      auth_type: 'admin_token' as const,
-      endpoint_override: 'http://nova/v2.1',
-      token: 'admin',
-    }
-    assert.throws(
-      () => novaSettings(nova, { send_service_user_token: true, auth_type: 'none' }),
-      (err: unknown) =>
-        err instanceof ConfigError &&
-        /^\[service_user\] auth_type must be password/.test(err.message),
-    )
-    assert.throws(
-      () =>
-        novaSettings(nova, {
-          send_service_user_token: true,
-          auth_type: 'password',
-          auth_url: 'http://ks/v3',
-          password: 'p',
-          project_name: 's',
-        }),
-      (err: unknown) =>
-        err instanceof ConfigError &&
-        err.message === '[service_user] username is required when auth_type = password',
-    )
-    assert.equal(
-      novaSettings(nova, { send_service_user_token: false, auth_type: 'none' })?.auth,
-      undefined,
-    )
-  })
-})
-
-describe('keystoneSettings', () => {
-  const password = {
-    auth_type: 'password' as const,
-    auth_url: 'http://ks/v3',
-    username: 'u',
-    password: 'p',
-    project_name: 's',
-    timeout: 5,
-  }
-  it('refuses what cannot work, naming the option', () => {
-    const refused = (opts: Parameters<typeof keystoneSettings>[1], message: RegExp) =>
-      assert.throws(
-        () => keystoneSettings('placement', opts),
-        (err: unknown) => err instanceof ConfigError && message.test(err.message),
-      )
-    refused(
-      { ...password, project_name: undefined },
-      /^\[placement\] project_name is required when auth_type = password$/,
-    )
-    refused(
-      { ...password, valid_interfaces: ['private'] },
-      /^\[placement\] valid_interfaces has "private": expected public, internal or admin$/,
-    )
-    refused(
-      { auth_type: 'admin_token', token: 't', timeout: 5 },
-      /^\[placement\] endpoint_override is required when auth_type = admin_token/,
-    )
-  })
-  it('uses endpoint_override with password auth when it is set', () => {
-    const s = keystoneSettings('placement', { ...password, endpoint_override: 'http://p:8778' })!
-    assert.equal(s.endpoint, 'http://p:8778')
-    assert.ok(s.auth)
-    assert.equal(s.token, undefined)
   })
 })

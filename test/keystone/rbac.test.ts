@@ -9,7 +9,8 @@
  * Targets are chosen so that a call the policy lets through changes nothing: unknown uuids (404),
  * invalid bodies (400), idempotent deletes. So 403 always means the policy (or the service-token
  * gate) refused, and anything else means it let the call through. Project main's accelerator
- * request shows isolation: another project's caller gets 404, not 403.
+ * request shows isolation: another project's caller gets 404, not 403. The table is in
+ * test/support/rbac-matrix.ts.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
@@ -26,26 +27,9 @@ import {
   type Personas,
   type RunningKeystone,
 } from '../support/keystone.js'
+import { PERSONAS, rbacRows, unbind, type Who } from '../support/rbac-matrix.js'
 
 const skip = await keystoneSkip()
-
-const PERSONAS = [
-  'admin',
-  'manager',
-  'member',
-  'reader',
-  'service',
-  'other',
-  'nova',
-  'none',
-  'garbage',
-] as const
-/** `revoked` (a real token, revoked before use: what an expired one gets too) is asked as well, and must fare as `garbage`. */
-type Who = (typeof PERSONAS)[number] | 'revoked'
-const MISSING = '0dd00000-0000-4000-8000-00000000beef'
-
-/** One row: a request, and the status for each persona in PERSONAS order. */
-type Row = [method: string, url: string, body: unknown, statuses: string]
 
 void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 }, () => {
   let ks: RunningKeystone
@@ -110,256 +94,10 @@ void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 },
     await ks?.stop()
   })
 
-  const unbind = () => ({
-    [arq]: [
-      { path: '/hostname', op: 'remove' },
-      { path: '/device_rp_uuid', op: 'remove' },
-      { path: '/instance_uuid', op: 'remove' },
-    ],
-  })
-
-  //                                                                       admin mgr member reader service other nova none garbage
-  const rows = (): Row[] => [
-    [
-      'GET',
-      '/',
-      undefined,
-      '                                                200 200 200 200 200 200 200 200 200',
-    ],
-    [
-      'GET',
-      '/v2',
-      undefined,
-      '                                              200 200 200 200 200 200 200 200 200',
-    ],
-    [
-      'GET',
-      '/v1',
-      undefined,
-      '                                              200 200 200 200 200 200 200 200 200',
-    ],
-    [
-      'GET',
-      '/healthcheck',
-      undefined,
-      '                                      200 200 200 200 200 200 200 200 200',
-    ],
-    [
-      'GET',
-      '/v2/device_profiles',
-      undefined,
-      '                               200 200 200 200 403 200 200 401 401',
-    ],
-    [
-      'GET',
-      `/v2/device_profiles/${MISSING}`,
-      undefined,
-      '                    404 404 404 404 403 404 404 401 401',
-    ],
-    [
-      'POST',
-      '/v2/device_profiles',
-      [],
-      '                                     400 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'DELETE',
-      `/v2/device_profiles/${MISSING}`,
-      undefined,
-      '                 404 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v2/accelerator_requests',
-      { device_profile_name: 'nope' },
-      '   404 404 404 403 404 404 404 401 401',
-    ],
-    [
-      'GET',
-      '/v2/accelerator_requests',
-      undefined,
-      '                          200 200 200 200 403 200 200 401 401',
-    ],
-    [
-      'GET',
-      `/v2/accelerator_requests/${arq}`,
-      undefined,
-      '                   200 200 200 200 403 404 200 401 401',
-    ],
-    [
-      'PATCH',
-      `/v2/accelerator_requests/${arq}`,
-      unbind(),
-      '                  403 403 403 403 404 403 202 401 401',
-    ],
-    [
-      'DELETE',
-      `/v2/accelerator_requests?instance=${MISSING}`,
-      undefined,
-      '  403 403 403 403 204 403 204 401 401',
-    ],
-    [
-      'DELETE',
-      `/v2/accelerator_requests/${MISSING}`,
-      undefined,
-      '           404 404 404 403 404 404 404 401 401',
-    ],
-    [
-      'GET',
-      '/v2/devices',
-      undefined,
-      '                                       200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      `/v2/devices/${MISSING}`,
-      undefined,
-      '                            404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      `/v2/devices/${MISSING}/disable`,
-      undefined,
-      '                   404 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      `/v2/devices/${MISSING}/enable`,
-      undefined,
-      '                    404 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      `/v2/devices/${MISSING}/ready`,
-      undefined,
-      '                     404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v2/deployables',
-      undefined,
-      '                                   200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      `/v2/deployables/${MISSING}`,
-      undefined,
-      '                        404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v2/attributes',
-      undefined,
-      '                                    200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      `/v2/attributes/${MISSING}`,
-      undefined,
-      '                         404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v2/attributes',
-      {},
-      '                                          400 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'DELETE',
-      `/v2/attributes/${MISSING}`,
-      undefined,
-      '                      404 403 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v1/accelerators',
-      undefined,
-      '                                  200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      `/v1/accelerators/${MISSING}`,
-      undefined,
-      '                       404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v1/accelerators',
-      {},
-      '                                        400 400 403 403 403 403 403 401 401',
-    ],
-    [
-      'PUT',
-      `/v1/accelerators/${MISSING}`,
-      { hostname: 'node1' },
-      '          404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'DELETE',
-      `/v1/accelerators/${MISSING}`,
-      undefined,
-      '                    404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'PUT',
-      `/v1/accelerators/${MISSING}/acc_specs`,
-      { acc_specs: {} },
-      '    404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      `/v1/accelerators/${MISSING}/ready`,
-      undefined,
-      '                404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v1/drivers',
-      undefined,
-      '                                       200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v1/drivers/nope/install',
-      { hostname: 'nowhere' },
-      '           404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v1/drivers/nope/uninstall',
-      { hostname: 'nowhere' },
-      '         404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'PATCH',
-      '/v1/drivers/nope',
-      { hostname: 'nowhere', options: { a: 'b' } },
-      '404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'POST',
-      '/v1/discovery',
-      { hostname: 'nowhere' },
-      '                      404 404 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v1/backend_services',
-      undefined,
-      '                              200 200 403 403 403 403 403 401 401',
-    ],
-    [
-      'GET',
-      '/v1/status',
-      undefined,
-      '                                        200 200 403 403 403 403 403 401 401',
-    ],
-  ]
-
   void it('answers every endpoint for every persona with the exact status', async () => {
     const wrong: string[] = []
     const table: string[] = []
-    for (const [method, url, body, statuses] of rows()) {
+    for (const [method, url, body, statuses] of rbacRows(arq)) {
       const expected = statuses.trim().split(/\s+/).map(Number)
       assert.equal(expected.length, PERSONAS.length, `${method} ${url}: one status per persona`)
       const at = (who: Who) => expected[who === 'revoked' ? PERSONAS.length : PERSONAS.indexOf(who)]
@@ -398,7 +136,7 @@ void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 },
       method: 'PATCH',
       url: `/v2/accelerator_requests/${arq}`,
       headers: { host: HOST, 'content-type': 'application/json', ...headers.member },
-      payload: JSON.stringify(unbind()),
+      payload: JSON.stringify(unbind(arq)),
     })
     assert.match(unbound.body, /requires a service token/)
   })
