@@ -9,8 +9,8 @@
  */
 import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
-import { cpus, loadavg } from 'node:os'
-import { load as loadUrl, type LoadFigures } from './load.js'
+import { loadavg } from 'node:os'
+import { load as loadUrl, machineFacts, type LoadFigures } from './load.js'
 import { NODE, ROOT, freePort, startService, type RunningService } from '../test/support/service.js'
 
 const { values } = parseArgs({
@@ -115,11 +115,7 @@ try {
       {
         benchmark: 'api-read',
         date: new Date().toISOString(),
-        machine: {
-          cpus: cpus().length,
-          node: process.version,
-          loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
-        },
+        machine: machineFacts(loadAtStart),
         settings: {
           connections,
           durationSeconds: duration,

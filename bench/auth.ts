@@ -9,9 +9,9 @@
  * other load on a shared machine disturbs less than req/s.
  * Prints one JSON document. Usage: npm run bench:auth [-- --duration 10 --connections 50 --rounds 2]
  */
-import { cpus, loadavg } from 'node:os'
+import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { load as loadUrl, type LoadFigures } from './load.js'
+import { load as loadUrl, machineFacts, type LoadFigures } from './load.js'
 import { createPersonas, keystoneSkip, startKeystone } from '../test/support/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 
@@ -117,11 +117,7 @@ try {
       {
         benchmark: 'auth',
         date: new Date().toISOString(),
-        machine: {
-          cpus: cpus().length,
-          node: process.version,
-          loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
-        },
+        machine: machineFacts(loadAtStart),
         settings: {
           connections,
           durationSeconds: duration,

@@ -3,6 +3,7 @@
  * other load on a shared machine disturbs less than req/s. Shared by the HTTP benchmarks.
  */
 import { readFileSync } from 'node:fs'
+import { cpus } from 'node:os'
 import autocannon from 'autocannon'
 
 export interface LoadFigures {
@@ -52,5 +53,14 @@ export async function load(
     p99Ms: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors,
+  }
+}
+
+/** The machine a benchmark ran on, for its JSON document; `loadAtStart` is loadavg()[0] when it began. */
+export function machineFacts(loadAtStart: number) {
+  return {
+    cpus: cpus().length,
+    node: process.version,
+    loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
   }
 }

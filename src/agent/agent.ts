@@ -34,14 +34,7 @@ import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetr
 /** The binary name agents heartbeat under. */
 export const AGENT_BINARY = 'cyborg-agent'
 
-export type {
-  Agent,
-  AgentCache,
-  AgentDeps,
-  AgentOptions,
-  AgentState,
-  DriverState,
-} from './agent-types.js'
+export type * from './agent-types.js'
 
 const keepNothing: AgentCache = { saveSnapshot: async () => {}, acknowledge: async () => {} }
 

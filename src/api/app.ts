@@ -59,10 +59,11 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     requestTimeout: limits.requestMs,
     keepAliveTimeout: limits.keepAliveMs,
     connectionTimeout: limits.idleMs,
-    // Not Node's `optimizeEmptyRequests`: it marks a request without Content-Length or
-    // Transfer-Encoding as ended without ever emitting 'end', and Fastify reads a body whenever
-    // Content-Type is present, so such a request waited for an 'end' that never came (issue 13).
-    http: nodeLimits,
+    // Node's `optimizeEmptyRequests`: a request without Content-Length or Transfer-Encoding has no
+    // body, so Node skips the body stream's machinery (≈ 4 µs of a 45 µs GET). Such a stream is
+    // ended without ever emitting 'end', so nothing may wait to read it: body-parser.ts's
+    // `noBodyNoContentType` makes sure Fastify does not (issue 13: it hung on a Content-Type alone).
+    http: { ...nodeLimits, optimizeEmptyRequests: true },
     routerOptions: { ignoreTrailingSlash: true },
     clientErrorHandler: clientErrorHandler(deps.log),
     frameworkErrors,

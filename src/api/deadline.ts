@@ -7,14 +7,25 @@
  * emits as soon as the body has been read, so over a real socket it never fired for a request with
  * a body (issue 13; `inject` does not show it).
  */
+import type { ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { errorBody } from './errors.js'
 
+/** The deadline timer of a response, kept on it so that one shared listener can clear it. */
+const TIMER = Symbol('handler deadline')
+type Timed = ServerResponse & { [TIMER]?: NodeJS.Timeout }
+
+/** 'close' comes once, when the response is finished or the connection is gone, whichever is first. */
+function clearDeadline(this: Timed): void {
+  clearTimeout(this[TIMER])
+}
+
 export function installHandlerDeadline(app: FastifyInstance, ms: number): void {
   app.addHook('onRequest', (request, reply, done) => {
-    const timer = setTimeout(expire, ms, request, reply, ms)
-    // 'close' comes when the response is finished or the connection is gone, whichever is first.
-    reply.raw.once('close', () => clearTimeout(timer))
+    // No closure per request: the hot path is a timer and one shared listener.
+    const raw = reply.raw as Timed
+    raw[TIMER] = setTimeout(expire, ms, request, reply, ms)
+    raw.on('close', clearDeadline)
     done()
   })
 }

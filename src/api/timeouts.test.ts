@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
-import { rawExchange } from '../../test/support/raw-http.js'
+import { rawExchange, type RawExchange } from '../../test/support/raw-http.js'
 
 /** A conductor that never answers. */
 const silentConductor = () =>
@@ -52,6 +52,17 @@ void describe('[api] time limits over a real socket', () => {
     assert.equal(next.responses[0]?.status, 200)
   })
 
+  /** Asserts the server answered 408 and closed the connection, no sooner than `limitMs`. */
+  const cutOff = (answer: RawExchange, limitMs: number, limit: string) => {
+    assert.equal(answer.timedOut, false, 'the server never closed the connection')
+    assert.equal(answer.closed, true)
+    assert.deepEqual(
+      answer.responses.map((r) => r.status),
+      [408],
+    )
+    assert.ok(answer.elapsedMs >= limitMs, `closed after ${answer.elapsedMs} ms, before ${limit}`)
+  }
+
   void it('a slowloris client (headers a byte at a time) is cut off after headers_timeout', async () => {
     const head = 'GET /v2 HTTP/1.1\r\nHost: a\r\nX-Slow: ' + 'x'.repeat(100)
     const answer = await rawExchange(port, '', {
@@ -59,42 +70,26 @@ void describe('[api] time limits over a real socket', () => {
       untilClosed: true,
       pieces: { chunks: [...head], gapMs: 100 },
     })
-    assert.equal(answer.timedOut, false, 'the server never closed the connection')
-    assert.equal(answer.closed, true)
-    assert.deepEqual(
-      answer.responses.map((r) => r.status),
-      [408],
-    )
-    assert.ok(
-      answer.elapsedMs >= LIMITS.headersMs,
-      `closed after ${answer.elapsedMs} ms, before headers_timeout`,
-    )
+    cutOff(answer, LIMITS.headersMs, 'headers_timeout')
   })
 
   void it('a declared Content-Length that never arrives is cut off after request_timeout', async () => {
     const request =
       'POST /v2/device_profiles HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[{"name"'
-    const answer = await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true })
-    assert.equal(answer.timedOut, false, 'the server never closed the connection')
-    assert.equal(answer.closed, true)
-    assert.deepEqual(
-      answer.responses.map((r) => r.status),
-      [408],
-    )
-    assert.ok(
-      answer.elapsedMs >= LIMITS.requestMs,
-      `closed after ${answer.elapsedMs} ms, before request_timeout`,
+    cutOff(
+      await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true }),
+      LIMITS.requestMs,
+      'request_timeout',
     )
   })
 
   void it('a chunked body that never ends is cut off after request_timeout', async () => {
     const request =
       'PATCH /v2/accelerator_requests HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n'
-    const answer = await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true })
-    assert.equal(answer.closed, true)
-    assert.deepEqual(
-      answer.responses.map((r) => r.status),
-      [408],
+    cutOff(
+      await rawExchange(port, request, { deadlineMs: 8000, untilClosed: true }),
+      LIMITS.requestMs,
+      'request_timeout',
     )
   })
 

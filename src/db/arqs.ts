@@ -319,46 +319,17 @@ export async function updateArqHandle(
   return Number(res.numUpdatedRows) === 1
 }
 
-/** ARQs stuck in BindStarted since before `cutoff` (a conductor died, or an agent never answered). */
-export async function listStaleBinds(
+/** Requests in `state` last changed before `cutoff`, oldest first, at most `limit`. */
+async function listStale(
   db: ReadDb,
+  state: ArqState,
   cutoff: string,
-  limit = 500,
-): Promise<
-  {
-    uuid: string
-    attachHandleId: number | null
-    instanceUuid: string | null
-    deviceProfileId: number | null
-  }[]
-> {
-  const rows = await db
-    .selectFrom('accelerator_requests')
-    .select(['uuid', 'attach_handle_id', 'instance_uuid', 'device_profile_id'])
-    .where('state', '=', 'BindStarted')
-    .where((eb) =>
-      eb.or([
-        eb('updated_at', '<', cutoff),
-        eb.and([eb('updated_at', 'is', null), eb('created_at', '<', cutoff)]),
-      ]),
-    )
-    .orderBy('id')
-    .limit(limit)
-    .execute()
-  return rows.map((r) => ({
-    uuid: r.uuid,
-    attachHandleId: r.attach_handle_id,
-    instanceUuid: r.instance_uuid,
-    deviceProfileId: r.device_profile_id,
-  }))
-}
-
-/** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
-export async function listStaleDeletes(db: ReadDb, cutoff: string, limit = 500): Promise<Arq[]> {
+  limit: number,
+): Promise<Arq[]> {
   const rows = await db
     .selectFrom('accelerator_requests')
     .selectAll()
-    .where('state', '=', 'Deleting')
+    .where('state', '=', state)
     .where((eb) =>
       eb.or([
         eb('updated_at', '<', cutoff),
@@ -369,4 +340,14 @@ export async function listStaleDeletes(db: ReadDb, cutoff: string, limit = 500):
     .limit(limit)
     .execute()
   return rows.map(toArq)
+}
+
+/** ARQs stuck in BindStarted since before `cutoff` (a conductor died, or an agent never answered). */
+export function listStaleBinds(db: ReadDb, cutoff: string, limit = 500): Promise<Arq[]> {
+  return listStale(db, 'BindStarted', cutoff, limit)
+}
+
+/** Requests left Deleting since before `cutoff` (a conductor died mid-delete, or an agent failed). */
+export function listStaleDeletes(db: ReadDb, cutoff: string, limit = 500): Promise<Arq[]> {
+  return listStale(db, 'Deleting', cutoff, limit)
 }

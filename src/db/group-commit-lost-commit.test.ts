@@ -73,46 +73,33 @@ for (const dialect of await testDialects()) {
           },
         )
 
+        /** Four writes in one batch, the connection cut at `cut`: each written once, each caller its id. */
+        const batchOfFour = async (cut: 'after-commit' | 'before-commit', cutsSoFar: number) => {
+          const handle = await open()
+          const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
+          try {
+            proxy.cutAtNextCommit(cut)
+            const tags = [0, 1, 2, 3].map((i) => `batch-${cut}-${i}`)
+            const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
+            assert.equal(gc.stats().batches, 1)
+            assert.equal(proxy.cuts, cutsSoFar)
+            for (const [i, tag] of tags.entries())
+              assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
+          } finally {
+            await gc.close()
+            await handle.close()
+          }
+          assert.equal(await markerCount(base.db), 0)
+        }
+
         await t.test(
           'a batch whose answer is lost resolves each write with its value, written once',
-          async () => {
-            const handle = await open()
-            const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
-            try {
-              proxy.cutAtNextCommit('after-commit')
-              const tags = [0, 1, 2, 3].map((i) => `batch-after-${i}`)
-              const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
-              assert.equal(gc.stats().batches, 1)
-              assert.equal(proxy.cuts, 2)
-              for (const [i, tag] of tags.entries())
-                assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
-            } finally {
-              await gc.close()
-              await handle.close()
-            }
-            assert.equal(await markerCount(base.db), 0)
-          },
+          () => batchOfFour('after-commit', 2),
         )
 
         await t.test(
           'a batch cut before its COMMIT runs each write again alone, written once',
-          async () => {
-            const handle = await open()
-            const gc = createGroupCommitter(handle, { intervalMs: 10, maxBatch: 10 })
-            try {
-              proxy.cutAtNextCommit('before-commit')
-              const tags = [0, 1, 2, 3].map((i) => `batch-before-${i}`)
-              const ids = await Promise.all(tags.map((tag) => gc.run(insertRow(tag))))
-              assert.equal(gc.stats().batches, 1)
-              assert.equal(proxy.cuts, 3)
-              for (const [i, tag] of tags.entries())
-                assert.deepEqual(await rowIds(base.db, tag), [ids[i]])
-            } finally {
-              await gc.close()
-              await handle.close()
-            }
-            assert.equal(await markerCount(base.db), 0)
-          },
+          () => batchOfFour('before-commit', 3),
         )
 
         await t.test('a lone write cut before its COMMIT fails and leaves nothing', async () => {
