@@ -19,6 +19,8 @@ const config = loadConfig({
     CYBORG_DEFAULT__STATE_PATH: stateDir!,
     CYBORG_API__PORT: port!,
     CYBORG_LOG_LEVEL: 'warn',
+    // The storm host is seeded without an agent: no heartbeat keeps its lease, so give it a day.
+    CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
     ...(process.env.STORM_SAVE_INTERVAL_MS
       ? { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: process.env.STORM_SAVE_INTERVAL_MS }
       : {}),

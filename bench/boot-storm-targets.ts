@@ -82,6 +82,8 @@ export async function startMulti(conductors: number): Promise<StormTarget> {
     CYBORG_DATABASE__CONNECTION: db.url,
     CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
     CYBORG_LOG_LEVEL: 'warn',
+    // The storm host is seeded without an agent: no heartbeat keeps its lease, so give it a day.
+    CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
   }
   const started: RunningService[] = []
   const sync = await runCommand(['db', 'sync'], env)

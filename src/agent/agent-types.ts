@@ -75,6 +75,8 @@ export interface AgentOptions {
   host: string
   /** Time between discovery runs (and heartbeats). @default 60000 */
   periodicIntervalMs?: number
+  /** `[agent] report_interval`: heartbeats between discovery runs too (the lease). @default only with discovery */
+  reportIntervalMs?: number
   /** New devices become `active` at once instead of `inactive`. @default false */
   autoActivate?: boolean
   /** Version sent with heartbeats. @default '0.1.0' */

@@ -43,6 +43,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const {
     host,
     periodicIntervalMs = 60_000,
+    reportIntervalMs,
     autoActivate = false,
     version = '0.1.0',
     discoverTimeoutMs = 60_000,
@@ -91,6 +92,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const controller = new AbortController()
   let state: AgentState = 'idle'
   let timer: NodeJS.Timeout | undefined
+  let beats: NodeJS.Timeout | undefined
   let server: Subscription | undefined
   let queue: Promise<unknown> = Promise.resolve()
   let ticking: Promise<void> = Promise.resolve()
@@ -295,11 +297,18 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()
+      // The lease (issue 15): beats between discoveries, so that a silent agent shows within
+      // [DEFAULT] service_down_time even when discovery runs rarely.
+      if (reportIntervalMs !== undefined) {
+        beats = setInterval(() => void heartbeat(), reportIntervalMs)
+        beats.unref()
+      }
     },
     async stop() {
       if (state === 'stopping' || state === 'stopped') return
       state = 'stopping'
       clearTimeout(timer)
+      clearInterval(beats)
       controller.abort(
         new InvalidStateError(`agent ${host} is stopping`, { code: 'AGENT_STOPPED' }),
       )

@@ -5,6 +5,7 @@
  */
 import { getTargetByProvider, listTargetsOnHost, type BindTarget } from '../db/arq-targets.js'
 import type { WriteTrx } from '../db/group-commit.js'
+import { silentAgentReason } from './lease-sweep.js'
 import type { Arq, ArqSpec } from '../domain/arq.js'
 import { ConflictError } from '../domain/errors.js'
 import type { AttachHandle } from '../domain/inventory.js'
@@ -35,13 +36,29 @@ export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
   )
 }
 
-/** Claims a handle for `arq` and records it on it, or says why it cannot bind. */
+/**
+ * The reason `target` cannot be claimed because its host's agent is past its lease (a last beat
+ * before `leaseCutoff`), or undefined. Checked in the claim's own transaction, so there is no
+ * window between a lease running out and the next sweep fencing the devices.
+ */
+function silentAgent(target: BindTarget | undefined, leaseCutoff: string | undefined) {
+  const last = target?.agentLastSeen
+  if (target === undefined || leaseCutoff === undefined || last == null || last >= leaseCutoff)
+    return undefined
+  return silentAgentReason(target.hostname, last)
+}
+
+/**
+ * Claims a handle for `arq` and records it on it, or says why it cannot bind. With `leaseCutoff`,
+ * a host whose agent last beat before it is refused, naming the silent agent.
+ */
 export async function claimHandleForArq(
   trx: WriteTrx,
   arq: Arq,
   binding: ArqBindRequest,
   spec: ArqSpec | undefined,
   now: string,
+  leaseCutoff?: string,
 ): Promise<Placed | { reason: string }> {
   let targets: BindTarget[]
   if (binding.deviceRpUuid) {
@@ -51,10 +68,15 @@ export async function claimHandleForArq(
       return {
         reason: `resource provider ${binding.deviceRpUuid} is on ${target.hostname}, not ${binding.hostname}`,
       }
+    const silent = silentAgent(target, leaseCutoff)
+    if (silent) return { reason: silent }
     if (!target.offered) return { reason: `deployable ${target.name} is not active and enabled` }
     targets = [target]
   } else {
-    targets = (await listTargetsOnHost(trx, binding.hostname)).filter((t) => fits(t, spec))
+    const onHost = await listTargetsOnHost(trx, binding.hostname)
+    const silent = silentAgent(onHost[0], leaseCutoff)
+    if (silent) return { reason: silent }
+    targets = onHost.filter((t) => fits(t, spec))
     if (targets.length === 0)
       return { reason: `no active deployable on ${binding.hostname} fits the request group` }
   }

@@ -25,6 +25,7 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-allocations.js'
+import { leaseCutoff } from './lease-sweep.js'
 import {
   finishStaleDeletes,
   reconcileAllocations,
@@ -60,6 +61,8 @@ export interface ArqDeps {
   v1Placement?: Pick<V1Placement, 'release'>
   log: Logger
   clock: Clock
+  /** `[DEFAULT] service_down_time` in ms: a bind refuses a host whose agent is past it. @default no check */
+  serviceDownTimeMs?: number | undefined
 }
 
 /** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
@@ -220,6 +223,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const uuids = Object.keys(bindings)
       // Phase 1, all or nothing: every ARQ bindable, no instance bound twice; then BindStarted.
       const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
+      const ms = deps.serviceDownTimeMs
+      const lease = ms === undefined ? undefined : leaseCutoff(deps.clock, ms)
       const started = await committer.run(async (trx) => {
         // The instances' bind locks first: a concurrent bind of the same instance, through any
         // conductor, waits for this one to commit and then sees its requests.
@@ -286,7 +291,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         // the database is Bound here too: a whole bind in one commit.
         for (const arq of arqs) {
           const spec = specFor(arq)
-          const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now())
+          const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
           if ('reason' in placed) {
             await updateArqStates(trx, [arq.uuid], 'BindFailed', {
               now: now(),

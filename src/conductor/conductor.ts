@@ -28,6 +28,7 @@ import { createDriverAdminService, type DriverAdminServiceOptions } from './driv
 import { reapStaleBinds } from './arq-reaper.js'
 import { createReportIngest } from './report-ingest.js'
 import { createResourceWrites } from './resource-writes.js'
+import { sweepLeases } from './lease-sweep.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
@@ -73,6 +74,13 @@ export interface ConductorOptions {
   bindTimeoutMs?: number
   /** How often the stale-bind reaper runs; 0 for never. @default bindTimeoutMs / 4 */
   reapIntervalMs?: number
+  /**
+   * `[DEFAULT] service_down_time` in ms: the agents' lease (lease-sweep.ts). Binds refuse a host
+   * whose agent is past it, and a periodic sweep fences its devices. @default no leases
+   */
+  serviceDownTimeMs?: number
+  /** How often the lease sweep runs (`[agent] report_interval`). @default 10000 */
+  leaseSweepIntervalMs?: number
   /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */
   driverAdmin?: DriverAdminServiceOptions
   /** Which agents a remote registration may go to (1.4, remote-accelerators.ts). */
@@ -149,6 +157,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     v1Placement,
     log,
     clock,
+    serviceDownTimeMs: options.serviceDownTimeMs,
   })
   const ingest = createReportIngest({
     db,
@@ -170,6 +179,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     placement: v1Placement,
     log,
     clock,
+    serviceDownTimeMs: options.serviceDownTimeMs,
   })
   const remote = createRemoteAcceleratorService(
     { db, agentFor: deps.agentFor, uuid, log, clock },
@@ -207,6 +217,20 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const reaper = reapIntervalMs > 0 ? setInterval(() => void reap(), reapIntervalMs) : undefined
   reaper?.unref()
 
+  const { serviceDownTimeMs, leaseSweepIntervalMs = 10_000 } = options
+  const sweep = async (downMs: number) => {
+    try {
+      await sweepLeases({ db, committer, log, clock, syncPlacement }, downMs)
+    } catch (err) {
+      log.warn({ err }, 'lease sweep failed; next pass retries')
+    }
+  }
+  const sweeper =
+    serviceDownTimeMs === undefined
+      ? undefined
+      : setInterval(() => void sweep(serviceDownTimeMs), leaseSweepIntervalMs)
+  sweeper?.unref()
+
   /** Every RPC method and the function that serves it (file in the comment). */
   const rpc: ConductorRpc = {
     reportInventory: ingest.reportInventory, // report-ingest.ts
@@ -236,6 +260,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     ...rpc,
     async stop() {
       clearInterval(reaper)
+      clearInterval(sweeper)
       await committer.close()
       log.info(committer.stats(), 'conductor stopped')
     },

@@ -45,6 +45,7 @@ import { claimAttachHandle } from '../db/attach-handles.js'
 import { claimInstanceLocks } from '../db/arq-instances.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
+import { leaseCutoff, silentAgentReason } from './lease-sweep.js'
 
 export interface V1Deps {
   db: DatabaseHandle
@@ -54,6 +55,8 @@ export interface V1Deps {
   placement?: V1Placement
   log: Logger
   clock: Clock
+  /** `[DEFAULT] service_down_time` in ms: an attach refuses a host whose agent is past it. @default no check */
+  serviceDownTimeMs?: number | undefined
 }
 
 type V1Methods = Pick<
@@ -158,6 +161,15 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
             h.state !== 'Deleting',
         )
         if (same) return { arq: same, handle: undefined, again: true }
+        const ms = deps.serviceDownTimeMs
+        const last = acc.agentLastSeen
+        if (ms !== undefined && last !== null && last < leaseCutoff(deps.clock, ms)) {
+          const reason = silentAgentReason(acc.hostname, last)
+          throw new ConflictError(`accelerator ${uuid} cannot be attached: ${reason}`, {
+            code: 'AGENT_SILENT',
+            details: { uuid, hostname: acc.hostname, lastSeen: last },
+          })
+        }
         if (!acc.offered) {
           throw new ConflictError(
             `accelerator ${uuid} cannot be attached: its device is ${acc.lifecycle} and ${acc.status}; only active, enabled devices are allocated (mark it ready first)`,

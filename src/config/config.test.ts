@@ -10,6 +10,7 @@ void describe('defaults', () => {
     assert.equal(c.DEFAULT.transport_url, '')
     assert.equal(c.DEFAULT.periodic_interval, 60)
     assert.equal(c.DEFAULT.bind_timeout, 60)
+    assert.equal(c.DEFAULT.service_down_time, 60)
     assert.equal(c.DEFAULT.debug, false)
     assert.deepEqual(c.api, {
       host_ip: '127.0.0.1',
@@ -31,6 +32,7 @@ void describe('defaults', () => {
     assert.equal(c.keystone_authtoken.service_token_roles_required, true)
     assert.equal(c.database.connection, 'sqlite:////srv/cyborg/.cyborg/cyborg.sqlite')
     assert.deepEqual(c.agent, {
+      report_interval: 10,
       enabled_drivers: ['fake'],
       resource_provider_name: undefined,
       host_root: '/',

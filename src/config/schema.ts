@@ -75,6 +75,11 @@ export const schema = {
       min: 1,
       help: 'Seconds to wait for accelerator requests to be bound.',
     }),
+    service_down_time: int({
+      default: 60,
+      min: 1,
+      help: "Seconds without a heartbeat after which an agent is down (its lease, as in Nova): its host's devices get health unknown and are not offered until its next full report.",
+    }),
     debug: bool({ default: false, help: 'Log at debug level (CYBORG_LOG_LEVEL, when set, wins).' }),
   },
   api: {
@@ -142,6 +147,11 @@ export const schema = {
     }),
   },
   agent: {
+    report_interval: int({
+      default: 10,
+      min: 1,
+      help: 'Seconds between two heartbeats of the agent (its lease; see [DEFAULT] service_down_time), apart from discovery.',
+    }),
     enabled_drivers: list({
       default: ['fake'],
       help: 'Accelerator drivers the agent runs, comma-separated.',

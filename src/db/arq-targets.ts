@@ -6,6 +6,7 @@
  */
 import type { ReadDb } from './connection.js'
 import { isOffered } from '../domain/inventory.js'
+import { AGENT_BINARY } from './services.js'
 
 export interface BindTarget {
   deployableId: number
@@ -18,6 +19,8 @@ export interface BindTarget {
   hostname: string
   /** Active, enabled, healthy and not pending removal. */
   offered: boolean
+  /** The last beat of the host's agent (the lease), or null when no agent ever beat. */
+  agentLastSeen: string | null
   attributes: { key: string; value: string }[]
 }
 
@@ -25,7 +28,11 @@ const base = (db: ReadDb) =>
   db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
+    .leftJoin('services as s', (j) =>
+      j.onRef('s.host', '=', 'd.hostname').on('s.binary', '=', AGENT_BINARY),
+    )
     .select([
+      's.last_seen as agent_last_seen',
       'p.id',
       'p.name',
       'p.rp_uuid',
@@ -49,6 +56,7 @@ type Row = {
   lifecycle: string
   status: string
   health: string
+  agent_last_seen: string | null
 }
 
 async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
@@ -76,6 +84,7 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
       health: r.health,
       removalPending: Number(r.removal_pending) === 1,
     }),
+    agentLastSeen: r.agent_last_seen,
     attributes: attrs
       .filter((a) => a.deployable_id === r.id)
       .map(({ key, value }) => ({ key, value })),

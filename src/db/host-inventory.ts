@@ -149,6 +149,8 @@ export async function updateHostInventory(
         vendor_board_info: set.vendorBoardInfo,
         health: set.health,
         lifecycle_reason: set.lifecycleReason,
+        health_reason: set.healthReason,
+        health_updated_at: set.health === undefined ? undefined : now,
         updated_at: now,
       })
       .where('id', '=', id)

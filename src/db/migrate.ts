@@ -8,6 +8,7 @@ import { arqsMigration } from './migrations/0003-arqs.js'
 import { arqInstancesMigration } from './migrations/0004-arq-instances.js'
 import { v1AttachmentsMigration } from './migrations/0005-v1-attachments.js'
 import { commitMarkersMigration } from './migrations/0006-commit-markers.js'
+import { deviceHealthMigration } from './migrations/0007-device-health.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -17,6 +18,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0004-arq-instances': arqInstancesMigration,
     '0005-v1-attachments': v1AttachmentsMigration(handle.dialect),
     '0006-commit-markers': commitMarkersMigration,
+    '0007-device-health': deviceHealthMigration(handle.dialect),
   }
 }
 

@@ -29,6 +29,10 @@ export interface DevicesTable {
   lifecycle_reason: string | null
   /** ok | degraded | failed | unknown */
   health: ColumnType<string, string | undefined, string>
+  /** Why health is not ok (a fenced agent, a probe's finding); null when ok. */
+  health_reason: ColumnType<string | null, string | null | undefined, string | null>
+  /** When health last changed; null if never. */
+  health_updated_at: ColumnType<string | null, string | null | undefined, string | null>
   /** Control path type; always 'PCI' today. */
   cpid_type: string
   /** Canonical JSON of the PCI address {bus,device,domain,function}; unique per host. */

@@ -74,8 +74,10 @@ export async function getReportHash(db: ReadDb, host: string): Promise<string | 
   return row?.report_hash ?? null
 }
 
-/** Stores the hash of an accepted report (a report also counts as a sign of life). */
-/** Stores the hash of an accepted report, or null so that the next report is diffed again. */
+/**
+ * Stores the hash of an accepted report, or null so that the next report is diffed again (a report
+ * also counts as a sign of life).
+ */
 export async function updateReportHash(
   db: Kysely<Database>,
   host: string,
@@ -89,6 +91,42 @@ export async function updateReportHash(
     { report_hash: hash, last_seen: now, updated_at: now },
     { version: '' },
   )
+}
+
+/**
+ * The lease sweep's one query: agents whose last beat is before `cutoff` and that still have a
+ * device not fenced (health ok or degraded). Indexed by `services_lease_idx` (binary, last_seen).
+ */
+export async function listSilentAgents(
+  db: ReadDb,
+  cutoff: string,
+): Promise<{ host: string; lastSeen: string }[]> {
+  const rows = await db
+    .selectFrom('services as s')
+    .select(['s.host', 's.last_seen'])
+    .where('s.binary', '=', AGENT_BINARY)
+    .where('s.last_seen', '<', cutoff)
+    .where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('devices as d')
+          .select('d.id')
+          .whereRef('d.hostname', '=', 's.host')
+          .where('d.health', 'in', ['ok', 'degraded']),
+      ),
+    )
+    .orderBy('s.host')
+    .execute()
+  return rows.map((r) => ({ host: r.host, lastSeen: r.last_seen }))
+}
+
+/** Forgets a host's accepted report hash without counting as a sign of life (the lease fence). */
+export async function deleteReportHash(db: Kysely<Database>, host: string): Promise<void> {
+  await db
+    .updateTable('services')
+    .set({ report_hash: null })
+    .where('host', '=', host)
+    .where('binary', '=', AGENT_BINARY)
+    .execute()
 }
 
 /** Every service, ordered by host then binary. */

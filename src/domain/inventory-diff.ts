@@ -86,7 +86,9 @@ export interface InventoryDiff {
   addDevices: NewDevice[]
   updateDevices: {
     id: number
-    set: Partial<DeviceFields & { health: string; lifecycleReason: string | null }>
+    set: Partial<
+      DeviceFields & { health: string; lifecycleReason: string | null; healthReason: string | null }
+    >
   }[]
   addDeployables: (NewDeployable & { deviceId: number })[]
   updateDeployables: { id: number; set: Partial<DeployableFields> }[]
@@ -247,13 +249,19 @@ function diffDeployable(
   return missing
 }
 
-/** Sets or clears the "missing while in use" mark; true when the device row changes. */
+/**
+ * Sets or clears the "missing while in use" mark, and lifts the lease fence (health `unknown`, set
+ * while the agent was silent): a full report is what brings a device back. True when the row changes.
+ */
 function markMissing(diff: InventoryDiff, cur: CurrentDevice, missing: boolean): boolean {
   const marked = cur.health === 'failed' && cur.lifecycleReason === MISSING_REASON
-  if (missing === marked) return false
-  const set = missing
+  const fenced = cur.health === 'unknown'
+  if (missing === marked && !fenced) return false
+  const set: { health: string; lifecycleReason: string | null; healthReason?: null } = missing
     ? { health: 'failed', lifecycleReason: MISSING_REASON }
     : { health: 'ok', lifecycleReason: null }
+  // The fence's reason goes with it.
+  if (fenced) set.healthReason = null
   const existing = diff.updateDevices.find((u) => u.id === cur.id)
   if (existing) Object.assign(existing.set, set)
   else diff.updateDevices.push({ id: cur.id, set })

@@ -28,6 +28,8 @@ export interface CoreAgentOptions {
   host?: string
   /** @default 60000 */
   periodicIntervalMs?: number
+  /** `[agent] report_interval` in ms: heartbeats between discoveries. @default only with discovery */
+  reportIntervalMs?: number
   /** @default false */
   autoActivate?: boolean
   /** Driver names (`[agent] enabled_drivers`). @default ['fake'] */
@@ -164,6 +166,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           host,
           version,
           periodicIntervalMs: agentOptions.periodicIntervalMs,
+          reportIntervalMs: agentOptions.reportIntervalMs,
           autoActivate: agentOptions.autoActivate,
           resourceProvider,
         },

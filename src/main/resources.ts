@@ -114,6 +114,8 @@ export function conductorOptions(config: Config): ConductorOptions {
     saveIntervalMs: config.conductor.save_interval_ms,
     maxBatch: config.conductor.max_batch,
     bindTimeoutMs: config.DEFAULT.bind_timeout * 1000,
+    serviceDownTimeMs: config.DEFAULT.service_down_time * 1000,
+    leaseSweepIntervalMs: config.agent.report_interval * 1000,
   }
 }
 
@@ -196,6 +198,7 @@ export function agentOptions(config: Config): CoreAgentOptions {
   return {
     host: config.DEFAULT.host,
     periodicIntervalMs: config.DEFAULT.periodic_interval * 1000,
+    reportIntervalMs: config.agent.report_interval * 1000,
     autoActivate: config.agent.auto_activate,
     enabledDrivers: [...config.agent.enabled_drivers],
     driverOptions: driverOptions(config),

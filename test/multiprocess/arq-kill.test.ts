@@ -99,6 +99,8 @@ const baseEnv = (connection: string): Record<string, string> => ({
   CYBORG_DATABASE__CONNECTION: connection,
   CYBORG_DEFAULT__BIND_TIMEOUT: String(BIND_TIMEOUT_S),
   CYBORG_DEFAULT__RPC_RESPONSE_TIMEOUT: '3',
+  // The storm host is seeded without an agent: no heartbeat keeps its lease (issue 15).
+  CYBORG_DEFAULT__SERVICE_DOWN_TIME: '3600',
   CYBORG_LOG_LEVEL: 'info',
 })
 
