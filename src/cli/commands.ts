@@ -27,9 +27,10 @@ const DEVICE_COLUMNS = [
   col('Host', 'hostname'),
   col('Status', 'status'),
   col('Lifecycle', 'lifecycle'),
+  col('Health', 'health'),
 ]
-/** Devices are read at 2.4, which shows status and lifecycle. */
-const DEVICE_VERSION = '2.4'
+/** Devices are read at 2.5, which shows status, lifecycle and health. */
+const DEVICE_VERSION = '2.5'
 
 export function registerClientCommands(program: Command): void {
   const accelerator = program

@@ -35,6 +35,8 @@ export interface DeviceFilter extends PageOptions<DeviceSortKey> {
   type?: string
   vendor?: string
   hostname?: string
+  /** ok | degraded | failed | unknown (microversion 2.5's `?health=`). */
+  health?: string
 }
 
 const PAGE: PageSpec<DeviceSortKey> = {
@@ -62,6 +64,8 @@ export function toDevice(row: DeviceRow): Device {
     lifecycle: row.lifecycle as Lifecycle,
     lifecycleReason: row.lifecycle_reason,
     health: row.health as Health,
+    healthReason: row.health_reason,
+    healthUpdatedAt: row.health_updated_at,
     controlPath: parseControlPath(row.cpid_info),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -78,6 +82,7 @@ export async function listDevices(db: ReadDb, filter: DeviceFilter = {}): Promis
   if (filter.type !== undefined) qb = qb.where('type', '=', filter.type)
   if (filter.vendor !== undefined) qb = qb.where('vendor', '=', filter.vendor)
   if (filter.hostname !== undefined) qb = qb.where('hostname', '=', filter.hostname)
+  if (filter.health !== undefined) qb = qb.where('health', '=', filter.health)
   qb = await paginate(db, qb, PAGE, filter)
   return (await qb.execute()).map(toDevice)
 }

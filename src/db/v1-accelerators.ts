@@ -35,6 +35,10 @@ export interface Accelerator {
   hostname: string
   lifecycle: string
   lifecycleReason: string | null
+  /** The device's health (ok | degraded | failed | unknown), why, and since when. */
+  health: string
+  healthReason: string | null
+  healthUpdatedAt: string | null
   /** The device's PCI address, `dddd:bb:dd.f`; `remote:<uuid>` for a remote accelerator. */
   address: string
   /** A remote accelerator (registered through `POST /v1/accelerators`, device control path REMOTE). */
@@ -87,6 +91,9 @@ const select = (db: ReadDb) =>
       'devices.hostname',
       'devices.lifecycle',
       'devices.lifecycle_reason',
+      'devices.health',
+      'devices.health_reason',
+      'devices.health_updated_at',
       'devices.cpid_type',
       'devices.cpid_info',
     ])
@@ -117,6 +124,9 @@ async function withDetails(db: ReadDb, rows: Row[]): Promise<Accelerator[]> {
       hostname: r.hostname,
       lifecycle: r.lifecycle,
       lifecycleReason: r.lifecycle_reason,
+      health: r.health,
+      healthReason: r.health_reason,
+      healthUpdatedAt: r.health_updated_at,
       address:
         r.cpid_type === 'REMOTE'
           ? `remote:${pci.uuid}`

@@ -123,6 +123,10 @@ export interface Device {
   lifecycle: Lifecycle
   lifecycleReason: string | null
   health: Health
+  /** Why health is not ok (a silent agent, a probe's finding); null when ok. */
+  healthReason: string | null
+  /** When health last changed; null if never. */
+  healthUpdatedAt: string | null
   controlPath: PciAddress
   createdAt: string
   updatedAt: string | null

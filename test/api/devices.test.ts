@@ -112,7 +112,26 @@ void describe('v2 devices', () => {
     assert.ok(at23.every((d) => d.status === 'enabled'))
     const one = await s.request({ url: `/v2/devices/${all[0]!.uuid}`, version: 'latest' })
     assert.equal(one.json().status, 'enabled')
-    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.4')
+    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.5')
+  })
+
+  void it('shows health, health_reason and health_updated_at, and filters by health, only from 2.5', async () => {
+    assert.ok((await list('', '2.4')).every((d) => !('health' in d) && !('health_reason' in d)))
+    const at25 = await list('', '2.5')
+    assert.deepEqual(
+      at25.map((d) => [d.health, d.health_reason, d.health_updated_at]),
+      all.map(() => ['ok', null, null]),
+    )
+    assert.equal((await list('?health=ok', '2.5')).length, all.length)
+    assert.deepEqual(await list('?health=unknown', '2.5'), [])
+    // Before 2.5 the filter is ignored, as unknown filters are.
+    assert.equal((await list('?health=unknown', '2.4')).length, all.length)
+    const bad = await s.request({ url: '/v2/devices?health=sick', version: '2.5' })
+    assert.equal(bad.statusCode, 400)
+    assert.match(
+      bad.body,
+      /Invalid input for field 'health': must be one of: ok, degraded, failed, unknown/,
+    )
   })
 
   void it('shows lifecycle and lifecycle_reason only from microversion 2.4', async () => {

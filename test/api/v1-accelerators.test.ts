@@ -54,6 +54,9 @@ void describe('v1 accelerators (read)', () => {
       'created_at',
       'description',
       'device_type',
+      'health',
+      'health_reason',
+      'health_updated_at',
       'hostname',
       'lifecycle',
       'lifecycle_reason',
@@ -70,6 +73,7 @@ void describe('v1 accelerators (read)', () => {
     assert.equal(fake.capability, 'CUSTOM_FAKE_DEVICE')
     assert.equal(fake.hostname, 'node1')
     assert.equal(fake.lifecycle, 'active')
+    assert.deepEqual([fake.health, fake.health_reason, fake.health_updated_at], ['ok', null, null])
     assert.deepEqual(fake.acc_specs, {
       remote: 0,
       num: 16,

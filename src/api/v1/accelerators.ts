@@ -50,6 +50,9 @@ export function acceleratorView(a: Accelerator, base: string) {
     product_id: a.model,
     lifecycle: a.lifecycle,
     lifecycle_reason: a.lifecycleReason,
+    health: a.health,
+    health_reason: a.healthReason,
+    health_updated_at: a.healthUpdatedAt,
     attached_to: a.attachedTo,
     attachments: a.attachments.map((x) => ({
       arq_uuid: x.arqUuid,

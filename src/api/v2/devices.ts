@@ -1,5 +1,5 @@
 /**
- * Devices: `GET /devices` (filters type, vendor, hostname; limit, marker, sort_key, sort_dir),
+ * Devices: `GET /devices` (filters type, vendor, hostname, from 2.5 health; limit, marker, sort_key, sort_dir),
  * `GET /devices/{uuid}`, `POST /devices/{uuid}/disable|enable` (200, no body), and from 2.4
  * `POST /devices/{uuid}/ready` (the operator lifecycle: inactive|error → ready → installed by the
  * host's agent → active | error; 200 with the device as it ended).
@@ -7,13 +7,22 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { DEVICE_SORT_KEYS, getDevice, listDevices } from '../../db/devices.js'
-import { NotFoundError } from '../../domain/errors.js'
+import { invalidField, NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import type { DeviceStatus } from '../../domain/inventory.js'
+import { Health, type DeviceStatus } from '../../domain/inventory.js'
 import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deviceView } from './views.js'
+
+/** `?health=` (2.5): one of the health values, named in the 400 otherwise. */
+function healthParam(query: Query): string | undefined {
+  const value = stringParam(query, 'health')
+  if (value !== undefined && !(Object.values(Health) as string[]).includes(value)) {
+    throw invalidField('health', `must be one of: ${Object.values(Health).join(', ')}`)
+  }
+  return value
+}
 
 const notFound = (uuid: string) =>
   new NotFoundError(`device ${uuid} not found`, { details: { uuid } })
@@ -28,6 +37,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
           type: stringParam(query, 'type'),
           vendor: stringParam(query, 'vendor'),
           hostname: stringParam(query, 'hostname'),
+          ...(request.apiMinor >= 5 ? { health: healthParam(query) } : {}),
           ...pagingParams(query, DEVICE_SORT_KEYS),
         }
         const devices = await listDevices(db, filter).catch((err: unknown) => {

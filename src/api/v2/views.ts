@@ -16,12 +16,15 @@ export interface DeviceView {
   status?: string
   lifecycle?: string
   lifecycle_reason?: string | null
+  health?: string
+  health_reason?: string | null
+  health_updated_at?: string | null
   created_at: string
   updated_at: string | null
   links: Link[]
 }
 
-/** `status` from microversion 2.3 on, `lifecycle` and `lifecycle_reason` from 2.4 on. */
+/** `status` from microversion 2.3 on, `lifecycle` and `lifecycle_reason` from 2.4 on, health from 2.5 on. */
 export function deviceView(d: Device, base: string, minor: number): DeviceView {
   const view: DeviceView = {
     uuid: d.uuid,
@@ -39,6 +42,11 @@ export function deviceView(d: Device, base: string, minor: number): DeviceView {
   if (minor >= 4) {
     view.lifecycle = d.lifecycle
     view.lifecycle_reason = d.lifecycleReason
+  }
+  if (minor >= 5) {
+    view.health = d.health
+    view.health_reason = d.healthReason
+    view.health_updated_at = d.healthUpdatedAt
   }
   return view
 }
