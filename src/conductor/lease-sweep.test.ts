@@ -133,14 +133,7 @@ await test('the conductor refuses binds and v1 attaches on a host whose agent is
     { saveIntervalMs: 0, serviceDownTimeMs: DOWN_MS, reapIntervalMs: 0 },
   )
   try {
-    // TEST_PCI handles: bound without an agent to prepare them.
-    const devices = sampleSnapshot('h1', 1, { handles: 2 }).devices.map((d) => ({
-      ...d,
-      deployables: d.deployables.map((dep) => ({
-        ...dep,
-        attachHandles: dep.attachHandles.map((h) => ({ ...h, type: 'TEST_PCI' as const })),
-      })),
-    }))
+    const devices = sampleSnapshot('h1', 1, { handles: 2, attachType: 'TEST_PCI' }).devices
     const report = { host: 'h1', hash: inventoryHash(devices), devices, autoActivate: true }
     await conductor.reportInventory(report)
     const groups = [{ 'resources:PGPU': '1' }]

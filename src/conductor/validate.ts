@@ -113,6 +113,13 @@ export function checkSnapshot(
         : JSON.stringify([info.domain, info.bus, info.device, info.function])
     if (paths.has(key)) invalid(`${f}.controlPath`, 'is reported twice')
     paths.add(key)
+    if (device.health !== undefined) {
+      if (device.health === null || typeof device.health !== 'object')
+        invalid(`${f}.health`, 'must be an object')
+      checkOneOf(device.health.state, ['ok', 'degraded', 'failed'], `${f}.health.state`)
+      if (device.health.reason !== undefined)
+        checkString(device.health.reason, `${f}.health.reason`)
+    }
     checkArray(device.deployables, `${f}.deployables`).forEach((_, j) => {
       const d = device.deployables[j]!
       const g = `${f}.deployables[${j}]`

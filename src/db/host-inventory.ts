@@ -82,6 +82,7 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
       vendorBoardInfo: d.vendor_board_info,
       health: d.health,
       lifecycleReason: d.lifecycle_reason,
+      healthReason: d.health_reason,
       deployables: [],
     }
     byDevice.set(d.id, cur)
@@ -260,7 +261,7 @@ async function insertDevices(
     db
       .insertInto('devices')
       .values(
-        rows.map(({ key, cpidType, fields }) => ({
+        rows.map(({ key, cpidType, fields, health }) => ({
           uuid: meta.uuid(),
           type: fields.type,
           vendor: fields.vendor,
@@ -272,7 +273,9 @@ async function insertDevices(
           // A registered remote accelerator waits for its operator (seed 000), even with auto_activate.
           lifecycle: cpidType === 'REMOTE' ? 'inactive' : meta.lifecycle,
           lifecycle_reason: null,
-          health: 'ok',
+          health: health?.state ?? 'ok',
+          health_reason:
+            health === undefined || health.state === 'ok' ? null : (health.reason ?? null),
           cpid_type: cpidType,
           cpid_info: key,
           created_at: meta.now,

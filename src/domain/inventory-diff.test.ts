@@ -313,3 +313,26 @@ await test('property: in-use handles survive any report, and B is still fully pr
     }),
   )
 })
+
+test('diff: the health a driver reports is the device health, with its reason', () => {
+  const device = sampleDevice(HOST, 0)
+  const [row] = rowsFrom([device])
+  const failed = {
+    ...device,
+    health: { state: 'failed' as const, reason: '2 uncorrectable ECC errors' },
+  }
+  assert.deepEqual(diffInventory(HOST, [row!], [failed]).updateDevices, [
+    { id: row!.id, set: { health: 'failed', healthReason: '2 uncorrectable ECC errors' } },
+  ])
+  // Reported again: nothing to write. Healthy again: ok, reason cleared.
+  Object.assign(row!, { health: 'failed', healthReason: '2 uncorrectable ECC errors' })
+  assert.deepEqual(diffInventory(HOST, [row!], [failed]).updateDevices, [])
+  assert.deepEqual(diffInventory(HOST, [row!], [device]).updateDevices, [
+    { id: row!.id, set: { health: 'ok', healthReason: null } },
+  ])
+  // The lease fence (unknown, set by the conductor) is lifted by the next report.
+  Object.assign(row!, { health: 'unknown', healthReason: 'agent cyborg-agent@h1 silent since x' })
+  assert.deepEqual(diffInventory(HOST, [row!], [device]).updateDevices, [
+    { id: row!.id, set: { health: 'ok', healthReason: null } },
+  ])
+})

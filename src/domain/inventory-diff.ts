@@ -10,7 +10,12 @@
  */
 import { InvalidInputError } from './errors.js'
 import { deployableRpUuid } from './ids.js'
-import { canonicalJson, type DiscoveredDeployable, type DiscoveredDevice } from './inventory.js'
+import {
+  canonicalJson,
+  type DiscoveredDeployable,
+  type DiscoveredDevice,
+  type ReportedHealth,
+} from './inventory.js'
 
 /** The lifecycle_reason of a device kept only because something of it vanished while in use. */
 export const MISSING_REASON = 'missing from the last inventory report'
@@ -56,6 +61,8 @@ export interface CurrentDevice extends DeviceFields {
   key: string
   health: string
   lifecycleReason: string | null
+  /** Why health is not ok (`health_reason`). */
+  healthReason?: string | null
   deployables: CurrentDeployable[]
 }
 
@@ -79,6 +86,8 @@ export interface NewDevice {
   cpidType: string
   fields: DeviceFields
   deployables: NewDeployable[]
+  /** What the driver reported of its health; absent means ok. */
+  health?: ReportedHealth
 }
 
 /** Everything to write, grouped by table so that each group can go to the database in one statement. */
@@ -156,6 +165,7 @@ export function diffInventory(
         cpidType: device.controlPath.type,
         fields: deviceFields(device),
         deployables,
+        ...(device.health === undefined ? {} : { health: device.health }),
       })
       diff.counts.added++
     } else if (diffDevice(diff, host, cur, device)) {
@@ -206,7 +216,7 @@ function diffDevice(
     if (busy(old)) missing = true
     vanished(diff, old)
   }
-  markMissing(diff, cur, missing)
+  markMissing(diff, cur, missing, device.health)
   return writeCount(diff) > before
 }
 
@@ -250,18 +260,30 @@ function diffDeployable(
 }
 
 /**
- * Sets or clears the "missing while in use" mark, and lifts the lease fence (health `unknown`, set
- * while the agent was silent): a full report is what brings a device back. True when the row changes.
+ * The device's health after this report. Something of it vanished while in use: `failed`, marked
+ * with MISSING_REASON. Otherwise what the driver reported (absent: ok), which also clears that
+ * mark and lifts the lease fence (health `unknown`, set while the agent was silent): a full report
+ * is what brings a device back. True when the row changes.
  */
-function markMissing(diff: InventoryDiff, cur: CurrentDevice, missing: boolean): boolean {
+function markMissing(
+  diff: InventoryDiff,
+  cur: CurrentDevice,
+  missing: boolean,
+  reported?: ReportedHealth,
+): boolean {
   const marked = cur.health === 'failed' && cur.lifecycleReason === MISSING_REASON
-  const fenced = cur.health === 'unknown'
-  if (missing === marked && !fenced) return false
-  const set: { health: string; lifecycleReason: string | null; healthReason?: null } = missing
-    ? { health: 'failed', lifecycleReason: MISSING_REASON }
-    : { health: 'ok', lifecycleReason: null }
-  // The fence's reason goes with it.
-  if (fenced) set.healthReason = null
+  let set: { health: string; lifecycleReason?: string | null; healthReason?: string | null }
+  if (missing) {
+    if (marked) return false
+    set = { health: 'failed', lifecycleReason: MISSING_REASON }
+  } else {
+    const state = reported?.state ?? 'ok'
+    const reason = state === 'ok' ? null : (reported?.reason ?? null)
+    const sameReason = (cur.healthReason ?? null) === reason
+    if (!marked && cur.health === state && sameReason) return false
+    set = marked ? { health: state, lifecycleReason: null } : { health: state }
+    if (!sameReason) set.healthReason = reason
+  }
   const existing = diff.updateDevices.find((u) => u.id === cur.id)
   if (existing) Object.assign(existing.set, set)
   else diff.updateDevices.push({ id: cur.id, set })

@@ -100,6 +100,15 @@ export interface DiscoveredDevice {
   vendorBoardInfo: Record<string, unknown> | null
   controlPath: ControlPath
   deployables: DiscoveredDeployable[]
+  /** What the driver read of the device's health; absent means ok. `unknown` is the conductor's (a silent agent). */
+  health?: ReportedHealth
+}
+
+/** A driver's finding: `degraded` is still offered and shown; `failed` is fenced. */
+export interface ReportedHealth {
+  state: 'ok' | 'degraded' | 'failed'
+  /** Why, when not ok (e.g. `2 uncorrectable ECC errors`). */
+  reason?: string
 }
 
 /** What an agent reports: every device its drivers found, with a content hash of the list. */
@@ -186,8 +195,8 @@ function sortKeys(value: unknown): unknown {
 
 /**
  * Whether a device's accelerators may be allocated: active (seed 000), enabled by the operator,
- * healthy, and not pending removal. Placement gets `reserved = total` otherwise, and a standalone
- * bind never picks it.
+ * healthy (ok, or degraded: still offered), and not pending removal. Placement gets
+ * `reserved = total` otherwise, and a standalone bind never picks it.
  */
 export function isOffered(d: {
   lifecycle: string
@@ -198,7 +207,7 @@ export function isOffered(d: {
   return (
     d.lifecycle === Lifecycle.active &&
     d.status === DeviceStatus.enabled &&
-    d.health === Health.ok &&
+    (d.health === Health.ok || d.health === Health.degraded) &&
     !d.removalPending
   )
 }

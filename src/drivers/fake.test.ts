@@ -81,4 +81,17 @@ void describe('fake driver', () => {
   void it('honours an aborted signal', async () => {
     await assert.rejects(driver.discover({ signal: AbortSignal.abort() }), { code: 'ABORTED' })
   })
+
+  void it('reports the health its options set (for tests and demos), and refuses an unknown one', async () => {
+    const deps = { host: noHost, hostname: 'h1' }
+    const [healthy] = await createFakeDriver(deps).discover()
+    assert.equal(healthy!.health, undefined, 'ok is not reported')
+    const options = { health: 'failed', health_reason: '2 uncorrectable ECC errors' }
+    const [sick] = await createFakeDriver(deps, options).discover()
+    assert.deepEqual(sick!.health, { state: 'failed', reason: '2 uncorrectable ECC errors' })
+    assert.throws(() => createFakeDriver(deps, { health: 'sick' }), {
+      name: 'InvalidInputError',
+      message: "Invalid input for field 'health': must be one of: ok, degraded, failed",
+    })
+  })
 })

@@ -9,8 +9,9 @@ import {
   DeviceType,
   type DiscoveredDevice,
   type PciAddress,
+  type ReportedHealth,
 } from '../domain/inventory.js'
-import { AppError } from '../domain/errors.js'
+import { AppError, InvalidInputError } from '../domain/errors.js'
 
 /** Number of accelerators (and TEST_PCI handles) on the fake device. */
 export const FAKE_ACCELERATORS = 16
@@ -38,9 +39,17 @@ export function fakeHandleAddress(fn: number): PciAddress {
   }
 }
 
-/** Creates the fake driver; `deps.hostname` names its deployable. */
-export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
+/**
+ * Creates the fake driver; `deps.hostname` names its deployable. Options (`cyborg update-driver
+ * fake --option health=failed`, for tests and demos): `health` (ok, degraded or failed; default
+ * ok) and `health_reason`, what its device then reports.
+ */
+export function createFakeDriver(
+  deps: DriverDeps,
+  options: Record<string, string> = {},
+): AcceleratorDriver {
   const name = fakeDeployableName(deps.hostname)
+  const health = fakeHealth(options)
   return {
     name: 'fake',
     deviceType: DeviceType.FPGA,
@@ -59,6 +68,7 @@ export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
         stdBoardInfo: { device_id: '0xabcd', class: 'Fake class' },
         vendorBoardInfo: { fake_vendor_info: 'fake_info' },
         controlPath: { type: 'PCI', info: { ...FAKE_CONTROL_PATH } },
+        ...(health === undefined ? {} : { health: { ...health } }),
         deployables: [
           {
             name,
@@ -80,4 +90,20 @@ export function createFakeDriver(deps: DriverDeps): AcceleratorDriver {
     /** Programming the fake FPGA does nothing (and records nothing): it exercises the agent's path. */
     async program() {},
   }
+}
+
+const HEALTH_STATES = ['ok', 'degraded', 'failed'] as const
+
+/** The health the fake device reports, from the driver's options; undefined when ok and unreasoned. */
+function fakeHealth(options: Record<string, string>): ReportedHealth | undefined {
+  const state = options.health ?? 'ok'
+  if (!(HEALTH_STATES as readonly string[]).includes(state)) {
+    throw new InvalidInputError(
+      `Invalid input for field 'health': must be one of: ${HEALTH_STATES.join(', ')}`,
+      { details: { field: 'health' } },
+    )
+  }
+  if (state === 'ok') return undefined
+  const reason = options.health_reason
+  return { state: state as ReportedHealth['state'], ...(reason ? { reason } : {}) }
 }

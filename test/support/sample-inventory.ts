@@ -13,6 +13,8 @@ export interface SampleOptions {
   handles?: number
   /** @default 2 (or 1 per handle when handles is 1) */
   numAccelerators?: number
+  /** TEST_PCI handles bind without an agent to prepare them. @default 'PCI' */
+  attachType?: 'PCI' | 'TEST_PCI'
 }
 
 /** The n-th (0-based) sample device of `host`. */
@@ -21,7 +23,7 @@ export function sampleDevice(
   n: number,
   options: SampleOptions = {},
 ): DiscoveredDevice {
-  const { handles = 2, numAccelerators = handles } = options
+  const { handles = 2, numAccelerators = handles, attachType = 'PCI' } = options
   const bus = (0x10 + n).toString(16).padStart(2, '0')
   const gpu = n % 2 === 0
   return {
@@ -41,7 +43,7 @@ export function sampleDevice(
           { key: 'trait0', value: gpu ? 'CUSTOM_GPU_NVIDIA' : 'CUSTOM_FPGA_INTEL' },
         ],
         attachHandles: Array.from({ length: handles }, (_, i) => ({
-          type: 'PCI' as const,
+          type: attachType,
           info: { domain: '0000', bus, device: '00', function: String(i) },
         })),
       },

@@ -1,0 +1,64 @@
+/**
+ * Device health from the report: a driver's `failed` fences the device (binds pass it over), its
+ * `degraded` is still offered; both are stored with their reason.
+ */
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory.js'
+import { noopLogger } from '../domain/logger.js'
+import { inventoryHash } from '../rpc/inventory-hash.js'
+import { testDialects } from '../../test/support/db.js'
+import { sampleSnapshot } from '../../test/support/sample-inventory.js'
+import { createConductor } from './conductor.js'
+
+await test('a failed device is not bound; a degraded one is, and both say why', async () => {
+  const [sqlite] = await testDialects()
+  const db = await sqlite!.create()
+  const conductor = createConductor(
+    { db, log: noopLogger, clock: { now: () => new Date() } },
+    { saveIntervalMs: 0, reapIntervalMs: 0 },
+  )
+  const report = (health: ReportedHealth) => {
+    const [device] = sampleSnapshot('h1', 1, { attachType: 'TEST_PCI' }).devices
+    const devices: DiscoveredDevice[] = [{ ...device!, health }]
+    return conductor.reportInventory({
+      host: 'h1',
+      hash: inventoryHash(devices),
+      devices,
+      autoActivate: true,
+    })
+  }
+  const health = () =>
+    db.db.selectFrom('devices').select(['health', 'health_reason']).executeTakeFirst()
+  try {
+    await report({ state: 'failed', reason: '2 uncorrectable ECC errors' })
+    assert.deepEqual(await health(), {
+      health: 'failed',
+      health_reason: '2 uncorrectable ECC errors',
+    })
+    await conductor.createDeviceProfile({
+      name: 'dp',
+      description: null,
+      groups: [{ 'resources:PGPU': '1' }],
+    })
+    const ask = { deviceProfileName: 'dp', projectId: null, maxArqs: 8 }
+    const bind = async (instance: string) => {
+      const [arq] = await conductor.createArqs(ask)
+      const bindings = { [arq!.uuid]: { hostname: 'h1', instanceUuid: instance } }
+      return (await conductor.bindArqs({ bindings }))[0]!
+    }
+    const refused = await bind('00000000-0000-4000-8000-000000000001')
+    assert.equal(refused.state, 'BindFailed')
+    assert.match(refused.reason ?? '', /no active deployable on h1 fits/)
+
+    await report({ state: 'degraded', reason: 'PCIe link at x8 of x16' })
+    assert.deepEqual(await health(), {
+      health: 'degraded',
+      health_reason: 'PCIe link at x8 of x16',
+    })
+    assert.equal((await bind('00000000-0000-4000-8000-000000000002')).state, 'Bound')
+  } finally {
+    await conductor.stop()
+    await db.close()
+  }
+})
