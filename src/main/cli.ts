@@ -26,6 +26,7 @@ import { registerArqCommands } from '../cli/arq-commands.js'
 import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js'
 import { registerAttachCommands } from '../cli/attach-commands.js'
 import { registerAdminCommands } from '../cli/admin-commands.js'
+import { registerHostCommands } from '../cli/host-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -231,5 +232,6 @@ registerArqCommands(program)
 registerAcceleratorWriteCommands(program)
 registerAttachCommands(program)
 registerAdminCommands(program)
+registerHostCommands(program)
 
 await program.parseAsync(process.argv)

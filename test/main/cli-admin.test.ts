@@ -56,6 +56,18 @@ describe('cyborg administration commands against cyborg up', () => {
     assert.equal(body.down_after_seconds, 150)
   })
 
+  it('host list: the agent up, its one device ok', async () => {
+    const table = await cyborg(['host', 'list'], env)
+    assert.equal(table.code, 0, table.stderr)
+    const lines = table.stdout.trimEnd().split('\n')
+    assert.match(lines[0]!, /^Host +Agent +Devices +Ok +Degraded +Failed +Unknown$/)
+    assert.deepEqual(lines[2]!.split(/ +/), ['adm-host', 'up', '1', '1', '0', '0', '0'])
+    const body = await json(['host', 'list'])
+    assert.deepEqual(body.hosts, [
+      { hostname: 'adm-host', agent: 'up', devices: 1, ok: 1, degraded: 0, failed: 0, unknown: 0 },
+    ])
+  })
+
   it('driver-list and service-list show the fake driver and what its device offers', async () => {
     const table = await cyborg(['driver-list'], env)
     assert.equal(table.code, 0, table.stderr)
