@@ -34,7 +34,7 @@ export interface ApiOptions {
   bodyLimit?: number
   /** `[api] max_arqs_per_request`: most accelerator requests one POST may create. @default 64 */
   maxArqsPerRequest?: number
-  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
+  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 60000 */
   serviceDownAfterMs?: number
   /**
    * `[api] auth_strategy`: who the caller is (src/api/auth.ts). Without it every caller is an

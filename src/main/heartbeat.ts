@@ -1,7 +1,7 @@
 /**
  * The heartbeat of the API and conductor processes: the conductor's `heartbeat` RPC every
- * `[DEFAULT] periodic_interval` (the agents' period), so that `cyborg status` sees every process in
- * the services table. The first beat goes out at once; a failed beat is logged and retried next period.
+ * `[agent] report_interval` (the agents' beat), so that `cyborg status` sees every process in the
+ * services table, down after `[DEFAULT] service_down_time` as in Nova. The first beat goes out at once; a failed beat is logged and retried next period.
  */
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { Logger } from '../domain/logger.js'

@@ -58,9 +58,8 @@ export async function startHttpApi(
       },
       auth,
       enforcer,
-      // Every process heartbeats each periodic_interval; a beat may be one RPC timeout late.
-      serviceDownAfterMs:
-        (2 * config.DEFAULT.periodic_interval + config.DEFAULT.rpc_response_timeout) * 1000,
+      // Every process heartbeats each [agent] report_interval; down after service_down_time (Nova's rule).
+      serviceDownAfterMs: config.DEFAULT.service_down_time * 1000,
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
       ...(https === undefined ? {} : { https }),
     },

@@ -265,13 +265,13 @@ export async function startAgentService(
   )
 }
 
-/** What the API's and conductor's heartbeats share: this host, the version, the agents' period. */
+/** What the API's and conductor's heartbeats share: this host, the version, `[agent] report_interval` (as agents). */
 function heartbeatOf(config: Config, conductor: ConductorRpc, log: Logger) {
   return {
     conductor,
     host: config.DEFAULT.host,
     version: VERSION,
-    intervalMs: config.DEFAULT.periodic_interval * 1000,
+    intervalMs: config.agent.report_interval * 1000,
     log,
   }
 }

@@ -216,6 +216,6 @@ void describe('v1 administration endpoints', () => {
       'node2/cyborg-agent': 'up',
       'old/cyborg-conductor': 'down',
     })
-    assert.equal(body!.down_after_seconds, 150)
+    assert.equal(body!.down_after_seconds, 60)
   })
 })

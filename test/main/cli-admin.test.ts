@@ -53,7 +53,7 @@ describe('cyborg administration commands against cyborg up', () => {
       body.services.map((s: Json) => s.state),
       ['up', 'up', 'up'],
     )
-    assert.equal(body.down_after_seconds, 150)
+    assert.equal(body.down_after_seconds, 60)
   })
 
   it('host list: the agent up, its one device ok', async () => {

@@ -9,6 +9,6 @@ export interface V1Env {
   conductor: ConductorRpc
   /** The base URL of links for this request (no trailing slash). */
   baseUrl: (request: FastifyRequest) => string
-  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 150000 */
+  /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 60000 */
   serviceDownAfterMs?: number
 }

@@ -8,8 +8,8 @@ import { listServices } from '../../db/services.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
 
-/** 2 × the default `[DEFAULT] periodic_interval` (60 s) + the default `rpc_response_timeout` (30 s). */
-export const DEFAULT_SERVICE_DOWN_AFTER_MS = 150_000
+/** The default `[DEFAULT] service_down_time` (60 s): every process beats each `report_interval` (10 s). */
+export const DEFAULT_SERVICE_DOWN_AFTER_MS = 60_000
 
 export function statusRoutes(
   app: FastifyInstance,
