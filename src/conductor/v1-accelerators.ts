@@ -46,6 +46,7 @@ import { claimInstanceLocks } from '../db/arq-instances.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import { leaseCutoff, silentAgentReason } from './lease-sweep.js'
+import { getAgentLastSeen } from '../db/services.js'
 
 export interface V1Deps {
   db: DatabaseHandle
@@ -162,7 +163,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         )
         if (same) return { arq: same, handle: undefined, again: true }
         const ms = deps.serviceDownTimeMs
-        const last = acc.agentLastSeen
+        const last = ms === undefined ? null : await getAgentLastSeen(trx, acc.hostname)
         if (ms !== undefined && last !== null && last < leaseCutoff(deps.clock, ms)) {
           const reason = silentAgentReason(acc.hostname, last)
           throw new ConflictError(`accelerator ${uuid} cannot be attached: ${reason}`, {

@@ -119,6 +119,17 @@ export async function listSilentAgents(
   return rows.map((r) => ({ host: r.host, lastSeen: r.last_seen }))
 }
 
+/** The last beat of a host's agent (its lease), or null when no agent of that host ever beat. */
+export async function getAgentLastSeen(db: ReadDb, host: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('services')
+    .select('last_seen')
+    .where('host', '=', host)
+    .where('binary', '=', AGENT_BINARY)
+    .executeTakeFirst()
+  return row?.last_seen ?? null
+}
+
 /** Forgets a host's accepted report hash without counting as a sign of life (the lease fence). */
 export async function deleteReportHash(db: Kysely<Database>, host: string): Promise<void> {
   await db

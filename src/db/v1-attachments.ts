@@ -16,7 +16,6 @@ import { newUuid } from '../domain/ids.js'
 import { toArq } from './arqs.js'
 import type { DialectName, ReadDb } from './connection.js'
 import type { Database } from './schema.js'
-import { AGENT_BINARY } from './services.js'
 
 /** An accelerator as an attach or a spec update sees it. */
 export interface AttachableAccelerator {
@@ -26,8 +25,6 @@ export interface AttachableAccelerator {
   rpUuid: string | null
   numAccelerators: number
   hostname: string
-  /** The last beat of the host's agent (its lease), or null when no agent ever beat. */
-  agentLastSeen: string | null
   lifecycle: string
   status: string
   /** Active, enabled, healthy and not pending removal: what may be allocated. */
@@ -81,13 +78,6 @@ export async function getAcceleratorForUpdate(
     .where('p.uuid', '=', uuid)
   const row = await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).executeTakeFirst()
   if (!row) throw notFound(uuid)
-  // Apart from the locked read: PostgreSQL refuses FOR UPDATE on the nullable side of an outer join.
-  const agent = await db
-    .selectFrom('services')
-    .select('last_seen')
-    .where('host', '=', row.hostname)
-    .where('binary', '=', AGENT_BINARY)
-    .executeTakeFirst()
   const rc = await db
     .selectFrom('attributes')
     .select('value')
@@ -101,7 +91,6 @@ export async function getAcceleratorForUpdate(
     rpUuid: row.rp_uuid,
     numAccelerators: row.num_accelerators,
     hostname: row.hostname,
-    agentLastSeen: agent?.last_seen ?? null,
     lifecycle: row.lifecycle,
     status: row.status,
     offered: isOffered({

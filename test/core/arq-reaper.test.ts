@@ -14,22 +14,22 @@ void describe('accelerator requests through the conductor: reaper (sqlite, fake 
   const rig = useArqRig()
   const { batches, create } = rig
 
+  /** Marks the first free handle in use and returns its id, as a claim would. */
+  const takeFreeHandle = async () => {
+    const { id } = await rig.db.db
+      .selectFrom('attach_handles')
+      .select('id')
+      .where('in_use', '=', 0)
+      .orderBy('id')
+      .executeTakeFirstOrThrow()
+    await rig.db.db.updateTable('attach_handles').set({ in_use: 1 }).where('id', '=', id).execute()
+    return id
+  }
+
   void it('reaps a bind left in BindStarted past bind_timeout: BindFailed, handle freed, Nova told', async () => {
     const [arq] = await create('one-fpga')
-    const handle = (
-      await rig.db.db
-        .selectFrom('attach_handles')
-        .select('id')
-        .where('in_use', '=', 0)
-        .orderBy('id')
-        .executeTakeFirstOrThrow()
-    ).id
     // What a conductor killed between its claim and the agent's answer leaves behind.
-    await rig.db.db
-      .updateTable('attach_handles')
-      .set({ in_use: 1 })
-      .where('id', '=', handle)
-      .execute()
+    const handle = await takeFreeHandle()
     await rig.db.db
       .updateTable('accelerator_requests')
       .set({
@@ -85,19 +85,7 @@ void describe('accelerator requests through the conductor: reaper (sqlite, fake 
 
   void it('finishes a delete that a crash left Deleting: row gone, handle freed', async () => {
     const [arq] = await create('one-fpga')
-    const handle = (
-      await rig.db.db
-        .selectFrom('attach_handles')
-        .select('id')
-        .where('in_use', '=', 0)
-        .orderBy('id')
-        .executeTakeFirstOrThrow()
-    ).id
-    await rig.db.db
-      .updateTable('attach_handles')
-      .set({ in_use: 1 })
-      .where('id', '=', handle)
-      .execute()
+    const handle = await takeFreeHandle()
     await rig.db.db
       .updateTable('accelerator_requests')
       .set({
