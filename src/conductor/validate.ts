@@ -116,7 +116,7 @@ export function checkSnapshot(
     if (device.health !== undefined) {
       if (device.health === null || typeof device.health !== 'object')
         invalid(`${f}.health`, 'must be an object')
-      checkOneOf(device.health.state, ['ok', 'degraded', 'failed'], `${f}.health.state`)
+      checkOneOf(device.health.state, ['ok', 'degraded', 'failed', 'unknown'], `${f}.health.state`)
       if (device.health.reason !== undefined)
         checkString(device.health.reason, `${f}.health.reason`)
     }

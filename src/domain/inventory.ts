@@ -100,13 +100,16 @@ export interface DiscoveredDevice {
   vendorBoardInfo: Record<string, unknown> | null
   controlPath: ControlPath
   deployables: DiscoveredDeployable[]
-  /** What the driver read of the device's health; absent means ok. `unknown` is the conductor's (a silent agent). */
+  /** What the driver read of the device's health; absent means ok. */
   health?: ReportedHealth
 }
 
-/** A driver's finding: `degraded` is still offered and shown; `failed` is fenced. */
+/**
+ * A driver's finding: `degraded` is still offered and shown; `failed` is fenced; `unknown` (the probe
+ * could not run) is fenced too, as the conductor's `unknown` for a silent agent is.
+ */
 export interface ReportedHealth {
-  state: 'ok' | 'degraded' | 'failed'
+  state: 'ok' | 'degraded' | 'failed' | 'unknown'
   /** Why, when not ok (e.g. `2 uncorrectable ECC errors`). */
   reason?: string
 }

@@ -92,7 +92,7 @@ export function createFakeDriver(
   }
 }
 
-const HEALTH_STATES = ['ok', 'degraded', 'failed'] as const
+const HEALTH_STATES = ['ok', 'degraded', 'failed', 'unknown'] as const
 
 /** The health the fake device reports, from the driver's options; undefined when ok and unreasoned. */
 function fakeHealth(options: Record<string, string>): ReportedHealth | undefined {

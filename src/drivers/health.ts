@@ -1,0 +1,82 @@
+/**
+ * Device health as drivers read it (issue 15, docs/health.md): the findings of one or more probes
+ * folded into one `ReportedHealth`, and the threshold options every driver parses the same way.
+ *
+ * Severity: ok < degraded (still offered) < unknown (a probe could not run: fenced) < failed
+ * (fenced). The worst finding wins; the reasons of every finding at that level are kept, joined
+ * by `; `, so an operator reads all of what is wrong at once.
+ */
+import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory.js'
+import { ConfigError } from '../domain/errors.js'
+
+const SEVERITY: Record<ReportedHealth['state'], number> = {
+  ok: 0,
+  degraded: 1,
+  unknown: 2,
+  failed: 3,
+}
+
+/** The worst of the findings (undefined entries are ok); undefined when all are ok. */
+export function worstHealth(
+  findings: readonly (ReportedHealth | undefined)[],
+): ReportedHealth | undefined {
+  let worst: ReportedHealth['state'] = 'ok'
+  for (const f of findings) if (f && SEVERITY[f.state] > SEVERITY[worst]) worst = f.state
+  if (worst === 'ok') return undefined
+  const reasons = findings.filter((f) => f?.state === worst && f.reason).map((f) => f!.reason!)
+  return reasons.length > 0 ? { state: worst, reason: reasons.join('; ') } : { state: worst }
+}
+
+/** The device with `health` set when it is not ok (absent means ok, so healthy output is unchanged). */
+export function withHealth(device: DiscoveredDevice, health: ReportedHealth | undefined) {
+  if (health === undefined || health.state === 'ok') return device
+  return { ...device, health }
+}
+
+/**
+ * A non-negative integer threshold from a driver's string options; `0` turns the check off.
+ * @throws ConfigError naming the driver and the option when it is not a non-negative integer
+ */
+export function thresholdOption(
+  driver: string,
+  options: Readonly<Record<string, string | undefined>>,
+  name: string,
+  fallback: number,
+): number {
+  const text = options[name]
+  if (text === undefined || text.trim() === '') return fallback
+  if (!/^\d{1,9}$/.test(text.trim())) {
+    throw new ConfigError(
+      `${driver} driver option ${name}: must be a non-negative integer (0 turns the check off), got '${text}'`,
+      { code: 'INVALID_DRIVER_OPTION', details: { driver, option: name } },
+    )
+  }
+  return Number(text.trim())
+}
+
+/**
+ * One of a fixed set of words from a driver's string options.
+ * @throws ConfigError naming the driver, the option and the accepted words
+ */
+export function choiceOption<T extends string>(
+  driver: string,
+  options: Readonly<Record<string, string | undefined>>,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+): T {
+  const text = options[name]?.trim()
+  if (text === undefined || text === '') return fallback
+  if (!(choices as readonly string[]).includes(text)) {
+    throw new ConfigError(
+      `${driver} driver option ${name}: must be one of ${choices.join(', ')}, got '${text}'`,
+      { code: 'INVALID_DRIVER_OPTION', details: { driver, option: name } },
+    )
+  }
+  return text as T
+}
+
+/** `n thing` / `n things`. */
+export function counted(n: number, thing: string): string {
+  return `${n} ${thing}${n === 1 ? '' : 's'}`
+}
