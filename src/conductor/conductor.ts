@@ -81,6 +81,11 @@ export interface ConductorOptions {
   serviceDownTimeMs?: number
   /** How often the lease sweep runs (`[agent] report_interval`). @default 10000 */
   leaseSweepIntervalMs?: number
+  /**
+   * `[conductor] health_recovery_reports`: healthy reports in a row before a device fenced by its
+   * own health is offered again (damping, src/domain/health-diff.ts). @default 1 (no damping)
+   */
+  healthRecoveryReports?: number
   /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */
   driverAdmin?: DriverAdminServiceOptions
   /** Which agents a remote registration may go to (1.4, remote-accelerators.ts). */
@@ -165,6 +170,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     log,
     now,
     uuid,
+    recoveryReports: options.healthRecoveryReports,
     ...(placement ? { syncPlacement } : {}),
   })
   const writes = createResourceWrites({ committer, log, now, uuid, syncPlacement })

@@ -10,6 +10,7 @@ import { inventoryHash } from '../rpc/inventory-hash.js'
 import { testDialects } from '../../test/support/db.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { createConductor } from './conductor.js'
+import { listHealthTransitions } from '../db/health-transitions.js'
 
 await test('a failed device is not bound; a degraded one is, and both say why', async () => {
   const [sqlite] = await testDialects()
@@ -57,6 +58,59 @@ await test('a failed device is not bound; a degraded one is, and both say why', 
       health_reason: 'PCIe link at x8 of x16',
     })
     assert.equal((await bind('00000000-0000-4000-8000-000000000002')).state, 'Bound')
+  } finally {
+    await conductor.stop()
+    await db.close()
+  }
+})
+
+await test('damping: a failed device is offered again after health_recovery_reports healthy reports; each change is recorded and logged once', async () => {
+  const [sqlite] = await testDialects()
+  const db = await sqlite!.create()
+  const lines: [string, string][] = []
+  const log = {
+    ...noopLogger,
+    warn: (_: unknown, msg?: unknown) => void lines.push(['warn', String(msg)]),
+    info: (_: unknown, msg?: unknown) => void lines.push(['info', String(msg)]),
+    child: () => log,
+  } as unknown as typeof noopLogger
+  const conductor = createConductor(
+    { db, log, clock: { now: () => new Date() } },
+    { saveIntervalMs: 0, reapIntervalMs: 0, healthRecoveryReports: 2 },
+  )
+  const [device] = sampleSnapshot('h1', 1, { attachType: 'TEST_PCI' }).devices
+  const report = (health?: ReportedHealth) => {
+    const devices: DiscoveredDevice[] = [{ ...device!, ...(health ? { health } : {}) }]
+    const hash = inventoryHash(devices)
+    return conductor.reportInventory({ host: 'h1', hash, devices, autoActivate: true })
+  }
+  const health = async () =>
+    (await db.db.selectFrom('devices').select('health').executeTakeFirstOrThrow()).health
+  const hash = async () =>
+    (await db.db.selectFrom('services').select('report_hash').executeTakeFirstOrThrow()).report_hash
+  try {
+    await report()
+    await report({ state: 'failed', reason: '2 uncorrectable ECC errors (volatile)' })
+    assert.equal(await health(), 'failed')
+    await report()
+    assert.equal(await health(), 'failed', 'one healthy report is not enough')
+    assert.equal(await hash(), null, 'while recovering, the hash is not kept')
+    await report() // the same snapshot again: diffed, not skipped as unchanged
+    assert.equal(await health(), 'ok')
+    assert.notEqual(await hash(), null)
+    const recorded = await listHealthTransitions(db.db)
+    assert.deepEqual(
+      recorded.map((t) => [t.from, t.to]),
+      [
+        ['ok', 'failed'],
+        ['failed', 'ok'],
+      ],
+    )
+    const healthLines = lines.filter(([, m]) => /^device /.test(m))
+    assert.deepEqual(healthLines, [
+      ['warn', 'device fenced (health failed): 2 uncorrectable ECC errors (volatile)'],
+      ['info', 'device offered again (health ok)'],
+    ])
   } finally {
     await conductor.stop()
     await db.close()

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import { createGroupCommitter } from '../db/group-commit.js'
 import { openDatabase } from '../db/connection.js'
 import { listDevicesByHost } from '../db/devices.js'
+import { listHealthTransitions } from '../db/health-transitions.js'
 import { getReportHash, updateHeartbeat, updateReportHash } from '../db/services.js'
 import { createArqs, getArq, updateArqStates } from '../db/arqs.js'
 import { createDeviceProfile } from '../db/device-profiles.js'
@@ -96,6 +97,12 @@ for (const dialect of await testDialects()) {
         ],
       )
       assert.equal(h1.length, 2)
+      const recorded = await listHealthTransitions(db.db)
+      assert.deepEqual(
+        recorded.map((t) => [t.deviceUuid, t.from, t.to, t.reason]),
+        h1.map((d) => [d.uuid, 'ok', 'unknown', `agent cyborg-agent@h1 silent since ${T0}`]),
+        'each fenced device has one recorded transition',
+      )
       assert.equal(await getReportHash(db.db, 'h1'), null, 'the next report is diffed in full')
       assert.deepEqual(await sweepLeases(deps(0), DOWN_MS), [], 'idempotent: nothing left to fence')
 

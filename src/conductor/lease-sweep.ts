@@ -12,8 +12,9 @@
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { updateDevicesOfSilentAgent } from '../db/devices.js'
-import { AGENT_BINARY, deleteReportHash, listSilentAgents } from '../db/services.js'
+import { fenceDevicesOfSilentAgents } from '../db/lease-fence.js'
+import { AGENT_BINARY, listSilentAgents } from '../db/services.js'
+import { silentAgentReason as reasonFor } from '../domain/health-diff.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 
@@ -26,9 +27,14 @@ export interface LeaseSweepDeps {
   syncPlacement: (host: string) => Promise<unknown>
 }
 
+/** Hosts fenced per transaction. */
+const HOSTS_PER_TRANSACTION = 1000
+/** Placement syncs in flight at once after a sweep. */
+const SYNC_CONCURRENCY = 8
+
 /** The reason a silent agent's devices carry, e.g. `agent cyborg-agent@compute-7 silent since …`. */
 export function silentAgentReason(host: string, lastSeen: string): string {
-  return `agent ${AGENT_BINARY}@${host} silent since ${lastSeen}`
+  return reasonFor(AGENT_BINARY, host, lastSeen)
 }
 
 /** The time before which an agent's last beat means it is down. */
@@ -43,19 +49,36 @@ export async function sweepLeases(
 ): Promise<string[]> {
   const { db, committer, log, clock } = deps
   const cutoff = leaseCutoff(clock, serviceDownTimeMs)
+  const silent = await listSilentAgents(db.db, cutoff)
   const fenced: string[] = []
-  for (const { host, lastSeen } of await listSilentAgents(db.db, cutoff)) {
-    const reason = silentAgentReason(host, lastSeen)
+  for (let i = 0; i < silent.length; i += HOSTS_PER_TRANSACTION) {
+    const agents = silent.slice(i, i + HOSTS_PER_TRANSACTION).map(({ host, lastSeen }) => ({
+      host,
+      reason: silentAgentReason(host, lastSeen),
+    }))
     const now = formatTimestamp(clock.now())
-    const changed = await committer.run(async (trx) => {
-      const count = await updateDevicesOfSilentAgent(trx, host, { cutoff, reason, now })
-      if (count > 0) await deleteReportHash(trx, host)
-      return count
-    })
-    if (changed === 0) continue // another conductor fenced it first, or the agent came back
-    log.warn({ host, devices: changed, lastSeen }, `devices fenced: ${reason}`)
-    fenced.push(host)
-    await deps.syncPlacement(host)
+    // Another conductor may fence the same hosts at once: only the one whose UPDATE wins logs it.
+    const transitions = await committer.run((trx) =>
+      fenceDevicesOfSilentAgents(trx, agents, { cutoff, now }),
+    )
+    const byHost = new Map<string, string[]>()
+    for (const t of transitions)
+      byHost.set(t.hostname, [...(byHost.get(t.hostname) ?? []), t.deviceUuid])
+    for (const [host, devices] of byHost) {
+      const reason = transitions.find((t) => t.hostname === host)!.reason
+      log.warn({ host, devices }, `devices fenced (health unknown): ${reason}`)
+      fenced.push(host)
+    }
   }
+  await syncAll(fenced, deps.syncPlacement)
   return fenced
+}
+
+/** Brings Placement in step with each host, a few at a time; a failure is the sync's own to log. */
+async function syncAll(hosts: readonly string[], sync: (host: string) => Promise<unknown>) {
+  let next = 0
+  const worker = async () => {
+    while (next < hosts.length) await sync(hosts[next++]!)
+  }
+  await Promise.all(Array.from({ length: Math.min(SYNC_CONCURRENCY, hosts.length) }, worker))
 }

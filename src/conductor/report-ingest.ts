@@ -21,6 +21,8 @@ import { getReportHash, updateReportHash } from '../db/services.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
+import type { HealthTransition } from '../db/health-transitions.js'
+import { isFencedHealth } from '../domain/health-diff.js'
 import type { RootHint } from './placement-sync.js'
 import { checkSnapshot } from './validate.js'
 import { diffInventory } from '../domain/inventory-diff.js'
@@ -34,16 +36,36 @@ export interface IngestCounts {
   pending: number
 }
 
+/** An ingestion's counts, with what it did to health. */
+export interface IngestResult extends IngestCounts {
+  /** Health transitions recorded (to log once). */
+  transitions: HealthTransition[]
+  /** Devices still fenced by damping: the hash must not be kept. */
+  recovering: number
+}
+
 /** Load → diff → apply of one host's full snapshot, inside the caller's transaction. */
 export async function ingestSnapshot(
   trx: WriteTrx,
   snapshot: InventorySnapshot,
-  options: InventoryWriteOptions,
-): Promise<IngestCounts> {
+  options: InventoryWriteOptions & { recoveryReports?: number },
+): Promise<IngestResult> {
   const current = await getHostInventory(trx, snapshot.host)
-  const diff = diffInventory(snapshot.host, current, snapshot.devices)
-  await updateHostInventory(trx, snapshot.host, diff, options)
-  return { ...diff.counts }
+  const diff = diffInventory(snapshot.host, current, snapshot.devices, options.recoveryReports)
+  const transitions = await updateHostInventory(trx, snapshot.host, diff, options)
+  return { ...diff.counts, transitions, recovering: diff.recovering }
+}
+
+/** Logs each health transition once: a warning for a fence, info otherwise (a recovery). */
+export function logHealthTransitions(log: Logger, transitions: readonly HealthTransition[]): void {
+  for (const t of transitions) {
+    const fields = { device: t.deviceUuid, host: t.hostname, from: t.from, to: t.to }
+    const why = t.reason === null ? '' : `: ${t.reason}`
+    if (isFencedHealth(t.to)) log.warn(fields, `device fenced (health ${t.to})${why}`)
+    else if (t.from !== 'new' && isFencedHealth(t.from))
+      log.info(fields, `device offered again (health ${t.to})${why}`)
+    else log.info(fields, `device health ${t.to}${why}`)
+  }
 }
 
 export interface ReportIngestDeps {
@@ -52,6 +74,8 @@ export interface ReportIngestDeps {
   log: Logger
   now: () => string
   uuid: () => string
+  /** `[conductor] health_recovery_reports`: healthy reports before a fenced device is offered. @default 1 */
+  recoveryReports?: number
   /** Brings Placement in step with a host; absent in embedded mode (conductor.ts's syncPlacement). */
   syncPlacement?: (host: string, root?: RootHint) => Promise<{ complete: boolean; deleted: number }>
 }
@@ -68,9 +92,16 @@ async function applyOnce<T>(apply: () => Promise<T>, log: Logger): Promise<T> {
   }
 }
 
+const countsOf = ({ added, updated, removed, pending }: IngestCounts): IngestCounts => ({
+  added,
+  updated,
+  removed,
+  pending,
+})
+
 /** The conductor's `reportInventory`. */
 export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, 'reportInventory'> {
-  const { db, committer, log, now, uuid, syncPlacement } = deps
+  const { db, committer, log, now, uuid, syncPlacement, recoveryReports } = deps
   return {
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)
@@ -85,20 +116,26 @@ export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, '
           // A concurrent identical report may have landed while this one waited for its batch.
           if (skipIfCurrent && (await getReportHash(trx, host)) === hash) return undefined
           const at = now()
-          const counts = await ingestSnapshot(trx, snapshot, { autoActivate, now: at, uuid })
-          await updateReportHash(trx, host, keepHash && counts.pending === 0 ? hash : null, at)
-          return counts
+          const options = { autoActivate, now: at, uuid, recoveryReports }
+          const ingested = await ingestSnapshot(trx, snapshot, options)
+          const done = keepHash && ingested.pending === 0 && ingested.recovering === 0
+          await updateReportHash(trx, host, done ? hash : null, at)
+          return ingested
         })
-      let counts = await applyOnce(() => apply(!syncPlacement, true), log)
-      if (!counts) return unchanged
+      const first = await applyOnce(() => apply(!syncPlacement, true), log)
+      if (!first) return unchanged
+      const transitions = [...first.transitions]
+      let counts: IngestCounts = countsOf(first)
       if (syncPlacement) {
         const synced = await syncPlacement(host, resourceProvider)
         // Providers deleted from Placement free their pending rows: diff again to remove them.
         if (synced.complete || synced.deleted > 0) {
           const again = (await apply(synced.complete))!
+          transitions.push(...again.transitions)
           counts = { ...counts, removed: counts.removed + again.removed, pending: again.pending }
         }
       }
+      logHealthTransitions(log, transitions)
       const result = { changed: true, ...counts }
       log.info({ host, hash, ...result }, 'inventory changed')
       return result

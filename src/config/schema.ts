@@ -194,6 +194,11 @@ export const schema = {
       help: 'Milliseconds the conductor gathers writes before committing them in one transaction, under load (after a batch of 4 or more); a write that finds little company commits at once. 0: never wait.',
     }),
     max_batch: int({ default: 64, min: 1, help: 'Most writes committed in one transaction.' }),
+    health_recovery_reports: int({
+      default: 2,
+      min: 1,
+      help: 'Healthy inventory reports in a row before a device fenced by its own health (failed, or unknown from a probe) is offered again, so that a flapping device is not offered and fenced at every report. 1: offered at the first healthy report. A lease fence (a silent agent) lifts at the first full report.',
+    }),
   },
   placement: {
     ...keystoneClient('Placement'),

@@ -14,7 +14,6 @@ import { jsonMemo } from './json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import { precompile } from './precompiled.js'
 import type { Database, DeviceRow } from './schema.js'
-import { AGENT_BINARY } from './services.js'
 
 /** Columns a device list may sort by. */
 export const DEVICE_SORT_KEYS = [
@@ -133,34 +132,4 @@ function deviceNotFound(uuid: string): NotFoundError {
     code: 'DEVICE_NOT_FOUND',
     details: { uuid },
   })
-}
-
-/**
- * The lease fence: the devices of `host` with health ok or degraded become `unknown` with `reason`,
- * but only while its agent's last beat is still before `cutoff` (checked in the same statement, so
- * a beat that lands meanwhile wins). Conditional, so N conductors sweeping at once change each
- * device once. Resolves with how many devices changed.
- */
-export async function updateDevicesOfSilentAgent(
-  db: Kysely<Database>,
-  host: string,
-  options: { cutoff: string; reason: string; now: string },
-): Promise<number> {
-  const { cutoff, reason, now } = options
-  const res = await db
-    .updateTable('devices')
-    .set({ health: 'unknown', health_reason: reason, health_updated_at: now, updated_at: now })
-    .where('hostname', '=', host)
-    .where('health', 'in', ['ok', 'degraded'])
-    .where(({ exists, selectFrom }) =>
-      exists(
-        selectFrom('services')
-          .select('services.id')
-          .where('services.host', '=', host)
-          .where('services.binary', '=', AGENT_BINARY)
-          .where('services.last_seen', '<', cutoff),
-      ),
-    )
-    .executeTakeFirst()
-  return Number(res.numUpdatedRows)
 }

@@ -11,8 +11,11 @@ import { MISSING_REASON } from '../domain/inventory-diff.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const T1 = '2024-01-02T00:00:00.000000+00:00'
-const sync = (db: Kysely<Database>, s: InventorySnapshot, now = T0, autoActivate = false) =>
-  ingestSnapshot(db, s, { autoActivate, now })
+/** Ingests a snapshot; resolves with its counts (health transitions are checked in health tests). */
+const sync = async (db: Kysely<Database>, s: InventorySnapshot, now = T0, autoActivate = false) => {
+  const { added, updated, removed, pending } = await ingestSnapshot(db, s, { autoActivate, now })
+  return { added, updated, removed, pending }
+}
 
 /** Row counts of the four inventory tables. */
 async function counts(db: Kysely<Database>) {

@@ -9,6 +9,7 @@ import type { ReadDb } from './connection.js'
 import { newUuid } from '../domain/ids.js'
 import { translateDbError } from './errors.js'
 import type { Database } from './schema.js'
+import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
 import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
 
 /** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */
@@ -83,6 +84,7 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
       health: d.health,
       lifecycleReason: d.lifecycle_reason,
       healthReason: d.health_reason,
+      healthyReports: d.healthy_reports,
       deployables: [],
     }
     byDevice.set(d.id, cur)
@@ -118,13 +120,17 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
   return out
 }
 
-/** Applies a diff: deletes (children first), updates, then inserts (parents first). */
+/**
+ * Applies a diff: deletes (children first), updates, then inserts (parents first); records the
+ * health transitions (devices that changed state, and new devices that arrived unhealthy) and
+ * returns them.
+ */
 export async function updateHostInventory(
   db: Kysely<Database>,
   host: string,
   diff: InventoryDiff,
   options: InventoryWriteOptions,
-): Promise<void> {
+): Promise<HealthTransition[]> {
   const { now, autoActivate, uuid = newUuid } = options
   await deleteIn(diff.removeAttributes, (ids) =>
     db.deleteFrom('attributes').where('id', 'in', ids).execute(),
@@ -152,6 +158,7 @@ export async function updateHostInventory(
         lifecycle_reason: set.lifecycleReason,
         health_reason: set.healthReason,
         health_updated_at: set.health === undefined ? undefined : now,
+        healthy_reports: set.healthyReports,
         updated_at: now,
       })
       .where('id', '=', id)
@@ -248,6 +255,15 @@ export async function updateHostInventory(
       )
       .execute(),
   )
+  const arrivedUnhealthy = diff.addDevices
+    .filter((d) => d.health !== undefined && d.health.state !== 'ok')
+    .map((d) => ({
+      deviceId: deviceIds.get(d.key)!,
+      from: 'new',
+      to: d.health!.state,
+      reason: d.health!.reason ?? null,
+    }))
+  return recordHealthChanges(db, host, [...diff.healthChanges, ...arrivedUnhealthy], now)
 }
 
 /** Inserts the new devices and returns their ids by control-path key (MySQL has no RETURNING). */

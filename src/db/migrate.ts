@@ -9,6 +9,7 @@ import { arqInstancesMigration } from './migrations/0004-arq-instances.js'
 import { v1AttachmentsMigration } from './migrations/0005-v1-attachments.js'
 import { commitMarkersMigration } from './migrations/0006-commit-markers.js'
 import { deviceHealthMigration } from './migrations/0007-device-health.js'
+import { healthTransitionsMigration } from './migrations/0008-health-transitions.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -19,6 +20,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0005-v1-attachments': v1AttachmentsMigration(handle.dialect),
     '0006-commit-markers': commitMarkersMigration,
     '0007-device-health': deviceHealthMigration(handle.dialect),
+    '0008-health-transitions': healthTransitionsMigration(handle.dialect),
   }
 }
 

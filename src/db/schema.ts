@@ -33,6 +33,8 @@ export interface DevicesTable {
   health_reason: ColumnType<string | null, string | null | undefined, string | null>
   /** When health last changed; null if never. */
   health_updated_at: ColumnType<string | null, string | null | undefined, string | null>
+  /** Healthy reports in a row while fenced (damping: [conductor] health_recovery_reports). */
+  healthy_reports: ColumnType<number, number | undefined, number>
   /** Control path type; always 'PCI' today. */
   cpid_type: string
   /** Canonical JSON of the PCI address {bus,device,domain,function}; unique per host. */
@@ -154,6 +156,17 @@ export interface CommitMarkersTable {
   created_at: string
 }
 
+/** One change of a device's health (migration 0008, src/db/health-transitions.ts). */
+export interface HealthTransitionsTable {
+  id: Id
+  device_uuid: string
+  hostname: string
+  from_health: string
+  to_health: string
+  reason: string | null
+  created_at: string
+}
+
 export interface Database {
   devices: DevicesTable
   deployables: DeployablesTable
@@ -165,6 +178,7 @@ export interface Database {
   services: ServicesTable
   agent_drivers: AgentDriversTable
   commit_markers: CommitMarkersTable
+  health_transitions: HealthTransitionsTable
 }
 
 export type DeviceRow = Selectable<DevicesTable>

@@ -195,17 +195,30 @@ await test('diff: in-use things are kept and their device marked failed', () => 
   const diff = diffInventory(HOST, rows, [])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
   assert.deepEqual(diff.updateDevices, [
-    { id: rows[0]!.id, set: { health: 'failed', lifecycleReason: MISSING_REASON } },
+    {
+      id: rows[0]!.id,
+      set: { health: 'failed', healthReason: MISSING_REASON, lifecycleReason: MISSING_REASON },
+    },
+  ])
+  assert.deepEqual(diff.healthChanges, [
+    { deviceId: rows[0]!.id, from: 'ok', to: 'failed', reason: MISSING_REASON },
   ])
   assert.deepEqual(diff.markRemovalPending, [rows[0]!.deployables[0]!.id])
   assert.deepEqual(diff.counts, { added: 0, updated: 1, removed: 1, pending: 1 })
   // Already marked: nothing to write. Back in the report: healthy again, no longer pending.
-  Object.assign(rows[0]!, { health: 'failed', lifecycleReason: MISSING_REASON })
+  Object.assign(rows[0]!, {
+    health: 'failed',
+    healthReason: MISSING_REASON,
+    lifecycleReason: MISSING_REASON,
+  })
   rows[0]!.deployables[0]!.removalPending = true
   assert.equal(writes(diffInventory(HOST, rows.slice(0, 1), [])), 0)
   const back = diffInventory(HOST, rows.slice(0, 1), before.slice(0, 1))
   assert.deepEqual(back.updateDevices, [
-    { id: rows[0]!.id, set: { health: 'ok', lifecycleReason: null } },
+    { id: rows[0]!.id, set: { health: 'ok', healthReason: null, lifecycleReason: null } },
+  ])
+  assert.deepEqual(back.healthChanges, [
+    { deviceId: rows[0]!.id, from: 'failed', to: 'ok', reason: null },
   ])
   assert.deepEqual(back.clearRemovalPending, [rows[0]!.deployables[0]!.id])
 })

@@ -9,6 +9,7 @@
  * (the conductor deletes the provider first, then a later diff removes the rows).
  */
 import { InvalidInputError } from './errors.js'
+import { nextHealth, type HealthSet } from './health-diff.js'
 import { deployableRpUuid } from './ids.js'
 import {
   canonicalJson,
@@ -17,8 +18,7 @@ import {
   type ReportedHealth,
 } from './inventory.js'
 
-/** The lifecycle_reason of a device kept only because something of it vanished while in use. */
-export const MISSING_REASON = 'missing from the last inventory report'
+export { MISSING_REASON } from './health-diff.js'
 
 export interface CurrentHandle {
   id: number
@@ -63,6 +63,8 @@ export interface CurrentDevice extends DeviceFields {
   lifecycleReason: string | null
   /** Why health is not ok (`health_reason`). */
   healthReason?: string | null
+  /** Healthy reports in a row while fenced (`healthy_reports`; damping). */
+  healthyReports?: number
   deployables: CurrentDeployable[]
 }
 
@@ -93,12 +95,7 @@ export interface NewDevice {
 /** Everything to write, grouped by table so that each group can go to the database in one statement. */
 export interface InventoryDiff {
   addDevices: NewDevice[]
-  updateDevices: {
-    id: number
-    set: Partial<
-      DeviceFields & { health: string; lifecycleReason: string | null; healthReason: string | null }
-    >
-  }[]
+  updateDevices: { id: number; set: Partial<DeviceFields> & HealthSet }[]
   addDeployables: (NewDeployable & { deviceId: number })[]
   updateDeployables: { id: number; set: Partial<DeployableFields> }[]
   addAttributes: { deployableId: number; key: string; value: string }[]
@@ -115,9 +112,15 @@ export interface InventoryDiff {
   removeDevices: number[]
   /** Devices added, updated (any change beneath the device) and removed; deployables pending removal. */
   counts: { added: number; updated: number; removed: number; pending: number }
+  /** Changes of health state of existing devices, to record and log. */
+  healthChanges: { deviceId: number; from: string; to: string; reason: string | null }[]
+  /** Devices held fenced by damping: the report's hash must not be kept. */
+  recovering: number
+  /** `[conductor] health_recovery_reports` (≥ 1). */
+  recoveryReports: number
 }
 
-const emptyDiff = (): InventoryDiff => ({
+const emptyDiff = (recoveryReports: number): InventoryDiff => ({
   addDevices: [],
   updateDevices: [],
   addDeployables: [],
@@ -133,6 +136,9 @@ const emptyDiff = (): InventoryDiff => ({
   removeDeployables: [],
   removeDevices: [],
   counts: { added: 0, updated: 0, removed: 0, pending: 0 },
+  healthChanges: [],
+  recovering: 0,
+  recoveryReports,
 })
 
 const jsonOrNull = (v: Record<string, unknown> | null) => (v === null ? null : canonicalJson(v))
@@ -144,14 +150,16 @@ const held = (d: CurrentDeployable) => busy(d) || d.inPlacement
  * Computes the writes that turn `current` (one host's rows) into `devices` (its agent's snapshot).
  * @throws InvalidInputError when the snapshot repeats a control path, deployable name, attribute key
  * or handle info (where the database would refuse it).
+ * `recoveryReports`: healthy reports in a row before a fenced device is offered again (damping).
  */
 export function diffInventory(
   host: string,
   current: CurrentDevice[],
   devices: DiscoveredDevice[],
+  recoveryReports = 1,
 ): InventoryDiff {
   checkUnique(devices)
-  const diff = emptyDiff()
+  const diff = emptyDiff(Math.max(1, recoveryReports))
   const byKey = new Map(current.map((d) => [d.key, d]))
   const seen = new Set<string>()
   for (const device of devices) {
@@ -259,31 +267,17 @@ function diffDeployable(
   return missing
 }
 
-/**
- * The device's health after this report. Something of it vanished while in use: `failed`, marked
- * with MISSING_REASON. Otherwise what the driver reported (absent: ok), which also clears that
- * mark and lifts the lease fence (health `unknown`, set while the agent was silent): a full report
- * is what brings a device back. True when the row changes.
- */
+/** Applies nextHealth (health-diff.ts) to one device; true when the row changes. */
 function markMissing(
   diff: InventoryDiff,
   cur: CurrentDevice,
   missing: boolean,
   reported?: ReportedHealth,
 ): boolean {
-  const marked = cur.health === 'failed' && cur.lifecycleReason === MISSING_REASON
-  let set: { health: string; lifecycleReason?: string | null; healthReason?: string | null }
-  if (missing) {
-    if (marked) return false
-    set = { health: 'failed', lifecycleReason: MISSING_REASON }
-  } else {
-    const state = reported?.state ?? 'ok'
-    const reason = state === 'ok' ? null : (reported?.reason ?? null)
-    const sameReason = (cur.healthReason ?? null) === reason
-    if (!marked && cur.health === state && sameReason) return false
-    set = marked ? { health: state, lifecycleReason: null } : { health: state }
-    if (!sameReason) set.healthReason = reason
-  }
+  const { set, transition, recovering } = nextHealth(cur, missing, reported, diff.recoveryReports)
+  if (recovering) diff.recovering++
+  if (transition) diff.healthChanges.push({ deviceId: cur.id, ...transition })
+  if (!set) return false
   const existing = diff.updateDevices.find((u) => u.id === cur.id)
   if (existing) Object.assign(existing.set, set)
   else diff.updateDevices.push({ id: cur.id, set })

@@ -116,6 +116,7 @@ export function conductorOptions(config: Config): ConductorOptions {
     bindTimeoutMs: config.DEFAULT.bind_timeout * 1000,
     serviceDownTimeMs: config.DEFAULT.service_down_time * 1000,
     leaseSweepIntervalMs: config.agent.report_interval * 1000,
+    healthRecoveryReports: config.conductor.health_recovery_reports,
   }
 }
 

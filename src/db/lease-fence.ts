@@ -1,0 +1,90 @@
+/**
+ * The lease sweep's fence (src/conductor/lease-sweep.ts), for many silent agents in one
+ * transaction: lock their hosts' offered devices (health ok or degraded), set them `unknown` with
+ * each agent's reason in one UPDATE per host that re-checks the lease in the same statement (a
+ * heartbeat that landed meanwhile wins), and record each device's transition.
+ */
+import type { Kysely } from 'kysely'
+import { dialectOf } from './connection.js'
+import type { Database } from './schema.js'
+import { AGENT_BINARY } from './services.js'
+import { insertHealthTransitions, type HealthTransition } from './health-transitions.js'
+
+/** Hosts per statement's IN list. */
+const CHUNK = 500
+
+/**
+ * Fences the offered devices of `agents` whose lease ran out before `cutoff`; returns the
+ * transitions recorded (none for a host whose agent beat meanwhile or whose devices another
+ * conductor fenced first).
+ */
+export async function fenceDevicesOfSilentAgents(
+  db: Kysely<Database>,
+  agents: readonly { host: string; reason: string }[],
+  options: { cutoff: string; now: string },
+): Promise<HealthTransition[]> {
+  const { cutoff, now } = options
+  const transitions: HealthTransition[] = []
+  const reasons = new Map(agents.map((a) => [a.host, a.reason]))
+  for (let i = 0; i < agents.length; i += CHUNK) {
+    const hosts = agents.slice(i, i + CHUNK).map((a) => a.host)
+    const qb = db
+      .selectFrom('devices as d')
+      .select(['d.id', 'd.uuid', 'd.hostname', 'd.health'])
+      .where('d.hostname', 'in', hosts)
+      .where('d.health', 'in', ['ok', 'degraded'])
+      .orderBy('d.id')
+    const rows = await (dialectOf(db) === 'sqlite' ? qb : qb.forUpdate()).execute()
+    const byHost = new Map<string, typeof rows>()
+    for (const r of rows) byHost.set(r.hostname, [...(byHost.get(r.hostname) ?? []), r])
+    for (const [host, devices] of byHost) {
+      const reason = reasons.get(host)!
+      const res = await db
+        .updateTable('devices')
+        .set({
+          health: 'unknown',
+          health_reason: reason,
+          health_updated_at: now,
+          healthy_reports: 0,
+          updated_at: now,
+        })
+        .where(
+          'id',
+          'in',
+          devices.map((d) => d.id),
+        )
+        .where(({ exists, selectFrom }) =>
+          exists(
+            selectFrom('services')
+              .select('services.id')
+              .where('services.host', '=', host)
+              .where('services.binary', '=', AGENT_BINARY)
+              .where('services.last_seen', '<', cutoff),
+          ),
+        )
+        .executeTakeFirst()
+      if (Number(res.numUpdatedRows) === 0) continue // the agent beat meanwhile
+      for (const d of devices) {
+        transitions.push({
+          deviceUuid: d.uuid,
+          hostname: host,
+          from: d.health,
+          to: 'unknown',
+          reason,
+          createdAt: now,
+        })
+      }
+    }
+  }
+  const fenced = [...new Set(transitions.map((t) => t.hostname))]
+  for (let i = 0; i < fenced.length; i += CHUNK) {
+    await db
+      .updateTable('services')
+      .set({ report_hash: null })
+      .where('binary', '=', AGENT_BINARY)
+      .where('host', 'in', fenced.slice(i, i + CHUNK))
+      .execute()
+  }
+  await insertHealthTransitions(db, transitions)
+  return transitions
+}
