@@ -91,7 +91,7 @@ void describe('fake driver', () => {
     assert.deepEqual(sick!.health, { state: 'failed', reason: '2 uncorrectable ECC errors' })
     assert.throws(() => createFakeDriver(deps, { health: 'sick' }), {
       name: 'InvalidInputError',
-      message: "Invalid input for field 'health': must be one of: ok, degraded, failed",
+      message: "Invalid input for field 'health': must be one of: ok, degraded, failed, unknown",
     })
   })
 })

@@ -27,10 +27,15 @@ export function worstHealth(
   return reasons.length > 0 ? { state: worst, reason: reasons.join('; ') } : { state: worst }
 }
 
+/** The most a reason may hold (the conductor refuses a longer one, and with it the whole report). */
+export const MAX_REASON = 255
+
 /** The device with `health` set when it is not ok (absent means ok, so healthy output is unchanged). */
 export function withHealth(device: DiscoveredDevice, health: ReportedHealth | undefined) {
   if (health === undefined || health.state === 'ok') return device
-  return { ...device, health }
+  const { reason } = health
+  if (reason === undefined || reason.length <= MAX_REASON) return { ...device, health }
+  return { ...device, health: { ...health, reason: `${reason.slice(0, MAX_REASON - 1)}…` } }
 }
 
 /**
@@ -43,15 +48,17 @@ export function thresholdOption(
   name: string,
   fallback: number,
 ): number {
-  const text = options[name]
-  if (text === undefined || text.trim() === '') return fallback
-  if (!/^\d{1,9}$/.test(text.trim())) {
+  const raw: unknown = options[name]
+  // Options come from JSON and config files: a number given as a number is taken as its text.
+  const text = raw === undefined || raw === null ? '' : String(raw as string | number).trim()
+  if (text === '') return fallback
+  if (!/^\d{1,9}$/.test(text)) {
     throw new ConfigError(
       `${driver} driver option ${name}: must be a non-negative integer (0 turns the check off), got '${text}'`,
       { code: 'INVALID_DRIVER_OPTION', details: { driver, option: name } },
     )
   }
-  return Number(text.trim())
+  return Number(text)
 }
 
 /**
@@ -65,8 +72,9 @@ export function choiceOption<T extends string>(
   choices: readonly T[],
   fallback: T,
 ): T {
-  const text = options[name]?.trim()
-  if (text === undefined || text === '') return fallback
+  const raw: unknown = options[name]
+  const text = raw === undefined || raw === null ? '' : String(raw as string).trim()
+  if (text === '') return fallback
   if (!(choices as readonly string[]).includes(text)) {
     throw new ConfigError(
       `${driver} driver option ${name}: must be one of ${choices.join(', ')}, got '${text}'`,

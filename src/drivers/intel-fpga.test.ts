@@ -107,7 +107,7 @@ void describe('intel-fpga parsers', () => {
 })
 
 void describe('intel-fpga discover', () => {
-  for (const c of ['typical', 'pf-vfs', 'malformed', 'empty']) {
+  for (const c of ['typical', 'pf-vfs', 'malformed', 'empty', 'opae-errors']) {
     void it(`${c}: matches expected.json`, async () => {
       assert.deepEqual(await discover(c), expected(c))
     })
@@ -132,7 +132,7 @@ void describe('intel-fpga discover', () => {
   void it('never throws on random file contents', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('typical', 'pf-vfs', 'malformed'),
+        fc.constantFrom('typical', 'pf-vfs', 'malformed', 'opae-errors'),
         fc.array(junk, { minLength: 1, maxLength: 8 }),
         async (c, contents) => {
           const devices = await createIntelFpgaDriver({
@@ -172,5 +172,53 @@ void describe('intel-fpga discover', () => {
       name: 'InvalidInputError',
       code: 'PCI_ADDRESS_INVALID',
     })
+  })
+})
+
+void describe('intel-fpga health', () => {
+  const health = async (options: Record<string, string> = {}) =>
+    (
+      await createIntelFpgaDriver(
+        { host: createFixtureHostProbe(path.join(fixtures, 'opae-errors')), hostname: 'h' },
+        options,
+      ).discover()
+    ).map((d) => [d.deployables[0]!.name, d.health])
+
+  void it('opae-errors: error registers and PCIe findings per card', async () => {
+    assert.deepEqual(await health(), [
+      ['h_0000:3b:00.0', { state: 'degraded', reason: '1500 correctable PCIe AER errors' }],
+      ['h_0000:5e:00.0', { state: 'failed', reason: 'FPGA port errors 0x2 (first error 0x2)' }],
+      [
+        'h_0000:af:00.0',
+        { state: 'failed', reason: 'FPGA FME catfatal_errors 0x400 (first error 0x400)' },
+      ],
+      ['h_0000:d8:00.0', undefined],
+    ])
+  })
+
+  void it('opae_errors = degraded keeps the cards offered; off and 0 turn checks off', async () => {
+    const degraded = await health({ opae_errors: 'degraded' })
+    assert.deepEqual(degraded[1]![1], {
+      state: 'degraded',
+      reason: 'FPGA port errors 0x2 (first error 0x2)',
+    })
+    const off = await health({ opae_errors: 'off', aer_correctable_degraded: '0' })
+    assert.deepEqual(
+      off.map(([, h]) => h),
+      [undefined, undefined, undefined, undefined],
+    )
+  })
+
+  void it('a bad health option is a ConfigError at creation, naming driver and option', () => {
+    const host = createFixtureHostProbe(path.join(fixtures, 'empty'))
+    for (const [option, value] of [
+      ['opae_errors', 'yes'],
+      ['aer_nonfatal_degraded', '1.5'],
+    ] as const) {
+      assert.throws(() => createIntelFpgaDriver({ host, hostname: 'h' }, { [option]: value }), {
+        name: 'ConfigError',
+        message: new RegExp(`^intel-fpga driver option ${option}: `),
+      })
+    }
   })
 })

@@ -12,6 +12,9 @@
  *
  * A PF without VFs is one deployable with one accelerator and one PCI handle (the PF); a PF with VFs is
  * one deployable whose accelerators and handles are its VFs. VF functions are never scanned as PFs.
+ *
+ * Health (issue 15): the worst of the PF's PCIe finding (pci-health.ts) and the FME and port error
+ * registers of the FPGA driver (opae-health.ts).
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
 import {
@@ -29,9 +32,18 @@ import {
   readOptional,
   throwIfAborted,
   readVirtfns,
+  PCI_DEVICES_ROOT,
 } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
 import { programTarget, runProgrammer } from './fpga-program.js'
+import { withHealth, worstHealth } from './health.js'
+import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
+import {
+  listFpgaNodes,
+  opaeErrorsLevel,
+  opaeHealth,
+  type OpaeHealthOptions,
+} from './opae-health.js'
 
 /** OPAE's programming tool (opae-sdk tools/fpgaconf), the one OpenStack Cyborg's intel driver runs. */
 export const FPGACONF = '/usr/bin/fpgaconf'
@@ -137,22 +149,16 @@ async function readFpgaIds(
 ): Promise<{ afuIds: string[]; regionIds: string[] }> {
   const afu: Promise<string | undefined>[] = []
   const region: Promise<string | undefined>[] = []
-  for (const r of await children(host, `${dir}/fpga_region`, /^region\d+$/)) {
-    for (const port of await children(host, r, /^dfl-port\.\d+$/))
-      afu.push(readId(host, `${port}/afu_id`))
-    for (const fme of await children(host, r, /^dfl-fme\.\d+$/)) {
-      for (const fr of await children(host, fme, /^dfl-fme-region\.\d+$/)) {
+  for (const node of await listFpgaNodes(host, dir)) {
+    if (node.kind === 'port') afu.push(readId(host, `${node.path}/afu_id`))
+    else if (node.layout === 'opae') region.push(readId(host, `${node.path}/pr/interface_id`))
+    else {
+      for (const fr of await children(host, node.path, /^dfl-fme-region\.\d+$/)) {
         for (const sub of await children(host, `${fr}/fpga_region`, /^region\d+$/)) {
           region.push(readId(host, `${sub}/compat_id`))
         }
       }
     }
-  }
-  for (const dev of await children(host, `${dir}/fpga`, /^intel-fpga-dev\.\d+$/)) {
-    for (const port of await children(host, dev, /^intel-fpga-port\.\d+$/))
-      afu.push(readId(host, `${port}/afu_id`))
-    for (const fme of await children(host, dev, /^intel-fpga-fme\.\d+$/))
-      region.push(readId(host, `${fme}/pr/interface_id`))
   }
   return {
     afuIds: uniqSorted(await Promise.all(afu)),
@@ -160,19 +166,30 @@ async function readFpgaIds(
   }
 }
 
-/** Creates the `intel-fpga` driver. It takes no options. */
+/**
+ * Options of the `intel-fpga` driver: the health thresholds (docs/drivers.md), `opae_errors`
+ * (opae-health.ts) and the PCIe ones (pci-health.ts).
+ */
+export type IntelFpgaDriverOptions = PciHealthOptions & OpaeHealthOptions
+
+/**
+ * Creates the `intel-fpga` driver.
+ * @throws ConfigError for a bad health option
+ */
 export function createIntelFpgaDriver(
   deps: DriverDeps,
-  _options: Record<string, string> = {},
+  options: IntelFpgaDriverOptions = {},
 ): AcceleratorDriver {
   const { host, hostname } = deps
+  const pciThresholds = pciHealthThresholds('intel-fpga', options)
+  const opaeLevel = opaeErrorsLevel('intel-fpga', options)
   return {
     name: 'intel-fpga',
     deviceType: DeviceType.FPGA,
-    async discover(options = {}) {
-      throwIfAborted('intel-fpga', options.signal)
+    async discover({ signal } = {}) {
+      throwIfAborted('intel-fpga', signal)
       const all = await listPciFunctions(host, {
-        signal: options.signal,
+        signal,
         filter: (f) => f.vendorId === '8086',
       })
       const pfSet = new Set(
@@ -184,12 +201,16 @@ export function createIntelFpgaDriver(
       const devices: DiscoveredDevice[] = []
       for (const fn of all) {
         if (!pfSet.has(fn.address)) continue
-        const dir = `/sys/bus/pci/devices/${fn.address}`
-        const [ids, virtfn] = await Promise.all([readFpgaIds(host, dir), readVirtfns(host, dir)])
+        const dir = `${PCI_DEVICES_ROOT}/${fn.address}`
+        const [ids, virtfn, pcie, opae] = await Promise.all([
+          readFpgaIds(host, dir),
+          readVirtfns(host, dir),
+          pciHealth(host, fn.address, pciThresholds),
+          opaeHealth(host, dir, opaeLevel),
+        ])
         const vfs = claim(fn.address, virtfn)
-        devices.push(
-          intelFpgaDevice({ address: fn.address, productId: fn.productId, ...ids, vfs }, hostname),
-        )
+        const pf = { address: fn.address, productId: fn.productId, ...ids, vfs }
+        devices.push(withHealth(intelFpgaDevice(pf, hostname), worstHealth([pcie, opae])))
       }
       return devices
     },

@@ -161,3 +161,34 @@ void describe('intel-nic discover', () => {
     )
   })
 })
+
+void describe('intel-nic health', () => {
+  const options = read('typical', 'options.json') as Record<string, string>
+
+  void it('reads the PCIe health of each port PF', async () => {
+    const host = createFixtureHostProbe(path.join(fixtures, 'typical'))
+    await host.writeFile(
+      '/sys/bus/pci/devices/0000:af:00.0/aer_dev_nonfatal',
+      'TOTAL_ERR_NONFATAL 4\n',
+    )
+    await host.writeFile('/sys/bus/pci/devices/0000:af:00.0/current_link_width', '4\n')
+    await host.writeFile('/sys/bus/pci/devices/0000:af:00.0/max_link_width', '8\n')
+    const devices = await createIntelNicDriver({ host, hostname: 'h' }, options).discover()
+    assert.deepEqual(
+      devices.map((d) => d.health),
+      [
+        undefined,
+        { state: 'degraded', reason: '4 non-fatal PCIe AER errors; PCIe link x4, capable of x8' },
+      ],
+    )
+  })
+
+  void it('refuses a bad health option at creation', () => {
+    const host = createFixtureHostProbe(path.join(fixtures, 'typical'))
+    assert.throws(
+      () =>
+        createIntelNicDriver({ host, hostname: 'h' }, { ...options, aer_nonfatal_degraded: '1.5' }),
+      { name: 'ConfigError', message: /^intel-nic driver option aer_nonfatal_degraded: / },
+    )
+  })
+})

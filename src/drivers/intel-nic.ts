@@ -26,6 +26,7 @@ import {
   readVirtfns,
 } from './pci-sysfs.js'
 import { rcAndTraits, traitSegment } from './traits.js'
+import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 
 /** Intel Ethernet PF device ids (vendor 8086) → model (drivers/net/ethernet/intel/{i40e,ice}). */
 export const INTEL_NIC_PF_MODELS: Readonly<Record<string, string>> = {
@@ -44,8 +45,11 @@ export const INTEL_NIC_PF_MODELS: Readonly<Record<string, string>> = {
 /** The resource class of every Intel NIC deployable. */
 export const INTEL_NIC_RESOURCE_CLASS = 'CUSTOM_NIC'
 
-/** Options of {@link createIntelNicDriver}. */
-export interface IntelNicDriverOptions {
+/**
+ * Options of {@link createIntelNicDriver}, with the PCIe health thresholds of
+ * {@link PciHealthOptions}, read from each port's PF (its VFs share the PF's link).
+ */
+export interface IntelNicDriverOptions extends PciHealthOptions {
   /** `physnet:ifname|ifname,…`. @default '' (no port offered) */
   physical_device_mappings?: string
   /** `FUNCTION:ifname|ifname,…`. @default '' */
@@ -131,7 +135,10 @@ export function intelNicDevice(port: IntelNicPort, hostname: string): Discovered
   }
 }
 
-/** Creates the `intel-nic` driver. */
+/**
+ * Creates the `intel-nic` driver.
+ * @throws ConfigError if a health option is invalid
+ */
 export function createIntelNicDriver(
   deps: DriverDeps,
   options: IntelNicDriverOptions = {},
@@ -141,6 +148,7 @@ export function createIntelNicDriver(
     options
   const physnetOf = parseDeviceMappings(physnets, true)
   const functionsOf = parseDeviceMappings(functions)
+  const thresholds = pciHealthThresholds('intel-nic', options)
   return {
     name: 'intel-nic',
     deviceType: DeviceType.NIC,
@@ -169,7 +177,8 @@ export function createIntelNicDriver(
         const fns = (functionsOf.get(netdev) ?? []).filter((f) => traitSegment(f) !== '')
         devices.push(intelNicDevice({ ...port, functions: fns }, hostname))
       }
-      return devices
+      throwIfAborted('intel-nic', opts.signal)
+      return withPciHealth(host, devices, thresholds)
     },
   }
 }

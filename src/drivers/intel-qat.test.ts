@@ -119,7 +119,7 @@ void describe('intel-qat parsers', () => {
 })
 
 void describe('intel-qat discover', () => {
-  for (const c of ['typical', 'pf-vfs', 'malformed', 'empty']) {
+  for (const c of ['typical', 'pf-vfs', 'malformed', 'empty', 'state-down']) {
     void it(`${c}: matches expected.json`, async () => {
       assert.deepEqual(await discover(c), expected(c))
     })
@@ -142,7 +142,7 @@ void describe('intel-qat discover', () => {
   void it('never throws on random file contents', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('typical', 'pf-vfs', 'malformed'),
+        fc.constantFrom('typical', 'pf-vfs', 'malformed', 'state-down'),
         fc.array(junk, { minLength: 1, maxLength: 8 }),
         async (c, contents) => {
           const devices = await createIntelQatDriver({
@@ -153,6 +153,42 @@ void describe('intel-qat discover', () => {
         },
       ),
       { numRuns: 60 },
+    )
+  })
+})
+
+void describe('intel-qat health', () => {
+  const health = async (options: Record<string, string> = {}) =>
+    (
+      await createIntelQatDriver(
+        { host: createFixtureHostProbe(path.join(fixtures, 'state-down')), hostname: 'h' },
+        options,
+      ).discover()
+    ).map((d) => [d.deployables.map((x) => x.name), d.health])
+
+  void it('state-down: a PF down fails, AER errors degrade, no qat/state is no finding', async () => {
+    assert.deepEqual(await health(), [
+      [['h_0000:3d:00.0'], undefined],
+      [['h_0000:6b:00.0'], { state: 'failed', reason: 'QAT device state down' }],
+      [
+        ['h_0000:e8:00.1', 'h_0000:e8:00.2'],
+        { state: 'degraded', reason: '2 non-fatal PCIe AER errors' },
+      ],
+    ])
+  })
+
+  void it('AER thresholds are options; 0 turns a check off', async () => {
+    const h = await health({ aer_nonfatal_degraded: '0' })
+    assert.equal(h[2]![1], undefined)
+    const higher = await health({ aer_nonfatal_degraded: '3' })
+    assert.equal(higher[2]![1], undefined)
+  })
+
+  void it('a bad health option is a ConfigError at creation, naming driver and option', () => {
+    const host = createFixtureHostProbe(path.join(fixtures, 'empty'))
+    assert.throws(
+      () => createIntelQatDriver({ host, hostname: 'h' }, { aer_correctable_degraded: 'many' }),
+      { name: 'ConfigError', message: /^intel-qat driver option aer_correctable_degraded: / },
     )
   })
 })

@@ -12,9 +12,17 @@
  *
  * Each VF belongs to one PF and is reported once; a VF whose PF is not on the host (a VF passed into a VM)
  * is not reported.
+ *
+ * Health (issue 15): the worst of the PF's PCIe finding (pci-health.ts) and its `qat/state`
+ * (qat-health.ts); a device's VF deployables share it.
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  type DiscoveredDevice,
+  type ReportedHealth,
+} from '../domain/inventory.js'
 import {
   createVfClaimer,
   listPciFunctions,
@@ -23,9 +31,13 @@ import {
   readOptional,
   readVirtfns,
   throwIfAborted,
+  PCI_DEVICES_ROOT,
   type PciFunction,
 } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
+import { withHealth, worstHealth } from './health.js'
+import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
+import { qatStateHealth } from './qat-health.js'
 
 /** QAT PF device ids (vendor 8086) → model, from the kernel's drivers/crypto/intel/qat. */
 export const QAT_PF_MODELS: Readonly<Record<string, string>> = {
@@ -119,37 +131,53 @@ export function groupQatPfs(
   }))
 }
 
-/** Creates the `intel-qat` driver. It takes no options. */
+/** Options of the `intel-qat` driver: the PCIe health thresholds (pci-health.ts, docs/drivers.md). */
+export type IntelQatDriverOptions = PciHealthOptions
+
+/**
+ * Creates the `intel-qat` driver.
+ * @throws ConfigError for a bad health option
+ */
 export function createIntelQatDriver(
   deps: DriverDeps,
-  _options: Record<string, string> = {},
+  options: IntelQatDriverOptions = {},
 ): AcceleratorDriver {
   const { host, hostname } = deps
+  const pciThresholds = pciHealthThresholds('intel-qat', options)
   return {
     name: 'intel-qat',
     deviceType: DeviceType.QAT,
-    async discover(options = {}) {
-      throwIfAborted('intel-qat', options.signal)
+    async discover({ signal } = {}) {
+      throwIfAborted('intel-qat', signal)
       const all = await listPciFunctions(host, {
-        signal: options.signal,
+        signal,
         filter: (f) => f.vendorId === '8086',
       })
       const pfFns = all.filter(
         (f) => Object.hasOwn(QAT_PF_MODELS, f.productId) && f.physfn === undefined,
       )
+      const health = new Map<string, ReportedHealth | undefined>()
       const pfs = await Promise.all(
         pfFns.map(async (fn) => {
-          const dir = `/sys/bus/pci/devices/${fn.address}`
-          const cfg = await readOptional(host, `${dir}/qat/cfg_services`)
+          const dir = `${PCI_DEVICES_ROOT}/${fn.address}`
+          const [cfg, virtfn, pcie, state] = await Promise.all([
+            readOptional(host, `${dir}/qat/cfg_services`),
+            readVirtfns(host, dir),
+            pciHealth(host, fn.address, pciThresholds),
+            qatStateHealth(host, dir),
+          ])
           const parsed = cfg === undefined ? [] : parseQatServices(cfg)
+          health.set(fn.address, worstHealth([pcie, state]))
           return {
             fn,
             services: parsed.length > 0 ? parsed : defaultQatServices(fn.productId),
-            virtfn: await readVirtfns(host, dir),
+            virtfn,
           }
         }),
       )
-      return groupQatPfs(pfs, all).map((pf) => qatDevice(pf, hostname))
+      return groupQatPfs(pfs, all).map((pf) =>
+        withHealth(qatDevice(pf, hostname), health.get(pf.address)),
+      )
     },
   }
 }

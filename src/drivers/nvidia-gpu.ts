@@ -8,7 +8,9 @@
  *   (`mdev_supported_types/<type>/{name,available_instances,devices/}`);
  * - `lspci -nnD`: pciutils lspci(8) (`<dddd:bb:ss.f> <class> [cccc]: <name> [vvvv:dddd] (rev rr)`);
  * - `nvidia-smi -q -x`: the nvsmi_device_v*.dtd XML shipped with the NVIDIA driver
- *   (`<gpu id=…>`, `<product_name>`, `<mig_mode><current_mig>`, `<mig_devices><mig_device>`).
+ *   (`<gpu id=…>`, `<product_name>`, `<mig_mode><current_mig>`, `<mig_devices><mig_device>`),
+ *   read in nvidia-smi.ts; health (ECC, retired pages, row remapping, lost GPUs, PCIe) in
+ *   nvidia-health.ts.
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
 import {
@@ -29,6 +31,16 @@ import {
   type PciFunction,
 } from './pci-sysfs.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment } from './traits.js'
+import { parseNvidiaSmiXml, runNvidiaSmi, type NvidiaSmiGpu } from './nvidia-smi.js'
+import { pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
+import {
+  NVIDIA_PCI_HEALTH,
+  nvidiaHealthThresholds,
+  withNvidiaHealth,
+  type NvidiaHealthOptions,
+} from './nvidia-health.js'
+
+export { parseNvidiaSmiXml, type NvidiaSmiGpu, type NvidiaSmiMigDevice } from './nvidia-smi.js'
 
 /** NVIDIA's PCI vendor id. */
 export const NVIDIA_VENDOR_ID = '10de'
@@ -72,75 +84,6 @@ export function parseLspciNnD(text: string): LspciEntry[] {
 export function lspciModel(description: string): string {
   const bracket = /\[([^\]]+)\]\s*$/.exec(description)
   return (bracket ? bracket[1]! : description.replace(/^NVIDIA Corporation\s+/, '')).trim()
-}
-
-/** One MIG device (a GPU instance + compute instance pair) from nvidia-smi. */
-export interface NvidiaSmiMigDevice {
-  index: string
-  gpuInstanceId: string
-  computeInstanceId: string
-  /** e.g. `9984 MiB`, when reported. */
-  memoryTotal?: string
-  multiprocessorCount?: string
-}
-
-/** One `<gpu>` of `nvidia-smi -q -x`. */
-export interface NvidiaSmiGpu {
-  /** Canonical PCI address. */
-  address: string
-  productName?: string
-  uuid?: string
-  /** `Enabled` / `Disabled`, when the GPU supports MIG. */
-  migMode?: string
-  migDevices: NvidiaSmiMigDevice[]
-}
-
-const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
-const decode = (s: string): string =>
-  s.replace(/&(amp|lt|gt|quot|apos);/g, (_, e: string) => ENTITIES[e] ?? '')
-
-/** The text of the first `<name>…</name>` leaf in `xml`, trimmed; undefined if absent or empty. */
-function leaf(xml: string, name: string): string | undefined {
-  const m = new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)
-  const v = m ? decode(m[1]!).trim() : ''
-  return v === '' || v === 'N/A' ? undefined : v
-}
-
-/**
- * Parses `nvidia-smi -q -x`. Only complete `<gpu id="…">…</gpu>` elements with a valid PCI
- * address are returned (a truncated document yields the GPUs before the cut).
- */
-export function parseNvidiaSmiXml(text: string): NvidiaSmiGpu[] {
-  const out: NvidiaSmiGpu[] = []
-  for (const m of text.matchAll(/<gpu\s+id="([^"]*)"\s*>([\s\S]*?)<\/gpu>/g)) {
-    const pci = parsePciAddress(m[1]!)
-    if (!pci) continue
-    const body = m[2]!
-    const gpu: NvidiaSmiGpu = { address: formatPciAddress(pci), migDevices: [] }
-    const productName = leaf(body, 'product_name')
-    const uuid = leaf(body, 'uuid')
-    const migSection = /<mig_mode>([\s\S]*?)<\/mig_mode>/.exec(body)
-    const migMode = migSection ? leaf(migSection[1]!, 'current_mig') : undefined
-    if (productName !== undefined) gpu.productName = productName
-    if (uuid !== undefined) gpu.uuid = uuid
-    if (migMode !== undefined) gpu.migMode = migMode
-    for (const d of body.matchAll(/<mig_device>([\s\S]*?)<\/mig_device>/g)) {
-      const dev = d[1]!
-      const index = leaf(dev, 'index')
-      const gi = leaf(dev, 'gpu_instance_id')
-      const ci = leaf(dev, 'compute_instance_id')
-      if (index === undefined || gi === undefined || ci === undefined) continue
-      const mig: NvidiaSmiMigDevice = { index, gpuInstanceId: gi, computeInstanceId: ci }
-      const fb = /<fb_memory_usage>([\s\S]*?)<\/fb_memory_usage>/.exec(dev)
-      const mem = fb ? leaf(fb[1]!, 'total') : undefined
-      const sm = leaf(dev, 'multiprocessor_count')
-      if (mem !== undefined) mig.memoryTotal = mem
-      if (sm !== undefined) mig.multiprocessorCount = sm
-      gpu.migDevices.push(mig)
-    }
-    out.push(gpu)
-  }
-  return out
 }
 
 /** One mediated device type of a PCI function. */
@@ -331,8 +274,12 @@ export function buildNvidiaDevices(
   return devices
 }
 
-/** Options of the NVIDIA GPU driver (strings, from config). */
-export interface NvidiaGpuDriverOptions {
+/**
+ * Options of the NVIDIA GPU driver (strings, from config), with the health thresholds of
+ * {@link PciHealthOptions} (read from the GPU's PF; `link_check` defaults to `width` here) and
+ * {@link NvidiaHealthOptions} (`ecc_uncorrectable_failed`, `retired_pages_pending`).
+ */
+export interface NvidiaGpuDriverOptions extends PciHealthOptions, NvidiaHealthOptions {
   /** Comma-separated mdev type ids to offer as VGPU (e.g. `nvidia-471,nvidia-472`); `*` offers all. @default '*' */
   vgpu_types?: string
   /** Run `lspci -nnD` for model names (`true`/`false`). @default 'true' */
@@ -354,7 +301,10 @@ async function optionalCommand(host: HostProbe, command: string, args: string[])
   }
 }
 
-/** Creates the NVIDIA GPU driver. */
+/**
+ * Creates the NVIDIA GPU driver.
+ * @throws ConfigError if a health option is invalid
+ */
 export function createNvidiaGpuDriver(
   deps: DriverDeps,
   options: NvidiaGpuDriverOptions = {},
@@ -370,6 +320,8 @@ export function createNvidiaGpuDriver(
     .map((s) => s.trim())
     .filter((s) => s !== '')
   const build: NvidiaBuildOptions = types.includes('*') ? {} : { vgpuTypes: new Set(types) }
+  const pci = pciHealthThresholds('nvidia-gpu', options, NVIDIA_PCI_HEALTH)
+  const nvidia = nvidiaHealthThresholds(options)
   return {
     name: 'nvidia-gpu',
     deviceType: DeviceType.GPU,
@@ -383,16 +335,19 @@ export function createNvidiaGpuDriver(
           ...fn,
           mdevTypes: await readMdevTypes(deps.host, `${root}/${fn.address}`),
         })
-      const [lspciText, smiText] = await Promise.all([
+      const [lspciText, run] = await Promise.all([
         lspci === 'false' ? '' : optionalCommand(deps.host, 'lspci', ['-nnD']),
-        nvidiaSmi === 'false' ? '' : optionalCommand(deps.host, 'nvidia-smi', ['-q', '-x']),
+        nvidiaSmi === 'false' ? { kind: 'absent' as const } : runNvidiaSmi(deps.host),
       ])
       throwIfAborted('nvidia-gpu', signal)
-      return buildNvidiaDevices(
+      const smi = parseNvidiaSmiXml(run.kind === 'ran' ? run.text : '')
+      const devices = buildNvidiaDevices(
         deps.hostname,
-        { functions, lspci: parseLspciNnD(lspciText), smi: parseNvidiaSmiXml(smiText) },
+        { functions, lspci: parseLspciNnD(lspciText), smi },
         build,
       )
+      const present = new Set(found.map((f) => f.address))
+      return withNvidiaHealth(deps.host, devices, { run, root, present, pci, nvidia })
     },
   }
 }

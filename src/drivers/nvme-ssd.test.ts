@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import {
   buildNvmeDevices,
@@ -9,7 +10,7 @@ import {
   ssdTraits,
   type NvmeController,
 } from './nvme-ssd.js'
-import { createFixtureHostProbe } from './fixture-host-probe.js'
+import { createFixtureHostProbe, garbledFixtureHostProbe } from './fixture-host-probe.js'
 import { createMemoryHostProbe } from './driver-contract.case.js'
 
 const fixture = (c: string): string =>
@@ -159,6 +160,103 @@ void describe('nvme-ssd: discover()', () => {
         )
       }),
       { numRuns: 150 },
+    )
+  })
+})
+
+void describe('nvme-ssd: health', () => {
+  const expected = (c: string): unknown =>
+    JSON.parse(readFileSync(fixture(`${c}/expected.json`), 'utf8'))
+
+  void it('smart-log: SMART log and PCIe findings per controller (expected.json)', async () => {
+    const host = createFixtureHostProbe(fixture('smart-log'))
+    const devices = await createNvmeSsdDriver({ host, hostname: 'compute-1' }).discover()
+    assert.deepEqual(devices, expected('smart-log'))
+    assert.deepEqual(
+      devices.map((d) => [(d.vendorBoardInfo as { controller: string }).controller, d.health]),
+      [
+        [
+          'nvme3',
+          {
+            state: 'unknown',
+            reason: 'nvme smart-log failed: unreadable output (no critical_warning)',
+          },
+        ],
+        ['nvme0', { state: 'failed', reason: 'NVMe critical warning: read-only (bit 3)' }],
+        ['nvme4', undefined],
+        [
+          'nvme1',
+          {
+            state: 'degraded',
+            reason: '1200 correctable PCIe AER errors; 95% of rated endurance used',
+          },
+        ],
+        [
+          'nvme2',
+          {
+            state: 'degraded',
+            reason: 'NVMe critical warning: temperature outside threshold (bit 1)',
+          },
+        ],
+      ],
+    )
+    assert.deepEqual(
+      host.execs.map((e) => [e.args[1], e.options?.timeoutMs]).sort(),
+      ['nvme0', 'nvme1', 'nvme2', 'nvme3', 'nvme4'].map((n) => [`/dev/${n}`, 10_000]),
+    )
+  })
+
+  void it('typical: without nvme-cli (no recording) nothing is added', async () => {
+    const host = createFixtureHostProbe(fixture('typical'))
+    const devices = await createNvmeSsdDriver({ host, hostname: 'compute-1' }).discover()
+    assert.deepEqual(devices, expected('typical'))
+    assert.equal(host.execs.length, 3) // one per PCIe controller, each COMMAND_NOT_FOUND
+  })
+
+  void it('options: thresholds move, 0 turns a check off, smart_log = false runs nothing', async () => {
+    const run = async (options: Record<string, string>) => {
+      const host = createFixtureHostProbe(fixture('smart-log'))
+      const devices = await createNvmeSsdDriver({ host, hostname: 'h' }, options).discover()
+      return { host, health: devices.map((d) => d.health) }
+    }
+    const worn = await run({ percentage_used_failed: '95', aer_correctable_degraded: '0' })
+    assert.deepEqual(worn.health[3], { state: 'failed', reason: '95% of rated endurance used' })
+    const quiet = await run({ smart_log: 'false', aer_correctable_degraded: '2000' })
+    assert.deepEqual(quiet.health, [undefined, undefined, undefined, undefined, undefined])
+    assert.equal(quiet.host.execs.length, 0)
+  })
+
+  void it('a bad health option is a ConfigError at creation, naming driver and option', () => {
+    const host = createMemoryHostProbe({})
+    for (const [option, value] of [
+      ['aer_fatal_failed', 'one'],
+      ['link_check', 'speed'],
+      ['media_errors_degraded', '-2'],
+      ['percentage_used_degraded', '9O'],
+    ] as const) {
+      assert.throws(() => createNvmeSsdDriver({ host, hostname: 'h' }, { [option]: value }), {
+        name: 'ConfigError',
+        message: new RegExp(`^nvme-ssd driver option ${option}: `),
+      })
+    }
+  })
+
+  void it('never throws on garbage in the smart-log fixture (property)', async () => {
+    const junk = fc.oneof(
+      fc.string({ maxLength: 60 }),
+      fc.json(),
+      fc.constantFrom('{"critical_warning":8}', 'TOTAL_ERR_FATAL 3\n', '8.0 GT/s PCIe', ''),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(junk, { minLength: 1, maxLength: 6 }), async (contents) => {
+        const devices = await createNvmeSsdDriver({
+          host: garbledFixtureHostProbe(fixture('smart-log'), contents),
+          hostname: 'h',
+        }).discover()
+        for (const d of devices)
+          assert.ok(d.health === undefined || (d.health.reason ?? '').length <= 255)
+      }),
+      { numRuns: 60 },
     )
   })
 })

@@ -6,9 +6,18 @@
  * function through its `device` link: `device/uevent` (`PCI_SLOT_NAME=`), `device/vendor`,
  * `device/device` (Documentation/ABI/testing/sysfs-bus-pci). Fabrics controllers (NVMe-oF, whose
  * `device` is not a PCI function) are skipped.
+ *
+ * Health (issue 15): the worst of the PCIe finding of the function (AER counters and link, read
+ * through the same `device` link: pci-health.ts) and the controller's SMART log from nvme-cli when
+ * it is installed (nvme-health.ts).
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import {
+  AttachType,
+  DeviceType,
+  type DiscoveredDevice,
+  type ReportedHealth,
+} from '../domain/inventory.js'
 import {
   parseHexId,
   parsePciAddress,
@@ -19,6 +28,9 @@ import {
   throwIfAborted,
 } from './pci-sysfs.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './traits.js'
+import { withHealth, worstHealth } from './health.js'
+import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
+import { nvmeHealthThresholds, nvmeSmartLogHealth, type NvmeHealthOptions } from './nvme-health.js'
 
 /** The resource class of every NVMe SSD deployable. */
 export const SSD_RESOURCE_CLASS = 'CUSTOM_SSD'
@@ -55,24 +67,34 @@ export function ssdTraits(vendorId: string, productId: string): string[] {
 }
 
 /**
- * Builds the SSD devices (pure), one per PCI function in address order; a second controller on
- * the same function is ignored.
+ * The controller that stands for each PCI function (pure): the lowest-numbered one, in address
+ * order; a second controller on the same function is ignored.
  */
-export function buildNvmeDevices(
-  hostname: string,
-  controllers: readonly NvmeController[],
-): DiscoveredDevice[] {
+export function pickNvmeControllers(controllers: readonly NvmeController[]): NvmeController[] {
   const byAddress = new Map<string, NvmeController>()
   for (const c of [...controllers].sort((a, b) =>
     a.name.localeCompare(b.name, 'en', { numeric: true }),
   )) {
     if (!byAddress.has(c.address)) byAddress.set(c.address, c)
   }
-  return [...byAddress.values()]
-    .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0))
-    .map((c) => {
-      const pci = parsePciAddress(c.address)!
-      return {
+  return [...byAddress.values()].sort((a, b) =>
+    a.address < b.address ? -1 : a.address > b.address ? 1 : 0,
+  )
+}
+
+/**
+ * Builds the SSD devices (pure), one per PCI function in address order (see
+ * {@link pickNvmeControllers}); `health` gives a controller's finding by name (absent: ok).
+ */
+export function buildNvmeDevices(
+  hostname: string,
+  controllers: readonly NvmeController[],
+  health: ReadonlyMap<string, ReportedHealth | undefined> = new Map(),
+): DiscoveredDevice[] {
+  return pickNvmeControllers(controllers).map((c) => {
+    const pci = parsePciAddress(c.address)!
+    return withHealth(
+      {
         type: DeviceType.SSD,
         vendor: c.vendorId,
         model: c.model === '' ? c.productId : c.model,
@@ -88,8 +110,10 @@ export function buildNvmeDevices(
             attachHandles: [{ type: AttachType.PCI, info: pciHandleInfo(pci) }],
           },
         ],
-      }
-    })
+      },
+      health.get(c.name),
+    )
+  })
 }
 
 /** Reads one controller; undefined if it is not PCI-attached or its ids are unreadable. */
@@ -120,18 +144,32 @@ export async function readNvmeController(
   }
 }
 
-/** Options of the NVMe SSD driver. */
-export interface NvmeSsdDriverOptions {
+/**
+ * Options of the NVMe SSD driver: `sysfs_root`, and the health thresholds (docs/drivers.md) of
+ * nvme-health.ts and pci-health.ts.
+ */
+export interface NvmeSsdDriverOptions extends PciHealthOptions, NvmeHealthOptions {
   /** The sysfs class directory to scan. @default '/sys/class/nvme' */
   sysfs_root?: string
 }
 
-/** Creates the NVMe SSD driver. */
+/**
+ * Creates the NVMe SSD driver.
+ * @throws ConfigError for a bad health threshold option
+ */
 export function createNvmeSsdDriver(
   deps: DriverDeps,
   options: NvmeSsdDriverOptions = {},
 ): AcceleratorDriver {
   const { sysfs_root: root = NVME_CLASS_ROOT } = options
+  const pciThresholds = pciHealthThresholds('nvme-ssd', options)
+  const nvmeThresholds = nvmeHealthThresholds('nvme-ssd', options)
+  /** A controller's health: its PCI function's (read through the `device` link), then its SMART log. */
+  const controllerHealth = async (c: NvmeController) =>
+    worstHealth([
+      await pciHealth(deps.host, 'device', pciThresholds, `${root}/${c.name}`),
+      await nvmeSmartLogHealth(deps.host, c.name, nvmeThresholds),
+    ])
   return {
     name: 'nvme-ssd',
     deviceType: DeviceType.SSD,
@@ -143,7 +181,15 @@ export function createNvmeSsdDriver(
         const c = await readNvmeController(deps, root, name)
         if (c) controllers.push(c)
       }
-      return buildNvmeDevices(deps.hostname, controllers)
+      const picked = pickNvmeControllers(controllers)
+      const health = new Map<string, ReportedHealth | undefined>()
+      await Promise.all(
+        picked.map(async (c) => {
+          health.set(c.name, await controllerHealth(c))
+        }),
+      )
+      throwIfAborted('nvme-ssd', signal)
+      return buildNvmeDevices(deps.hostname, picked, health)
     },
   }
 }

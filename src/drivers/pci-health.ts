@@ -13,8 +13,12 @@
  * Thresholds are driver options (docs/health.md); `0` turns a check off.
  */
 import type { HostProbe } from './driver.js'
-import type { ReportedHealth } from '../domain/inventory.js'
-import { choiceOption, counted, thresholdOption, worstHealth } from './health.js'
+import {
+  controlPathAddress,
+  type DiscoveredDevice,
+  type ReportedHealth,
+} from '../domain/inventory.js'
+import { choiceOption, counted, thresholdOption, withHealth, worstHealth } from './health.js'
 import { readOptional } from './pci-sysfs.js'
 
 /** Which link shortfall counts as degraded. GPUs lower their link speed when idle: see docs/health.md. */
@@ -40,6 +44,24 @@ export const PCI_HEALTH_OPTIONS = [
   'link_check',
 ] as const
 
+/**
+ * The PCIe health options every PCI driver takes (strings, from config), parsed by
+ * {@link pciHealthThresholds}. A driver's options interface extends this one.
+ */
+export interface PciHealthOptions {
+  /** Fatal AER errors since boot at which the device is `failed`; `0` = off. @default '1' */
+  aer_fatal_failed?: string
+  /** Non-fatal AER errors since boot at which the device is `degraded`; `0` = off. @default '1' */
+  aer_nonfatal_degraded?: string
+  /** Correctable AER errors since boot at which the device is `degraded`; `0` = off. @default '1000' */
+  aer_correctable_degraded?: string
+  /**
+   * `speed-and-width`: a link trained below its maximum speed or width is `degraded`; `width`: only
+   * a narrower link; `off`: no link check. @default 'speed-and-width' ('width' for nvidia-gpu)
+   */
+  link_check?: string
+}
+
 export const DEFAULT_PCI_HEALTH: PciHealthThresholds = {
   aerFatalFailed: 1,
   aerNonfatalDegraded: 1,
@@ -54,9 +76,10 @@ export const DEFAULT_PCI_HEALTH: PciHealthThresholds = {
  */
 export function pciHealthThresholds(
   driver: string,
-  options: Readonly<Record<string, string | undefined>>,
+  given: Readonly<PciHealthOptions>,
   defaults: PciHealthThresholds = DEFAULT_PCI_HEALTH,
 ): PciHealthThresholds {
+  const options = given as Readonly<Record<string, string | undefined>>
   return {
     aerFatalFailed: thresholdOption(driver, options, 'aer_fatal_failed', defaults.aerFatalFailed),
     aerNonfatalDegraded: thresholdOption(
@@ -181,4 +204,39 @@ export async function pciHealth(
   root?: string,
 ): Promise<ReportedHealth | undefined> {
   return judgePciHealth(await readPciHealth(host, address, root), thresholds)
+}
+
+/**
+ * Each device with the PCIe health of one of its functions folded into `health` (worst wins; a
+ * healthy device is returned unchanged). `functionOf` names the function to read: by default the
+ * device's control path (its PF); undefined skips the device (a control path that is not PCI).
+ */
+export async function withPciHealth(
+  host: HostProbe,
+  devices: readonly DiscoveredDevice[],
+  thresholds: PciHealthThresholds,
+  options: {
+    root?: string | undefined
+    functionOf?: (device: DiscoveredDevice) => string | undefined
+  } = {},
+): Promise<DiscoveredDevice[]> {
+  const functionOf =
+    options.functionOf ??
+    ((d: DiscoveredDevice) =>
+      d.controlPath.type === 'PCI' ? controlPathAddress(d.controlPath) : undefined)
+  const t = thresholds
+  const enabled =
+    t.aerFatalFailed > 0 ||
+    t.aerNonfatalDegraded > 0 ||
+    t.aerCorrectableDegraded > 0 ||
+    t.linkCheck !== 'off'
+  if (!enabled) return [...devices]
+  const out: DiscoveredDevice[] = []
+  for (const device of devices) {
+    const address = functionOf(device)
+    const found =
+      address === undefined ? undefined : await pciHealth(host, address, thresholds, options.root)
+    out.push(withHealth(device, worstHealth([device.health, found])))
+  }
+  return out
 }

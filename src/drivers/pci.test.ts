@@ -203,6 +203,8 @@ void describe('pci: discover()', () => {
         '0x030200\n',
         'PCI_SLOT_NAME=0000:3b:00.0\n',
         'PCI_SLOT_NAME=0000:3b:00.1\n',
+        'TOTAL_ERR_FATAL 2\n',
+        '8.0 GT/s PCIe\n',
       ),
     )
     const entry = fc.oneof(
@@ -222,6 +224,9 @@ void describe('pci: discover()', () => {
               [`${root}/${e}/device`]: d,
               [`${root}/${e}/class`]: c,
               [`${root}/${e}/physfn/uevent`]: p,
+              [`${root}/${e}/aer_dev_fatal`]: d,
+              [`${root}/${e}/current_link_speed`]: c,
+              [`${root}/${e}/max_link_width`]: v,
             })
           }
           const driver = createPciDriver(
@@ -234,5 +239,74 @@ void describe('pci: discover()', () => {
       ),
       { numRuns: 150 },
     )
+  })
+})
+
+void describe('pci: health', () => {
+  const discover = async (options: Record<string, string> = {}) => {
+    const dir = fixture('aer-link')
+    const base = JSON.parse(
+      await createFixtureHostProbe('/').readFile(`${dir}/options.json`),
+    ) as Record<string, string>
+    const driver = createPciDriver(
+      { host: createFixtureHostProbe(dir), hostname: 'h' },
+      { ...base, ...options },
+    )
+    return (await driver.discover()).map((d) => [d.deployables[0]!.name, d.health?.state])
+  }
+
+  void it('aer-link: fatal AER fails, many correctable or a downtrained link degrade; a VF carries its PF', async () => {
+    assert.deepEqual(await discover(), [
+      ['h_0000:3b:00.0', 'failed'],
+      ['h_0000:5e:00.0', 'degraded'],
+      ['h_0000:86:00.2', 'degraded'],
+      ['h_0000:d8:00.0', undefined],
+    ])
+  })
+
+  void it('thresholds are options: 0 turns a check off, link_check narrows or stops the link check', async () => {
+    assert.deepEqual(
+      await discover({
+        aer_fatal_failed: '0',
+        aer_correctable_degraded: '2000',
+        link_check: 'width',
+      }),
+      [
+        ['h_0000:3b:00.0', undefined],
+        ['h_0000:5e:00.0', 'degraded'],
+        ['h_0000:86:00.2', undefined],
+        ['h_0000:d8:00.0', undefined],
+      ],
+    )
+    assert.deepEqual(
+      (await discover({ aer_correctable_degraded: '0', link_check: 'off' })).map((r) => r[1]),
+      ['failed', undefined, undefined, undefined],
+    )
+  })
+
+  void it('reads the AER files under sysfs_root', async () => {
+    const root = '/host/sys/bus/pci/devices'
+    const files = {
+      [`${root}/0000:3b:00.0/vendor`]: '0x10de\n',
+      [`${root}/0000:3b:00.0/device`]: '0x1eb8\n',
+      [`${root}/0000:3b:00.0/aer_dev_nonfatal`]: 'CmpltTO 1\nTOTAL_ERR_NONFATAL 1\n',
+    }
+    const [d] = await createPciDriver(
+      { host: createMemoryHostProbe(files), hostname: 'h' },
+      { device_spec: '{}', sysfs_root: root },
+    ).discover()
+    assert.deepEqual(d?.health, { state: 'degraded', reason: '1 non-fatal PCIe AER error' })
+  })
+
+  void it('refuses a bad health option at creation with a ConfigError naming pci and the option', () => {
+    const deps = { host: createMemoryHostProbe({}), hostname: 'h' }
+    assert.throws(() => createPciDriver(deps, { aer_fatal_failed: 'x' }), {
+      name: 'ConfigError',
+      code: 'INVALID_DRIVER_OPTION',
+      message: /^pci driver option aer_fatal_failed: /,
+    })
+    assert.throws(() => createPciDriver(deps, { link_check: 'on' }), {
+      message: /^pci driver option link_check: must be one of speed-and-width, width, off/,
+    })
   })
 })

@@ -7,9 +7,15 @@
  * physical PCI devices to guests"). No `device_spec`, no devices.
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import {
+  AttachType,
+  controlPathAddress,
+  DeviceType,
+  type DiscoveredDevice,
+} from '../domain/inventory.js'
 import { ConfigError } from '../domain/errors.js'
 import { listPciFunctions, pciHandleInfo, throwIfAborted, type PciFunction } from './pci-sysfs.js'
+import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './traits.js'
 
 /** The resource class of every generic PCI deployable. */
@@ -257,8 +263,12 @@ export function buildPciDevices(
     }))
 }
 
-/** Options of the generic PCI driver (all strings, from `[pci_driver]`-style config). */
-export interface PciDriverOptions {
+/**
+ * Options of the generic PCI driver (all strings, from `[pci_driver]`-style config), with the
+ * PCIe health thresholds of {@link PciHealthOptions} (`aer_fatal_failed`, `aer_nonfatal_degraded`,
+ * `aer_correctable_degraded`, `link_check`), read for a VF from its PF (the physical link).
+ */
+export interface PciDriverOptions extends PciHealthOptions {
   /** Nova `device_spec` JSON (object or list). @default '' (no devices) */
   device_spec?: string
   /** The sysfs directory to scan. @default '/sys/bus/pci/devices' */
@@ -267,7 +277,8 @@ export interface PciDriverOptions {
 
 /**
  * Creates the generic PCI driver.
- * @throws ConfigError if `device_spec` is invalid (at creation, so a typo fails the agent's start)
+ * @throws ConfigError if `device_spec` or a health option is invalid (at creation, so a typo fails
+ * the agent's start)
  */
 export function createPciDriver(
   deps: DriverDeps,
@@ -275,6 +286,7 @@ export function createPciDriver(
 ): AcceleratorDriver {
   const { device_spec: deviceSpec = '', sysfs_root: root = '/sys/bus/pci/devices' } = options
   const specs = parseDeviceSpec(deviceSpec)
+  const thresholds = pciHealthThresholds('pci', options)
   return {
     name: 'pci',
     deviceType: DeviceType.PCI,
@@ -282,7 +294,14 @@ export function createPciDriver(
       throwIfAborted('pci', signal)
       if (specs.length === 0) return []
       const functions = await listPciFunctions(deps.host, { root, signal })
-      return buildPciDevices(deps.hostname, functions, specs)
+      const devices = buildPciDevices(deps.hostname, functions, specs)
+      throwIfAborted('pci', signal)
+      // A VF has no link of its own: its PF's AER counters and link are what it runs on.
+      const pfOf = new Map(functions.map((f) => [f.address, f.physfn ?? f.address]))
+      return withPciHealth(deps.host, devices, thresholds, {
+        root,
+        functionOf: (d) => pfOf.get(controlPathAddress(d.controlPath)),
+      })
     },
   }
 }

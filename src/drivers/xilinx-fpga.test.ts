@@ -11,6 +11,7 @@ import {
   xilinxDevice,
 } from './xilinx-fpga.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
+import { createMemoryHostProbe } from './driver-contract.case.js'
 import type { HostProbe } from './driver.js'
 import { DriverError } from '../domain/errors.js'
 
@@ -176,6 +177,39 @@ void describe('xilinx-fpga discover', () => {
     await assert.rejects(driver.program!('0000:3b:00.0', '/other.xsabin'), {
       name: 'DriverError',
       code: 'PROGRAM_FAILED',
+    })
+  })
+})
+
+void describe('xilinx-fpga health', () => {
+  const files = (aer: string): Record<string, string> => ({
+    '/sys/bus/pci/devices/0000:3b:00.0/aer_dev_fatal': aer,
+    '/sys/bus/pci/devices/0000:3b:00.0/current_link_width': '16\n',
+    '/sys/bus/pci/devices/0000:3b:00.0/max_link_width': '16\n',
+    '/sys/bus/pci/devices/0000:3b:00.0/current_link_speed': '8.0 GT/s PCIe\n',
+    '/sys/bus/pci/devices/0000:3b:00.0/max_link_speed': '8.0 GT/s PCIe\n',
+  })
+  const discover = async (aer: string, options: Record<string, string> = {}) =>
+    (
+      await createXilinxFpgaDriver(
+        { host: createMemoryHostProbe(files(aer), { 'lspci -nnkD': U200 }), hostname: 'h' },
+        options,
+      ).discover()
+    ).map((d) => d.health)
+
+  void it('reads the PCIe health of the management PF', async () => {
+    assert.deepEqual(await discover('TOTAL_ERR_FATAL 0\n'), [undefined])
+    assert.deepEqual(await discover('MalfTLP 1\nTOTAL_ERR_FATAL 1\n'), [
+      { state: 'failed', reason: '1 fatal PCIe AER error' },
+    ])
+    assert.deepEqual(await discover('TOTAL_ERR_FATAL 1\n', { aer_fatal_failed: '2' }), [undefined])
+  })
+
+  void it('refuses a bad health option at creation', () => {
+    const host = probe(() => Promise.resolve(U200))
+    assert.throws(() => createXilinxFpgaDriver({ host, hostname: 'h' }, { link_check: 'yes' }), {
+      name: 'ConfigError',
+      message: /^xilinx-fpga driver option link_check: /,
     })
   })
 })

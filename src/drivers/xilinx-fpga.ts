@@ -15,6 +15,7 @@ import { AppError, DriverError } from '../domain/errors.js'
 import { formatPciAddress, parsePciAddress, pciHandleInfo, throwIfAborted } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
 import { programTarget, runProgrammer } from './fpga-program.js'
+import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 
 /** XRT's management tool, the one OpenStack Cyborg's xilinx driver runs. */
 export const XBMGMT = '/opt/xilinx/xrt/bin/xbmgmt'
@@ -153,15 +154,25 @@ export function xilinxDevice(card: XilinxCard, hostname: string): DiscoveredDevi
 }
 
 /**
+ * Options of {@link createXilinxFpgaDriver} (strings, from config), with the PCIe health thresholds
+ * of {@link PciHealthOptions}, read from the management PF under `/sys/bus/pci/devices`.
+ */
+export interface XilinxFpgaDriverOptions extends PciHealthOptions {
+  /** The lspci binary. @default 'lspci' */
+  lspci?: string
+}
+
+/**
  * Creates the `xilinx-fpga` driver.
- * @param options `lspci`: the lspci binary. @default 'lspci'
+ * @throws ConfigError if a health option is invalid
  */
 export function createXilinxFpgaDriver(
   deps: DriverDeps,
-  options: Record<string, string> = {},
+  options: XilinxFpgaDriverOptions = {},
 ): AcceleratorDriver {
   const { host, hostname } = deps
   const { lspci = 'lspci' } = options
+  const thresholds = pciHealthThresholds('xilinx-fpga', options)
   return {
     name: 'xilinx-fpga',
     deviceType: DeviceType.FPGA,
@@ -176,9 +187,12 @@ export function createXilinxFpgaDriver(
         if (err instanceof AppError && EMPTY_HOST_CODES.has(err.code)) return []
         throw new DriverError('xilinx-fpga: lspci failed', { code: 'LSPCI_FAILED', cause: err })
       }
-      return groupXilinxCards(parseLspciNnk(typeof text === 'string' ? text : '')).map((c) =>
-        xilinxDevice(c, hostname),
+      const devices = groupXilinxCards(parseLspciNnk(typeof text === 'string' ? text : '')).map(
+        (c) => xilinxDevice(c, hostname),
       )
+      throwIfAborted('xilinx-fpga', opts.signal)
+      // The control path is the management PF: its AER counters and link are the card's.
+      return withPciHealth(host, devices, thresholds)
     },
     async program(address, imagePath) {
       const pci = programTarget('xilinx-fpga', address)
