@@ -38,7 +38,12 @@ void describe('defaults', () => {
       host_root: '/',
       auto_activate: false,
     })
-    assert.deepEqual(c.conductor, { save_interval_ms: 2, max_batch: 64 })
+    assert.deepEqual(c.conductor, {
+      save_interval_ms: 2,
+      max_batch: 64,
+      health_recovery_reports: 2,
+    })
+    assert.equal(c.nvidia_gpu.ecc_uncorrectable_failed, undefined, "unset: the driver's default")
     assert.equal(c.placement.auth_type, 'none')
     assert.equal(c.placement.password, undefined)
     assert.deepEqual(c.keystone_authtoken.service_token_roles, ['service'])

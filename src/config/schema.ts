@@ -46,6 +46,25 @@ function keystoneClient(service: string) {
   }
 }
 
+/**
+ * The PCIe health thresholds every PCI-based driver takes (src/drivers/pci-health.ts, docs/health.md).
+ * Unset: the driver's default, so that the defaults live in one place.
+ */
+function pciHealth(driver: string, linkDefault = 'speed-and-width') {
+  const threshold = (what: string, state: string, fallback: number) =>
+    optionalStr({
+      help: `${driver}: ${what} since boot at which a device is ${state}. Default ${fallback}; 0 turns the check off.`,
+    })
+  return {
+    aer_fatal_failed: threshold('fatal PCIe AER errors', 'failed (fenced)', 1),
+    aer_nonfatal_degraded: threshold('non-fatal PCIe AER errors', 'degraded', 1),
+    aer_correctable_degraded: threshold('correctable PCIe AER errors', 'degraded', 1000),
+    link_check: optionalStr({
+      help: `${driver}: a PCIe link trained below its capability makes a device degraded: speed-and-width, width (GPUs slow their link when idle), or off. Default ${linkDefault}.`,
+    }),
+  }
+}
+
 export const schema = {
   DEFAULT: {
     host: str({
@@ -169,6 +188,7 @@ export const schema = {
     }),
   },
   pci: {
+    ...pciHealth('pci'),
     device_spec: optionalStr({
       help: 'Devices the pci driver offers, in Nova\'s [pci] device_spec syntax: a JSON object or a JSON list of objects with vendor_id, product_id, address (glob or regex dict) and physical_network, e.g. {"vendor_id": "10de", "product_id": "1eb8"}. Unset: the pci driver offers nothing.',
     }),
@@ -179,6 +199,39 @@ export const schema = {
       help: 'mdev types (e.g. nvidia-471) the nvidia-gpu driver offers as VGPU, comma-separated; * offers every type. A GPU with none of them enabled is offered whole (PGPU).',
     }),
   },
+  nvidia_gpu: {
+    ...pciHealth('nvidia-gpu', 'width'),
+    ecc_uncorrectable_failed: optionalStr({
+      help: 'nvidia-gpu: volatile uncorrectable ECC errors (nvidia-smi -q -x) at which a GPU is failed. Default 1; 0 turns the check off.',
+    }),
+    retired_pages_pending: optionalStr({
+      help: 'nvidia-gpu: what retired pages pending a GPU reset make a GPU: degraded, failed or off. Default degraded.',
+    }),
+  },
+  nvme_ssd: {
+    ...pciHealth('nvme-ssd'),
+    smart_log: optionalStr({
+      help: 'nvme-ssd: read `nvme smart-log -o json` (nvme-cli) for critical warnings, media errors and wear: true or false. Default true; the agent needs access to /dev/nvmeN.',
+    }),
+    media_errors_degraded: optionalStr({
+      help: 'nvme-ssd: media errors at which an SSD is degraded. Default 1; 0 turns the check off.',
+    }),
+    percentage_used_degraded: optionalStr({
+      help: 'nvme-ssd: percentage of rated endurance used at which an SSD is degraded. Default 90; 0 turns the check off.',
+    }),
+    percentage_used_failed: optionalStr({
+      help: 'nvme-ssd: percentage of rated endurance used at which an SSD is failed. Default 0 (off): a worn SSD still works.',
+    }),
+  },
+  intel_fpga: {
+    ...pciHealth('intel-fpga'),
+    opae_errors: optionalStr({
+      help: 'intel-fpga: what a non-zero OPAE/DFL error register makes a card: failed, degraded or off. Default failed.',
+    }),
+  },
+  xilinx_fpga: pciHealth('xilinx-fpga'),
+  intel_qat: pciHealth('intel-qat'),
+  intel_nic: pciHealth('intel-nic'),
   nic_devices: {
     physical_device_mappings: optionalStr({
       help: 'intel-nic: physical networks and the ports on them, physnet:ifname|ifname,… (e.g. physnet1:eth2|eth3). Only ports named here are offered.',

@@ -9,7 +9,7 @@ import { createInProcessBus } from '../bus/in-process-bus.js'
 import { createRabbitMqBus } from '../bus/rabbitmq-bus.js'
 import { InvalidInputError } from '../domain/errors.js'
 import { DRIVER_ALIASES, driverNames } from '../drivers/index.js'
-import { parseDeviceSpec } from '../drivers/pci.js'
+import { driverOptions } from './driver-options.js'
 import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
 import type { Logger } from '../domain/logger.js'
@@ -210,33 +210,6 @@ export function agentOptions(config: Config): CoreAgentOptions {
         : [config.agent.resource_provider_name, config.DEFAULT.host],
     hostRoot: config.agent.host_root,
     images: glanceImages(config),
-  }
-}
-
-/** The drivers' own options, from their sections; device_spec is checked here to fail in config's words. */
-function driverOptions(config: Config): Record<string, Record<string, string>> {
-  const deviceSpec = config.pci.device_spec ?? ''
-  try {
-    parseDeviceSpec(deviceSpec)
-  } catch (err) {
-    throw optionError(
-      config,
-      'pci',
-      'device_spec',
-      errorMessage(err).replace(/^pci driver option device_spec: /, ''),
-    )
-  }
-  const nic: Record<string, string> = {}
-  if (config.nic_devices.physical_device_mappings !== undefined) {
-    nic.physical_device_mappings = config.nic_devices.physical_device_mappings
-  }
-  if (config.nic_devices.function_device_mappings !== undefined) {
-    nic.function_device_mappings = config.nic_devices.function_device_mappings
-  }
-  return {
-    pci: { device_spec: deviceSpec },
-    'nvidia-gpu': { vgpu_types: config.gpu_devices.enabled_vgpu_types.join(',') },
-    'intel-nic': nic,
   }
 }
 

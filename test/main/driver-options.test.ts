@@ -70,3 +70,49 @@ test('a misspelt device_spec key is refused rather than matching every device', 
   const { config } = configFrom('[pci]\ndevice_spec = {"vendor": "10de"}\n')
   assert.throws(() => agentOptions(config), /\[pci\] device_spec = .*unknown key "vendor"/)
 })
+
+test('health thresholds come from the section named after each driver', () => {
+  const { config } = configFrom(
+    [
+      '[pci]',
+      'link_check = off',
+      '[nvidia_gpu]',
+      'ecc_uncorrectable_failed = 4',
+      'retired_pages_pending = failed',
+      '[nvme_ssd]',
+      'smart_log = false',
+      '[intel_fpga]',
+      'opae_errors = degraded',
+      '',
+    ].join('\n'),
+  )
+  const options = agentOptions(config).driverOptions!
+  assert.deepEqual(options.pci, { device_spec: '', link_check: 'off' })
+  assert.deepEqual(options['nvidia-gpu'], {
+    vgpu_types: '*',
+    ecc_uncorrectable_failed: '4',
+    retired_pages_pending: 'failed',
+  })
+  assert.deepEqual(options['nvme-ssd'], { smart_log: 'false' })
+  assert.deepEqual(options['intel-fpga'], { opae_errors: 'degraded' })
+})
+
+test('a bad threshold is a one-line config error naming its section, option and line', () => {
+  const { config, file } = configFrom('[nvidia_gpu]\n\necc_uncorrectable_failed = many\n')
+  assert.throws(
+    () => agentOptions(config),
+    (err: Error) => {
+      assert.equal(err.name, 'ConfigError')
+      assert.ok(
+        err.message.startsWith(`${file}:3: [nvidia_gpu] ecc_uncorrectable_failed = `),
+        err.message,
+      )
+      assert.match(err.message, /non-negative integer/)
+      return true
+    },
+  )
+  const { config: env } = {
+    config: loadConfig({ files: [], env: { CYBORG_INTEL_QAT__LINK_CHECK: 'sometimes' } }),
+  }
+  assert.throws(() => agentOptions(env), /\[intel_qat\] link_check.*speed-and-width, width, off/)
+})
