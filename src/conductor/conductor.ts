@@ -28,6 +28,7 @@ import { createDriverAdminService, type DriverAdminServiceOptions } from './driv
 import { reapStaleBinds } from './arq-reaper.js'
 import { createReportIngest } from './report-ingest.js'
 import { createResourceWrites } from './resource-writes.js'
+import { createHeartbeatBatcher, type HeartbeatBatchOptions } from './heartbeat-batch.js'
 import { sweepLeases } from './lease-sweep.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
@@ -81,6 +82,12 @@ export interface ConductorOptions {
   serviceDownTimeMs?: number
   /** How often the lease sweep runs (`[agent] report_interval`). @default 10000 */
   leaseSweepIntervalMs?: number
+  /**
+   * Heartbeat coalescing (heartbeat-batch.ts): under load, heartbeats wait up to `windowMs` for
+   * company and share one statement; `false` writes each alone through the group committer.
+   * @default { windowMs: 20, maxBatch: 32 }
+   */
+  heartbeats?: HeartbeatBatchOptions | false
   /**
    * `[conductor] health_recovery_reports`: healthy reports in a row before a device fenced by its
    * own health is offered again (damping, src/domain/health-diff.ts). @default 1 (no damping)
@@ -173,7 +180,11 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     recoveryReports: options.healthRecoveryReports,
     ...(placement ? { syncPlacement } : {}),
   })
-  const writes = createResourceWrites({ committer, log, now, uuid, syncPlacement })
+  const heartbeats =
+    options.heartbeats === false
+      ? undefined
+      : createHeartbeatBatcher({ db, committer, now }, options.heartbeats)
+  const writes = createResourceWrites({ committer, log, now, uuid, syncPlacement, heartbeats })
   const driverAdmin = createDriverAdminService(
     { db, agentFor: deps.agentFor ?? noAgents, log },
     options.driverAdmin,
@@ -240,7 +251,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   /** Every RPC method and the function that serves it (file in the comment). */
   const rpc: ConductorRpc = {
     reportInventory: ingest.reportInventory, // report-ingest.ts
-    heartbeat: writes.heartbeat, // resource-writes.ts
+    heartbeat: writes.heartbeat, // resource-writes.ts → heartbeat-batch.ts
     createDeviceProfile: writes.createDeviceProfile, // resource-writes.ts
     deleteDeviceProfiles: writes.deleteDeviceProfiles, // resource-writes.ts
     createAttribute: writes.createAttribute, // resource-writes.ts
@@ -267,6 +278,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     async stop() {
       clearInterval(reaper)
       clearInterval(sweeper)
+      await heartbeats?.close()
       await committer.close()
       log.info(committer.stats(), 'conductor stopped')
     },

@@ -1,8 +1,10 @@
 /**
  * The conductor's plain writes: heartbeats, device profiles, attributes and a device's status.
- * Each re-checks its input (validate.ts) and runs as one write of the group committer.
+ * Each re-checks its input (validate.ts) and runs as one write of the group committer; heartbeats
+ * go through the heartbeat batcher when there is one (heartbeat-batch.ts).
  */
 import type { GroupCommitter } from '../db/group-commit.js'
+import type { HeartbeatBatcher } from './heartbeat-batch.js'
 import { createAttribute, deleteAttribute } from '../db/attributes.js'
 import { createDeviceProfile, deleteDeviceProfiles } from '../db/device-profiles.js'
 import { updateDeviceStatus } from '../db/devices.js'
@@ -26,6 +28,8 @@ export interface ResourceWriteDeps {
   uuid: () => string
   /** After a status change: bring Placement in step with the device's host. */
   syncPlacement: (host: string) => Promise<unknown>
+  /** Coalesces heartbeats (heartbeat-batch.ts); without it each is one write of the committer. */
+  heartbeats?: Pick<HeartbeatBatcher, 'beat'>
 }
 
 type ResourceWrites = Pick<
@@ -47,15 +51,16 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
         binary: checkString(req.binary, 'binary', { max: 64 }),
         version: checkString(req.version, 'version', { max: 64, allowEmpty: true }),
       }
-      if (req.inventoryHash === undefined) {
-        await committer.run((trx) => updateHeartbeat(trx, service, now()))
-        return undefined
-      }
-      const hash = checkString(req.inventoryHash, 'inventoryHash', { max: 64 })
-      const inventoryCurrent = await committer.run((trx) =>
-        updateHeartbeat(trx, service, now(), hash),
-      )
-      return { inventoryCurrent }
+      const hash =
+        req.inventoryHash === undefined
+          ? undefined
+          : checkString(req.inventoryHash, 'inventoryHash', { max: 64 })
+      const inventoryCurrent = deps.heartbeats
+        ? await deps.heartbeats.beat(
+            hash === undefined ? service : { ...service, reportHash: hash },
+          )
+        : await committer.run((trx) => updateHeartbeat(trx, service, now(), hash))
+      return hash === undefined ? undefined : { inventoryCurrent }
     },
 
     async createDeviceProfile(req) {

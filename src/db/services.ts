@@ -63,6 +63,92 @@ export async function updateHeartbeat(
   return false
 }
 
+/** One heartbeat of a coalesced batch (updateHeartbeats). */
+export interface Beat {
+  host: string
+  binary: string
+  version: string
+  /** The agent's inventory hash, to be confirmed against the stored one. */
+  reportHash?: string
+}
+
+/** Beats per statement at most: SQLite nests one OR per beat and allows an expression depth of 1000. */
+export const MAX_BEATS_PER_STATEMENT = 256
+
+/**
+ * Many heartbeats in one statement (the conductor's coalescing, src/conductor/heartbeat-batch.ts):
+ * one `UPDATE services SET last_seen, updated_at WHERE binary = ? AND host IN (…) AND (…)` per
+ * binary, refreshing each beat's row only when it exists with the beat's version and, for a beat
+ * with a report hash, that very hash (checked in the same statement, so a hash nulled by a
+ * concurrent lease sweep makes the row miss). When every row matched (the steady state), that is
+ * all; otherwise one SELECT finds which did.
+ *
+ * Resolves, per beat, true when its row now holds exactly the beat (last_seen = `now`, its version,
+ * its hash): the heartbeat is recorded and its hash is current. False means unsettled (first sight,
+ * a new version, another hash): the caller records that beat alone with updateHeartbeat, which is
+ * safe to run again for a row this statement did refresh. At most MAX_BEATS_PER_STATEMENT beats,
+ * and each (host, binary) at most once. Portable: no RETURNING (MariaDB has none for UPDATE).
+ */
+export async function updateHeartbeats(
+  db: Kysely<Database>,
+  beats: readonly Beat[],
+  now: string,
+): Promise<boolean[]> {
+  if (beats.length > MAX_BEATS_PER_STATEMENT)
+    throw new RangeError(`at most ${MAX_BEATS_PER_STATEMENT} beats per statement`)
+  const settled = beats.map(() => false)
+  const byBinary = new Map<string, number[]>()
+  beats.forEach((b, i) => {
+    const indexes = byBinary.get(b.binary)
+    if (indexes) indexes.push(i)
+    else byBinary.set(b.binary, [i])
+  })
+  for (const [binary, indexes] of byBinary) {
+    const group = indexes.map((i) => beats[i]!)
+    const hosts = group.map((b) => b.host)
+    const res = await db
+      .updateTable('services')
+      .set({ last_seen: now, updated_at: now })
+      .where('binary', '=', binary)
+      .where('host', 'in', hosts)
+      .where((eb) =>
+        eb.or(
+          group.map((b) =>
+            eb.and([
+              eb('host', '=', b.host),
+              eb('version', '=', b.version),
+              ...(b.reportHash === undefined ? [] : [eb('report_hash', '=', b.reportHash)]),
+            ]),
+          ),
+        ),
+      )
+      .executeTakeFirst()
+    if (Number(res.numUpdatedRows) === group.length) {
+      for (const i of indexes) settled[i] = true
+      continue
+    }
+    // Some row missed: a row that holds the beat now was refreshed by it (or, which is the same
+    // state, by another writer); any other beat is unsettled.
+    const rows = await db
+      .selectFrom('services')
+      .select(['host', 'version', 'report_hash', 'last_seen'])
+      .where('binary', '=', binary)
+      .where('host', 'in', hosts)
+      .execute()
+    const byHost = new Map(rows.map((r) => [r.host, r]))
+    for (const i of indexes) {
+      const b = beats[i]!
+      const row = byHost.get(b.host)
+      settled[i] =
+        row !== undefined &&
+        row.last_seen === now &&
+        row.version === b.version &&
+        (b.reportHash === undefined || row.report_hash === b.reportHash)
+    }
+  }
+  return settled
+}
+
 /** The last accepted inventory hash of a host's agent, or null when none was accepted yet. */
 export async function getReportHash(db: ReadDb, host: string): Promise<string | null> {
   const row = await db
