@@ -24,7 +24,11 @@ export const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?
 
 /** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
 export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
-  if (!target.offered) return false
+  return target.offered && matches(target, spec)
+}
+
+/** Does `target` match the request group by resource class and traits (offered or not)? */
+function matches(target: BindTarget, spec: ArqSpec | undefined): boolean {
   if (!spec) return true
   const traits = new Set(
     target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
@@ -70,6 +74,7 @@ export async function claimHandleForArq(
       }
     const silent = silentAgent(target, leaseCutoff)
     if (silent) return { reason: silent }
+    if (target.fence) return { reason: `deployable ${target.name} is fenced (${target.fence})` }
     if (!target.offered) return { reason: `deployable ${target.name} is not active and enabled` }
     targets = [target]
   } else {
@@ -77,8 +82,7 @@ export async function claimHandleForArq(
     const silent = silentAgent(onHost[0], leaseCutoff)
     if (silent) return { reason: silent }
     targets = onHost.filter((t) => fits(t, spec))
-    if (targets.length === 0)
-      return { reason: `no active deployable on ${binding.hostname} fits the request group` }
+    if (targets.length === 0) return { reason: noFit(binding.hostname, onHost, spec) }
   }
   for (const target of targets) {
     const handle = await claimAttachHandle(trx, target.deployableId, { now })
@@ -88,6 +92,16 @@ export async function claimHandleForArq(
     return { target, handle }
   }
   return { reason: `no free attach handle on ${targets.map((t) => t.name).join(', ')}` }
+}
+
+/** Why nothing on the host fits: the fenced deployables that would have, named with their fence. */
+function noFit(host: string, onHost: BindTarget[], spec: ArqSpec | undefined): string {
+  const fenced = onHost.filter((t) => t.fence && matches(t, spec))
+  const base = `no active deployable on ${host} fits the request group`
+  if (fenced.length === 0) return base
+  const named = fenced.slice(0, 3).map((t) => `${t.name} is fenced (${t.fence})`)
+  const more = fenced.length > 3 ? ` and ${fenced.length - 3} more` : ''
+  return `${base}: ${named.join('; ')}${more}`
 }
 
 /** Does the bind need anything beyond the database: the agent, an FPGA image, a Placement allocation? */

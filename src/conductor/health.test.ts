@@ -48,9 +48,23 @@ await test('a failed device is not bound; a degraded one is, and both say why', 
       const bindings = { [arq!.uuid]: { hostname: 'h1', instanceUuid: instance } }
       return (await conductor.bindArqs({ bindings }))[0]!
     }
+    const [deployable] = await db.db.selectFrom('deployables').select('uuid').execute()
+    await assert.rejects(
+      conductor.attachAccelerator({
+        uuid: deployable!.uuid,
+        target: { instanceUuid: '00000000-0000-4000-8000-0000000000a1' },
+      }),
+      {
+        code: 'ACCELERATOR_FENCED',
+        message: `accelerator ${deployable!.uuid} cannot be attached: its device is fenced (health failed: 2 uncorrectable ECC errors)`,
+      },
+    )
     const refused = await bind('00000000-0000-4000-8000-000000000001')
     assert.equal(refused.state, 'BindFailed')
-    assert.match(refused.reason ?? '', /no active deployable on h1 fits/)
+    assert.match(
+      refused.reason ?? '',
+      /^no active deployable on h1 fits the request group: h1_\S+ is fenced \(health failed: 2 uncorrectable ECC errors\)$/,
+    )
 
     await report({ state: 'degraded', reason: 'PCIe link at x8 of x16' })
     assert.deepEqual(await health(), {

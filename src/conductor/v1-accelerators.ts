@@ -46,6 +46,7 @@ import { claimInstanceLocks } from '../db/arq-instances.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import { leaseCutoff, silentAgentReason } from './lease-sweep.js'
+import { isFencedHealth } from '../domain/health-diff.js'
 import { getAgentLastSeen } from '../db/services.js'
 
 export interface V1Deps {
@@ -170,6 +171,16 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
             code: 'AGENT_SILENT',
             details: { uuid, hostname: acc.hostname, lastSeen: last },
           })
+        }
+        if (isFencedHealth(acc.health)) {
+          const why = acc.healthReason ? `: ${acc.healthReason}` : ''
+          throw new ConflictError(
+            `accelerator ${uuid} cannot be attached: its device is fenced (health ${acc.health}${why})`,
+            {
+              code: 'ACCELERATOR_FENCED',
+              details: { uuid, health: acc.health, reason: acc.healthReason },
+            },
+          )
         }
         if (!acc.offered) {
           throw new ConflictError(

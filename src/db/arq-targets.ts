@@ -21,6 +21,8 @@ export interface BindTarget {
   offered: boolean
   /** The last beat of the host's agent (the lease), or null when no agent ever beat. */
   agentLastSeen: string | null
+  /** Why the device is fenced by its health (`failed` or `unknown` and the reason), else null. */
+  fence: string | null
   attributes: { key: string; value: string }[]
 }
 
@@ -43,6 +45,7 @@ const base = (db: ReadDb) =>
       'd.lifecycle',
       'd.status',
       'd.health',
+      'd.health_reason',
     ])
 
 type Row = {
@@ -56,6 +59,7 @@ type Row = {
   lifecycle: string
   status: string
   health: string
+  health_reason: string | null
   agent_last_seen: string | null
 }
 
@@ -85,6 +89,10 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
       removalPending: Number(r.removal_pending) === 1,
     }),
     agentLastSeen: r.agent_last_seen,
+    fence:
+      r.health === 'ok' || r.health === 'degraded'
+        ? null
+        : `health ${r.health}${r.health_reason ? `: ${r.health_reason}` : ''}`,
     attributes: attrs
       .filter((a) => a.deployable_id === r.id)
       .map(({ key, value }) => ({ key, value })),

@@ -29,6 +29,8 @@ export interface AttachableAccelerator {
   status: string
   /** Active, enabled, healthy and not pending removal: what may be allocated. */
   offered: boolean
+  health: string
+  healthReason: string | null
   /** The stored v1 spec (canonical JSON), or null. */
   accSpecs: string | null
   /** Its resource class (the `rc` attribute), if it has one. */
@@ -74,6 +76,7 @@ export async function getAcceleratorForUpdate(
       'd.lifecycle',
       'd.status',
       'd.health',
+      'd.health_reason',
     ])
     .where('p.uuid', '=', uuid)
   const row = await (lock && dialect !== 'sqlite' ? qb.forUpdate() : qb).executeTakeFirst()
@@ -99,6 +102,8 @@ export async function getAcceleratorForUpdate(
       health: row.health,
       removalPending: Number(row.removal_pending) === 1,
     }),
+    health: row.health,
+    healthReason: row.health_reason,
     accSpecs: row.acc_specs,
     rc: rc?.value,
   }
