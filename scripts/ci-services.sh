@@ -10,7 +10,10 @@
 #   - real OpenStack Placement (Debian's placement-api under uwsgi), installed but not started:
 #     each test run starts its own on a free loopback port with scripts/placement.sh;
 #   - real OpenStack Glance (Debian's glance-api), installed but not started (scripts/glance.sh);
-#   - real OpenStack Keystone (Debian's keystone), installed but not started (scripts/keystone.sh).
+#   - real OpenStack Keystone (Debian's keystone), installed but not started (scripts/keystone.sh);
+#   - Prometheus and promtool (Debian's prometheus), installed but not started: the metrics tests
+#     start their own on a free loopback port (scripts/prometheus.sh);
+#   - oslo.messaging (Debian's python3-oslo.messaging), whose notification listener the tests run.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
@@ -228,6 +231,18 @@ ensure_keystone() {
   log "Keystone: $(dpkg-query -W -f='${Version}' keystone) installed (started per test run)"
 }
 
+# ---------------------------------------------------------------- Prometheus, oslo.messaging
+ensure_observers() {
+  local p missing=()
+  for p in prometheus python3-oslo.messaging; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+  [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ] || die "prometheus or promtool is still missing"
+  log "Prometheus: $(dpkg-query -W -f='${Version}' prometheus) installed (started per test run)"
+  log "oslo.messaging: python3-oslo.messaging $(dpkg-query -W -f='${Version}' python3-oslo.messaging)"
+}
+
 ensure_postgres
 ensure_mariadb
 ensure_rabbitmq
@@ -235,4 +250,5 @@ ensure_openstack_clients
 ensure_placement
 ensure_glance
 ensure_keystone
+ensure_observers
 rm -rf "$LOG_DIR"

@@ -1,4 +1,5 @@
 /** What the agent (agent.ts) is built from and what it offers: its dependencies, options, cache port and handle. */
+import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
 import type {
   AcceleratorDriver,
@@ -48,6 +49,8 @@ export interface AgentCache {
 
 export interface AgentDeps {
   conductor: ConductorRpc
+  /** Discovery times and report outcomes (docs/metrics.md). @default none recorded */
+  metrics?: Metrics
   drivers: readonly AcceleratorDriver[]
   log: Logger
   clock: Clock

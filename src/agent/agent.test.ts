@@ -319,7 +319,7 @@ void describe('agent', () => {
       await sub.unsubscribe()
       assert.ok(received.length >= 2, `${received.length} messages`)
       const [message] = received
-      assert.equal(message!.version, 1)
+      assert.equal(message!.version, 2)
       assert.equal(message!.host, 'h1')
       assert.ok(!Number.isNaN(Date.parse(message!.time)))
       assert.equal(message!.deviceCount, 2)

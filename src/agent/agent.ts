@@ -10,6 +10,7 @@
  * `deps.hostProbe`, and install, FPGA programming and runtime driver management of
  * driver-admin.ts) and publishes telemetry on `cyborg.telemetry` every period.
  */
+import { noopMetrics } from '../domain/metrics.js'
 import type { Subscription } from '../bus/bus.js'
 import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
@@ -29,7 +30,13 @@ import { createDriverAdmin } from './driver-admin.js'
 import { createDriverListing } from './driver-list.js'
 import { createFpgaImages } from './fpga-images.js'
 import { createRemoteRegistry } from './remote-registry.js'
-import { buildTelemetry, collectStats, type DriverStatsValues } from './telemetry.js'
+import {
+  buildTelemetry,
+  collectDeviceStats,
+  collectStats,
+  type DriverStatsValues,
+} from './telemetry.js'
+import type { DeviceSample } from '../domain/device-telemetry.js'
 
 /** The binary name agents heartbeat under. */
 export const AGENT_BINARY = 'cyborg-agent'
@@ -39,7 +46,7 @@ export type * from './agent-types.js'
 const keepNothing: AgentCache = { saveSnapshot: async () => {}, acknowledge: async () => {} }
 
 export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
-  const { conductor, drivers, clock, bus, cache = keepNothing } = deps
+  const { conductor, drivers, clock, bus, cache = keepNothing, metrics = noopMetrics } = deps
   const {
     host,
     periodicIntervalMs = 60_000,
@@ -140,6 +147,10 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     })
     admin.recordDiscovery(byDriver)
     lastRuns = runs
+    for (const run of runs) {
+      const labels = { driver: run.driver, outcome: run.ok ? 'ok' : 'error' }
+      metrics.observe('cyborg_discovery_duration_seconds', run.durationMs / 1000, labels)
+    }
     const at = clock.now().toISOString()
     const states: DriverState[] = runs.map((run) => {
       const error = failures.find((f) => f.driver === run.driver)?.error
@@ -172,11 +183,18 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     const snapshot = buildSnapshot(host, devices)
     // Nothing changed since the conductor's last answer: confirm the hash instead of resending it all.
     if (snapshot.hash === accepted && (await confirmed(snapshot.hash))) {
+      metrics.inc('cyborg_reports_total', { result: 'skipped' })
       log.debug({ hash: snapshot.hash }, 'inventory unchanged (confirmed)')
       return { changed: false, added: 0, updated: 0, removed: 0, pending: 0 }
     }
     await cached('saving the snapshot', () => cache.saveSnapshot(snapshot))
-    const result = await conductor.reportInventory({ ...snapshot, autoActivate, ...placementRoot })
+    const result = await conductor
+      .reportInventory({ ...snapshot, autoActivate, ...placementRoot })
+      .catch((err: unknown) => {
+        metrics.inc('cyborg_reports_total', { result: 'failed' })
+        throw err
+      })
+    metrics.inc('cyborg_reports_total', { result: 'sent' })
     accepted = result.pending === 0 ? snapshot.hash : undefined
     await cached('acknowledging the snapshot', () => cache.acknowledge(snapshot, result))
     if (result.changed) log.info({ ...result, hash: snapshot.hash }, 'inventory reported')
@@ -217,6 +235,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
           ...placementRoot,
         })
         await cached('acknowledging a replayed report', () => cache.acknowledge(snapshot, result))
+        metrics.inc('cyborg_reports_total', { result: 'replayed' })
         log.info({ ...result, hash: snapshot.hash }, 'replayed an unacknowledged report')
       } catch (err) {
         log.warn(
@@ -232,17 +251,21 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
     const runs = lastRuns
     if (!bus || !runs) return
     const stats = new Map<string, DriverStatsValues>()
+    const devices: DeviceSample[] = []
     await Promise.all(
       admin.enabled().map(async (driver) => {
-        const values = await collectStats(driver, {
-          timeoutMs: statsTimeoutMs,
-          signal: controller.signal,
-        })
+        const bounds = { timeoutMs: statsTimeoutMs, signal: controller.signal }
+        const [values, samples] = await Promise.all([
+          collectStats(driver, bounds),
+          collectDeviceStats(driver, bounds),
+        ])
         if (values) stats.set(driver.name, values)
+        devices.push(...samples)
       }),
     )
+    const extra = { devices, periodMs: periodicIntervalMs }
     try {
-      await bus.publish(TELEMETRY_TOPIC, buildTelemetry(host, clock.now(), runs, stats))
+      await bus.publish(TELEMETRY_TOPIC, buildTelemetry(host, clock.now(), runs, stats, extra))
     } catch (err) {
       log.debug({ err }, 'telemetry not published')
     }
@@ -286,14 +309,19 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
         log,
       })
       if (bus)
-        server = await serveAgent(bus, host, {
-          discover: () => discoverNow(),
-          ...deviceOps,
-          ...admin,
-          ...images,
-          listDrivers: () => listing.listDrivers(),
-          registerRemote: (req) => remote.registerRemote(req),
-        })
+        server = await serveAgent(
+          bus,
+          host,
+          {
+            discover: () => discoverNow(),
+            ...deviceOps,
+            ...admin,
+            ...images,
+            listDrivers: () => listing.listDrivers(),
+            registerRemote: (req) => remote.registerRemote(req),
+          },
+          deps.metrics,
+        )
       log.info({ drivers: drivers.map((d) => d.name), periodicIntervalMs }, 'agent started')
       void serialized(replayOutbox)
       ticking = tick()

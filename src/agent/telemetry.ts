@@ -2,10 +2,17 @@
  * Usage telemetry (seed 000: "temporary data like the current usage of a given accelerator will be
  * broadcast via a message passing system and won't be stored"): one small message per period on
  * the fanout topic `cyborg.telemetry`. Drivers may offer cheap usage figures through the optional
- * {@link DriverStats} capability, detected at run time; the driver port itself does not change.
+ * {@link DriverStats} capability, and per-device samples through `deviceStats()`
+ * (DeviceStatsCapability, domain/device-telemetry.ts), both detected at run time; the driver port
+ * itself does not change.
  */
 import type { AcceleratorDriver } from '../drivers/driver.js'
-import type { AgentTelemetry, DriverTelemetry } from '../rpc/agent-rpc.js'
+import { TELEMETRY_VERSION, type AgentTelemetry, type DriverTelemetry } from '../rpc/agent-rpc.js'
+import {
+  cleanDeviceSamples,
+  type DeviceSample,
+  type DeviceStatsCapability,
+} from '../domain/device-telemetry.js'
 import type { DriverRun } from './snapshot.js'
 
 /** Usage figures a driver can give cheaply (utilization, memory used, mdevs in use, …). */
@@ -22,14 +29,13 @@ export function hasStats(driver: AcceleratorDriver): driver is AcceleratorDriver
 }
 
 /**
- * The stats of `driver` within `timeoutMs`, or undefined when it has none, fails, times out or
- * answers with something that is not a flat record of scalars (telemetry must stay small).
+ * Runs `call` with a signal that aborts at `timeoutMs` or with `signal`; resolves undefined when it
+ * fails or runs out of time (the driver is told to stop through the signal).
  */
-export async function collectStats(
-  driver: AcceleratorDriver,
+async function bounded<T>(
+  call: (signal: AbortSignal) => Promise<T>,
   { timeoutMs, signal }: { timeoutMs: number; signal?: AbortSignal },
-): Promise<DriverStatsValues | undefined> {
-  if (!hasStats(driver)) return undefined
+): Promise<T | undefined> {
   const controller = new AbortController()
   const onAbort = () => controller.abort(signal?.reason)
   signal?.addEventListener('abort', onAbort, { once: true })
@@ -41,14 +47,7 @@ export async function collectStats(
     }, timeoutMs)
   })
   try {
-    const values = await Promise.race([driver.stats({ signal: controller.signal }), deadline])
-    if (values === null || typeof values !== 'object' || Array.isArray(values)) return undefined
-    const flat: DriverStatsValues = {}
-    for (const [key, value] of Object.entries(values).slice(0, 64)) {
-      if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean')
-        flat[key] = value
-    }
-    return flat
+    return await Promise.race([call(controller.signal), deadline])
   } catch {
     return undefined
   } finally {
@@ -57,12 +56,54 @@ export async function collectStats(
   }
 }
 
-/** Builds the telemetry message of one period from the last discovery runs and the stats gathered. */
+/**
+ * The stats of `driver` within `timeoutMs`, or undefined when it has none, fails, times out or
+ * answers with something that is not a flat record of scalars (telemetry must stay small).
+ */
+export async function collectStats(
+  driver: AcceleratorDriver,
+  options: { timeoutMs: number; signal?: AbortSignal },
+): Promise<DriverStatsValues | undefined> {
+  if (!hasStats(driver)) return undefined
+  const values = await bounded((signal) => driver.stats({ signal }), options)
+  if (values === null || typeof values !== 'object' || Array.isArray(values)) return undefined
+  const flat: DriverStatsValues = {}
+  for (const [key, value] of Object.entries(values).slice(0, 64)) {
+    if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean')
+      flat[key] = value
+  }
+  return flat
+}
+
+/** True when `driver` offers per-device samples ({@link DeviceStatsCapability}, domain/device-telemetry.ts). */
+export function hasDeviceStats(
+  driver: AcceleratorDriver,
+): driver is AcceleratorDriver & DeviceStatsCapability {
+  return typeof (driver as Partial<DeviceStatsCapability>).deviceStats === 'function'
+}
+
+/**
+ * The per-device samples of `driver` within `timeoutMs`, cleaned (canonical control paths, finite
+ * values, bounded); none when it has no `deviceStats()`, fails or times out.
+ */
+export async function collectDeviceStats(
+  driver: AcceleratorDriver,
+  options: { timeoutMs: number; signal?: AbortSignal },
+): Promise<DeviceSample[]> {
+  if (!hasDeviceStats(driver)) return []
+  return cleanDeviceSamples(await bounded((signal) => driver.deviceStats({ signal }), options))
+}
+
+/**
+ * Builds the telemetry message of one period from the last discovery runs, the stats gathered,
+ * and the device samples with the agent's period (version 2: `devices` and `periodMs` added).
+ */
 export function buildTelemetry(
   host: string,
   time: Date,
   runs: readonly DriverRun[],
   stats: ReadonlyMap<string, DriverStatsValues>,
+  extra: { devices?: readonly DeviceSample[]; periodMs?: number } = {},
 ): AgentTelemetry {
   const drivers: DriverTelemetry[] = runs.map((run) => {
     const values = stats.get(run.driver)
@@ -75,10 +116,13 @@ export function buildTelemetry(
     }
   })
   return {
-    version: 1,
+    version: TELEMETRY_VERSION,
     host,
     time: time.toISOString(),
     deviceCount: runs.reduce((n, r) => n + r.deviceCount, 0),
     drivers,
+    ...(extra.periodMs === undefined ? {} : { periodMs: extra.periodMs }),
+    // Several drivers' samples together: one per control path, sorted, at most 256.
+    devices: cleanDeviceSamples(extra.devices ?? []),
   }
 }

@@ -13,11 +13,13 @@ import { installErrorHandling } from './errors.js'
 import { installHandlerDeadline } from './deadline.js'
 import { clientErrorHandler, frameworkErrors } from './client-errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
+import { installMetrics } from './metrics.js'
 import { createBaseUrl } from './links.js'
 import { deferredChildLogger } from './request-logger.js'
 import { rootRoutes } from './versions.js'
 import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
+import { installTelemetryFeed } from './telemetry-feed.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -98,6 +100,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   app.addHook('onRequest', identify)
   if (options.auth) installAuth(app, options.auth)
   installPolicy(app, options.enforcer ?? createEnforcerFromRules())
+  if (deps.metrics) installMetrics(app, deps.metrics, deps.exposition)
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
       request.log.debug(
@@ -115,7 +118,11 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
 
   const baseUrl = createBaseUrl(options.publicEndpoint)
   rootRoutes(app, baseUrl)
-  healthcheckRoutes(app, deps.db)
+  healthcheckRoutes(
+    app,
+    { db: deps.db, bus: deps.bus },
+    { ...options.healthcheck, serviceDownAfterMs: options.serviceDownAfterMs },
+  )
   const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
   await app.register(v1Plugin, {
     prefix: '/v1',
@@ -123,6 +130,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     conductor: deps.conductor,
     baseUrl,
     serviceDownAfterMs: options.serviceDownAfterMs,
+    telemetry: await installTelemetryFeed(app, deps.telemetryBus),
   })
   await app.register(v2Plugin, { prefix: '/v2', versionDoc: true, ...env })
   await app.register(v2Plugin, { prefix: '', versionDoc: false, ...env })

@@ -2,7 +2,7 @@
  * Inbound authentication: one `onRequest` hook that sets `request.ctx` (src/domain/request-context.ts)
  * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
  * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, and
- * `/healthcheck` need no token. Policy decisions are not made here: the policy layer reads ctx.
+ * `/healthcheck` and `/metrics` need no token. Policy decisions are not made here: the policy layer reads ctx.
  */
 import type {
   FastifyInstance,
@@ -51,7 +51,7 @@ export function noauthAuthenticator(projectId: string): Authenticator {
   return { strategy: 'noauth', authenticate: () => ctx }
 }
 
-const PUBLIC_PATHS = new Set(['/', '/v1', '/v2', '/healthcheck'])
+const PUBLIC_PATHS = new Set(['/', '/v1', '/v2', '/healthcheck', '/metrics'])
 
 /** Whether `url` (path and query) needs no token. */
 export function isPublicPath(url: string): boolean {

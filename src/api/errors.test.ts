@@ -250,7 +250,7 @@ void describe('request ids', () => {
   void it('GET /healthcheck answers ok after a database read', async () => {
     const res = await t.app.inject({ url: '/healthcheck' })
     assert.equal(res.statusCode, 200)
-    assert.deepEqual(res.json(), { status: 'ok' })
+    assert.equal(res.body, 'OK') // oslo.middleware's plain answer (docs/healthcheck.md)
   })
 })
 
@@ -261,7 +261,7 @@ void describe('healthcheck with the database down', () => {
       await t.db.close()
       const res = await t.app.inject({ url: '/healthcheck' })
       assert.equal(res.statusCode, 503)
-      assert.equal(res.json().status, 'unavailable')
+      assert.match(res.body, /^database unavailable$/m)
     } finally {
       await t.app.close()
     }

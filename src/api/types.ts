@@ -8,6 +8,10 @@ import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'
 import type { Enforcer } from '../policy/index.js'
+import type { HealthcheckDeps, HealthcheckOptions } from './healthcheck.js'
+import type { Metrics } from '../domain/metrics.js'
+import type { Exposition } from './metrics.js'
+import type { MessageBus } from '../bus/bus.js'
 
 /**
  * The database as the API holds it: for reads only (src/db/connection.ts's ReadDb has no insert,
@@ -21,6 +25,14 @@ export interface ApiDeps {
   /** Every write goes through the conductor. */
   conductor: ConductorRpc
   log: Logger
+  /** This process's message bus, whose connection `/healthcheck` reports. @default not checked */
+  bus?: HealthcheckDeps['bus']
+  /** Where request counts and latencies go (src/api/metrics.ts). @default none recorded */
+  metrics?: Metrics
+  /** `[metrics] enabled` on the API: `GET /metrics` serves this, without a token. */
+  exposition?: Exposition
+  /** Where agents publish device telemetry (`cyborg.telemetry`), kept for `GET /v1/telemetry`. @default none heard */
+  telemetryBus?: Pick<MessageBus, 'subscribe'>
 }
 
 export interface ApiOptions {
@@ -50,6 +62,8 @@ export interface ApiOptions {
   https?: ApiTls
   /** The `[api]` time limits; each one left out takes its default (DEFAULT_TIMEOUTS in app.ts). */
   timeouts?: Partial<ApiTimeouts>
+  /** `/healthcheck`'s cache, time limit and clock; its conductor lease is `serviceDownAfterMs`. */
+  healthcheck?: Omit<HealthcheckOptions, 'serviceDownAfterMs'>
 }
 
 /** How long a client and a handler may take, in ms (`[api] *_timeout`, docs/configuration.md). */

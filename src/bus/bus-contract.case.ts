@@ -192,6 +192,13 @@ export function runBusContract(name: string, createBus: () => Promise<MessageBus
       await assert.rejects(bus.call(t, 'again', null, { timeoutMs: 50 }), UnavailableError)
       await bus.close() // idempotent
     })
+
+    void it('status() is up once created and closed after close()', async () => {
+      const bus = await createBus()
+      assert.equal(bus.status?.().state, 'up')
+      await bus.close()
+      assert.equal(bus.status?.().state, 'closed')
+    })
   })
 }
 

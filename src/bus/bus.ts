@@ -21,6 +21,14 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** What {@link MessageBus.status} reports: whether this process can reach the bus right now. */
+export interface BusStatus {
+  /** `up`: messages go out now; `connecting`: the connection is lost and being made again; `closed`: close() was called. */
+  state: 'up' | 'connecting' | 'closed'
+  /** For people: the broker it is connected to, or since when and why it is not. */
+  detail: string
+}
+
 export interface MessageBus {
   /** Request/reply to one server of `topic` (competing consumers share the work). */
   call(topic: string, method: string, payload: unknown, options?: CallOptions): Promise<unknown>
@@ -33,4 +41,9 @@ export interface MessageBus {
   subscribe(topic: string, handler: MessageHandler): Promise<Subscription>
   /** Stop serving and close connections; pending calls fail with UnavailableError. */
   close(): Promise<void>
+  /**
+   * The connection's state now, without I/O (the API's /healthcheck polls it). Optional: a bus
+   * without it counts as up.
+   */
+  status?(): BusStatus
 }

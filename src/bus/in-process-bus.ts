@@ -176,6 +176,9 @@ export function createInProcessBus(options: InProcessBusOptions = {}): MessageBu
       })
     },
 
+    status: () =>
+      closed ? { state: 'closed', detail: 'closed' } : { state: 'up', detail: 'in-process' },
+
     async close() {
       if (closed) return
       closed = true

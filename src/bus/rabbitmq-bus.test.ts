@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto'
 import type { MessageBus } from './bus.js'
 import { runBusContract } from './bus-contract.case.js'
 import { createRabbitMqBus, type RabbitMqBusOptions } from './rabbitmq-bus.js'
+import { describeBroker, parseTransportUrl } from './transport-url.js'
 import { testBroker, type TestVhost } from '../../test/support/rabbitmq.js'
 import {
   AppError,
@@ -159,6 +160,9 @@ if (broker.skip !== undefined) {
       await vhost.closeConnections()
       await inFlight
       await until(() => lines.some((l) => l.includes('lost the connection to RabbitMQ')))
+      const down = client.status?.()
+      assert.equal(down?.state, 'connecting')
+      assert.match(down?.detail ?? '', /^connection lost \d+ s ago \(.+\); reconnecting$/)
       const duringOutage = client.call(t, 'echo', 2, { timeoutMs: 10_000 })
       await sleep(300)
       await vhost.setAccess(true)
@@ -170,6 +174,10 @@ if (broker.skip !== undefined) {
         return heard.length > 0
       }, 5000)
       assert.ok(lines.some((l) => l.includes('connected to RabbitMQ')))
+      assert.deepEqual(client.status?.(), {
+        state: 'up',
+        detail: `connected to ${describeBroker(parseTransportUrl(vhost.url)[0]!)}`,
+      })
     })
 
     void it('a topic queue deleted by an operator is declared again by its server and its callers', async () => {

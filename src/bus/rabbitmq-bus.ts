@@ -25,7 +25,7 @@ export interface RabbitMqBusOptions {
   log?: Logger
   /** Timeout of calls without their own, and how long cast/publish wait for a connection. @default 30000 */
   defaultTimeoutMs?: number
-  /** The exchange of publish/subscribe. @default 'cyborg' */
+  /** The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners declare as a topic exchange: docs/bus.md). @default 'cyborg_bus' */
   exchange?: string
   /** Backoff between connection attempts, doubling from initialDelayMs (docs/bus.md). @default { initialDelayMs: 250, maxDelayMs: 2000 } */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
@@ -51,7 +51,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   const {
     log = noopLogger,
     defaultTimeoutMs = 30_000,
-    exchange = 'cyborg',
+    exchange = 'cyborg_bus',
     reconnect: { initialDelayMs = 250, maxDelayMs = 2000 } = {},
     prefetch = 64,
     drainTimeoutMs = 5000,
@@ -60,6 +60,8 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   const running = new Set<Promise<void>>()
   let closed = false
   let closing: Promise<void> | undefined
+  /** When and why the last connection was lost (for status()). */
+  let lastLoss: { at: number; reason: string } | undefined
 
   const publisher = new Publisher({ log, exchange, defaultTimeoutMs, current: () => conn.current })
   const conn: ReconnectingConnection<Session> = new ReconnectingConnection<Session>({
@@ -75,6 +77,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
       for (const consumer of consumers) consumer.up(link)
     },
     lost(link, err) {
+      lastLoss = { at: Date.now(), reason: err.message }
       publisher.lost(link, err)
       for (const consumer of consumers) consumer.lost()
     },
@@ -168,6 +171,18 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     },
 
     subscribe: (topic, handler) => addConsumer(topic, { kind: 'subscriber', handler }),
+
+    status() {
+      if (closed) return { state: 'closed', detail: 'closed' }
+      const link = conn.current
+      if (link) return { state: 'up', detail: `connected to ${link.broker}` }
+      if (!lastLoss) return { state: 'connecting', detail: 'connecting' }
+      const ago = Math.round((Date.now() - lastLoss.at) / 1000)
+      return {
+        state: 'connecting',
+        detail: `connection lost ${ago} s ago (${lastLoss.reason}); reconnecting`,
+      }
+    },
 
     close() {
       closing ??= (async () => {

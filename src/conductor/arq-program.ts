@@ -1,7 +1,8 @@
 /**
  * FPGA programming during a bind: when the request group names a bitstream (`accel:bitstream_id`,
  * a Glance image id) or a function (`accel:function_id`), the host's agent downloads the image,
- * checks it against Glance's hash and programs it, unless the FPGA already runs that image.
+ * checks it against Glance's hash and programs it, unless the FPGA already runs that image. The
+ * new image is recorded with `accelerator.deployable.programmed` in one transaction.
  */
 import type { GroupCommitter } from '../db/group-commit.js'
 import { type BindTarget } from '../db/arq-targets.js'
@@ -9,6 +10,9 @@ import type { ArqSpec } from '../domain/arq.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { updateBitstream } from '../db/deployables.js'
+import { getDeployableFacts } from '../db/device-events.js'
+import { insertEvents } from '../db/events.js'
+import { deployableEvent } from '../domain/events.js'
 import { errorMessage } from '../domain/error-message.js'
 
 /** `dddd:bb:dd.f` from a PCI address's parts. */
@@ -39,9 +43,12 @@ export function createFpgaProgrammer(deps: ProgrammerDeps) {
     try {
       const image = imageId !== undefined ? { imageId } : { functionId: functionId! }
       const done = await deps.agentFor(host).programFpgaImage({ address, image })
-      await deps.committer.run((trx) =>
-        updateBitstream(trx, target.deployableId, done.imageId, deps.now()),
-      )
+      await deps.committer.run(async (trx) => {
+        const at = deps.now()
+        await updateBitstream(trx, target.deployableId, done.imageId, at)
+        const programmed = await getDeployableFacts(trx, target.deployableId)
+        if (programmed) await insertEvents(trx, [deployableEvent('programmed', programmed, at)])
+      })
       deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
       return undefined
     } catch (err) {

@@ -1,7 +1,7 @@
 /**
  * Moves accelerator requests left in BindStarted past `[DEFAULT] bind_timeout` to BindFailed: a
  * conductor died mid-bind, or an agent never answered. Their handles are freed in the same
- * transaction, and Nova hears "failed". Any conductor may run it: the state change is conditional,
+ * transaction with their `accelerator.arq.bind_failed` events, and Nova hears "failed". Any conductor may run it: the state change is conditional,
  * so two reapers (or a late binder) never both act on one request.
  */
 import type { DatabaseHandle } from '../db/connection.js'
@@ -12,6 +12,7 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { releaseAttachHandle } from '../db/attach-handles.js'
 import { listStaleBinds } from '../db/arqs.js'
+import { recordArqAction } from '../db/arq-events.js'
 
 export interface ReaperDeps {
   db: DatabaseHandle
@@ -42,6 +43,8 @@ export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
       'BindFailed',
       { now, set },
     )
+    const reason = `not bound within bind_timeout (${deps.bindTimeoutMs / 1000} s)`
+    await recordArqAction(trx, result.moved, 'bind_failed', now, { reason })
     const movedUuids = new Set(result.moved.map((a) => a.uuid))
     for (const s of stale)
       if (movedUuids.has(s.uuid) && s.attachHandleId !== null)

@@ -5,7 +5,9 @@
  *
  * Release order: outside the database first (the agent unbinds vfio-pci or removes the mdev; a v1
  * attachment's Placement consumer or, standalone, the instance's allocation is taken back), then
- * the rows, in one transaction: a handle is freed only once no request names it.
+ * the rows, in one transaction: a handle is freed only once no request names it. Each change writes
+ * its event in its transaction: `accelerator.arq.unbound`, `.unbind_failed`, `.deleted` (a Bound
+ * request deleted without an unbind gets `.unbound` first).
  * Module functions over `ReleaseDeps`, so that each step can be tested alone.
  */
 import type { DatabaseHandle } from '../db/connection.js'
@@ -28,6 +30,7 @@ import type { ArqBindOutcome } from '../rpc/conductor-rpc.js'
 import type { ArqAllocator } from './arq-allocations.js'
 import { rcOf } from './arq-claim.js'
 import { pciAddress } from './arq-program.js'
+import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/arq-events.js'
 import type { V1Placement } from './v1-placement.js'
 
 export interface ReleaseDeps {
@@ -110,7 +113,10 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
   const { db, committer, log, now } = deps
   const reason = await releaseDevice(deps, arq)
   if (reason !== undefined) {
-    await committer.run((trx) => updateArqStates(trx, [arq.uuid], 'UnbindFailed', { now: now() }))
+    await committer.run(async (trx) => {
+      const { moved } = await updateArqStates(trx, [arq.uuid], 'UnbindFailed', { now: now() })
+      await recordArqAction(trx, moved, 'unbind_failed', now(), { reason })
+    })
     log.warn({ arq: arq.uuid, reason }, 'unbind failed; the handle stays held')
     return { uuid: arq.uuid, state: 'UnbindFailed', reason }
   }
@@ -123,8 +129,12 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
   }
   const changed = await committer.run(async (trx) => {
     // A bind may have claimed a handle since `arq` was read: then release that one instead.
-    if ((await getArqForUpdate(trx, arq.uuid)).attachHandleId !== arq.attachHandleId) return true
-    await updateArqStates(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
+    const current = await getArqForUpdate(trx, arq.uuid)
+    if (current.attachHandleId !== arq.attachHandleId) return true
+    const { moved } = await updateArqStates(trx, [arq.uuid], 'Unbound', { now: now(), set: clear })
+    // The event names what was let go: the binding as it was, in the state now saved.
+    const unbound = moved.map((m) => ({ ...current, state: m.state, updatedAt: m.updatedAt }))
+    await recordArqAction(trx, unbound, 'unbound', now())
     if (arq.attachHandleId !== null)
       await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
     return false
@@ -138,6 +148,19 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
     return unbindOne(deps, await getArq(db.db, arq.uuid), attempt + 1)
   }
   return { uuid: arq.uuid, state: 'Unbound' }
+}
+
+/**
+ * The events of deleted requests (`deleted` holds the rows as they were): `unbound` first for one
+ * that was Bound before it was deleted (per `before`, the requests with their prior states), then
+ * `deleted`.
+ */
+function deletionEvents(deleted: readonly Arq[], before: readonly Arq[]): ArqEventItem[] {
+  const bound = new Set(before.filter((a) => a.state === 'Bound').map((a) => a.uuid))
+  return deleted.flatMap((arq) => [
+    ...(bound.has(arq.uuid) ? [{ arq, action: 'unbound' as const }] : []),
+    { arq, action: 'deleted' as const },
+  ])
 }
 
 /**
@@ -160,6 +183,7 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
   return committer.run(async (trx) => {
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
+    await recordArqEvents(trx, deletionEvents(deleted, ready), now())
     for (const arq of ready)
       if (arq.attachHandleId !== null)
         await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
@@ -190,6 +214,7 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
     for (const arq of current)
       ((await holdsNothingOutside(deps, trx, arq)) ? quick : rest).push(arq)
     const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
+    await recordArqEvents(trx, deletionEvents(gone, quick), now())
     for (const arq of quick)
       if (arq.attachHandleId !== null)
         await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })

@@ -9,6 +9,8 @@
  * - The device is prepared by the agent of its host (vfio-pci for PCI, an mdev for MDEV) before
  *   the ARQ is Bound; a failure is BindFailed and frees the handle.
  * - When Nova is configured, the ARQs of one bind are announced in one event batch.
+ * - Each change writes its event (`accelerator.arq.created`, `.bound`, `.bind_failed`) in its own
+ *   transaction (src/db/arq-events.ts).
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
@@ -25,6 +27,8 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-allocations.js'
+import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/arq-events.js'
+import type { ArqAction } from '../domain/events.js'
 import { leaseCutoff } from './lease-sweep.js'
 import {
   finishStaleDeletes,
@@ -111,11 +115,13 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
   const fail = async (arq: Arq, reason: string, handleId?: number): Promise<ArqBindOutcome> => {
     await committer.run(async (trx) => {
-      await updateArqStates(trx, [arq.uuid], 'BindFailed', {
-        now: now(),
+      const at = now()
+      const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+        now: at,
         set: { attachHandleId: null, deployableId: null },
       })
-      if (handleId !== undefined) await releaseAttachHandle(trx, handleId, { now: now() })
+      await recordArqAction(trx, moved, 'bind_failed', at, { reason })
+      if (handleId !== undefined) await releaseAttachHandle(trx, handleId, { now: at })
     })
     log.warn({ arq: arq.uuid, reason }, 'bind failed')
     return { uuid: arq.uuid, state: 'BindFailed', reason }
@@ -152,9 +158,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         return fail(arq, `Placement refused the allocation: ${errorMessage(err)}`, handle.id)
       }
     }
-    const { count } = await committer.run((trx) =>
-      updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }),
-    )
+    const { count } = await committer.run(async (trx) => {
+      const bound = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
+      await recordArqAction(trx, bound.moved, 'bound', now())
+      return bound
+    })
     if (count === 0) {
       if (allocator && target.rpUuid && rc)
         await allocator.release(binding.instanceUuid, target.rpUuid, rc).catch(() => {})
@@ -206,13 +214,15 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       // Ids and time are made before the write runs, so that a re-run writes the very same rows.
       const uuids = specs.map(() => newUuid())
       const at = now()
-      const arqs = await committer.run((trx) => {
+      const arqs = await committer.run(async (trx) => {
         const next = uuids.values()
-        return createArqs(
+        const created = await createArqs(
           trx,
           { profileId: profile.id, specs, projectId },
           { now: at, uuid: () => next.next().value! },
         )
+        await recordArqAction(trx, created, 'created', at, { profileName: name })
+        return created
       })
       log.info({ profile: name, arqs: arqs.length }, 'accelerator requests created')
       return arqs
@@ -270,6 +280,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             .get(arq.deviceProfileId!)
             ?.find((s) => s.groupId === arq.deviceProfileGroupId)
         const steps: BindStep[] = []
+        const events: ArqEventItem[] = []
+        const note = (moved: Arq[], action: ArqAction, reason?: string) =>
+          events.push(...moved.map((m) => ({ arq: m, action, reason })))
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
           const set = {
@@ -293,10 +306,11 @@ export function createArqService(deps: ArqDeps): ArqMethods {
           const spec = specFor(arq)
           const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
           if ('reason' in placed) {
-            await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+            const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
               now: now(),
               set: { attachHandleId: null, deployableId: null },
             })
+            note(moved, 'bind_failed', placed.reason)
             steps.push({
               arq,
               done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason },
@@ -304,10 +318,12 @@ export function createArqService(deps: ArqDeps): ArqMethods {
           } else if (needsMore(placed, spec, allocator !== undefined)) {
             steps.push({ arq, spec, placed })
           } else {
-            await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
+            const { moved } = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
+            note(moved, 'bound')
             steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
           }
         }
+        await recordArqEvents(trx, events, now())
         return steps
       })
       for (const { done } of started)

@@ -29,7 +29,14 @@ import { reapStaleBinds } from './arq-reaper.js'
 import { createReportIngest } from './report-ingest.js'
 import { createResourceWrites } from './resource-writes.js'
 import { createHeartbeatBatcher, type HeartbeatBatchOptions } from './heartbeat-batch.js'
-import { sweepLeases } from './lease-sweep.js'
+import { leaseCutoff, sweepLeases } from './lease-sweep.js'
+import { startFleetGauges } from './fleet-metrics.js'
+import { noopMetrics, type Metrics } from '../domain/metrics.js'
+import { createEventRelay, wakingCommitter, type EventRelayOptions } from './event-relay.js'
+import type { EventSink } from './event-sinks.js'
+import { createWebhookSink } from './webhook-sink.js'
+import { createWebhookDispatcher, type WebhookDispatcherOptions } from './webhook-dispatcher.js'
+import { createWebhookWrites } from './webhooks.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
@@ -64,9 +71,18 @@ export interface ConductorDeps {
   nova?: NovaClient
   /** Placement to keep in step; absent in embedded mode. */
   placement?: { client: PlacementClient; createRootProvider: boolean }
+  /** Where the conductor's counters and fleet gauges go (docs/metrics.md). @default none */
+  metrics?: Metrics
+  /**
+   * Where the event relay delivers the outbox (event-relay.ts), each in turn. @default none: events
+   * are still written with every change, and stamped sent at once.
+   */
+  eventSinks?: EventSink[]
 }
 
 export interface ConductorOptions {
+  /** `[metrics] fleet_refresh_seconds` in ms: how often the fleet gauges are counted. @default 30000 */
+  fleetRefreshMs?: number
   /** How long the first write of a batch waits for company (`[conductor] save_interval_ms`). @default 10 */
   saveIntervalMs?: number
   /** A batch is written at once when this many writes wait (`[conductor] max_batch`). @default 64 */
@@ -97,6 +113,13 @@ export interface ConductorOptions {
   driverAdmin?: DriverAdminServiceOptions
   /** Which agents a remote registration may go to (1.4, remote-accelerators.ts). */
   remote?: RemoteAcceleratorOptions
+  /** The event relay: batch size, polling, retention (`[events] retention_hours`), retries. */
+  events?: EventRelayOptions
+  /**
+   * `[webhooks]` (docs/webhooks.md): the webhook sink is among the event sinks and the dispatcher
+   * runs, whether or not any endpoint is registered; `false` for neither. @default {}
+   */
+  webhooks?: WebhookDispatcherOptions | false
 }
 
 /** The conductor: the RPC implementation plus its lifecycle. Serve only the RPC methods on the bus. */
@@ -105,13 +128,38 @@ export interface Conductor extends ConductorRpc {
   stop(): Promise<void>
   /** Write transactions (batches) started and writes run through them. */
   stats(): { batches: number; ops: number }
+  /** Delivers the events written so far to the sinks (tests, shutdown); resolves with how many. */
+  drainEvents(): Promise<number>
 }
 
 export function createConductor(deps: ConductorDeps, options: ConductorOptions = {}): Conductor {
   const { db, clock, uuid = newUuid } = deps
   const { saveIntervalMs = 10, maxBatch = 64 } = options
   const log = deps.log.child({ component: 'conductor' })
-  const committer = createGroupCommitter(db, { intervalMs: saveIntervalMs, maxBatch })
+  const metrics = deps.metrics ?? noopMetrics
+  // Events are written with the changes; the relay publishes them, woken by commits that wrote some.
+  // The webhook sink queues deliveries, which the dispatcher posts on its own (webhook-dispatcher.ts).
+  const dispatcher =
+    options.webhooks === false
+      ? undefined
+      : createWebhookDispatcher({ db, log, clock }, options.webhooks)
+  const sinks = [...(deps.eventSinks ?? [])]
+  if (dispatcher)
+    sinks.push(
+      createWebhookSink({ db, now: () => formatTimestamp(clock.now()), onQueued: dispatcher.wake }),
+    )
+  const relay = createEventRelay({ db, sinks, log, clock }, options.events)
+  const committer = wakingCommitter(
+    createGroupCommitter(db, {
+      intervalMs: saveIntervalMs,
+      maxBatch,
+      onBatch: (size, seconds) => {
+        metrics.observe('cyborg_db_commit_batch_size', size)
+        metrics.observe('cyborg_db_commit_duration_seconds', seconds)
+      },
+    }),
+    relay.wake,
+  )
   const now = () => formatTimestamp(clock.now())
   const placement =
     deps.placement &&
@@ -186,7 +234,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       : createHeartbeatBatcher({ db, committer, now }, options.heartbeats)
   const writes = createResourceWrites({ committer, log, now, uuid, syncPlacement, heartbeats })
   const driverAdmin = createDriverAdminService(
-    { db, agentFor: deps.agentFor ?? noAgents, log },
+    { db, agentFor: deps.agentFor ?? noAgents, log, committer, now },
     options.driverAdmin,
   )
   const v1 = createV1AcceleratorService({
@@ -237,16 +285,33 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   const { serviceDownTimeMs, leaseSweepIntervalMs = 10_000 } = options
   const sweep = async (downMs: number) => {
     try {
-      await sweepLeases({ db, committer, log, clock, syncPlacement }, downMs)
+      const fenced = await sweepLeases({ db, committer, log, clock, syncPlacement }, downMs)
+      metrics.inc('cyborg_lease_sweeps_total', { outcome: 'ok' })
+      if (fenced.length > 0) metrics.inc('cyborg_lease_fences_total', {}, fenced.length)
     } catch (err) {
+      metrics.inc('cyborg_lease_sweeps_total', { outcome: 'error' })
       log.warn({ err }, 'lease sweep failed; next pass retries')
     }
   }
+  const stopFleetGauges =
+    deps.metrics &&
+    startFleetGauges(
+      {
+        db: db.db,
+        metrics: deps.metrics,
+        log,
+        leaseCutoff: () => leaseCutoff(clock, serviceDownTimeMs ?? 60_000),
+      },
+      options.fleetRefreshMs ?? 30_000,
+    )
   const sweeper =
     serviceDownTimeMs === undefined
       ? undefined
       : setInterval(() => void sweep(serviceDownTimeMs), leaseSweepIntervalMs)
   sweeper?.unref()
+  relay.start()
+  dispatcher?.start()
+  const webhooks = createWebhookWrites({ committer, log, now, uuid })
 
   /** Every RPC method and the function that serves it (file in the comment). */
   const rpc: ConductorRpc = {
@@ -271,17 +336,24 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     updateDriver: driverAdmin.updateDriver, // driver-admin.ts
     discoverHosts: driverAdmin.discoverHosts, // driver-admin.ts
     registerRemoteAccelerator: remote.registerRemoteAccelerator, // remote-accelerators.ts
+    createWebhook: webhooks.createWebhook, // webhooks.ts (delivery: webhook-sink.ts, webhook-dispatcher.ts)
+    updateWebhook: webhooks.updateWebhook, // webhooks.ts
+    deleteWebhook: webhooks.deleteWebhook, // webhooks.ts
   }
 
   return {
     ...rpc,
     async stop() {
+      stopFleetGauges?.()
       clearInterval(reaper)
       clearInterval(sweeper)
       await heartbeats?.close()
       await committer.close()
+      await relay.stop()
+      await dispatcher?.stop()
       log.info(committer.stats(), 'conductor stopped')
     },
     stats: () => committer.stats(),
+    drainEvents: () => relay.drain(),
   }
 }

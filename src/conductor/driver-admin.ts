@@ -5,8 +5,10 @@
  * The agents are the `cyborg-agent` rows of the services table. Each host is asked in parallel,
  * with a bound (`listTimeoutMs` for listings, `actionTimeoutMs` for changes and discoveries): a host
  * that does not answer in time is reported `unreachable`, never a failure of the whole call. A named
- * host that is not a known agent is a NotFoundError naming it. Nothing here writes to the database:
- * the agents report what changed through `reportInventory` as usual.
+ * host that is not a known agent is a NotFoundError naming it. Nothing here writes inventory: the
+ * agents report what changed through `reportInventory` as usual. The agents own their driver
+ * state, so the conductor learns of a change from their answers: each host that made one gets an
+ * `accelerator.driver.installed`, `.uninstalled` or `.updated` event, written once it answered.
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import { listDriverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
@@ -32,6 +34,10 @@ import { diffDeployables, flattenInventory } from './discovery-diff.js'
 import { checkString, checkStringMap } from './validate.js'
 import { getHostInventory } from '../db/host-inventory.js'
 import { errorMessage } from '../domain/error-message.js'
+import type { GroupCommitter } from '../db/group-commit.js'
+import { insertEvents } from '../db/events.js'
+import { driverEvent, type DriverAction } from '../domain/events.js'
+import { formatTimestamp } from '../domain/time.js'
 
 export type AdminAgent = Pick<
   AgentRpc,
@@ -49,6 +55,10 @@ export interface DriverAdminServiceDeps {
   db: DatabaseHandle
   agentFor: (host: string) => AdminAgent
   log: Logger
+  /** Where the driver events are written; without it none are. */
+  committer?: Pick<GroupCommitter, 'run'>
+  /** The time of an event (formatTimestamp). @default now */
+  now?: () => string
 }
 
 export type DriverAdminService = Pick<
@@ -158,10 +168,22 @@ export function createDriverAdminService(
   }
 
   /** Runs `call` on every target host; named-host errors propagate, the rest become outcomes. */
+  /** Writes an event per host whose agent made the change (a failed write is logged: it stands). */
+  const record = async (what: DriverAction, outcomes: DriverActionOutcome[]) => {
+    const at = (deps.now ?? (() => formatTimestamp(new Date())))()
+    const events = outcomes.flatMap(({ hostname, state }) =>
+      state ? [driverEvent(what, { hostname, ...state }, at)] : [],
+    )
+    if (events.length === 0 || !deps.committer) return
+    await deps.committer
+      .run((trx) => insertEvents(trx, events))
+      .catch((err: unknown) => log.error({ err, what }, 'could not record driver events'))
+  }
+
   const act = async (
     driver: string,
     hostname: string | undefined,
-    what: string,
+    what: DriverAction,
     call: (agent: AdminAgent) => Promise<DriverAdminState>,
     before?: (hosts: Service[]) => Promise<void>,
   ) => {
@@ -206,6 +228,7 @@ export function createDriverAdminService(
     const refused = answered.filter((o) => o.status !== 'skipped')
     if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError))
       throw refused[0]!.err
+    await record(what, outcomes)
     log.info({ driver, what, hosts: outcomes.map((o) => [o.hostname, o.status]) }, `driver ${what}`)
     return { driver, hosts: outcomes.map(({ err: _err, ...o }) => o) }
   }

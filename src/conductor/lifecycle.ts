@@ -10,6 +10,7 @@ import type { DatabaseHandle } from '../db/connection.js'
 import { getDevice } from '../db/devices.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { updateDeviceLifecycle } from '../db/lifecycle.js'
+import { recordDeviceEvent } from '../db/device-events.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { AppError, ConflictError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import { Lifecycle, type Device } from '../domain/inventory.js'
@@ -85,9 +86,13 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
 
   const settle = async (device: Device, outcome: { to: Lifecycle; reason: string | null }) => {
     const at = now()
-    const moved = await run((trx) =>
-      updateDeviceLifecycle(trx, device.uuid, { from: [Lifecycle.installing], ...outcome }, at),
-    )
+    const moved = await run(async (trx) => {
+      const change = { from: [Lifecycle.installing], ...outcome }
+      if (!(await updateDeviceLifecycle(trx, device.uuid, change, at))) return false
+      const action = outcome.to === Lifecycle.active ? 'active' : 'error'
+      await recordDeviceEvent(trx, action, device.uuid, at)
+      return true
+    })
     if (!moved)
       log.warn(
         { uuid: device.uuid, ...outcome },
@@ -118,7 +123,9 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
             reason: null,
             updatedBefore: staleBefore,
           }
-          return updateDeviceLifecycle(trx, id, change, at)
+          if (!(await updateDeviceLifecycle(trx, id, change, at))) return false
+          await recordDeviceEvent(trx, 'ready', id, at)
+          return true
         }
         if (
           !(await updateDeviceLifecycle(
@@ -129,12 +136,11 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
           ))
         )
           return false
-        return updateDeviceLifecycle(
-          trx,
-          id,
-          { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null },
-          at,
-        )
+        const installing = { from: [Lifecycle.ready], to: Lifecycle.installing, reason: null }
+        if (!(await updateDeviceLifecycle(trx, id, installing, at))) return false
+        // One event: marked ready, and installing from the same transaction on.
+        await recordDeviceEvent(trx, 'ready', id, at)
+        return true
       })
       if (stale)
         log.warn(

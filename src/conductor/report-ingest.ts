@@ -22,7 +22,7 @@ import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { HealthTransition } from '../db/health-transitions.js'
-import { isFencedHealth } from '../domain/health-diff.js'
+import { isFencedHealth, isSilentAgentReason } from '../domain/health-diff.js'
 import type { RootHint } from './placement-sync.js'
 import { checkSnapshot } from './validate.js'
 import { diffInventory } from '../domain/inventory-diff.js'
@@ -52,7 +52,15 @@ export async function ingestSnapshot(
 ): Promise<IngestResult> {
   const current = await getHostInventory(trx, snapshot.host)
   const diff = diffInventory(snapshot.host, current, snapshot.devices, options.recoveryReports)
-  const transitions = await updateHostInventory(trx, snapshot.host, diff, options)
+  // A device leaving a lease fence's `unknown`: the agent regained its lease (one event per host).
+  const fenced = new Set(
+    current.filter((d) => isSilentAgentReason(d.healthReason)).map((d) => d.id),
+  )
+  const leaseRegained = diff.healthChanges
+    .filter((c) => c.from === 'unknown' && fenced.has(c.deviceId))
+    .map((c) => c.deviceId)
+  const write = { ...options, leaseRegained }
+  const transitions = await updateHostInventory(trx, snapshot.host, diff, write)
   return { ...diff.counts, transitions, recovering: diff.recovering }
 }
 

@@ -1,13 +1,17 @@
 /**
  * The conductor's plain writes: heartbeats, device profiles, attributes and a device's status.
  * Each re-checks its input (validate.ts) and runs as one write of the group committer; heartbeats
- * go through the heartbeat batcher when there is one (heartbeat-batch.ts).
+ * go through the heartbeat batcher when there is one (heartbeat-batch.ts). A status that changes
+ * writes `accelerator.device.enabled` or `.disabled` in the same transaction.
  */
 import type { GroupCommitter } from '../db/group-commit.js'
 import type { HeartbeatBatcher } from './heartbeat-batch.js'
 import { createAttribute, deleteAttribute } from '../db/attributes.js'
 import { createDeviceProfile, deleteDeviceProfiles } from '../db/device-profiles.js'
 import { updateDeviceStatus } from '../db/devices.js'
+import { getDeviceFacts } from '../db/device-events.js'
+import { insertEvents } from '../db/events.js'
+import { deviceEvent } from '../domain/events.js'
 import { updateHeartbeat } from '../db/services.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
@@ -106,7 +110,16 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
     async setDeviceStatus(req) {
       const id = checkUuid(req?.uuid, 'uuid')
       const status = checkOneOf(req.status, Object.values(DeviceStatus), 'status')
-      const device = await committer.run((trx) => updateDeviceStatus(trx, id, status, now()))
+      const device = await committer.run(async (trx) => {
+        const at = now()
+        const before = await getDeviceFacts(trx, id)
+        const saved = await updateDeviceStatus(trx, id, status, at)
+        if (before?.status !== saved.status) {
+          const action = saved.status === DeviceStatus.enabled ? 'enabled' : 'disabled'
+          await insertEvents(trx, [deviceEvent(action, saved, at)])
+        }
+        return saved
+      })
       log.info({ uuid: id, status }, 'device status set')
       await deps.syncPlacement(device.hostname)
       return device

@@ -13,10 +13,13 @@
  * - A detach deletes the accelerator's v1 attachments through the ARQ delete path (Deleting first,
  *   persisted) and never touches a v2 request; when only v2 requests (Nova's) hold it, it refuses.
  * - The spec is compare-and-set against `If-Match`, under the deployable's row lock.
+ * - Events as for v2 requests (the attachment is one): `accelerator.arq.created` and `.bound` on
+ *   attach, `.unbound` and `.deleted` on detach (through the delete path).
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { updateArqStates } from '../db/arqs.js'
+import { recordArqAction, recordArqEvents } from '../db/arq-events.js'
 import {
   listHolders,
   hasHandles,
@@ -124,9 +127,11 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         details: { uuid },
       })
     }
-    const { count } = await committer.run((trx) =>
-      updateArqStates(trx, [arq.uuid], 'Bound', { now: now() }),
-    )
+    const { count } = await committer.run(async (trx) => {
+      const bound = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
+      await recordArqAction(trx, bound.moved, 'bound', now())
+      return bound
+    })
     if (count === 0) {
       // A detach took it meanwhile, perhaps before the allocation was written: take that back too.
       await deps.placement
@@ -226,6 +231,8 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
           { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' },
           now(),
         )
+        const bound = arq.state === 'Bound' ? [{ arq, action: 'bound' as const }] : []
+        await recordArqEvents(trx, [{ arq, action: 'created' }, ...bound], now())
         return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }
       })
       const { arq } = claimed

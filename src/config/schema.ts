@@ -18,6 +18,7 @@ import {
   url,
   type Option,
 } from './options.js'
+import { webhookOptions } from './webhook-options.js'
 
 /** keystoneauth-style options for an outbound client ([placement], [nova], [glance]); docs/auth-outbound.md. */
 function keystoneClient(service: string) {
@@ -253,6 +254,27 @@ export const schema = {
       help: 'Healthy inventory reports in a row before a device fenced by its own health (failed, or unknown from a probe) is offered again, so that a flapping device is not offered and fenced at every report. 1: offered at the first healthy report. A lease fence (a silent agent) lifts at the first full report.',
     }),
   },
+  events: {
+    retention_hours: int({
+      default: 24,
+      min: 0,
+      help: 'Hours the conductor keeps events in its outbox after delivering them to every sink (docs/notifications.md); older ones are deleted every 10 minutes. 0: deleted at the next purge. Undelivered events are never deleted.',
+    }),
+  },
+  metrics: {
+    enabled: bool({
+      default: true,
+      help: 'Serve GET /metrics (Prometheus/OpenMetrics text, no token) on the API. Keep it off the public endpoint at the proxy, or turn it off here and scrape [metrics] listen instead.',
+    }),
+    listen: optionalStr({
+      help: 'host:port where this process (conductor, agent, or the API too) serves /metrics on its own HTTP listener, e.g. 127.0.0.1:9386. Unset: no listener (the API still serves /metrics on its port when enabled).',
+    }),
+    fleet_refresh_seconds: int({
+      default: 30,
+      min: 1,
+      help: 'Seconds between two counts of the fleet gauges (devices, handles, requests, agents) by each conductor; scrapes read the last count and never query the database.',
+    }),
+  },
   placement: {
     ...keystoneClient('Placement'),
     create_root_provider: bool({
@@ -328,6 +350,19 @@ export const schema = {
       help: 'host:port of memcached servers that cache validated tokens.',
     }),
   },
+  oslo_messaging_notifications: {
+    driver: enumOf(['noop', 'messagingv2'] as const, {
+      default: 'noop',
+      help: "How the conductor sends its events as OpenStack notifications (docs/notifications.md): messagingv2 (oslo.messaging's format, envelope 2.0, on exchange cyborg, read by Ceilometer, Watcher or any oslo listener) or noop (nothing, oslo.messaging's default: nobody consumes them otherwise, and unconsumed notification queues grow without bound).",
+    }),
+    topics: list({
+      default: ['notifications'],
+      help: 'Topics notifications are sent to; each message goes to every topic, on the queue <topic>.<priority> (notifications.info, notifications.error).',
+    }),
+    transport_url: transportUrl({
+      help: 'RabbitMQ to send notifications to: rabbit://user:pass@host:5672/vhost. Empty: [DEFAULT] transport_url.',
+    }),
+  },
   oslo_policy: {
     policy_file: str({
       default: 'policy.yaml',
@@ -343,6 +378,7 @@ export const schema = {
       help: 'PEM CA certificates that clients must present a certificate signed by (mutual TLS). Unset: clients need no certificate.',
     }),
   },
+  webhooks: webhookOptions,
 } as const satisfies Record<string, Record<string, Option<unknown>>>
 
 export type Schema = typeof schema

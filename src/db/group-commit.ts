@@ -36,6 +36,8 @@ export interface GroupCommitOptions {
   intervalMs: number
   /** A batch starts at once when this many operations are waiting. */
   maxBatch: number
+  /** Told of every batch: its writes and its time in seconds (metrics). */
+  onBatch?: (size: number, seconds: number) => void
 }
 
 /** The transaction a write runs in (what `run` hands its function). */
@@ -114,7 +116,9 @@ export function createGroupCommitter(
     lastBatchSize = batch.length
     batches++
     ops += batch.length
+    const started = performance.now()
     inFlight = runBatch(ctx, batch, requeue)
+      .then(() => options.onBatch?.(batch.length, (performance.now() - started) / 1000))
       .then(() => ctx.markers.sweep())
       .finally(() => {
         inFlight = undefined

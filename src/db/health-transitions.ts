@@ -1,11 +1,16 @@
 /**
  * Recorded health transitions (migration 0008): one row per change of a device's health state,
  * written in the transaction that changes it (report ingestion, the lease sweep), numbered so that
- * a publisher (the events issue) can resume after the last row it sent.
+ * a reader can resume after the last row it saw. Each is also an event in the outbox
+ * (`accelerator.device.health_changed`, src/db/events.ts), written alongside.
  */
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './connection.js'
 import type { Database } from './schema.js'
+import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
+import { deviceFacts, listDevicesById } from './device-events.js'
+import { insertEvents } from './events.js'
+import { AGENT_BINARY } from './services.js'
 
 /** One change of a device's health. `from` is `new` for a device that arrived unhealthy. */
 export interface HealthTransition {
@@ -46,35 +51,47 @@ export async function insertHealthTransitions(
   }
 }
 
-/** Records changes named by device id (one read of their uuids); returns what was recorded. */
+/** Events that `recordHealthChanges` writes along with the health changes' own (one INSERT). */
+export interface HealthChangeEvents {
+  /** Written first, in this order (a report's added and removed devices). */
+  first?: readonly NewEvent[]
+  /** Devices whose change lifts a lease fence: one `accelerator.agent.lease_regained` for the host. */
+  leaseRegained?: readonly number[]
+}
+
+/**
+ * Records changes named by device id (one read of their rows), each with its
+ * `accelerator.device.health_changed` event, and `events`; returns what was recorded.
+ */
 export async function recordHealthChanges(
   db: Kysely<Database>,
   host: string,
   changes: readonly { deviceId: number; from: string; to: string; reason: string | null }[],
   now: string,
+  events: HealthChangeEvents = {},
 ): Promise<HealthTransition[]> {
-  if (changes.length === 0) return []
-  const uuids = new Map<number, string>()
-  for (let i = 0; i < changes.length; i += CHUNK) {
-    const ids = changes.slice(i, i + CHUNK).map((c) => c.deviceId)
-    const rows = await db
-      .selectFrom('devices')
-      .select(['id', 'uuid'])
-      .where('id', 'in', ids)
-      .execute()
-    for (const r of rows) uuids.set(r.id, r.uuid)
-  }
-  const rows = changes
-    .filter((c) => uuids.has(c.deviceId))
-    .map((c) => ({
-      deviceUuid: uuids.get(c.deviceId)!,
-      hostname: host,
-      from: c.from,
-      to: c.to,
-      reason: c.reason,
-      createdAt: now,
-    }))
+  const devices = new Map(
+    (await listDevicesById(db, [...new Set(changes.map((c) => c.deviceId))])).map((d) => [d.id, d]),
+  )
+  const recorded = changes.filter((c) => devices.has(c.deviceId))
+  const rows = recorded.map((c) => ({
+    deviceUuid: devices.get(c.deviceId)!.uuid,
+    hostname: host,
+    from: c.from,
+    to: c.to,
+    reason: c.reason,
+    createdAt: now,
+  }))
   await insertHealthTransitions(db, rows)
+  const regained = recorded
+    .filter((c) => events.leaseRegained?.includes(c.deviceId))
+    .map((c) => devices.get(c.deviceId)!.uuid)
+  const agent = { hostname: host, binary: AGENT_BINARY, reason: null, devices: regained }
+  await insertEvents(db, [
+    ...(events.first ?? []),
+    ...(regained.length > 0 ? [agentEvent('lease_regained', agent, now)] : []),
+    ...recorded.map((c) => deviceHealthEvent(deviceFacts(devices.get(c.deviceId)!), c.from, now)),
+  ])
   return rows
 }
 

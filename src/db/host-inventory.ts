@@ -8,8 +8,10 @@ import type { Kysely } from 'kysely'
 import type { ReadDb } from './connection.js'
 import { newUuid } from '../domain/ids.js'
 import { translateDbError } from './errors.js'
-import type { Database } from './schema.js'
+import type { Database, DeviceRow } from './schema.js'
 import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
+import { deviceFacts, listDevicesById } from './device-events.js'
+import { deviceEvent } from '../domain/events.js'
 import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
 
 /** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */
@@ -22,6 +24,8 @@ export interface InventoryWriteOptions {
   now: string
   /** Id generator for new rows. @default newUuid */
   uuid?: () => string
+  /** Devices whose health change lifts a lease fence (one `agent.lease_regained` event). */
+  leaseRegained?: readonly number[]
 }
 
 /** One host's devices with their deployables, attributes and handles, and what is in use. */
@@ -123,7 +127,7 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
 /**
  * Applies a diff: deletes (children first), updates, then inserts (parents first); records the
  * health transitions (devices that changed state, and new devices that arrived unhealthy) and
- * returns them.
+ * returns them. Writes the events of it all: devices removed and added, health changed.
  */
 export async function updateHostInventory(
   db: Kysely<Database>,
@@ -132,6 +136,7 @@ export async function updateHostInventory(
   options: InventoryWriteOptions,
 ): Promise<HealthTransition[]> {
   const { now, autoActivate, uuid = newUuid } = options
+  const removed = await listDevicesById(db, diff.removeDevices)
   await deleteIn(diff.removeAttributes, (ids) =>
     db.deleteFrom('attributes').where('id', 'in', ids).execute(),
   )
@@ -204,7 +209,8 @@ export async function updateHostInventory(
   }
 
   const lifecycle = autoActivate ? 'active' : 'inactive'
-  const deviceIds = await insertDevices(db, host, diff, { now, lifecycle, uuid })
+  const added = await insertDevices(db, host, diff, { now, lifecycle, uuid })
+  const deviceIds = new Map(added.map((r) => [r.cpid_info, r.id]))
   const newDeployables = [
     ...diff.addDeployables,
     ...diff.addDevices.flatMap((d) =>
@@ -263,16 +269,21 @@ export async function updateHostInventory(
       to: d.health!.state,
       reason: d.health!.reason ?? null,
     }))
-  return recordHealthChanges(db, host, [...diff.healthChanges, ...arrivedUnhealthy], now)
+  const first = [
+    ...removed.map((r) => deviceEvent('removed', deviceFacts(r), now)),
+    ...added.map((r) => deviceEvent('added', deviceFacts(r), now)),
+  ]
+  const events = { first, leaseRegained: options.leaseRegained ?? [] }
+  return recordHealthChanges(db, host, [...diff.healthChanges, ...arrivedUnhealthy], now, events)
 }
 
-/** Inserts the new devices and returns their ids by control-path key (MySQL has no RETURNING). */
+/** Inserts the new devices and returns their rows as saved (MySQL has no RETURNING). */
 async function insertDevices(
   db: Kysely<Database>,
   host: string,
   diff: InventoryDiff,
   meta: { now: string; lifecycle: string; uuid: () => string },
-): Promise<Map<string, number>> {
+): Promise<DeviceRow[]> {
   await insertChunks(diff.addDevices, (rows) =>
     db
       .insertInto('devices')
@@ -305,12 +316,12 @@ async function insertDevices(
     (keys) =>
       db
         .selectFrom('devices')
-        .select(['id', 'cpid_info'])
+        .selectAll()
         .where('hostname', '=', host)
         .where('cpid_info', 'in', keys)
         .execute(),
   )
-  return new Map(rows.map((r) => [r.cpid_info, r.id]))
+  return rows.sort((a, b) => a.id - b.id)
 }
 
 /** Inserts new deployables and returns their ids by name (names are globally unique). */

@@ -2,13 +2,17 @@
  * The lease sweep's fence (src/conductor/lease-sweep.ts), for many silent agents in one
  * transaction: lock their hosts' offered devices (health ok or degraded), set them `unknown` with
  * each agent's reason in one UPDATE per host that re-checks the lease in the same statement (a
- * heartbeat that landed meanwhile wins), and record each device's transition.
+ * heartbeat that landed meanwhile wins), and record each device's transition, with the events:
+ * `accelerator.agent.lease_lost` per host fenced, then `accelerator.device.health_changed` per device.
  */
 import type { Kysely } from 'kysely'
 import { dialectOf } from './connection.js'
 import type { Database } from './schema.js'
 import { AGENT_BINARY } from './services.js'
 import { insertHealthTransitions, type HealthTransition } from './health-transitions.js'
+import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
+import { deviceFacts } from './device-events.js'
+import { insertEvents } from './events.js'
 
 /** Hosts per statement's IN list. */
 const CHUNK = 500
@@ -25,12 +29,13 @@ export async function fenceDevicesOfSilentAgents(
 ): Promise<HealthTransition[]> {
   const { cutoff, now } = options
   const transitions: HealthTransition[] = []
+  const events: NewEvent[] = []
   const reasons = new Map(agents.map((a) => [a.host, a.reason]))
   for (let i = 0; i < agents.length; i += CHUNK) {
     const hosts = agents.slice(i, i + CHUNK).map((a) => a.host)
     const qb = db
       .selectFrom('devices as d')
-      .select(['d.id', 'd.uuid', 'd.hostname', 'd.health'])
+      .selectAll('d')
       .where('d.hostname', 'in', hosts)
       .where('d.health', 'in', ['ok', 'degraded'])
       .orderBy('d.id')
@@ -64,6 +69,13 @@ export async function fenceDevicesOfSilentAgents(
         )
         .executeTakeFirst()
       if (Number(res.numUpdatedRows) === 0) continue // the agent beat meanwhile
+      const lost = {
+        hostname: host,
+        binary: AGENT_BINARY,
+        reason,
+        devices: devices.map((d) => d.uuid),
+      }
+      events.push(agentEvent('lease_lost', lost, now))
       for (const d of devices) {
         transitions.push({
           deviceUuid: d.uuid,
@@ -73,6 +85,8 @@ export async function fenceDevicesOfSilentAgents(
           reason,
           createdAt: now,
         })
+        const fenced = { ...deviceFacts(d), health: 'unknown', healthReason: reason }
+        events.push(deviceHealthEvent(fenced, d.health, now))
       }
     }
   }
@@ -86,5 +100,6 @@ export async function fenceDevicesOfSilentAgents(
       .execute()
   }
   await insertHealthTransitions(db, transitions)
+  await insertEvents(db, events)
   return transitions
 }

@@ -21,6 +21,8 @@ for (const dialect of await testDialects()) {
           'deployables',
           'device_profiles',
           'devices',
+          'event_relay',
+          'events',
           'services',
         ]) {
           assert.ok(tables.includes(t), `missing table ${t} in ${tables.join(',')}`)

@@ -10,6 +10,8 @@ import { v1AttachmentsMigration } from './migrations/0005-v1-attachments.js'
 import { commitMarkersMigration } from './migrations/0006-commit-markers.js'
 import { deviceHealthMigration } from './migrations/0007-device-health.js'
 import { healthTransitionsMigration } from './migrations/0008-health-transitions.js'
+import { eventsMigration } from './migrations/0009-events.js'
+import { webhooksMigration } from './migrations/0010-webhooks.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -21,6 +23,8 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0006-commit-markers': commitMarkersMigration,
     '0007-device-health': deviceHealthMigration(handle.dialect),
     '0008-health-transitions': healthTransitionsMigration(handle.dialect),
+    '0009-events': eventsMigration(handle.dialect),
+    '0010-webhooks': webhooksMigration(handle.dialect),
   }
 }
 

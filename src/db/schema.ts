@@ -167,6 +167,74 @@ export interface HealthTransitionsTable {
   created_at: string
 }
 
+/** The outbox: one row per state change (migration 0009, src/db/events.ts). */
+export interface EventsTable {
+  id: Id
+  /** The event's id, stable across deliveries (receivers de-duplicate by it). */
+  uuid: string
+  /** `accelerator.<resource>.<action>` */
+  event_type: string
+  /** INFO | ERROR */
+  priority: string
+  /** device | deployable | arq | driver | agent */
+  resource_type: string
+  /** The resource's uuid (an agent: its host name; a driver: `<host>:<driver>`). */
+  resource_uuid: string
+  project_id: string | null
+  /** Canonical JSON of the versioned payload. */
+  payload: string
+  created_at: string
+  /** When the relay delivered it to every sink; null while unsent. */
+  sent_at: string | null
+}
+
+/** The relay's lock: one row, locked across a delivery (migration 0009). */
+export interface EventRelayTable {
+  id: number
+  updated_at: string | null
+}
+
+/** A webhook endpoint (migration 0010, src/db/webhooks.ts). */
+export interface WebhooksTable {
+  id: Id
+  uuid: string
+  url: string
+  /** `whsec_<base64>`: never read by the API. */
+  secret: string
+  /** JSON list of event types or `prefix.*` wildcards; `[]`: all. */
+  event_types: string
+  /** JSON list of project ids; `[]`: all. */
+  project_ids: string
+  description: string | null
+  enabled: number
+  created_at: string
+  updated_at: string | null
+  /** The dispatcher holding this endpoint (a claim's token), until `claimed_until`. */
+  claimed_by: string | null
+  claimed_until: string | null
+  /** The endpoint is backing off until then (its oldest pending delivery failed). */
+  retry_at: string | null
+}
+
+/** One event for one endpoint (migration 0010, src/db/webhook-deliveries.ts). */
+export interface WebhookDeliveriesTable {
+  id: Id
+  webhook_id: number
+  event_uuid: string
+  event_type: string
+  /** The JSON body, the same on every attempt. */
+  body: string
+  /** pending | delivered | dead */
+  state: string
+  attempts: Generated<number>
+  next_attempt_at: string
+  last_attempt_at: string | null
+  last_status: number | null
+  last_error: string | null
+  created_at: string
+  finished_at: string | null
+}
+
 export interface Database {
   devices: DevicesTable
   deployables: DeployablesTable
@@ -179,6 +247,10 @@ export interface Database {
   agent_drivers: AgentDriversTable
   commit_markers: CommitMarkersTable
   health_transitions: HealthTransitionsTable
+  events: EventsTable
+  event_relay: EventRelayTable
+  webhooks: WebhooksTable
+  webhook_deliveries: WebhookDeliveriesTable
 }
 
 export type DeviceRow = Selectable<DevicesTable>

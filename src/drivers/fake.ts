@@ -12,6 +12,8 @@ import {
   type ReportedHealth,
 } from '../domain/inventory.js'
 import { AppError, InvalidInputError } from '../domain/errors.js'
+import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
+import { fakeSampleValues } from './fake-telemetry.js'
 
 /** Number of accelerators (and TEST_PCI handles) on the fake device. */
 export const FAKE_ACCELERATORS = 16
@@ -42,14 +44,18 @@ export function fakeHandleAddress(fn: number): PciAddress {
 /**
  * Creates the fake driver; `deps.hostname` names its deployable. Options (`cyborg update-driver
  * fake --option health=failed`, for tests and demos): `health` (ok, degraded or failed; default
- * ok) and `health_reason`, what its device then reports.
+ * ok) and `health_reason`, what its device then reports; `sample_<value>` and
+ * `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts).
  */
 export function createFakeDriver(
   deps: DriverDeps,
   options: Record<string, string> = {},
-): AcceleratorDriver {
+): AcceleratorDriver & DeviceStatsCapability {
   const name = fakeDeployableName(deps.hostname)
   const health = fakeHealth(options)
+  const sample = fakeSampleValues(options)
+  const { domain, bus, device, function: fn } = FAKE_CONTROL_PATH
+  const controlPath = `${domain}:${bus}:${device}.${fn}`
   return {
     name: 'fake',
     deviceType: DeviceType.FPGA,
@@ -89,6 +95,8 @@ export function createFakeDriver(
     },
     /** Programming the fake FPGA does nothing (and records nothing): it exercises the agent's path. */
     async program() {},
+    /** The values of the `sample_*` options, as its device's usage; none without them. */
+    deviceStats: async () => (sample ? [{ controlPath, values: structuredClone(sample) }] : []),
   }
 }
 

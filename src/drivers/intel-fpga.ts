@@ -44,6 +44,8 @@ import {
   opaeHealth,
   type OpaeHealthOptions,
 } from './opae-health.js'
+import { readFpgaSamples } from './fpga-telemetry.js'
+import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 
 /** OPAE's programming tool (opae-sdk tools/fpgaconf), the one OpenStack Cyborg's intel driver runs. */
 export const FPGACONF = '/usr/bin/fpgaconf'
@@ -173,16 +175,19 @@ async function readFpgaIds(
 export type IntelFpgaDriverOptions = PciHealthOptions & OpaeHealthOptions
 
 /**
- * Creates the `intel-fpga` driver.
+ * Creates the `intel-fpga` driver; `deviceStats()` gives the temperature and power of the cards
+ * its last discovery found (fpga-telemetry.ts).
  * @throws ConfigError for a bad health option
  */
 export function createIntelFpgaDriver(
   deps: DriverDeps,
   options: IntelFpgaDriverOptions = {},
-): AcceleratorDriver {
+): AcceleratorDriver & DeviceStatsCapability {
   const { host, hostname } = deps
   const pciThresholds = pciHealthThresholds('intel-fpga', options)
   const opaeLevel = opaeErrorsLevel('intel-fpga', options)
+  /** The PFs of the last discovery: telemetry reads their FMEs without scanning PCI again. */
+  let cards: string[] = []
   return {
     name: 'intel-fpga',
     deviceType: DeviceType.FPGA,
@@ -198,6 +203,7 @@ export function createIntelFpgaDriver(
           .map((f) => f.address),
       )
       const claim = createVfClaimer(all, pfSet)
+      cards = [...pfSet].sort()
       const devices: DiscoveredDevice[] = []
       for (const fn of all) {
         if (!pfSet.has(fn.address)) continue
@@ -214,6 +220,7 @@ export function createIntelFpgaDriver(
       }
       return devices
     },
+    deviceStats: ({ signal } = {}) => readFpgaSamples(host, cards, signal),
     async program(address, imagePath) {
       const pci = programTarget('intel-fpga', address)
       await runProgrammer(host, {

@@ -15,6 +15,7 @@
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
 import {
   AttachType,
+  controlPathAddress,
   DeviceType,
   type DiscoveredDeployable,
   type DiscoveredDevice,
@@ -31,7 +32,9 @@ import {
   type PciFunction,
 } from './pci-sysfs.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment } from './traits.js'
-import { parseNvidiaSmiXml, runNvidiaSmi, type NvidiaSmiGpu } from './nvidia-smi.js'
+import { parseNvidiaSmiXml, type NvidiaSmiGpu } from './nvidia-smi.js'
+import { createNvidiaSampler } from './nvidia-telemetry.js'
+import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 import { pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
 import {
   NVIDIA_PCI_HEALTH,
@@ -302,13 +305,13 @@ async function optionalCommand(host: HostProbe, command: string, args: string[])
 }
 
 /**
- * Creates the NVIDIA GPU driver.
+ * Creates the NVIDIA GPU driver; `deviceStats()` gives each GPU's usage (nvidia-telemetry.ts).
  * @throws ConfigError if a health option is invalid
  */
 export function createNvidiaGpuDriver(
   deps: DriverDeps,
   options: NvidiaGpuDriverOptions = {},
-): AcceleratorDriver {
+): AcceleratorDriver & DeviceStatsCapability {
   const {
     vgpu_types: vgpuTypes = '*',
     lspci = 'true',
@@ -322,13 +325,17 @@ export function createNvidiaGpuDriver(
   const build: NvidiaBuildOptions = types.includes('*') ? {} : { vgpuTypes: new Set(types) }
   const pci = pciHealthThresholds('nvidia-gpu', options, NVIDIA_PCI_HEALTH)
   const nvidia = nvidiaHealthThresholds(options)
+  const sampler = createNvidiaSampler(deps.host, nvidiaSmi !== 'false')
   return {
     name: 'nvidia-gpu',
     deviceType: DeviceType.GPU,
     async discover({ signal } = {}) {
       throwIfAborted('nvidia-gpu', signal)
       const found = await listPciFunctions(deps.host, { root, signal, filter: isDisplayNvidia })
-      if (found.length === 0) return []
+      if (found.length === 0) {
+        sampler.discovered([])
+        return []
+      }
       const functions: NvidiaFunction[] = []
       for (const fn of found)
         functions.push({
@@ -337,7 +344,7 @@ export function createNvidiaGpuDriver(
         })
       const [lspciText, run] = await Promise.all([
         lspci === 'false' ? '' : optionalCommand(deps.host, 'lspci', ['-nnD']),
-        nvidiaSmi === 'false' ? { kind: 'absent' as const } : runNvidiaSmi(deps.host),
+        sampler.run(),
       ])
       throwIfAborted('nvidia-gpu', signal)
       const smi = parseNvidiaSmiXml(run.kind === 'ran' ? run.text : '')
@@ -347,7 +354,9 @@ export function createNvidiaGpuDriver(
         build,
       )
       const present = new Set(found.map((f) => f.address))
+      sampler.discovered(devices.map((d) => controlPathAddress(d.controlPath)))
       return withNvidiaHealth(deps.host, devices, { run, root, present, pci, nvidia })
     },
+    deviceStats: (opts) => sampler.deviceStats(opts),
   }
 }

@@ -31,6 +31,8 @@ import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './trai
 import { withHealth, worstHealth } from './health.js'
 import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
 import { nvmeHealthThresholds, nvmeSmartLogHealth, type NvmeHealthOptions } from './nvme-health.js'
+import { createNvmeSampler } from './nvme-telemetry.js'
+import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 
 /** The resource class of every NVMe SSD deployable. */
 export const SSD_RESOURCE_CLASS = 'CUSTOM_SSD'
@@ -154,21 +156,23 @@ export interface NvmeSsdDriverOptions extends PciHealthOptions, NvmeHealthOption
 }
 
 /**
- * Creates the NVMe SSD driver.
+ * Creates the NVMe SSD driver; `deviceStats()` gives each drive's temperature and wear from the
+ * SMART log that health reads (nvme-telemetry.ts).
  * @throws ConfigError for a bad health threshold option
  */
 export function createNvmeSsdDriver(
   deps: DriverDeps,
   options: NvmeSsdDriverOptions = {},
-): AcceleratorDriver {
+): AcceleratorDriver & DeviceStatsCapability {
   const { sysfs_root: root = NVME_CLASS_ROOT } = options
   const pciThresholds = pciHealthThresholds('nvme-ssd', options)
   const nvmeThresholds = nvmeHealthThresholds('nvme-ssd', options)
+  const sampler = createNvmeSampler(deps.host, nvmeThresholds.smartLog)
   /** A controller's health: its PCI function's (read through the `device` link), then its SMART log. */
   const controllerHealth = async (c: NvmeController) =>
     worstHealth([
       await pciHealth(deps.host, 'device', pciThresholds, `${root}/${c.name}`),
-      await nvmeSmartLogHealth(deps.host, c.name, nvmeThresholds),
+      await nvmeSmartLogHealth(sampler.host, c.name, nvmeThresholds),
     ])
   return {
     name: 'nvme-ssd',
@@ -182,6 +186,7 @@ export function createNvmeSsdDriver(
         if (c) controllers.push(c)
       }
       const picked = pickNvmeControllers(controllers)
+      sampler.discovered(picked)
       const health = new Map<string, ReportedHealth | undefined>()
       await Promise.all(
         picked.map(async (c) => {
@@ -191,5 +196,6 @@ export function createNvmeSsdDriver(
       throwIfAborted('nvme-ssd', signal)
       return buildNvmeDevices(deps.hostname, picked, health)
     },
+    deviceStats: (opts) => sampler.deviceStats(opts),
   }
 }

@@ -27,6 +27,8 @@ import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js
 import { registerAttachCommands } from '../cli/attach-commands.js'
 import { registerAdminCommands } from '../cli/admin-commands.js'
 import { registerHostCommands } from '../cli/host-commands.js'
+import { registerTopCommands } from '../cli/top-commands.js'
+import { registerWebhookCommands } from '../cli/webhook-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -233,5 +235,7 @@ registerAcceleratorWriteCommands(program)
 registerAttachCommands(program)
 registerAdminCommands(program)
 registerHostCommands(program)
+registerTopCommands(program)
+registerWebhookCommands(program)
 
 await program.parseAsync(process.argv)

@@ -3,6 +3,8 @@
  * `cyborg up` (all-in-one), `cyborg conductor`, `cyborg agent` and the API tests build on it;
  * config → options happens in the caller.
  */
+import type { EventSink } from '../conductor/event-sinks.js'
+import type { Metrics } from '../domain/metrics.js'
 import { hostname as osHostname } from 'node:os'
 import type { MessageBus, Subscription } from '../bus/bus.js'
 import type { DatabaseHandle } from '../db/connection.js'
@@ -78,6 +80,10 @@ export interface CoreOptions {
   placement?: CorePlacement
   /** Nova, told by the conductor when accelerator requests resolve. */
   nova?: NovaClient
+  /** Where the conductor's and agent's metrics go (docs/metrics.md). @default none recorded */
+  metrics?: Metrics
+  /** Where the conductor's events go besides webhooks (oslo notifications; src/main/notifications.ts). */
+  eventSinks?: EventSink[]
 }
 
 export interface Core {
@@ -100,9 +106,11 @@ export async function startCore(options: CoreOptions): Promise<Core> {
   let conductor: Conductor | undefined
   let server: Subscription | undefined
   let agent: Agent | undefined
+  let deviceGauges: { stop(): Promise<void> } | undefined
 
   const stop = async () => {
     await agent?.stop()
+    await deviceGauges?.stop()
     await server?.unsubscribe()
     await conductor?.stop()
   }
@@ -114,10 +122,24 @@ export async function startCore(options: CoreOptions): Promise<Core> {
       // Loaded only where a conductor runs: an agent process never loads the database modules.
       const { createConductor } = await import('../conductor/conductor.js')
       conductor = createConductor(
-        { db, log, clock, placement: options.placement, nova: options.nova, agentFor },
+        {
+          db,
+          log,
+          clock,
+          placement: options.placement,
+          nova: options.nova,
+          agentFor,
+          metrics: options.metrics,
+          eventSinks: options.eventSinks,
+        },
         conductorOptions,
       )
-      server = await serveConductor(bus, conductor)
+      server = await serveConductor(bus, conductor, options.metrics)
+      // Device telemetry gauges (issue 16): the agents' samples on `cyborg.telemetry`, in memory.
+      if (options.metrics) {
+        const { startDeviceGauges } = await import('../conductor/device-telemetry.js')
+        deviceGauges = await startDeviceGauges({ bus, db: db.db, metrics: options.metrics, log })
+      }
     }
     if (agentOptions !== false) {
       const {
@@ -161,6 +183,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           hostProbe,
           beforeDiscovery: hostProbe.reset,
           images: agentOptions.images,
+          metrics: options.metrics,
         },
         {
           host,

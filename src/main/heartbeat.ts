@@ -8,7 +8,8 @@ import type { Logger } from '../domain/logger.js'
 
 /** The binary names the API and conductor heartbeat under (agents use `cyborg-agent`). */
 export const API_BINARY = 'cyborg-api'
-export const CONDUCTOR_BINARY = 'cyborg-conductor'
+/** The API's /healthcheck reads the conductors' beats under this name (src/db/ping.ts). */
+export { CONDUCTOR_BINARY } from '../db/ping.js'
 
 export interface HeartbeatOptions {
   conductor: Pick<ConductorRpc, 'heartbeat'>

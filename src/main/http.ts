@@ -11,6 +11,8 @@ import { errorMessage } from './error-message.js'
 import { errorCode } from './resources.js'
 import { loadApiTls } from './tls.js'
 import type { ApiTls } from '../api/types.js'
+import type { MessageBus } from '../bus/bus.js'
+import type { PrometheusMetrics } from './prometheus.js'
 
 export interface ListeningApi {
   app: FastifyInstance
@@ -21,7 +23,16 @@ export interface ListeningApi {
 export async function startHttpApi(
   config: Config,
   /** `https`: the TLS material when the caller loaded it already (loadApiTls); else read here. */
-  deps: { db: DatabaseHandle; conductor: ConductorRpc; log: Logger; https?: ApiTls | undefined },
+  deps: {
+    db: DatabaseHandle
+    conductor: ConductorRpc
+    log: Logger
+    https?: ApiTls | undefined
+    /** The process's metrics: request counts always, `GET /metrics` when `[metrics] enabled`. */
+    metrics?: PrometheusMetrics
+    /** The process's message bus, whose connection `/healthcheck` reports. */
+    bus?: MessageBus
+  },
 ): Promise<ListeningApi> {
   const {
     host_ip: host,
@@ -46,7 +57,21 @@ export async function startHttpApi(
   const auth = apiAuthenticator(config, deps.log)
   const enforcer = createEnforcer(config, { configFiles: configFiles(config), log: deps.log })
   const app = await createApp(
-    { db: deps.db.db, conductor: deps.conductor, log: deps.log },
+    {
+      db: deps.db.db,
+      conductor: deps.conductor,
+      log: deps.log,
+      bus: deps.bus,
+      telemetryBus: deps.bus,
+      // Recorded when someone can read them: /metrics here, or [metrics] listen.
+      ...(deps.metrics === undefined ||
+      (!config.metrics.enabled && config.metrics.listen === undefined)
+        ? {}
+        : {
+            metrics: deps.metrics,
+            ...(config.metrics.enabled ? { exposition: deps.metrics.expose } : {}),
+          }),
+    },
     {
       maxArqsPerRequest: max_arqs_per_request,
       timeouts: {

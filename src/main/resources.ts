@@ -117,6 +117,16 @@ export function conductorOptions(config: Config): ConductorOptions {
     serviceDownTimeMs: config.DEFAULT.service_down_time * 1000,
     leaseSweepIntervalMs: config.agent.report_interval * 1000,
     healthRecoveryReports: config.conductor.health_recovery_reports,
+    fleetRefreshMs: config.metrics.fleet_refresh_seconds * 1000,
+    events: { retentionHours: config.events.retention_hours },
+    webhooks: {
+      timeoutMs: config.webhooks.timeout_seconds * 1000,
+      concurrency: config.webhooks.concurrency,
+      maxAttempts: config.webhooks.max_attempts,
+      backoffMs: config.webhooks.backoff_seconds * 1000,
+      maxBackoffMs: config.webhooks.max_backoff_seconds * 1000,
+      retentionHours: config.webhooks.retention_hours,
+    },
   }
 }
 

@@ -24,6 +24,9 @@ import {
 import { VERSION } from './version.js'
 import { API_BINARY, CONDUCTOR_BINARY, startHeartbeat } from './heartbeat.js'
 import { loadApiTls } from './tls.js'
+import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js'
+import { startMetricsListener } from './metrics-server.js'
+import { eventSinks } from './notifications.js'
 
 export interface RunningService {
   /** Shuts down in order; resolves false when a step failed (it was logged). */
@@ -75,6 +78,8 @@ export interface StartOptions {
 interface Resources {
   bus: MessageBus
   down: Teardown
+  /** This process's metrics; served on `[metrics] listen` when set, and by the API's /metrics. */
+  metrics: PrometheusMetrics
   /** Present when the service asked for the database. */
   db: DatabaseHandle | undefined
 }
@@ -99,6 +104,9 @@ async function withResources<T>(
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
+    const metrics = createPrometheusMetrics()
+    const closeListener = await startMetricsListener(config, metrics, log)
+    if (closeListener) down.add('metrics listener', closeListener)
     ensureStateDir(config)
     let db: DatabaseHandle | undefined
     if (what.database) {
@@ -108,7 +116,7 @@ async function withResources<T>(
       down.add('database', () => opened.close())
       db = opened
     }
-    return body({ bus, down, db })
+    return body({ bus, down, db, metrics })
   })
 }
 
@@ -125,13 +133,15 @@ export async function startAllInOne(
     log,
     options,
     { service: 'up', shared: false, database: true },
-    async ({ bus, down, db }) => {
+    async ({ bus, down, db, metrics }) => {
       const database = db!
       log.info(
         { database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path },
         'starting all-in-one',
       )
       await migrate(database, log)
+      const events = eventSinks(config, log)
+      down.add('notifier', () => events.close())
       const core = await startCore({
         db: database,
         bus,
@@ -142,6 +152,8 @@ export async function startAllInOne(
         version: VERSION,
         placement: placementOptions(config),
         nova: novaOptions(config),
+        metrics,
+        eventSinks: events.sinks,
       })
       down.add('agent and conductor', () => core.stop())
       await firstDiscovery(core.agent, log)
@@ -151,6 +163,8 @@ export async function startAllInOne(
         conductor: core.conductorClient,
         log,
         https,
+        metrics,
+        bus,
       })
       down.add('api', () => api.app.close())
       const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) =>
@@ -178,10 +192,10 @@ export async function startApiService(
     log,
     options,
     { service: 'api', shared: true, database: true },
-    async ({ bus, down, db }) => {
+    async ({ bus, down, db, metrics }) => {
       const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
       const { startHttpApi } = await import('./http.js')
-      const api = await startHttpApi(config, { db: db!, conductor, log, https })
+      const api = await startHttpApi(config, { db: db!, conductor, log, https, metrics, bus })
       down.add('api', () => api.app.close())
       down.add(
         'heartbeat',
@@ -207,7 +221,9 @@ export async function startConductorService(
     log,
     options,
     { service: 'conductor', shared: true, database: true },
-    async ({ bus, down, db }) => {
+    async ({ bus, down, db, metrics }) => {
+      const events = eventSinks(config, log)
+      down.add('notifier', () => events.close())
       const core = await startCore({
         db: db!,
         bus,
@@ -218,6 +234,8 @@ export async function startConductorService(
         version: VERSION,
         placement: placementOptions(config),
         nova: novaOptions(config),
+        metrics,
+        eventSinks: events.sinks,
       })
       down.add('conductor', () => core.stop())
       down.add(
@@ -245,7 +263,7 @@ export async function startAgentService(
     log,
     options,
     { service: 'agent', shared: true, database: false },
-    async ({ bus, down }) => {
+    async ({ bus, down, metrics }) => {
       const core = await startCore({
         bus,
         log,
@@ -254,6 +272,7 @@ export async function startAgentService(
         rpcTimeoutMs: rpcTimeoutMs(config),
         version: VERSION,
         placement: placementOptions(config),
+        metrics,
       })
       down.add('agent', () => core.stop())
       log.info(

@@ -33,6 +33,7 @@ const ADMIN = 'rule:admin_api'
 
 const ARQS = '/v2/accelerator_requests'
 const DPS = '/v2/device_profiles'
+const HOOKS = '/v2/webhooks'
 
 export const API_RULES: readonly RuleDefault[] = [
   rule(
@@ -217,4 +218,35 @@ export const API_RULES: readonly RuleDefault[] = [
     ['GET', '/v1/backend_services'],
   ]),
   rule('cyborg:status:get', MANAGER, 'Show the status of the services.', [['GET', '/v1/status']]),
+  rule(
+    'cyborg:telemetry:get',
+    ADMIN,
+    "Show the devices' latest telemetry, fleet-wide (usage, memory, temperature, power, errors).",
+    [['GET', '/v1/telemetry']],
+  ),
+
+  rule('cyborg:webhook:get_all', ADMIN, 'List the webhook endpoints (never their secrets).', [
+    ['GET', HOOKS],
+  ]),
+  rule('cyborg:webhook:get_one', ADMIN, 'Show one webhook endpoint and its delivery counts.', [
+    ['GET', `${HOOKS}/{webhook_uuid}`],
+  ]),
+  rule('cyborg:webhook:create', ADMIN, 'Register a webhook endpoint (its secret is shown once).', [
+    ['POST', HOOKS],
+  ]),
+  rule(
+    'cyborg:webhook:update',
+    ADMIN,
+    "Change a webhook's URL, filters, or enable or disable it.",
+    [['PATCH', `${HOOKS}/{webhook_uuid}`]],
+  ),
+  rule('cyborg:webhook:delete', ADMIN, 'Delete a webhook endpoint and its deliveries.', [
+    ['DELETE', `${HOOKS}/{webhook_uuid}`],
+  ]),
+  rule(
+    'cyborg:webhook:get_deliveries',
+    ADMIN,
+    "List a webhook's deliveries: pending, delivered, dead (the dead letters).",
+    [['GET', `${HOOKS}/{webhook_uuid}/deliveries`]],
+  ),
 ]

@@ -98,6 +98,13 @@ const MATRIX: Record<string, [admin: boolean, manager: boolean, member: boolean,
   'cyborg:discovery:run':             [Y,    Y,      N,     N,     N,      N,    N],
   'cyborg:backend_service:get_all':   [Y,    Y,      N,     N,     N,      N,    N],
   'cyborg:status:get':                [Y,    Y,      N,     N,     N,      N,    N],
+  'cyborg:telemetry:get':             [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:get_all':           [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:get_one':           [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:create':            [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:update':            [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:delete':            [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:webhook:get_deliveries':    [Y,    N,      N,     N,     N,      N,    N],
 }
 
 const enforcer = createEnforcerFromRules()

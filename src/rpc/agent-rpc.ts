@@ -7,10 +7,12 @@
  * 1.4 adds the driver listing and the remote backend's registration (issue 5). An older agent
  * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
  */
+import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type { AgentDriverInfo, DriverAdminState, InventoryReportResult } from './admin-types.js'
 import type { PciAddress } from '../domain/inventory.js'
+import { cleanDeviceSamples, type DeviceSample } from '../domain/device-telemetry.js'
 
 export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
 
@@ -34,16 +36,50 @@ export interface DriverTelemetry {
   stats?: Record<string, number | string | boolean>
 }
 
+/**
+ * The format version agents publish: 2 is 1 plus `periodMs` and `devices`. Fields are only ever
+ * added, so a reader of 1 reads a 2 unchanged, and a reader of 2 reads a 1 as a host without samples.
+ */
+export const TELEMETRY_VERSION = 2
+
 /** What an agent publishes on {@link TELEMETRY_TOPIC} every period. */
 export interface AgentTelemetry {
-  /** Format version of this message. */
-  version: 1
+  /** Format version of this message ({@link TELEMETRY_VERSION}). */
+  version: 1 | 2
   host: string
   /** ISO-8601 UTC time the message was built. */
   time: string
   /** Devices found by the last discovery, all drivers together. */
   deviceCount: number
   drivers: DriverTelemetry[]
+  /** (2) The agent's period in ms: receivers drop its samples after three periods of silence. */
+  periodMs?: number
+  /** (2) The latest sample of each device whose driver reads usage (`deviceStats()`), at most 256. */
+  devices?: DeviceSample[]
+}
+
+/** What a receiver takes from a telemetry message: the sender, its period and its samples, cleaned. */
+export interface TelemetryReading {
+  host: string
+  time?: string
+  periodMs?: number
+  devices: DeviceSample[]
+}
+
+/**
+ * Reads a message of {@link TELEMETRY_TOPIC} (version 1 or later); undefined when it is not one.
+ * Samples are cleaned (domain/device-telemetry.ts): a bad entry is dropped, never thrown.
+ */
+export function readAgentTelemetry(message: unknown): TelemetryReading | undefined {
+  if (message === null || typeof message !== 'object') return undefined
+  const m = message as Record<string, unknown>
+  if (typeof m.version !== 'number' || m.version < 1) return undefined
+  if (typeof m.host !== 'string' || m.host === '' || m.host.length > 255) return undefined
+  const reading: TelemetryReading = { host: m.host, devices: cleanDeviceSamples(m.devices) }
+  if (typeof m.time === 'string' && m.time.length <= 64) reading.time = m.time
+  if (typeof m.periodMs === 'number' && Number.isFinite(m.periodMs) && m.periodMs > 0)
+    reading.periodMs = m.periodMs
+  return reading
 }
 
 /** The answer of `prepare` and `release`. */
@@ -162,6 +198,13 @@ const AGENT_METHODS = Object.keys({
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */
-export function serveAgent(bus: MessageBus, host: string, impl: AgentRpc) {
-  return serveRpc(bus, agentTopic(host), AGENT_RPC_VERSION, pickMethods(impl, AGENT_METHODS))
+export function serveAgent(bus: MessageBus, host: string, impl: AgentRpc, metrics?: Metrics) {
+  const observer = metrics && { metrics, service: 'agent' }
+  return serveRpc(
+    bus,
+    agentTopic(host),
+    AGENT_RPC_VERSION,
+    pickMethods(impl, AGENT_METHODS),
+    observer,
+  )
 }

@@ -3,11 +3,13 @@
  * (seed 002: the conductor is the single writer). Bump the minor version for additions, the
  * major version for changes that old callers cannot survive.
  */
+import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
 import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
 import type { AttachTarget } from '../domain/v1-accelerator.js'
+import type { CreatedWebhook, NewWebhook, Webhook, WebhookChanges } from '../domain/webhooks.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type {
   DriverActionOutcome,
@@ -20,8 +22,9 @@ export type { InventoryReportResult } from './admin-types.js'
 
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
- * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration. */
-export const CONDUCTOR_RPC_VERSION = '1.4'
+ * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
+ * 1.5 adds the webhook writes (create, update, delete). */
+export const CONDUCTOR_RPC_VERSION = '1.5'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -170,6 +173,18 @@ export interface ConductorRpc {
     name: string
     uuid?: string
   }): Promise<{ uuid: string; hostname: string }>
+  /**
+   * (1.5) Registers a webhook endpoint (docs/webhooks.md) with a new secret, which this answer is
+   * the only one to show. Omitted filters mean all; `enabled` defaults to true.
+   * @throws InvalidInputError naming the field
+   */
+  createWebhook(
+    req: Pick<NewWebhook, 'url'> & Partial<Omit<NewWebhook, 'url'>>,
+  ): Promise<CreatedWebhook>
+  /** (1.5) Changes the given fields of an endpoint. @throws NotFoundError (WEBHOOK_NOT_FOUND), InvalidInputError */
+  updateWebhook(req: WebhookChanges & { uuid: string }): Promise<Webhook>
+  /** (1.5) Deletes an endpoint and its deliveries. @throws NotFoundError (WEBHOOK_NOT_FOUND) */
+  deleteWebhook(req: { uuid: string }): Promise<void>
 }
 
 export function createConductorClient(
@@ -207,12 +222,17 @@ const CONDUCTOR_METHODS = Object.keys({
   updateDriver: true,
   discoverHosts: true,
   registerRemoteAccelerator: true,
+  createWebhook: true,
+  updateWebhook: true,
+  deleteWebhook: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**
  * Serves `impl` on the conductor topic. Only the contract's methods are reachable: whatever else
  * `impl` has (`stop`, `stats`) stays local.
  */
-export function serveConductor(bus: MessageBus, impl: ConductorRpc) {
-  return serveRpc(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, pickMethods(impl, CONDUCTOR_METHODS))
+export function serveConductor(bus: MessageBus, impl: ConductorRpc, metrics?: Metrics) {
+  const methods = pickMethods(impl, CONDUCTOR_METHODS)
+  const observer = metrics && { metrics, service: 'conductor' }
+  return serveRpc(bus, CONDUCTOR_TOPIC, CONDUCTOR_RPC_VERSION, methods, observer)
 }

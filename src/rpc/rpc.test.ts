@@ -39,6 +39,9 @@ void describe('typed RPC', () => {
           'uninstallDriver',
           'updateDriver',
           'discoverHosts',
+          'createWebhook',
+          'updateWebhook',
+          'deleteWebhook',
         ].map((m) => [m, async () => m]),
       )
       await serveConductor(bus, {

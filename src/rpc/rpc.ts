@@ -5,6 +5,7 @@
  */
 import type { CallOptions, MessageBus, Subscription } from '../bus/bus.js'
 import { InvalidInputError, NotFoundError } from '../domain/errors.js'
+import { secondsSince, type Metrics } from '../domain/metrics.js'
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type RpcContract = { [method: string]: (payload: any) => Promise<unknown> }
@@ -40,15 +41,50 @@ export function createRpcClient<C extends RpcContract>(
   })
 }
 
+/** Counts served calls by method and outcome (`ok`, or the error's code), with their time. */
+export interface RpcObserver {
+  metrics: Metrics
+  /** `conductor` or `agent`: the `service` label. */
+  service: string
+}
+
 /** Serves `impl` on `topic`. Unknown methods and incompatible versions are refused with an error. */
 export function serveRpc<C extends RpcContract>(
   bus: MessageBus,
   topic: string,
   version: string,
   impl: C,
+  observer?: RpcObserver,
 ): Promise<Subscription> {
-  const major = version.split('.')[0]
+  const handle = dispatcher(topic, version, impl)
+  if (observer === undefined) return bus.serve(topic, handle)
+  const { metrics, service } = observer
   return bus.serve(topic, async (method, raw) => {
+    const start = performance.now()
+    // A method name only when the contract has it, so that a caller cannot add label values.
+    const known = Object.hasOwn(impl, method) ? method : 'unknown'
+    let outcome = 'ok'
+    try {
+      return await handle(method, raw)
+    } catch (err) {
+      outcome =
+        (err as { code?: unknown }).code === undefined
+          ? 'error'
+          : String((err as { code: unknown }).code)
+      throw err
+    } finally {
+      metrics.inc('cyborg_rpc_calls_total', { service, method: known, outcome })
+      metrics.observe('cyborg_rpc_call_duration_seconds', secondsSince(start), {
+        service,
+        method: known,
+      })
+    }
+  })
+}
+
+function dispatcher<C extends RpcContract>(topic: string, version: string, impl: C) {
+  const major = version.split('.')[0]
+  return async (method: string, raw: unknown) => {
     const envelope = raw as Partial<RpcEnvelope> | null
     const theirMajor =
       typeof envelope?.version === 'string' ? envelope.version.split('.')[0] : undefined
@@ -68,7 +104,7 @@ export function serveRpc<C extends RpcContract>(
     if (typeof fn !== 'function')
       throw new NotFoundError(`no RPC method ${topic}.${method}`, { code: 'RPC_NO_METHOD' })
     return fn.call(impl, envelope?.payload)
-  })
+  }
 }
 
 /**

@@ -19,9 +19,18 @@ import { placementSkip, startPlacement, type RunningPlacement } from '../support
 import { rabbitNodeSkip, startRabbitNode, type RabbitNode } from '../support/rabbitmq-node.js'
 import { eventually } from '../support/host-inventory.js'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
+import {
+  osloListenerSkip,
+  startOsloListener,
+  type RunningListener,
+} from '../support/oslo-listener.js'
 
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')
-const skip = postgres?.skip ?? (await placementSkip()) ?? (await rabbitNodeSkip())
+const skip =
+  postgres?.skip ??
+  (await placementSkip()) ??
+  (await rabbitNodeSkip()) ??
+  (await osloListenerSkip())
 const DOWN_S = 3
 
 interface DeviceView {
@@ -43,6 +52,8 @@ else
     let hostA: GpuHost
     let hostB: GpuHost
     let env: Record<string, string>
+    /** A real oslo.messaging notification listener, as Ceilometer runs one. */
+    let listener: RunningListener
     const services = new Map<string, RunningService>()
     let boundArq = ''
 
@@ -138,11 +149,18 @@ else
         CYBORG_PLACEMENT__AUTH_TYPE: 'admin_token',
         CYBORG_PLACEMENT__TOKEN: 'admin',
         CYBORG_PLACEMENT__CREATE_ROOT_PROVIDER: 'true',
+        CYBORG_OSLO_MESSAGING_NOTIFICATIONS__DRIVER: 'messagingv2',
         CYBORG_LOG_LEVEL: 'info',
       }
+      listener = await startOsloListener({
+        url: rabbit.transportUrl,
+        count: 100_000,
+        timeoutSeconds: 170,
+      })
     })
 
     after(async () => {
+      listener?.stop()
       for (const s of services.values()) {
         if (s.child.exitCode === null) s.child.kill('SIGCONT')
         if (s.child.exitCode === null) s.child.kill('SIGKILL')
@@ -252,6 +270,23 @@ else
         assert.deepEqual([...(await reserved(hostB)).values()], [false, false])
       }, 30_000)
       assert.equal((await bind(await createArq(), hostB)).state, 'Bound')
+    })
+
+    void it('an oslo.messaging listener decoded device.added, arq.bound and device.health_changed', async () => {
+      const seen = await eventually(async () => {
+        const got = listener.soFar()
+        const of = (type: string) => got.filter((n) => n.event_type === type)
+        assert.ok(of('accelerator.device.added').length >= 4, 'four GPUs added')
+        assert.ok(of('accelerator.arq.bound').length >= 2, 'two ARQs bound')
+        const fenced = of('accelerator.device.health_changed').filter((n) => n.priority === 'error')
+        assert.ok(fenced.length >= 1, 'a fence is an ERROR notification')
+        return { got, of }
+      }, 30_000)
+      const [bound] = seen.of('accelerator.arq.bound')
+      assert.equal(bound!.publisher_id.startsWith('accelerator-conductor:'), true)
+      const data = (bound!.payload['cyborg_object.data'] ?? {}) as Record<string, unknown>
+      assert.equal(data.uuid, boundArq, 'the first bound ARQ is the one bound first')
+      assert.equal(typeof bound!.metadata.message_id, 'string')
     })
 
     void it('SIGTERM stops every process with exit code 0', async () => {

@@ -269,4 +269,26 @@ export const rbacRows = (arq: string): Row[] => [
     undefined,
     '                                        200 200 403 403 403 403 403 401 401',
   ],
+  [
+    'GET',
+    '/v1/telemetry',
+    undefined,
+    '                                     200 403 403 403 403 403 403 401 401',
+  ],
+  ['GET', '/v2/webhooks', undefined, '                   200 403 403 403 403 403 403 401 401'],
+  ['POST', '/v2/webhooks', {}, '                         400 403 403 403 403 403 403 401 401'],
+  ['GET', `/v2/webhooks/${MISSING}`, undefined, '         404 403 403 403 403 403 403 401 401'],
+  [
+    'PATCH',
+    `/v2/webhooks/${MISSING}`,
+    { enabled: false },
+    '                             404 403 403 403 403 403 403 401 401',
+  ],
+  ['DELETE', `/v2/webhooks/${MISSING}`, undefined, '      404 403 403 403 403 403 403 401 401'],
+  [
+    'GET',
+    `/v2/webhooks/${MISSING}/deliveries`,
+    undefined,
+    '                  404 403 403 403 403 403 403 401 401',
+  ],
 ]

@@ -2,6 +2,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { Db } from '../types.js'
+import type { TelemetryStore } from '../../domain/telemetry-store.js'
 
 export interface V1Env {
   db: Db
@@ -11,4 +12,6 @@ export interface V1Env {
   baseUrl: (request: FastifyRequest) => string
   /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 60000 */
   serviceDownAfterMs?: number
+  /** The agents' device telemetry this process heard (`GET /v1/telemetry`). @default none */
+  telemetry?: TelemetryStore
 }

@@ -9,6 +9,7 @@ import { acceleratorCreateRoutes } from './accelerators-create.js'
 import { backendServiceRoutes } from './backend-services.js'
 import { driverRoutes } from './drivers.js'
 import { statusRoutes } from './status.js'
+import { telemetryRoutes } from './telemetry.js'
 import type { V1Env } from './env.js'
 
 export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<void> {
@@ -19,4 +20,5 @@ export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<vo
   driverRoutes(app, options)
   backendServiceRoutes(app, options)
   statusRoutes(app, options)
+  telemetryRoutes(app, options)
 }

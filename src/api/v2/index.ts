@@ -18,6 +18,7 @@ import { deployableRoutes } from './deployables.js'
 import { deviceProfileRoutes } from './device-profiles.js'
 import { deviceRoutes } from './devices.js'
 import type { V2Env } from './env.js'
+import { webhookRoutes } from './webhooks.js'
 
 function microversionHook(
   request: FastifyRequest,
@@ -48,4 +49,5 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   deployableRoutes(app, options)
   attributeRoutes(app, options)
   arqRoutes(app, options)
+  webhookRoutes(app, options)
 }

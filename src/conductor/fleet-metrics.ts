@@ -1,0 +1,64 @@
+/**
+ * The conductor's fleet gauges (docs/metrics.md): devices, deployables, attach handles, requests
+ * and agents, counted from the database every `[metrics] fleet_refresh_seconds` on a timer of
+ * their own, never per scrape. Every conductor sets them (each serves the same counts; Prometheus
+ * queries should aggregate with `max by (…)` over conductors, or scrape one).
+ */
+import type { ReadDb } from '../db/connection.js'
+import { getFleetCounts } from '../db/fleet-counts.js'
+import type { Logger } from '../domain/logger.js'
+import { secondsSince, type Metrics } from '../domain/metrics.js'
+
+/** Counts the fleet once and replaces every fleet gauge. */
+export async function refreshFleetGauges(
+  db: ReadDb,
+  metrics: Metrics,
+  leaseCutoff: string,
+): Promise<void> {
+  const start = performance.now()
+  const c = await getFleetCounts(db, leaseCutoff)
+  metrics.replace(
+    'cyborg_devices',
+    c.devices.map(({ n, ...labels }) => ({ labels, value: n })),
+  )
+  metrics.replace(
+    'cyborg_deployables',
+    c.deployables.map(({ host, removalPending, n }) => ({
+      labels: { host, removal_pending: String(removalPending) },
+      value: n,
+    })),
+  )
+  metrics.replace(
+    'cyborg_attach_handles',
+    c.handles.map(({ host, inUse, n }) => ({
+      labels: { host, state: inUse ? 'in_use' : 'free' },
+      value: n,
+    })),
+  )
+  metrics.replace(
+    'cyborg_arqs',
+    c.arqs.map(({ state, n }) => ({ labels: { state }, value: n })),
+  )
+  metrics.replace('cyborg_agents', [
+    { labels: { state: 'up' }, value: c.agents.up },
+    { labels: { state: 'down' }, value: c.agents.down },
+  ])
+  metrics.replace('cyborg_fleet_refresh_duration_seconds', [
+    { labels: {}, value: secondsSince(start) },
+  ])
+}
+
+/** Refreshes the gauges now and every `intervalMs`; returns the stop function. */
+export function startFleetGauges(
+  deps: { db: ReadDb; metrics: Metrics; log: Logger; leaseCutoff: () => string },
+  intervalMs: number,
+): () => void {
+  const run = () =>
+    refreshFleetGauges(deps.db, deps.metrics, deps.leaseCutoff()).catch((err: unknown) =>
+      deps.log.warn({ err }, 'fleet gauges not refreshed; next period retries'),
+    )
+  void run()
+  const timer = setInterval(() => void run(), intervalMs)
+  timer.unref()
+  return () => clearInterval(timer)
+}

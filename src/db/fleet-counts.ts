@@ -1,0 +1,89 @@
+/**
+ * The fleet as the conductor's gauges count it (docs/metrics.md): a few grouped counts, each one
+ * indexed or a scan of a small table, read at most every `[metrics] fleet_refresh_seconds`.
+ */
+import { sql } from 'kysely'
+import type { ReadDb } from './connection.js'
+import { AGENT_BINARY } from './services.js'
+
+export interface FleetCounts {
+  devices: {
+    type: string
+    host: string
+    lifecycle: string
+    status: string
+    health: string
+    n: number
+  }[]
+  deployables: { host: string; removalPending: boolean; n: number }[]
+  handles: { host: string; inUse: boolean; n: number }[]
+  arqs: { state: string; n: number }[]
+  /** Agents whose last beat is at or after `cutoff` (up), and before it (down). */
+  agents: { up: number; down: number }
+}
+
+const n = sql<number>`count(*)`
+
+/** One read of every fleet count; `cutoff` is the lease cut-off (agents beating before it are down). */
+export async function getFleetCounts(db: ReadDb, cutoff: string): Promise<FleetCounts> {
+  const devices = await db
+    .selectFrom('devices')
+    .select(['type', 'hostname', 'lifecycle', 'status', 'health', n.as('n')])
+    .groupBy(['type', 'hostname', 'lifecycle', 'status', 'health'])
+    .execute()
+  const deployables = await db
+    .selectFrom('deployables as p')
+    .innerJoin('devices as d', 'd.id', 'p.device_id')
+    .select(['d.hostname', 'p.removal_pending', n.as('n')])
+    .groupBy(['d.hostname', 'p.removal_pending'])
+    .execute()
+  // A handle is in use when flagged or named by a request (v2 and v1 alike).
+  const handles = await db
+    .selectFrom('attach_handles as h')
+    .innerJoin('deployables as p', 'p.id', 'h.deployable_id')
+    .innerJoin('devices as d', 'd.id', 'p.device_id')
+    .leftJoin('accelerator_requests as a', 'a.attach_handle_id', 'h.id')
+    .select([
+      'd.hostname',
+      sql<number>`case when h.in_use = 1 or a.id is not null then 1 else 0 end`.as('busy'),
+      n.as('n'),
+    ])
+    .groupBy(['d.hostname', sql`case when h.in_use = 1 or a.id is not null then 1 else 0 end`])
+    .execute()
+  const arqs = await db
+    .selectFrom('accelerator_requests')
+    .select(['state', n.as('n')])
+    .groupBy('state')
+    .execute()
+  const agents = await db
+    .selectFrom('services')
+    .select([
+      sql<number>`sum(case when last_seen >= ${cutoff} then 1 else 0 end)`.as('up'),
+      n.as('total'),
+    ])
+    .where('binary', '=', AGENT_BINARY)
+    .executeTakeFirstOrThrow()
+  const up = Number(agents.up ?? 0)
+  return {
+    devices: devices.map((r) => ({
+      type: r.type,
+      host: r.hostname,
+      lifecycle: r.lifecycle,
+      status: r.status,
+      health: r.health,
+      n: Number(r.n),
+    })),
+    deployables: deployables.map((r) => ({
+      host: r.hostname,
+      removalPending: Number(r.removal_pending) === 1,
+      n: Number(r.n),
+    })),
+    handles: handles.map((r) => ({
+      host: r.hostname,
+      inUse: Number(r.busy) === 1,
+      n: Number(r.n),
+    })),
+    arqs: arqs.map((r) => ({ state: r.state, n: Number(r.n) })),
+    agents: { up, down: Number(agents.total) - up },
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * A webhook receiver for tests: a node:http server on 127.0.0.1 that records every request, checks
+ * its Standard Webhooks signature with its own verifier (written here from the convention, not
+ * with the signer of src/), and answers what the test says.
+ *
+ * The convention (https://www.standardwebhooks.com/): `webhook-signature` is a space-separated
+ * list of `v<version>,<base64>`; a `v1` one is the HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`
+ * keyed by the base64-decoded part of the `whsec_` secret; `webhook-timestamp` is unix seconds,
+ * to be refused when more than 5 minutes from the receiver's clock.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+
+/** Why a delivery fails verification, or null when it passes. */
+export function verifyStandardWebhook(
+  secret: string,
+  headers: IncomingHttpHeaders,
+  rawBody: string,
+  nowSeconds = Math.floor(Date.now() / 1000),
+  toleranceSeconds = 300,
+): string | null {
+  const one = (name: string) => {
+    const v = headers[name]
+    return Array.isArray(v) ? undefined : v
+  }
+  const id = one('webhook-id')
+  const timestamp = one('webhook-timestamp')
+  const signatures = one('webhook-signature')
+  if (!id || !timestamp || !signatures) return 'a webhook-* header is missing'
+  if (!/^\d+$/.test(timestamp)) return `timestamp ${timestamp} is not unix seconds`
+  if (Math.abs(nowSeconds - Number(timestamp)) > toleranceSeconds)
+    return `timestamp ${timestamp} is more than ${toleranceSeconds} s from ${nowSeconds}`
+  if (!secret.startsWith('whsec_')) return 'the secret lacks its whsec_ prefix'
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
+  const expected = createHmac('sha256', key).update(`${id}.${timestamp}.${rawBody}`).digest()
+  for (const entry of signatures.split(' ')) {
+    const comma = entry.indexOf(',')
+    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue
+    const given = Buffer.from(entry.slice(comma + 1), 'base64')
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return null
+  }
+  return `no v1 signature matches (got ${signatures})`
+}
+
+/** One request the receiver got. */
+export interface Received {
+  id: string
+  timestamp: number
+  body: { type: string; timestamp: string; data: Record<string, unknown> }
+  /** The status it was answered with. */
+  status: number
+  /** Why its signature did not verify; null when it did. */
+  invalid: string | null
+  /** Requests being handled at the same time, this one included. */
+  concurrent: number
+}
+
+export interface Receiver {
+  url: string
+  /** Every request, in arrival order. */
+  received: Received[]
+  /** Requests answered 2xx, in arrival order. */
+  accepted(): Received[]
+  /** The secret to verify with (set once the webhook is created). */
+  secret: string
+  close(): Promise<void>
+}
+
+export interface ReceiverOptions {
+  /** The status of the `n`-th request (0-based). @default 204 */
+  answer?: (n: number, id: string) => number
+  /** Milliseconds before answering. @default 0 */
+  delayMs?: number
+}
+
+export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
+  const { answer = () => 204, delayMs = 0 } = options
+  let inFlight = 0
+  const receiver: Receiver = {
+    url: '',
+    received: [],
+    secret: '',
+    accepted: () => receiver.received.filter((r) => r.status < 300),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  }
+  const server: Server = createServer((req, res) => {
+    inFlight++
+    const concurrent = inFlight
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8')
+      const id = String(req.headers['webhook-id'])
+      const status = answer(receiver.received.length, id)
+      receiver.received.push({
+        id,
+        timestamp: Number(req.headers['webhook-timestamp']),
+        body: JSON.parse(raw) as Received['body'],
+        status,
+        invalid: verifyStandardWebhook(receiver.secret, req.headers, raw),
+        concurrent,
+      })
+      setTimeout(() => {
+        inFlight--
+        res.writeHead(status).end()
+      }, delayMs)
+    })
+  })
+  server.keepAliveTimeout = 100
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  receiver.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hook`
+  return receiver
+}
+
+/** Waits until `check` holds, polling; fails with `what` after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 15_000,
+) {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
