@@ -138,9 +138,10 @@ if (broker.skip !== undefined) {
 
     void it('after the broker drops every connection, servers and subscribers come back by themselves', async () => {
       const lines: string[] = []
+      let reconnects = 0
       const [server, client] = await Promise.all([
         bus({ log: capture(lines) }),
-        bus({ log: capture(lines) }),
+        bus({ log: capture(lines), onReconnect: () => void reconnects++ }),
       ])
       const t = topic()
       const heard: unknown[] = []
@@ -174,6 +175,7 @@ if (broker.skip !== undefined) {
         return heard.length > 0
       }, 5000)
       assert.ok(lines.some((l) => l.includes('connected to RabbitMQ')))
+      assert.equal(reconnects, 1, 'one reconnection told (cyborg_bus_reconnects_total)')
       assert.deepEqual(client.status?.(), {
         state: 'up',
         detail: `connected to ${describeBroker(parseTransportUrl(vhost.url)[0]!)}`,

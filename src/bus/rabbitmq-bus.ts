@@ -25,6 +25,8 @@ export interface RabbitMqBusOptions {
   log?: Logger
   /** Timeout of calls without their own, and how long cast/publish wait for a connection. @default 30000 */
   defaultTimeoutMs?: number
+  /** Told each time the connection is back after a loss (metrics: cyborg_bus_reconnects_total). */
+  onReconnect?: () => void
   /** The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners declare as a topic exchange: docs/bus.md). @default 'cyborg_bus' */
   exchange?: string
   /** Backoff between connection attempts, doubling from initialDelayMs (docs/bus.md). @default { initialDelayMs: 250, maxDelayMs: 2000 } */
@@ -73,6 +75,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     connectionName: options.connectionName,
     open: (model, kill) => publisher.open(model, kill),
     up(link) {
+      if (lastLoss !== undefined) options.onReconnect?.()
       publisher.up()
       for (const consumer of consumers) consumer.up(link)
     },

@@ -63,7 +63,7 @@ export const METRICS = {
   },
   cyborg_peer_requests_total: {
     type: 'counter',
-    help: 'HTTP requests to OpenStack services (placement, nova, glance, keystone) by outcome (the status class 2xx…5xx, or error).',
+    help: 'HTTP requests of the conductor to Placement and Nova, by peer and outcome (the status class 2xx…5xx, or error when no answer came).',
     labels: ['peer', 'outcome'],
   },
   cyborg_peer_request_duration_seconds: {

@@ -2,6 +2,7 @@
  * Builds the real adapters from the configuration: state directory, database, message bus, and
  * the option objects of the core. Only src/main constructs adapters (docs/ARCHITECTURE.md).
  */
+import type { Metrics } from '../domain/metrics.js'
 import { mkdirSync } from 'node:fs'
 import { optionError, type Config } from '../config/config.js'
 import type { MessageBus } from '../bus/bus.js'
@@ -49,6 +50,8 @@ export interface BusOptions {
   service: string
   /** Stops waiting for an unreachable broker (SIGTERM while starting). */
   signal?: AbortSignal
+  /** Counts reconnections (cyborg_bus_reconnects_total). */
+  metrics?: Metrics
 }
 
 /** What `[DEFAULT] transport_url` asks for: `in-process` or `rabbitmq`. */
@@ -89,6 +92,9 @@ export async function createConfiguredBus(
       defaultTimeoutMs,
       connectionName: `cyborg-${options.service}@${config.DEFAULT.host}`,
       ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.metrics
+        ? { onReconnect: () => options.metrics!.inc('cyborg_bus_reconnects_total') }
+        : {}),
     })
   } catch (err) {
     if (err instanceof InvalidInputError && err.code === 'TRANSPORT_URL_INVALID') {
@@ -156,11 +162,11 @@ function serviceSettings<T>(
 }
 
 /** The Placement client from `[placement]`, or undefined when it is not configured (embedded mode). */
-export function placementOptions(config: Config): CorePlacement | undefined {
+export function placementOptions(config: Config, metrics?: Metrics): CorePlacement | undefined {
   const settings = serviceSettings(config, 'placement', () => placementSettings(config.placement))
   if (!settings) return undefined
   return {
-    client: createPlacementClient(settings),
+    client: createPlacementClient(counted(settings, 'placement', metrics)),
     createRootProvider: config.placement.create_root_provider,
   }
 }
@@ -186,11 +192,29 @@ export function glanceImageSource(glance: GlanceClient): ImageSource {
 }
 
 /** The Nova client from `[nova]`, or undefined without `endpoint_override` (nobody to tell). */
-export function novaOptions(config: Config): NovaClient | undefined {
+export function novaOptions(config: Config, metrics?: Metrics): NovaClient | undefined {
   const settings = serviceSettings(config, 'nova', () =>
     novaSettings(config.nova, config.service_user),
   )
-  return settings ? createNovaClient(settings) : undefined
+  return settings ? createNovaClient(counted(settings, 'nova', metrics)) : undefined
+}
+
+/** Settings whose every request is counted and timed (cyborg_peer_request*) when `metrics` is given. */
+function counted<T extends { onCall?: (m: string, p: string, s: number, t: number) => void }>(
+  settings: T,
+  peer: string,
+  metrics: Metrics | undefined,
+): T {
+  if (metrics === undefined) return settings
+  return {
+    ...settings,
+    onCall: (method: string, path: string, status: number, seconds: number) => {
+      const outcome = status === 0 ? 'error' : `${Math.floor(status / 100)}xx`
+      metrics.inc('cyborg_peer_requests_total', { peer, outcome })
+      metrics.observe('cyborg_peer_request_duration_seconds', seconds, { peer })
+      settings.onCall?.(method, path, status, seconds)
+    },
+  }
 }
 
 /** @throws ConfigError naming the file and line of `[agent] enabled_drivers` for an unknown driver */

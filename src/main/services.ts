@@ -95,16 +95,17 @@ async function withResources<T>(
   what: { service: string; shared: boolean; database: boolean },
   body: (r: Resources) => Promise<T>,
 ): Promise<T> {
+  const metrics = createPrometheusMetrics()
   const bus = await createConfiguredBus(config, {
     shared: what.shared,
     log,
     service: what.service,
+    metrics,
     ...options,
   })
   const down = new Teardown(log)
   return down.guard(async () => {
     down.add('bus', () => bus.close())
-    const metrics = createPrometheusMetrics()
     const closeListener = await startMetricsListener(config, metrics, log)
     if (closeListener) down.add('metrics listener', closeListener)
     ensureStateDir(config)
@@ -150,8 +151,8 @@ export async function startAllInOne(
         agent,
         rpcTimeoutMs: rpcTimeoutMs(config),
         version: VERSION,
-        placement: placementOptions(config),
-        nova: novaOptions(config),
+        placement: placementOptions(config, metrics),
+        nova: novaOptions(config, metrics),
         metrics,
         eventSinks: events.sinks,
       })
@@ -232,8 +233,8 @@ export async function startConductorService(
         agent: false,
         rpcTimeoutMs: rpcTimeoutMs(config),
         version: VERSION,
-        placement: placementOptions(config),
-        nova: novaOptions(config),
+        placement: placementOptions(config, metrics),
+        nova: novaOptions(config, metrics),
         metrics,
         eventSinks: events.sinks,
       })
@@ -271,7 +272,7 @@ export async function startAgentService(
         agent,
         rpcTimeoutMs: rpcTimeoutMs(config),
         version: VERSION,
-        placement: placementOptions(config),
+        placement: placementOptions(config, metrics),
         metrics,
       })
       down.add('agent', () => core.stop())

@@ -42,7 +42,8 @@ export interface ServiceEndpoint {
   headers: Record<string, string>
   timeoutMs: number
   /** Counts calls, for tests and benchmarks. */
-  onCall?: (method: string, path: string, status: number) => void
+  /** Told of every request: its status (0 when no answer came) and its time in seconds. */
+  onCall?: (method: string, path: string, status: number, seconds: number) => void
 }
 
 export interface JsonAnswer {
@@ -67,6 +68,8 @@ export async function requestJson(
   let res: Response
   for (let attempt = 1; ; attempt++) {
     const target = await resolveTarget(ep)
+    const started = performance.now()
+    const seconds = () => (performance.now() - started) / 1000
     try {
       res = await fetch(target.url + path, {
         method,
@@ -80,7 +83,7 @@ export async function requestJson(
         signal: AbortSignal.timeout(ep.timeoutMs),
       })
     } catch (err) {
-      ep.onCall?.(method, path, 0)
+      ep.onCall?.(method, path, 0, seconds())
       const reason =
         err instanceof Error && err.name === 'TimeoutError'
           ? `no answer in ${ep.timeoutMs} ms`
@@ -90,7 +93,7 @@ export async function requestJson(
         cause: err,
       })
     }
-    ep.onCall?.(method, path, res.status)
+    ep.onCall?.(method, path, res.status, seconds())
     // A Keystone token may be revoked or expire early: take a new one and try once more.
     if (res.status !== 401 || !ep.auth || attempt > 1) break
     await res.body?.cancel()
