@@ -11,7 +11,7 @@
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { load as loadUrl, machineFacts, type LoadFigures } from './load.js'
+import { load as loadUrl, machineFacts, meanFigures, type LoadFigures } from './load.js'
 import { createPersonas, keystoneSkip, startKeystone } from '../test/support/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 
@@ -51,20 +51,7 @@ async function profileUrl(
   return `${service.url}/v2/device_profiles/${uuid}`
 }
 
-const mean = (xs: Figures[]): Figures => {
-  const avg = (f: (x: Figures) => number) =>
-    Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
-  return {
-    requestsPerSec: Math.round(avg((x) => x.requestsPerSec)),
-    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null)
-      ? null
-      : avg((x) => x.serverCpuUsPerRequest!),
-    p50Ms: avg((x) => x.p50Ms),
-    p99Ms: avg((x) => x.p99Ms),
-    non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
-    errors: xs.reduce((s, x) => s + x.errors, 0),
-  }
-}
+const mean = meanFigures
 
 const why = await keystoneSkip()
 if (why) throw new Error(`bench:auth needs a Keystone: ${why}`)

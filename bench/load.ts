@@ -64,3 +64,19 @@ export function machineFacts(loadAtStart: number) {
     loadAverage1mAtStart: Math.round(loadAtStart * 100) / 100,
   }
 }
+
+/** The mean of several loads' figures (req/s rounded; CPU per request null if any run had none). */
+export function meanFigures(xs: readonly LoadFigures[]) {
+  const avg = (f: (x: LoadFigures) => number) =>
+    Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
+  return {
+    requestsPerSec: Math.round(avg((x) => x.requestsPerSec)),
+    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null)
+      ? null
+      : avg((x) => x.serverCpuUsPerRequest!),
+    p50Ms: avg((x) => x.p50Ms),
+    p99Ms: avg((x) => x.p99Ms),
+    non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
+    errors: xs.reduce((s, x) => s + x.errors, 0),
+  }
+}

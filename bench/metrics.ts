@@ -11,7 +11,7 @@
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { load as loadUrl, machineFacts, type LoadFigures } from './load.js'
+import { load as loadUrl, machineFacts, meanFigures, type LoadFigures } from './load.js'
 import { startService, type RunningService } from '../test/support/service.js'
 import { testDialects } from '../test/support/db.js'
 import { ingestSnapshot } from '../test/support/ingest.js'
@@ -35,19 +35,7 @@ const deviceCount = Number(values.devices)
 const load = (service: RunningService, url: string) =>
   loadUrl(url, { connections, duration, pid: service.child.pid })
 
-const mean = (xs: LoadFigures[]) => {
-  const avg = (f: (x: LoadFigures) => number) =>
-    Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 100) / 100
-  return {
-    requestsPerSec: Math.round(avg((x) => x.requestsPerSec)),
-    serverCpuUsPerRequest: xs.some((x) => x.serverCpuUsPerRequest === null)
-      ? null
-      : avg((x) => x.serverCpuUsPerRequest!),
-    p50Ms: avg((x) => x.p50Ms),
-    p99Ms: avg((x) => x.p99Ms),
-    non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
-  }
-}
+const mean = meanFigures
 
 /** The URL of GET-one on the first device of a running `cyborg up`. */
 async function deviceUrl(service: RunningService): Promise<string> {

@@ -122,11 +122,8 @@ function criticalWarning(value: unknown): number | undefined {
   return n !== undefined && Number.isInteger(n) && n <= 255 ? n : undefined
 }
 
-/**
- * Parses `nvme smart-log -o json` output (pure); undefined when it is not a JSON object with a
- * readable `critical_warning` (truncated output, an error text, another command's output).
- */
-export function parseNvmeSmartLog(text: string): NvmeSmartLog | undefined {
+/** A JSON object from command output; undefined for anything else (garbage, an array, truncated). */
+export function parseJsonObject(text: string): Record<string, unknown> | undefined {
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -134,7 +131,16 @@ export function parseNvmeSmartLog(text: string): NvmeSmartLog | undefined {
     return undefined
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined
-  const o = json as Record<string, unknown>
+  return json as Record<string, unknown>
+}
+
+/**
+ * Parses `nvme smart-log -o json` output (pure); undefined when it is not a JSON object with a
+ * readable `critical_warning` (truncated output, an error text, another command's output).
+ */
+export function parseNvmeSmartLog(text: string): NvmeSmartLog | undefined {
+  const o = parseJsonObject(text)
+  if (o === undefined) return undefined
   const warning = criticalWarning(o.critical_warning)
   if (warning === undefined) return undefined
   const log: NvmeSmartLog = { criticalWarning: warning }

@@ -13,7 +13,7 @@
  */
 import type { HostProbe } from './driver.js'
 import type { DeviceSample, DeviceValues } from '../domain/device-telemetry.js'
-import { NVME_SMART_LOG_TIMEOUT_MS } from './nvme-health.js'
+import { NVME_SMART_LOG_TIMEOUT_MS, parseJsonObject } from './nvme-health.js'
 
 /** A non-negative number as nvme-cli prints it (`3`, `3.0`, `"3"`); undefined otherwise. */
 function number(value: unknown): number | undefined {
@@ -24,14 +24,8 @@ function number(value: unknown): number | undefined {
 
 /** The usage values of one `nvme smart-log -o json` output (pure); undefined when there are none. */
 export function parseNvmeSmartLogValues(text: string): DeviceValues | undefined {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch {
-    return undefined
-  }
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined
-  const o = json as Record<string, unknown>
+  const o = parseJsonObject(text)
+  if (o === undefined) return undefined
   const values: DeviceValues = {}
   const kelvin = number(o.temperature)
   if (kelvin !== undefined && kelvin > 0)
