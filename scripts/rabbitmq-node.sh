@@ -75,15 +75,16 @@ up() {
   chown -R rabbitmq:rabbitmq "$DIR"
   node_env "$PORT"
   rabbitmq-server -detached >>"$DIR/start.log" 2>&1
-  for _ in $(seq 300); do
+  # 60 s: an Erlang node boots in a few seconds, but far slower on a loaded 2-core machine.
+  for _ in $(seq 600); do
     if listening "$PORT"; then
       echo "amqp://guest:guest@127.0.0.1:$PORT/"
       return 0
     fi
     sleep 0.1
   done
-  tail -n 30 "$DIR/log/"*.log >&2 2>/dev/null || true
-  say "RabbitMQ did not listen on 127.0.0.1:$PORT within 30 s (logs: $DIR/log)"
+  tail -n 30 "$DIR/start.log" "$DIR/log/"*.log >&2 2>/dev/null || true
+  say "RabbitMQ did not listen on 127.0.0.1:$PORT within 60 s (logs: $DIR/log)"
   down
   exit 1
 }

@@ -16,7 +16,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
-import { rabbitNodeSkip, startRabbitNode, type RabbitNode } from '../support/rabbitmq-node.js'
+import { testBroker, type TestVhost } from '../support/rabbitmq.js'
 import { eventually } from '../support/host-inventory.js'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import {
@@ -29,7 +29,7 @@ const postgres = (await testDialects()).find((d) => d.name === 'postgres')
 const skip =
   postgres?.skip ??
   (await placementSkip()) ??
-  (await rabbitNodeSkip()) ??
+  (await testBroker()).skip ??
   (await osloListenerSkip())
 const DOWN_S = 3
 
@@ -48,7 +48,8 @@ else
     const id = randomBytes(3).toString('hex')
     let db: TestDatabase
     let placement: RunningPlacement
-    let rabbit: RabbitNode
+    /** A fresh vhost on the machine's broker (nothing here restarts RabbitMQ). */
+    let rabbit: TestVhost
     let hostA: GpuHost
     let hostB: GpuHost
     let env: Record<string, string>
@@ -133,13 +134,15 @@ else
       await Promise.all([
         postgres!.create().then((x) => (db = x)),
         startPlacement().then((x) => (placement = x)),
-        startRabbitNode().then((x) => (rabbit = x)),
+        testBroker()
+          .then((b) => b.createVhost())
+          .then((x) => (rabbit = x)),
         gpuHost(`fh-a-${id}`).then((x) => (hostA = x)),
         gpuHost(`fh-b-${id}`).then((x) => (hostB = x)),
       ])
       env = {
         CYBORG_DATABASE__CONNECTION: db.url,
-        CYBORG_DEFAULT__TRANSPORT_URL: rabbit.transportUrl,
+        CYBORG_DEFAULT__TRANSPORT_URL: rabbit.url,
         CYBORG_DEFAULT__PERIODIC_INTERVAL: '1',
         CYBORG_AGENT__REPORT_INTERVAL: '1',
         CYBORG_DEFAULT__SERVICE_DOWN_TIME: String(DOWN_S),
@@ -153,7 +156,7 @@ else
         CYBORG_LOG_LEVEL: 'info',
       }
       listener = await startOsloListener({
-        url: rabbit.transportUrl,
+        url: rabbit.url,
         count: 100_000,
         timeoutSeconds: 170,
       })
@@ -166,7 +169,7 @@ else
         if (s.child.exitCode === null) s.child.kill('SIGKILL')
       }
       await Promise.all([...services.values()].map((s) => s.stop().catch(() => null)))
-      await Promise.all([rabbit?.destroy(), placement?.stop(), db?.close()])
+      await Promise.all([rabbit?.drop(), placement?.stop(), db?.close()])
       await Promise.all([hostA?.remove(), hostB?.remove()])
     })
 

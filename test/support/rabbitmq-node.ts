@@ -63,7 +63,7 @@ async function pickPort(): Promise<number> {
 export async function startRabbitNode(): Promise<RabbitNode> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-rabbit-'))
   const port = await pickPort()
-  const script = (...args: string[]) => run('bash', [SCRIPT, ...args], { timeout: 60_000 })
+  const script = (...args: string[]) => run('bash', [SCRIPT, ...args], { timeout: 90_000 })
   const start = async () => {
     // Watch the port while the script starts the node: the script only polls every 100 ms.
     let upAt = 0
