@@ -11,14 +11,7 @@
  * registry cannot serve both; the OpenMetrics text is made from the classic text instead
  * (toOpenMetrics: a counter family is named without `_total`, and `# EOF` ends it).
  */
-import {
-  Counter,
-  Gauge,
-  Histogram,
-  Registry,
-  collectDefaultMetrics,
-  type PrometheusContentType,
-} from 'prom-client'
+import { Gauge, Registry, collectDefaultMetrics, type PrometheusContentType } from 'prom-client'
 import {
   METRICS,
   type Labels,
@@ -26,14 +19,13 @@ import {
   type MetricSpec,
   type Metrics,
 } from '../domain/metrics.js'
+import { FastCounter, FastHistogram } from './fast-metrics.js'
 
 export interface PrometheusMetrics extends Metrics {
   /** The exposition for a scraper whose Accept header is `accept` (see above). */
   expose(accept?: string): Promise<{ contentType: string; body: string }>
   readonly registry: Registry<PrometheusContentType>
 }
-
-type Instrument = Counter<string> | Histogram<string> | Gauge<string>
 
 /** Builds the registry; `defaultLabels` go on every series (the process kind and host). */
 export function createPrometheusMetrics(
@@ -46,47 +38,38 @@ export function createPrometheusMetrics(
     for (const name of ['handles', 'requests', 'resources'])
       registry.removeSingleMetric(`nodejs_active_${name}_total`)
   }
-  const instruments = new Map<MetricName, Instrument>()
+  // Counters and histograms are recorded on the hot path: fast-metrics.ts; gauges are prom-client's.
+  const counters = new Map<MetricName, FastCounter>()
+  const histograms = new Map<MetricName, FastHistogram>()
+  const gauges = new Map<MetricName, Gauge<string>>()
   for (const [name, spec] of Object.entries(METRICS) as [MetricName, MetricSpec][]) {
-    const common = { name, help: spec.help, labelNames: [...spec.labels], registers: [registry] }
-    instruments.set(
-      name,
-      spec.type === 'counter'
-        ? new Counter(common)
-        : spec.type === 'gauge'
-          ? new Gauge(common)
-          : new Histogram({ ...common, buckets: [...(spec.buckets ?? [])] }),
-    )
-  }
-  const get = <T extends Instrument>(name: MetricName) => instruments.get(name) as T
-  // The labelled child of each label set, kept: prom-client would otherwise sort and hash the label
-  // object at every call (a hot-path cost of the API's request counter). Label sets are bounded.
-  type Child = { inc(value: number): void; observe(value: number): void }
-  const children = new Map<string, Child>()
-  const child = (name: MetricName, labels: Labels) => {
-    const names = METRICS[name].labels as readonly string[]
-    let key: string = name
-    for (const l of names) key += `\u0000${labels[l] ?? ''}`
-    let c = children.get(key)
-    if (c === undefined) {
-      const values = names.map((l) => labels[l] ?? '')
-      const instrument = instruments.get(name) as unknown as { labels(...v: string[]): Child }
-      c = instrument.labels(...values)
-      children.set(key, c)
+    const labels = [...spec.labels]
+    if (spec.type === 'gauge') {
+      gauges.set(
+        name,
+        new Gauge({ name, help: spec.help, labelNames: labels, registers: [registry] }),
+      )
+      continue
     }
-    return c
+    const metric =
+      spec.type === 'counter'
+        ? new FastCounter(name, spec.help, labels)
+        : new FastHistogram(name, spec.help, labels, spec.buckets ?? [])
+    if (metric instanceof FastCounter) counters.set(name, metric)
+    else histograms.set(name, metric)
+    registry.registerMetric(metric as unknown as Parameters<typeof registry.registerMetric>[0])
   }
   const hooks: (() => void)[] = []
   return {
     registry,
     inc(name, labels = {}, value = 1) {
-      child(name, labels).inc(value)
+      counters.get(name)!.inc(labels, value)
     },
     observe(name, value, labels = {}) {
-      child(name, labels).observe(value)
+      histograms.get(name)!.observe(labels, value)
     },
     replace(name, series) {
-      const gauge = get<Gauge<string>>(name)
+      const gauge = gauges.get(name)!
       gauge.reset()
       for (const { labels, value } of series) gauge.set(labels, value)
     },
