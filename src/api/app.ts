@@ -123,7 +123,13 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     { db: deps.db, bus: deps.bus },
     { ...options.healthcheck, serviceDownAfterMs: options.serviceDownAfterMs },
   )
-  const env = { db: deps.db, conductor: deps.conductor, baseUrl, maxArqsPerRequest }
+  const env = {
+    db: deps.db,
+    conductor: deps.conductor,
+    baseUrl,
+    maxArqsPerRequest,
+    serviceDownAfterMs: options.serviceDownAfterMs,
+  }
   await app.register(v1Plugin, {
     prefix: '/v1',
     db: deps.db,

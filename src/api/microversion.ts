@@ -2,10 +2,11 @@
  * Microversions of the v2 API (`OpenStack-API-Version: accelerator X.Y`). The major is always 2;
  * the request carries the minor. 2.1: ARQ bind may set project_id; 2.2: device profiles by name;
  * 2.3: device `status`; 2.4: device `lifecycle` and `lifecycle_reason`, and `POST /devices/{uuid}/ready`;
- * 2.5: device `health`, `health_reason` and `health_updated_at`, and `GET /devices?health=`.
+ * 2.5: device `health`, `health_reason` and `health_updated_at`, and `GET /devices?health=`;
+ * 2.6: `POST /device_profiles/{name_or_uuid}/explain`.
  */
 export const MIN_MINOR = 0
-export const MAX_MINOR = 5
+export const MAX_MINOR = 6
 export const SERVICE_TYPE = 'accelerator'
 export const MIN_VERSION = `2.${MIN_MINOR}`
 export const MAX_VERSION = `2.${MAX_MINOR}`

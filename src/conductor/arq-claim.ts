@@ -10,6 +10,7 @@ import type { Arq, ArqSpec } from '../domain/arq.js'
 import { ConflictError } from '../domain/errors.js'
 import type { AttachHandle } from '../domain/inventory.js'
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'
+import { furthest, judge, type Verdict } from '../domain/explain.js'
 import { claimAttachHandle } from '../db/attach-handles.js'
 import { updateArqHandle } from '../db/arqs.js'
 
@@ -22,23 +23,9 @@ export interface Placed {
 /** The resource class a deployable offers (its `rc` attribute). */
 export const rcOf = (t: BindTarget) => t.attributes.find((a) => a.key === 'rc')?.value
 
-/** Does `target` satisfy the request group: offered, its resource class, required and no forbidden traits. */
-export function fits(target: BindTarget, spec: ArqSpec | undefined): boolean {
-  return target.offered && matches(target, spec)
-}
-
-/** Does `target` match the request group by resource class and traits (offered or not)? */
-function matches(target: BindTarget, spec: ArqSpec | undefined): boolean {
-  if (!spec) return true
-  const traits = new Set(
-    target.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
-  )
-  return (
-    rcOf(target) === spec.resourceClass &&
-    spec.requiredTraits.every((t) => traits.has(t)) &&
-    !spec.forbiddenTraits.some((t) => traits.has(t))
-  )
-}
+/** The verdict of the rules (src/domain/explain.ts) on `target` for the request group. */
+const verdictOf = (target: BindTarget, spec: ArqSpec | undefined, leaseCutoff?: string) =>
+  judge(target, spec, { leaseCutoff })
 
 /**
  * The reason `target` cannot be claimed because its host's agent is past its lease (a last beat
@@ -81,8 +68,12 @@ export async function claimHandleForArq(
     const onHost = await listTargetsOnHost(trx, binding.hostname)
     const silent = silentAgent(onHost[0], leaseCutoff)
     if (silent) return { reason: silent }
-    targets = onHost.filter((t) => fits(t, spec))
-    if (targets.length === 0) return { reason: noFit(binding.hostname, onHost, spec) }
+    const judged = onHost.map((target) => ({
+      target,
+      verdict: verdictOf(target, spec, leaseCutoff),
+    }))
+    targets = judged.filter((j) => j.verdict.rule === 'fits').map((j) => j.target)
+    if (targets.length === 0) return { reason: noFit(binding.hostname, judged) }
   }
   for (const target of targets) {
     const handle = await claimAttachHandle(trx, target.deployableId, { now })
@@ -91,17 +82,17 @@ export async function claimHandleForArq(
       throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
     return { target, handle }
   }
-  return { reason: `no free attach handle on ${targets.map((t) => t.name).join(', ')}` }
+  const full = `no free attach handle on ${targets.map((t) => t.name).join(', ')} (no_free_handle)`
+  return { reason: binding.deviceRpUuid ? full : `no fit on ${binding.hostname}: ${full}` }
 }
 
-/** Why nothing on the host fits: the fenced deployables that would have, named with their fence. */
-function noFit(host: string, onHost: BindTarget[], spec: ArqSpec | undefined): string {
-  const fenced = onHost.filter((t) => t.fence && matches(t, spec))
-  const base = `no active deployable on ${host} fits the request group`
-  if (fenced.length === 0) return base
-  const named = fenced.slice(0, 3).map((t) => `${t.name} is fenced (${t.fence})`)
-  const more = fenced.length > 3 ? ` and ${fenced.length - 3} more` : ''
-  return `${base}: ${named.join('; ')}${more}`
+/**
+ * Why nothing on the host fits, naming the rule that stopped the candidate that got furthest down
+ * the rule list (`no fit on vm: vm_0000:3b:00.0 is inactive (lifecycle); mark it ready first`).
+ */
+function noFit(host: string, judged: { target: BindTarget; verdict: Verdict }[]): string {
+  const best = furthest(judged)
+  return `no fit on ${host}: ${best ? best.verdict.reason : `${host} has no deployable`}`
 }
 
 /** Does the bind need anything beyond the database: the agent, an FPGA image, a Placement allocation? */

@@ -48,7 +48,7 @@ await test('a failed device is not bound; a degraded one is, and both say why', 
       const bindings = { [arq!.uuid]: { hostname: 'h1', instanceUuid: instance } }
       return (await conductor.bindArqs({ bindings }))[0]!
     }
-    const [deployable] = await db.db.selectFrom('deployables').select('uuid').execute()
+    const [deployable] = await db.db.selectFrom('deployables').select(['uuid', 'name']).execute()
     await assert.rejects(
       conductor.attachAccelerator({
         uuid: deployable!.uuid,
@@ -56,14 +56,14 @@ await test('a failed device is not bound; a degraded one is, and both say why', 
       }),
       {
         code: 'ACCELERATOR_FENCED',
-        message: `accelerator ${deployable!.uuid} cannot be attached: its device is fenced (health failed: 2 uncorrectable ECC errors)`,
+        message: `accelerator ${deployable!.uuid} cannot be attached: ${deployable!.name} is fenced (health failed: 2 uncorrectable ECC errors); it is offered again once it reports healthy`,
       },
     )
     const refused = await bind('00000000-0000-4000-8000-000000000001')
     assert.equal(refused.state, 'BindFailed')
     assert.match(
       refused.reason ?? '',
-      /^no active deployable on h1 fits the request group: h1_\S+ is fenced \(health failed: 2 uncorrectable ECC errors\)$/,
+      /^no fit on h1: h1_\S+ is fenced \(health failed: 2 uncorrectable ECC errors\); it is offered again once it reports healthy$/,
     )
 
     await report({ state: 'degraded', reason: 'PCIe link at x8 of x16' })

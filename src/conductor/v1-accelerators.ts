@@ -49,7 +49,7 @@ import { claimInstanceLocks } from '../db/arq-instances.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import { leaseCutoff, silentAgentReason } from './lease-sweep.js'
-import { isFencedHealth } from '../domain/health-diff.js'
+import { judge } from '../domain/explain.js'
 import { getAgentLastSeen } from '../db/services.js'
 
 export interface V1Deps {
@@ -174,27 +174,24 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
           const reason = silentAgentReason(acc.hostname, last)
           throw new ConflictError(`accelerator ${uuid} cannot be attached: ${reason}`, {
             code: 'AGENT_SILENT',
-            details: { uuid, hostname: acc.hostname, lastSeen: last },
+            details: { uuid, rule: 'lease', hostname: acc.hostname, lastSeen: last },
           })
         }
-        if (isFencedHealth(acc.health)) {
-          const why = acc.healthReason ? `: ${acc.healthReason}` : ''
-          throw new ConflictError(
-            `accelerator ${uuid} cannot be attached: its device is fenced (health ${acc.health}${why})`,
-            {
-              code: 'ACCELERATOR_FENCED',
-              details: { uuid, health: acc.health, reason: acc.healthReason },
+        // The rules of a bind (src/domain/explain.ts), past the group's: the 409 names the one that failed.
+        const { rule, reason } = judge({ ...acc, attributes: [], agentLastSeen: last }, undefined)
+        if (rule !== 'fits') {
+          const fenced = rule === 'health' || rule === 'lease'
+          throw new ConflictError(`accelerator ${uuid} cannot be attached: ${reason}`, {
+            code: fenced ? 'ACCELERATOR_FENCED' : 'ACCELERATOR_NOT_ACTIVE',
+            details: {
+              uuid,
+              rule,
+              lifecycle: acc.lifecycle,
+              status: acc.status,
+              health: acc.health,
+              reason: acc.healthReason,
             },
-          )
-        }
-        if (!acc.offered) {
-          throw new ConflictError(
-            `accelerator ${uuid} cannot be attached: its device is ${acc.lifecycle} and ${acc.status}; only active, enabled devices are allocated (mark it ready first)`,
-            {
-              code: 'ACCELERATOR_NOT_ACTIVE',
-              details: { uuid, lifecycle: acc.lifecycle, status: acc.status },
-            },
-          )
+          })
         }
         const handles = await hasHandles(trx, acc.id)
         if (handles && hostname !== acc.hostname) {

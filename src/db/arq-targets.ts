@@ -23,6 +23,13 @@ export interface BindTarget {
   agentLastSeen: string | null
   /** Why the device is fenced by its health (`failed` or `unknown` and the reason), else null. */
   fence: string | null
+  /** What the rules of src/domain/explain.ts read besides (a bind names the rule that failed). */
+  lifecycle: string
+  lifecycleReason: string | null
+  status: string
+  health: string
+  healthReason: string | null
+  removalPending: boolean
   attributes: { key: string; value: string }[]
 }
 
@@ -43,6 +50,7 @@ const base = (db: ReadDb) =>
       'd.cpid_info',
       'd.hostname',
       'd.lifecycle',
+      'd.lifecycle_reason',
       'd.status',
       'd.health',
       'd.health_reason',
@@ -57,6 +65,7 @@ type Row = {
   removal_pending: number
   hostname: string
   lifecycle: string
+  lifecycle_reason: string | null
   status: string
   health: string
   health_reason: string | null
@@ -93,6 +102,12 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
       r.health === 'ok' || r.health === 'degraded'
         ? null
         : `health ${r.health}${r.health_reason ? `: ${r.health_reason}` : ''}`,
+    lifecycle: r.lifecycle,
+    lifecycleReason: r.lifecycle_reason,
+    status: r.status,
+    health: r.health,
+    healthReason: r.health_reason,
+    removalPending: Number(r.removal_pending) === 1,
     attributes: attrs
       .filter((a) => a.deployable_id === r.id)
       .map(({ key, value }) => ({ key, value })),

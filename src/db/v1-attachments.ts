@@ -26,7 +26,9 @@ export interface AttachableAccelerator {
   numAccelerators: number
   hostname: string
   lifecycle: string
+  lifecycleReason: string | null
   status: string
+  removalPending: boolean
   /** Active, enabled, healthy and not pending removal: what may be allocated. */
   offered: boolean
   health: string
@@ -74,6 +76,7 @@ export async function getAcceleratorForUpdate(
       'p.acc_specs',
       'd.hostname',
       'd.lifecycle',
+      'd.lifecycle_reason',
       'd.status',
       'd.health',
       'd.health_reason',
@@ -95,7 +98,9 @@ export async function getAcceleratorForUpdate(
     numAccelerators: row.num_accelerators,
     hostname: row.hostname,
     lifecycle: row.lifecycle,
+    lifecycleReason: row.lifecycle_reason,
     status: row.status,
+    removalPending: Number(row.removal_pending) === 1,
     offered: isOffered({
       lifecycle: row.lifecycle,
       status: row.status,

@@ -27,6 +27,8 @@ import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js
 import { registerAttachCommands } from '../cli/attach-commands.js'
 import { registerAdminCommands } from '../cli/admin-commands.js'
 import { registerHostCommands } from '../cli/host-commands.js'
+import { registerExplainCommands } from '../cli/explain-commands.js'
+import { registerCapacityCommands } from '../cli/capacity-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
 
@@ -235,6 +237,8 @@ registerAcceleratorWriteCommands(program)
 registerAttachCommands(program)
 registerAdminCommands(program)
 registerHostCommands(program)
+registerExplainCommands(program)
+registerCapacityCommands(program)
 registerTopCommands(program)
 registerWebhookCommands(program)
 

@@ -87,6 +87,12 @@ export const API_RULES: readonly RuleDefault[] = [
     'rule:admin_or_owner',
   ),
   rule(
+    'cyborg:device_profile:explain',
+    READER,
+    'Explain which deployables fit each group of a device profile, and which rule stops the others.',
+    [['POST', `${DPS}/{device_profile_uuid}/explain`]],
+  ),
+  rule(
     'cyborg:device_profile:create',
     ADMIN,
     'Create a device profile (profiles are global).',
@@ -104,6 +110,12 @@ export const API_RULES: readonly RuleDefault[] = [
     'rule:is_admin',
   ),
 
+  rule(
+    'cyborg:capacity:get',
+    READER,
+    'Count attach handles per resource class, host and trait set: used, reserved, fenced, cleaning, free.',
+    [['GET', '/v2/capacity']],
+  ),
   rule(
     'cyborg:device:get_all',
     MANAGER,

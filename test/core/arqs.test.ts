@@ -123,7 +123,10 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
       bindings: { [f!.uuid]: { hostname: 'node1', instanceUuid: INSTANCE(3) } },
     })
     assert.equal(out!.state, 'BindFailed')
-    assert.match(out!.reason ?? '', /no active deployable on node1 fits/)
+    assert.match(
+      out!.reason ?? '',
+      /^no fit on node1: CUSTOM_FAKE_DEVICE is forbidden by the group \(forbidden_trait\), and \S+ has it$/,
+    )
     assert.equal(batches[0]!.events[0]!.status, 'failed')
     // 16 handles: 2 are taken; 14 more bind, the 15th finds none free. All at once.
     const more = await Promise.all(

@@ -21,7 +21,7 @@ import type { V2Env } from './env.js'
 import { deviceProfileView } from './views.js'
 
 /** By uuid when it looks like one, else (or when no uuid matches) by name. */
-async function resolve(db: Db, value: string): Promise<DeviceProfile> {
+export async function resolveDeviceProfile(db: Db, value: string): Promise<DeviceProfile> {
   if (!isUuidLike(value)) return getDeviceProfileByName(db, value)
   try {
     return await getDeviceProfile(db, value.toLowerCase())
@@ -44,7 +44,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
         },
       )
     }
-    const profiles = await Promise.all(wanted.map((v) => resolve(db, v)))
+    const profiles = await Promise.all(wanted.map((v) => resolveDeviceProfile(db, v)))
     await conductor.deleteDeviceProfiles({ uuids: [...new Set(profiles.map((p) => p.uuid))] })
     return reply.code(204).send()
   }
@@ -84,7 +84,12 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
             `Getting a device profile by name needs microversion 2.2 or later (this request is at 2.${request.apiMinor}); ${JSON.stringify(value)} is not a UUID`,
           )
         }
-        return { device_profile: deviceProfileView(await resolve(db, value), baseUrl(request)) }
+        return {
+          device_profile: deviceProfileView(
+            await resolveDeviceProfile(db, value),
+            baseUrl(request),
+          ),
+        }
       },
     },
     DELETE: {

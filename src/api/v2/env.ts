@@ -10,4 +10,6 @@ export interface V2Env {
   baseUrl: (request: FastifyRequest) => string
   /** `[api] max_arqs_per_request`. */
   maxArqsPerRequest: number
+  /** `[DEFAULT] service_down_time` in ms: an agent silent this long is past its lease (explain). */
+  serviceDownAfterMs?: number
 }

@@ -14,10 +14,12 @@ import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from 
 import { v2DocRoutes } from '../versions.js'
 import { arqRoutes } from './arqs.js'
 import { attributeRoutes } from './attributes.js'
+import { capacityRoutes } from './capacity.js'
 import { deployableRoutes } from './deployables.js'
 import { deviceProfileRoutes } from './device-profiles.js'
 import { deviceRoutes } from './devices.js'
 import type { V2Env } from './env.js'
+import { explainRoutes } from './explain.js'
 import { webhookRoutes } from './webhooks.js'
 
 function microversionHook(
@@ -45,9 +47,11 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   app.addHook('onRequest', microversionHook)
   if (options.versionDoc) v2DocRoutes(app, options.baseUrl)
   deviceProfileRoutes(app, options)
+  explainRoutes(app, options)
   deviceRoutes(app, options)
   deployableRoutes(app, options)
   attributeRoutes(app, options)
   arqRoutes(app, options)
   webhookRoutes(app, options)
+  capacityRoutes(app, options)
 }
