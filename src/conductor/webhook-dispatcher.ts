@@ -17,19 +17,23 @@
 import type { DatabaseHandle } from '../db/connection.js'
 import {
   claimDueWebhooks,
+  recordDelivered,
   recordDeliveryAttempt,
   releaseWebhookClaim,
   updateWebhookClaim,
   type AttemptOutcome,
   type ClaimedWebhook,
 } from '../db/webhook-claims.js'
-import { deleteDeliveredBefore, nextPendingDelivery } from '../db/webhook-deliveries.js'
+import { deleteDeliveredBefore, listPendingDeliveries } from '../db/webhook-deliveries.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import { webhookHeaders } from '../domain/webhook-signature.js'
 import { DeliveryState, retryDelayMs } from '../domain/webhooks.js'
 import { postWebhook, type PostResult } from './webhook-post.js'
+
+/** Deliveries read at a time, and successes recorded together. */
+const BATCH = 32
 
 export interface WebhookDispatcherOptions {
   /** `[webhooks] timeout_seconds` in ms: an attempt not answered by then failed. @default 10000 */
@@ -132,44 +136,71 @@ export function createWebhookDispatcher(
     return { ...base, state: DeliveryState.Pending, nextAttemptAt: next }
   }
 
-  /** Sends `w`'s due deliveries in order under the claim `token`, then lets it go. */
+  /**
+   * Sends `w`'s due deliveries in order under the claim `token`, then lets it go. Deliveries are
+   * read a batch at a time, and a run of successes is recorded in one transaction when the batch
+   * ends or a delivery fails (a crash before that sends them again: at least once, same id).
+   */
   const serve = async (w: ClaimedWebhook, token: string, leaseEnd: number) => {
     let until = leaseEnd
-    for (let sent = 0; sent < turnSize && !stopped; sent++) {
-      const d = await nextPendingDelivery(db.db, w.id)
-      if (!d) break
-      const now = clock.now().getTime()
-      if (d.nextAttemptAt > at(now)) {
-        wakeAt(d.nextAttemptAt)
-        break
-      }
-      if (until - now < timeoutMs + 5000) {
-        until = now + leaseMs
-        if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
-      }
-      const headers = webhookHeaders(w.secret, d.eventUuid, clock.now(), d.body)
-      const result = await postWebhook(w.url, headers, d.body, timeoutMs, halt.signal)
-      if (result.aborted) break // stopping: not an attempt; the next holder sends it again
-      const outcome = outcomeOf(result, d.attempts + 1)
-      const claim = { webhookId: w.id, token, deliveryId: d.id }
-      if (!(await recordDeliveryAttempt(db.db, claim, outcome))) {
-        log.warn({ webhook: w.uuid, event: d.eventUuid }, 'lost the claim on a webhook mid-send')
-        return
-      }
-      if (outcome.state === DeliveryState.Dead)
-        log.warn(
-          { webhook: w.uuid, event: d.eventUuid, status: result.status, error: result.error },
-          `webhook delivery dead after ${outcome.attempts} attempts`,
-        )
-      if (outcome.state === DeliveryState.Pending) {
+    let sent = 0
+    const delivered: { deliveryId: number; status: number }[] = []
+    const flush = async () => {
+      const ok = await recordDelivered(
+        db.db,
+        { webhookId: w.id, token },
+        delivered,
+        at(clock.now().getTime()),
+      )
+      delivered.length = 0
+      if (!ok) log.warn({ webhook: w.uuid }, 'lost the claim on a webhook mid-send')
+      return ok
+    }
+    turn: while (sent < turnSize && !stopped) {
+      const batch = await listPendingDeliveries(db.db, w.id, Math.min(BATCH, turnSize - sent))
+      if (batch.length === 0) break
+      for (const d of batch) {
+        const now = clock.now().getTime()
+        if (d.nextAttemptAt > at(now)) {
+          wakeAt(d.nextAttemptAt)
+          break turn
+        }
+        if (until - now < timeoutMs + 5000) {
+          until = now + leaseMs
+          if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
+        }
+        const headers = webhookHeaders(w.secret, d.eventUuid, clock.now(), d.body)
+        const result = await postWebhook(w.url, headers, d.body, timeoutMs, halt.signal)
+        if (result.aborted) break turn // stopping: not an attempt; the next holder sends it again
+        sent++
+        const outcome = outcomeOf(result, d.attempts + 1)
+        if (outcome.state === DeliveryState.Delivered) {
+          delivered.push({ deliveryId: d.id, status: result.status! })
+          continue
+        }
+        if (!(await flush())) return
+        const claim = { webhookId: w.id, token, deliveryId: d.id }
+        if (!(await recordDeliveryAttempt(db.db, claim, outcome))) {
+          log.warn({ webhook: w.uuid, event: d.eventUuid }, 'lost the claim on a webhook mid-send')
+          return
+        }
+        if (outcome.state === DeliveryState.Dead) {
+          log.warn(
+            { webhook: w.uuid, event: d.eventUuid, status: result.status, error: result.error },
+            `webhook delivery dead after ${outcome.attempts} attempts`,
+          )
+          continue
+        }
         log.info(
           { webhook: w.uuid, event: d.eventUuid, status: result.status, error: result.error },
           `webhook delivery failed (attempt ${outcome.attempts}); retrying at ${outcome.nextAttemptAt}`,
         )
         wakeAt(outcome.nextAttemptAt)
-        break
+        break turn
       }
+      if (!(await flush())) return
     }
+    if (!(await flush())) return
     await releaseWebhookClaim(db.db, w.id, token, at(clock.now().getTime()))
   }
 

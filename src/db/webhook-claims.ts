@@ -197,3 +197,46 @@ export async function recordDeliveryAttempt(
     return true
   })
 }
+
+/**
+ * Records several deliveries of one endpoint as delivered by one attempt each (a run of 2xx
+ * answers), in one transaction: the claim is checked once, then one UPDATE per distinct status.
+ * Resolves false, writing nothing, when the claim was lost.
+ */
+export async function recordDelivered(
+  db: Kysely<Database>,
+  claim: { webhookId: number; token: string },
+  delivered: readonly { deliveryId: number; status: number }[],
+  at: string,
+): Promise<boolean> {
+  if (delivered.length === 0) return true
+  return db.transaction().execute(async (trx) => {
+    const held = await trx
+      .updateTable('webhooks')
+      .set({ retry_at: null })
+      .where('id', '=', claim.webhookId)
+      .where('claimed_by', '=', claim.token)
+      .executeTakeFirst()
+    if (Number(held.numUpdatedRows) !== 1) return false
+    const byStatus = new Map<number, number[]>()
+    for (const d of delivered)
+      byStatus.set(d.status, [...(byStatus.get(d.status) ?? []), d.deliveryId])
+    for (const [status, ids] of byStatus) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          state: DeliveryState.Delivered,
+          attempts: eb('attempts', '+', 1),
+          last_attempt_at: at,
+          last_status: status,
+          last_error: null,
+          next_attempt_at: at,
+          finished_at: at,
+        }))
+        .where('id', 'in', ids)
+        .where('state', '=', DeliveryState.Pending)
+        .execute()
+    }
+    return true
+  })
+}

@@ -69,28 +69,35 @@ export async function insertWebhookDeliveries(
   return inserted
 }
 
-/** The endpoint's oldest pending delivery, due or not; undefined when none is pending. */
-export async function nextPendingDelivery(
+/** The endpoint's oldest pending deliveries (at most `limit`), due or not, oldest first. */
+export async function listPendingDeliveries(
   db: ReadDb,
   webhookId: number,
-): Promise<PendingDelivery | undefined> {
-  const row = await db
+  limit: number,
+): Promise<PendingDelivery[]> {
+  const rows = await db
     .selectFrom('webhook_deliveries')
     .select(['id', 'event_uuid', 'body', 'attempts', 'next_attempt_at'])
     .where('webhook_id', '=', webhookId)
     .where('state', '=', DeliveryState.Pending)
     .orderBy('id')
-    .limit(1)
-    .executeTakeFirst()
-  return (
-    row && {
-      id: Number(row.id),
-      eventUuid: row.event_uuid,
-      body: row.body,
-      attempts: Number(row.attempts),
-      nextAttemptAt: row.next_attempt_at,
-    }
-  )
+    .limit(limit)
+    .execute()
+  return rows.map((row) => ({
+    id: Number(row.id),
+    eventUuid: row.event_uuid,
+    body: row.body,
+    attempts: Number(row.attempts),
+    nextAttemptAt: row.next_attempt_at,
+  }))
+}
+
+/** The endpoint's oldest pending delivery, due or not; undefined when none is pending. */
+export async function nextPendingDelivery(
+  db: ReadDb,
+  webhookId: number,
+): Promise<PendingDelivery | undefined> {
+  return (await listPendingDeliveries(db, webhookId, 1))[0]
 }
 
 function toDelivery(row: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
