@@ -132,18 +132,18 @@ export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, '
         })
       const first = await applyOnce(() => apply(!syncPlacement, true), log)
       if (!first) return unchanged
-      const transitions = [...first.transitions]
+      // Logged once committed, before Placement is brought in step (which may take a while).
+      logHealthTransitions(log, first.transitions)
       let counts: IngestCounts = countsOf(first)
       if (syncPlacement) {
         const synced = await syncPlacement(host, resourceProvider)
         // Providers deleted from Placement free their pending rows: diff again to remove them.
         if (synced.complete || synced.deleted > 0) {
           const again = (await apply(synced.complete))!
-          transitions.push(...again.transitions)
+          logHealthTransitions(log, again.transitions)
           counts = { ...counts, removed: counts.removed + again.removed, pending: again.pending }
         }
       }
-      logHealthTransitions(log, transitions)
       const result = { changed: true, ...counts }
       log.info({ host, hash, ...result }, 'inventory changed')
       return result

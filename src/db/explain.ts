@@ -3,15 +3,21 @@
  * every deployable of one host, or of the fleet, with what the rules of src/domain/explain.ts read
  * (its device's lifecycle, status and health, removal_pending, its attributes, its attach handles
  * free and in total, and the host agent's last beat). Three grouped queries whatever the count,
- * never one per candidate. Read-only.
+ * never one per candidate. Read-only. Capacity (src/db/capacity.ts) reads the fleet through it too.
  */
+import { sql } from 'kysely'
 import type { ReadDb } from './connection.js'
 import type { ExplainCandidate } from '../domain/explain.js'
 import { AGENT_BINARY } from './services.js'
 
+/** A handle is in use when flagged, or named by an accelerator request (v2 and v1 alike). */
+const busy = sql<number>`case when h.in_use = 1 or q.id is not null then 1 else 0 end`
+
 export interface ExplainRow extends ExplainCandidate {
   deployableUuid: string
   deviceUuid: string
+  /** The device's type (GPU, FPGA, …). */
+  deviceType: string
   handles: { total: number; free: number }
 }
 
@@ -33,6 +39,7 @@ export async function listExplainCandidates(
       'p.name',
       'p.removal_pending',
       'd.uuid as device_uuid',
+      'd.type',
       'd.hostname',
       'd.lifecycle',
       'd.lifecycle_reason',
@@ -58,10 +65,11 @@ export async function listExplainCandidates(
     .selectFrom('attach_handles as h')
     .innerJoin('deployables as p', 'p.id', 'h.deployable_id')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .select((eb) => [
+    .leftJoin('accelerator_requests as q', 'q.attach_handle_id', 'h.id')
+    .select([
       'h.deployable_id',
-      eb.fn.countAll<string | number>().as('total'),
-      eb.fn.sum<string | number | null>('h.in_use').as('used'),
+      sql<string | number>`count(*)`.as('total'),
+      sql<string | number | null>`sum(${busy})`.as('used'),
     ])
     .groupBy('h.deployable_id')
     .$if(!all, (q) => q.where('d.hostname', '=', hostname!))
@@ -81,6 +89,7 @@ export async function listExplainCandidates(
     return {
       deployableUuid: r.uuid,
       deviceUuid: r.device_uuid,
+      deviceType: r.type,
       name: r.name,
       hostname: r.hostname,
       attributes: attrsOf.get(r.id) ?? [],
