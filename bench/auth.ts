@@ -11,7 +11,13 @@
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { load as loadUrl, machineFacts, meanFigures, type LoadFigures } from './load.js'
+import {
+  load as loadUrl,
+  machineFacts,
+  meanFigures,
+  compareFigures,
+  type LoadFigures,
+} from './load.js'
 import { createPersonas, keystoneSkip, startKeystone } from '../test/support/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 
@@ -115,11 +121,7 @@ try {
         results: {
           noauth: n,
           keystoneCachedToken: k,
-          ratio: Math.round((k.requestsPerSec / n.requestsPerSec) * 1000) / 1000,
-          extraServerCpuUsPerRequest:
-            n.serverCpuUsPerRequest === null || k.serverCpuUsPerRequest === null
-              ? null
-              : Math.round((k.serverCpuUsPerRequest - n.serverCpuUsPerRequest) * 10) / 10,
+          ...compareFigures(k, n),
           goal: 0.9,
           rounds: perRound.map((r) => ({
             ...r,

@@ -80,3 +80,17 @@ export function meanFigures(xs: readonly LoadFigures[]) {
     errors: xs.reduce((s, x) => s + x.errors, 0),
   }
 }
+
+/** `a` against `b`: the req/s ratio and the extra server CPU per request (null when unmeasured). */
+export function compareFigures(
+  a: ReturnType<typeof meanFigures>,
+  b: ReturnType<typeof meanFigures>,
+): { ratio: number; extraServerCpuUsPerRequest: number | null } {
+  return {
+    ratio: Math.round((a.requestsPerSec / b.requestsPerSec) * 1000) / 1000,
+    extraServerCpuUsPerRequest:
+      a.serverCpuUsPerRequest === null || b.serverCpuUsPerRequest === null
+        ? null
+        : Math.round((a.serverCpuUsPerRequest - b.serverCpuUsPerRequest) * 10) / 10,
+  }
+}

@@ -11,7 +11,13 @@
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { load as loadUrl, machineFacts, meanFigures, type LoadFigures } from './load.js'
+import {
+  load as loadUrl,
+  machineFacts,
+  meanFigures,
+  compareFigures,
+  type LoadFigures,
+} from './load.js'
 import { startService, type RunningService } from '../test/support/service.js'
 import { testDialects } from '../test/support/db.js'
 import { ingestSnapshot } from '../test/support/ingest.js'
@@ -67,11 +73,7 @@ async function hotPath() {
       request: 'GET /v2/devices/{uuid}',
       withMetrics: a,
       withoutMetrics: b,
-      ratio: Math.round((a.requestsPerSec / b.requestsPerSec) * 1000) / 1000,
-      extraServerCpuUsPerRequest:
-        a.serverCpuUsPerRequest === null || b.serverCpuUsPerRequest === null
-          ? null
-          : Math.round((a.serverCpuUsPerRequest - b.serverCpuUsPerRequest) * 10) / 10,
+      ...compareFigures(a, b),
       goal: 0.95,
       rounds: perRound.map((r) => ({
         on: r.on.requestsPerSec,

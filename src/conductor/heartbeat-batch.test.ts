@@ -9,7 +9,7 @@ import assert from 'node:assert/strict'
 import type { DatabaseHandle } from '../db/connection.js'
 import { createGroupCommitter } from '../db/group-commit.js'
 import {
-  deleteReportHash,
+  deleteReportHashes,
   listServices,
   updateHeartbeat,
   updateReportHash,
@@ -140,7 +140,7 @@ for (const dialect of await testDialects()) {
         // The lease sweep's fence, in a transaction that holds h000's row (the connection, on
         // SQLite) until released: the batch statement waits for it, then sees the null.
         const sweep = db.db.transaction().execute(async (trx) => {
-          await deleteReportHash(trx, host(0))
+          await deleteReportHashes(trx, [host(0)])
           nulled()
           await gate
         })

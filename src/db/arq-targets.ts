@@ -6,6 +6,7 @@
  */
 import type { ReadDb } from './connection.js'
 import { isOffered } from '../domain/inventory.js'
+import { isFencedHealth } from '../domain/health-diff.js'
 import { AGENT_BINARY } from './services.js'
 
 export interface BindTarget {
@@ -98,10 +99,9 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
       removalPending: Number(r.removal_pending) === 1,
     }),
     agentLastSeen: r.agent_last_seen,
-    fence:
-      r.health === 'ok' || r.health === 'degraded'
-        ? null
-        : `health ${r.health}${r.health_reason ? `: ${r.health_reason}` : ''}`,
+    fence: !isFencedHealth(r.health)
+      ? null
+      : `health ${r.health}${r.health_reason ? `: ${r.health_reason}` : ''}`,
     lifecycle: r.lifecycle,
     lifecycleReason: r.lifecycle_reason,
     status: r.status,

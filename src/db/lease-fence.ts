@@ -8,7 +8,7 @@
 import type { Kysely } from 'kysely'
 import { dialectOf } from './connection.js'
 import type { Database } from './schema.js'
-import { AGENT_BINARY } from './services.js'
+import { AGENT_BINARY, deleteReportHashes } from './services.js'
 import { insertHealthTransitions, type HealthTransition } from './health-transitions.js'
 import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
 import { deviceFacts } from './device-events.js'
@@ -91,14 +91,7 @@ export async function fenceDevicesOfSilentAgents(
     }
   }
   const fenced = [...new Set(transitions.map((t) => t.hostname))]
-  for (let i = 0; i < fenced.length; i += CHUNK) {
-    await db
-      .updateTable('services')
-      .set({ report_hash: null })
-      .where('binary', '=', AGENT_BINARY)
-      .where('host', 'in', fenced.slice(i, i + CHUNK))
-      .execute()
-  }
+  if (fenced.length > 0) await deleteReportHashes(db, fenced)
   await insertHealthTransitions(db, transitions)
   await insertEvents(db, events)
   return transitions

@@ -216,14 +216,19 @@ export async function getAgentLastSeen(db: ReadDb, host: string): Promise<string
   return row?.last_seen ?? null
 }
 
-/** Forgets a host's accepted report hash without counting as a sign of life (the lease fence). */
-export async function deleteReportHash(db: Kysely<Database>, host: string): Promise<void> {
-  await db
-    .updateTable('services')
-    .set({ report_hash: null })
-    .where('host', '=', host)
-    .where('binary', '=', AGENT_BINARY)
-    .execute()
+/** Forgets the accepted report hashes of these hosts' agents, so that their next reports are diffed in full. */
+export async function deleteReportHashes(
+  db: Kysely<Database>,
+  hosts: readonly string[],
+): Promise<void> {
+  for (let i = 0; i < hosts.length; i += 500) {
+    await db
+      .updateTable('services')
+      .set({ report_hash: null })
+      .where('binary', '=', AGENT_BINARY)
+      .where('host', 'in', hosts.slice(i, i + 500))
+      .execute()
+  }
 }
 
 /** Every service, ordered by host then binary. */

@@ -92,14 +92,6 @@ export async function listPendingDeliveries(
   }))
 }
 
-/** The endpoint's oldest pending delivery, due or not; undefined when none is pending. */
-export async function nextPendingDelivery(
-  db: ReadDb,
-  webhookId: number,
-): Promise<PendingDelivery | undefined> {
-  return (await listPendingDeliveries(db, webhookId, 1))[0]
-}
-
 function toDelivery(row: Selectable<WebhookDeliveriesTable>): WebhookDelivery {
   return {
     eventUuid: row.event_uuid,

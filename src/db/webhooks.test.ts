@@ -21,7 +21,7 @@ import {
   deleteDeliveredBefore,
   insertWebhookDeliveries,
   listWebhookDeliveries,
-  nextPendingDelivery,
+  listPendingDeliveries,
 } from './webhook-deliveries.js'
 import {
   createWebhook,
@@ -104,7 +104,7 @@ for (const dialect of await testDialects()) {
       assert.equal(await insertWebhookDeliveries(db.db, queue(w1, [1, 2, 3])), 3)
       assert.equal(await insertWebhookDeliveries(db.db, queue(w1, [2, 3, 4])), 1, 'queued once')
       assert.equal(await insertWebhookDeliveries(db.db, queue(w2, [1])), 1)
-      const head = await nextPendingDelivery(db.db, w1)
+      const head = (await listPendingDeliveries(db.db, w1, 1))[0]
       assert.equal(head?.eventUuid, uuid(1001), 'oldest first')
 
       // A claim holds the endpoint: a second one at the same time gets nothing.
@@ -152,7 +152,7 @@ for (const dialect of await testDialects()) {
 
       const ok = { webhookId: w1, token: 'D', deliveryId: head!.id }
       assert.equal(await recordDeliveryAttempt(db.db, ok, outcome('delivered', t(22))), true)
-      const second = await nextPendingDelivery(db.db, w1)
+      const second = (await listPendingDeliveries(db.db, w1, 1))[0]
       assert.equal(second?.eventUuid, uuid(1002))
       await recordDeliveryAttempt(db.db, { ...ok, deliveryId: second!.id }, outcome('dead', t(23)))
       assert.deepEqual(await countWebhookDeliveries(db.db, w1), {
