@@ -32,17 +32,22 @@ const FAST: WebhookDispatcherOptions = {
   backoffMs: 20,
   maxBackoffMs: 80,
   pollIntervalMs: 25,
+  maxInFlight: 1,
 }
 
 let position = 0
-function event(eventType: string, projectId: string | null = null): OutboxEvent {
+function event(
+  eventType: string,
+  projectId: string | null = null,
+  resourceUuid = newUuid(),
+): OutboxEvent {
   return {
     id: ++position,
     uuid: newUuid(),
     eventType,
     priority: 'INFO',
     resourceType: eventType.split('.')[1]!,
-    resourceUuid: newUuid(),
+    resourceUuid,
     projectId,
     payload: { 'cyborg_object.name': 'ArqPayload', 'cyborg_object.data': { n: position } },
     createdAt: now(),
@@ -182,6 +187,48 @@ await test('filters, signatures, retries in order, dead letters', async () => {
   } finally {
     await dispatcher.stop()
     await Promise.all([all, arqs, project, broken].map((r) => r.close()))
+    await db.close()
+  }
+})
+
+await test('up to max_in_flight at once, one per resource, each resource in order through failures', async () => {
+  const db = await sqlite!.create()
+  // Every seventh request fails; answers take 5 ms, so runs overlap at the receiver.
+  const receiver = await startReceiver({ answer: (n) => (n % 7 === 3 ? 500 : 200), delayMs: 5 })
+  const dispatcher = createWebhookDispatcher(
+    { db, log: noopLogger, clock: systemClock },
+    { ...FAST, maxInFlight: 6 },
+  )
+  try {
+    await register(db, receiver)
+    const resources = Array.from({ length: 4 }, () => newUuid())
+    const events = Array.from({ length: 80 }, (_, i) =>
+      event('accelerator.arq.bound', null, resources[i < 60 ? i % 4 : 0]!),
+    )
+    await createWebhookSink({ db, now, onQueued: dispatcher.wake }).deliver(events)
+    dispatcher.start()
+    await waitFor(() => receiver.accepted().length === events.length, 'every event accepted')
+    await dispatcher.idle()
+    for (const resource of resources) {
+      const expected = events.filter((e) => e.resourceUuid === resource).map((e) => e.uuid)
+      const arrivals = receiver.received.filter((r) => r.body.data.resource_uuid === resource)
+      let next = 0
+      for (const r of arrivals) {
+        assert.equal(r.id, expected[next], `${resource}: event ${next} (or its retry) arrives next`)
+        if (r.status < 300) next++
+      }
+      assert.equal(next, expected.length, `${resource}: every event accepted once`)
+    }
+    const peak = Math.max(...receiver.received.map((r) => r.concurrent))
+    assert.ok(peak > 1 && peak <= 6, `requests overlapped, at most 6 at once (peak ${peak})`)
+    assert.ok(
+      receiver.received.some((r) => r.status === 500),
+      'some attempts failed',
+    )
+    assertVerified(receiver)
+  } finally {
+    await dispatcher.stop()
+    await receiver.close()
     await db.close()
   }
 })

@@ -4,10 +4,11 @@
  * - Apart from the RPC path: it runs on its own timers and promises, writes through its own short
  *   transactions (never the group committer), and has at most `concurrency` posts in flight, each
  *   bounded by `timeoutMs`; a slow or dead receiver holds one slot, never a conductor write.
- * - Per-endpoint order: it claims an endpoint (src/db/webhook-claims.ts: a lease, SKIP LOCKED on
- *   PostgreSQL and MariaDB), then sends that endpoint's pending deliveries oldest first, one at a
- *   time, up to `turnSize`, and lets it go. A delivery that fails holds back the ones after it
- *   until it succeeds or goes dead: the endpoint backs off (`retry_at`) meanwhile.
+ * - Order per resource: it claims an endpoint (src/db/webhook-claims.ts: a lease, SKIP LOCKED on
+ *   PostgreSQL and MariaDB), then sends that endpoint's pending deliveries in queue order, up to
+ *   `maxInFlight` at once but never two of one resource (webhook-sender.ts), up to `turnSize`,
+ *   and lets it go. A delivery that fails holds back the ones after it until it succeeds or goes
+ *   dead: the endpoint backs off (`retry_at`) meanwhile.
  * - Retries: exponential backoff with full jitter (src/domain/webhooks.ts `retryDelayMs`); after
  *   `maxAttempts` failed attempts the delivery is `dead` (the dead letter) and the next one goes.
  * - Several conductors: each runs a dispatcher; the lease keeps them off each other's endpoints.
@@ -24,22 +25,37 @@ import {
   type AttemptOutcome,
   type ClaimedWebhook,
 } from '../db/webhook-claims.js'
-import { deleteDeliveredBefore, listPendingDeliveries } from '../db/webhook-deliveries.js'
+import {
+  deleteDeliveredBefore,
+  listPendingDeliveries,
+  type PendingDelivery,
+} from '../db/webhook-deliveries.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
-import { webhookHeaders } from '../domain/webhook-signature.js'
+import { webhookSigner, type WebhookSigner } from '../domain/webhook-signature.js'
+import { deliveryResource } from '../domain/webhook-window.js'
 import { DeliveryState, retryDelayMs } from '../domain/webhooks.js'
-import { postWebhook, type PostResult } from './webhook-post.js'
+import { createWebhookPoster, type PostResult } from './webhook-post.js'
+import { sendBatch } from './webhook-sender.js'
 
 /** Deliveries read at a time, and successes recorded together. */
-const BATCH = 32
+const BATCH = 200
+
+/** A failed attempt, and what it makes of its delivery. */
+interface Failure {
+  d: PendingDelivery
+  result: PostResult
+  outcome: AttemptOutcome
+}
 
 export interface WebhookDispatcherOptions {
   /** `[webhooks] timeout_seconds` in ms: an attempt not answered by then failed. @default 10000 */
   timeoutMs?: number
   /** `[webhooks] concurrency`: endpoints posted to at once by this dispatcher. @default 8 */
   concurrency?: number
+  /** `[webhooks] max_in_flight`: deliveries in flight at once per endpoint (1: strict queue order). @default 16 */
+  maxInFlight?: number
   /** `[webhooks] max_attempts`: failed attempts before a delivery is dead. @default 8 */
   maxAttempts?: number
   /** `[webhooks] backoff_seconds` in ms: the first retry's upper bound. @default 1000 */
@@ -52,9 +68,9 @@ export interface WebhookDispatcherOptions {
   pollIntervalMs?: number
   /** How often delivered rows past their retention are deleted. @default 600000 */
   purgeIntervalMs?: number
-  /** Deliveries sent to one endpoint per claim, before it is let go so others get a turn. @default 100 */
+  /** Deliveries sent to one endpoint per claim, before it is let go so others get a turn. @default 400 */
   turnSize?: number
-  /** How long a claim lasts unless renewed (renewed before each attempt). @default 2 × timeoutMs + 5000 */
+  /** How long a claim lasts unless renewed (renewed every third of it while sending). @default 2 × timeoutMs + 5000 */
   leaseMs?: number
 }
 
@@ -88,17 +104,18 @@ export function createWebhookDispatcher(
   const {
     timeoutMs = 10_000,
     concurrency = 8,
+    maxInFlight = 64,
     maxAttempts = 8,
     backoffMs = 1000,
     maxBackoffMs = 300_000,
     retentionHours = 24,
     pollIntervalMs = 1000,
     purgeIntervalMs = 600_000,
-    turnSize = 100,
+    turnSize = 400,
   } = options
   const leaseMs = options.leaseMs ?? 2 * timeoutMs + 5000
   const schedule = { baseMs: backoffMs, capMs: maxBackoffMs }
-  const halt = new AbortController()
+  const poster = createWebhookPoster(timeoutMs)
   /** Endpoints (row ids) this dispatcher is serving, and their runs. */
   const serving = new Map<number, Promise<void>>()
   let ticking: Promise<void> | undefined
@@ -125,83 +142,130 @@ export function createWebhookDispatcher(
     dueTimer = { at: ms, timer }
   }
 
-  const outcomeOf = (result: PostResult, attempts: number): AttemptOutcome => {
+  /** The outcome of a failed attempt: retry later, or dead. */
+  const failureOf = (result: PostResult, attempts: number): AttemptOutcome => {
     const now = clock.now().getTime()
-    const ok = result.status !== null && result.status >= 200 && result.status < 300
     const base = { attempts, at: at(now), status: result.status, error: result.error }
-    if (ok) return { ...base, state: DeliveryState.Delivered, error: null, nextAttemptAt: at(now) }
     if (attempts >= maxAttempts)
       return { ...base, state: DeliveryState.Dead, nextAttemptAt: at(now) }
     const next = at(now + retryDelayMs(attempts, schedule, random))
     return { ...base, state: DeliveryState.Pending, nextAttemptAt: next }
   }
 
-  /**
-   * Sends `w`'s due deliveries in order under the claim `token`, then lets it go. Deliveries are
-   * read a batch at a time, and a run of successes is recorded in one transaction when the batch
-   * ends or a delivery fails (a crash before that sends them again: at least once, same id).
-   */
-  const serve = async (w: ClaimedWebhook, token: string, leaseEnd: number) => {
-    let until = leaseEnd
-    let sent = 0
-    const delivered: { deliveryId: number; status: number }[] = []
-    const flush = async () => {
-      const ok = await recordDelivered(
-        db.db,
-        { webhookId: w.id, token },
-        delivered,
-        at(clock.now().getTime()),
-      )
-      delivered.length = 0
-      if (!ok) log.warn({ webhook: w.uuid }, 'lost the claim on a webhook mid-send')
-      return ok
-    }
-    turn: while (sent < turnSize && !stopped) {
-      const batch = await listPendingDeliveries(db.db, w.id, Math.min(BATCH, turnSize - sent))
-      if (batch.length === 0) break
-      for (const d of batch) {
-        const now = clock.now().getTime()
-        if (d.nextAttemptAt > at(now)) {
-          wakeAt(d.nextAttemptAt)
-          break turn
-        }
-        if (until - now < timeoutMs + 5000) {
-          until = now + leaseMs
-          if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
-        }
-        const headers = webhookHeaders(w.secret, d.eventUuid, clock.now(), d.body)
-        const result = await postWebhook(w.url, headers, d.body, timeoutMs, halt.signal)
-        if (result.aborted) break turn // stopping: not an attempt; the next holder sends it again
-        sent++
-        const outcome = outcomeOf(result, d.attempts + 1)
-        if (outcome.state === DeliveryState.Delivered) {
-          delivered.push({ deliveryId: d.id, status: result.status! })
-          continue
-        }
-        if (!(await flush())) return
-        const claim = { webhookId: w.id, token, deliveryId: d.id }
-        if (!(await recordDeliveryAttempt(db.db, claim, outcome))) {
-          log.warn({ webhook: w.uuid, event: d.eventUuid }, 'lost the claim on a webhook mid-send')
-          return
-        }
-        if (outcome.state === DeliveryState.Dead) {
-          log.warn(
-            { webhook: w.uuid, event: d.eventUuid, status: result.status, error: result.error },
-            `webhook delivery dead after ${outcome.attempts} attempts`,
-          )
-          continue
-        }
+  /** Signers by endpoint secret (a secret's key is prepared once). */
+  const signers = new Map<string, WebhookSigner>()
+  const signerOf = (secret: string) => {
+    let signer = signers.get(secret)
+    if (!signer) signers.set(secret, (signer = webhookSigner(secret)))
+    return signer
+  }
+
+  /** Records the failed attempts of a run; resolves false if the claim was lost. */
+  const recordFailures = async (w: ClaimedWebhook, token: string, failed: readonly Failure[]) => {
+    for (const { d, result, outcome } of failed) {
+      const claim = { webhookId: w.id, token, deliveryId: d.id }
+      if (!(await recordDeliveryAttempt(db.db, claim, outcome))) {
+        log.warn({ webhook: w.uuid, event: d.eventUuid }, 'lost the claim on a webhook mid-send')
+        return false
+      }
+      const detail = {
+        webhook: w.uuid,
+        event: d.eventUuid,
+        status: result.status,
+        error: result.error,
+      }
+      if (outcome.state === DeliveryState.Dead)
+        log.warn(detail, `webhook delivery dead after ${outcome.attempts} attempts`)
+      else
         log.info(
-          { webhook: w.uuid, event: d.eventUuid, status: result.status, error: result.error },
+          detail,
           `webhook delivery failed (attempt ${outcome.attempts}); retrying at ${outcome.nextAttemptAt}`,
         )
-        wakeAt(outcome.nextAttemptAt)
-        break turn
-      }
-      if (!(await flush())) return
     }
-    if (!(await flush())) return
-    await releaseWebhookClaim(db.db, w.id, token, at(clock.now().getTime()))
+    return true
+  }
+
+  /**
+   * Sends `w`'s due deliveries under the claim `token`, then lets it go: a batch at a time through
+   * the sliding window of webhook-sender.ts (up to `maxInFlight` at once, one per resource). The
+   * claim is renewed while posts are in flight. Successes are recorded in one transaction per
+   * batch (a crash before that sends them again: at least once, same id). A failure that will be
+   * retried ends the turn: it holds back the rest until it gets through.
+   */
+  const serve = async (w: ClaimedWebhook, token: string, leaseEnd: number) => {
+    const sign = signerOf(w.secret)
+    let sent = 0
+    let lost = false
+    let renewing: Promise<void> | undefined
+    const renew = () => {
+      renewing ??= updateWebhookClaim(db.db, w.id, token, at(clock.now().getTime() + leaseMs))
+        .then((held) => {
+          if (!held) lost = true
+        })
+        .catch((err: unknown) => log.warn({ err, webhook: w.uuid }, 'could not renew a claim'))
+        .finally(() => (renewing = undefined))
+    }
+    let until = leaseEnd
+    const renewer = setInterval(
+      () => {
+        until = clock.now().getTime() + leaseMs
+        renew()
+      },
+      Math.max(10, leaseMs / 3),
+    )
+    renewer.unref()
+    try {
+      turn: while (sent < turnSize && !stopped && !lost) {
+        const batch = await listPendingDeliveries(db.db, w.id, Math.min(BATCH, turnSize - sent))
+        if (batch.length === 0) break
+        const queue = batch.map((d) => ({
+          d,
+          resource: deliveryResource(d.body),
+          nextAttemptAt: d.nextAttemptAt,
+        }))
+        if (until - clock.now().getTime() < timeoutMs + 5000) {
+          until = clock.now().getTime() + leaseMs
+          if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
+        }
+        const outcome = await sendBatch(queue, {
+          maxInFlight,
+          now: () => at(clock.now().getTime()),
+          post: ({ d }) => poster.post(w.url, sign(d.eventUuid, clock.now(), d.body), d.body),
+          mayStart: () => !stopped && !lost,
+        })
+        await renewing
+        sent += outcome.delivered.length + outcome.failed.length
+        if (lost) return log.warn({ webhook: w.uuid }, 'lost the claim on a webhook mid-send')
+        const failed = outcome.failed.map(({ d, result }) => ({
+          d,
+          result,
+          outcome: failureOf(result, d.attempts + 1),
+        }))
+        if (!(await flush(w, token, outcome.delivered))) return
+        if (!(await recordFailures(w, token, failed))) return
+        const retry = failed.filter((f) => f.outcome.state === DeliveryState.Pending)
+        if (retry.length > 0) wakeAt(retry.map((f) => f.outcome.nextAttemptAt).sort()[0]!)
+        else if (outcome.dueAt) wakeAt(outcome.dueAt)
+        if (outcome.aborted || retry.length > 0 || outcome.dueAt) break turn
+      }
+    } finally {
+      clearInterval(renewer)
+      await renewing
+    }
+    if (!lost) await releaseWebhookClaim(db.db, w.id, token, at(clock.now().getTime()))
+  }
+
+  /** Records a batch's successes; resolves false if the claim was lost. */
+  const flush = async (
+    w: ClaimedWebhook,
+    token: string,
+    delivered: readonly { deliveryId: number; status: number }[],
+  ) => {
+    if (delivered.length === 0) return true
+    const finishedAt = at(clock.now().getTime())
+    const ok = await recordDelivered(db.db, { webhookId: w.id, token }, delivered, finishedAt)
+    if (!ok) log.warn({ webhook: w.uuid }, 'lost the claim on a webhook mid-send')
+    return ok
   }
 
   /** Claims what free slots allow and starts serving it. */
@@ -287,7 +351,7 @@ export function createWebhookDispatcher(
       clearInterval(poller)
       clearInterval(purger)
       clearTimeout(dueTimer?.timer)
-      halt.abort()
+      poster.close()
       await ticking
       await Promise.all(serving.values())
     },

@@ -1,8 +1,14 @@
 /**
- * One webhook attempt over HTTP: POST the body with its headers, wait at most `timeoutMs` for the
+ * Webhook attempts over HTTP(S): POST the body with its headers, wait at most `timeoutMs` for the
  * status line, and report what came back. Redirects are not followed (a 3xx is a failed attempt,
- * as the convention has it), and the answer's body is not read.
+ * as the convention has it), and the answer's body is read and dropped, never kept.
+ *
+ * node:http with a keep-alive agent per poster rather than `fetch`: a POST through `fetch` cost the
+ * sender about 1.5× the CPU (bench/webhook-dispatch.ts, docs/performance.md), and the dispatcher
+ * shares its process with the conductor.
  */
+import http from 'node:http'
+import https from 'node:https'
 
 /** What an attempt got: a status, or the reason it got none. */
 export interface PostResult {
@@ -14,30 +20,74 @@ export interface PostResult {
   aborted?: true
 }
 
-/** The reason a request got no answer, in a few words. */
-function reasonOf(err: unknown, timeoutMs: number): string {
-  if (err instanceof Error && err.name === 'TimeoutError')
-    return `no answer within ${timeoutMs / 1000} s`
-  const cause = err instanceof Error ? (err.cause as { code?: string; message?: string }) : null
-  const text = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
-  return `no answer: ${text}`
+export interface WebhookPoster {
+  post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>
+  /** Aborts the posts in flight (their results say `aborted`) and closes idle connections. */
+  close(): void
 }
 
-export async function postWebhook(
-  url: string,
-  headers: Record<string, string>,
-  body: string,
-  timeoutMs: number,
-  halt: AbortSignal,
-): Promise<PostResult> {
-  const signal = AbortSignal.any([halt, AbortSignal.timeout(timeoutMs)])
-  try {
-    const res = await fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })
-    await res.body?.cancel().catch(() => undefined)
-    const ok = res.status >= 200 && res.status < 300
-    return { status: res.status, error: ok ? null : `HTTP ${res.status}` }
-  } catch (err) {
-    if (halt.aborted) return { status: null, error: 'stopping', aborted: true }
-    return { status: null, error: reasonOf(err, timeoutMs) }
+/** The reason a request got no answer, in a few words. */
+function reasonOf(err: unknown): string {
+  const e = err as NodeJS.ErrnoException
+  return `no answer: ${e.code ?? e.message ?? String(err)}`
+}
+
+export function createWebhookPoster(timeoutMs: number): WebhookPoster {
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true }),
+    'https:': new https.Agent({ keepAlive: true }),
+  }
+  /** Requests in flight, each with what `close` settles it with. */
+  const inFlight = new Map<http.ClientRequest, (result: PostResult) => void>()
+  let closed = false
+  const post = (url: string, headers: Record<string, string>, body: string) =>
+    new Promise<PostResult>((resolve) => {
+      if (closed) return resolve({ status: null, error: 'stopping', aborted: true })
+      let target: URL
+      try {
+        target = new URL(url)
+      } catch {
+        return resolve({ status: null, error: 'no answer: invalid URL' })
+      }
+      const agent = target.protocol === 'https:' ? agents['https:'] : agents['http:']
+      const send = target.protocol === 'https:' ? https.request : http.request
+      let settled = false
+      const settle = (result: PostResult) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        inFlight.delete(req)
+        resolve(result)
+      }
+      const req = send(target, {
+        method: 'POST',
+        agent,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+      })
+      inFlight.set(req, settle)
+      const timer = setTimeout(() => {
+        settle({ status: null, error: `no answer within ${timeoutMs / 1000} s` })
+        req.destroy()
+      }, timeoutMs)
+      req.on('response', (res) => {
+        const status = res.statusCode ?? 0
+        res.resume()
+        res.on('error', () => undefined)
+        settle({ status, error: status >= 200 && status < 300 ? null : `HTTP ${status}` })
+      })
+      req.on('error', (err) => settle({ status: null, error: reasonOf(err) }))
+      req.end(body)
+    })
+  return {
+    post,
+    close() {
+      closed = true
+      for (const [req, settle] of inFlight) {
+        settle({ status: null, error: 'stopping', aborted: true })
+        req.destroy()
+      }
+      agents['http:'].destroy()
+      agents['https:'].destroy()
+    },
   }
 }

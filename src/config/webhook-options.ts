@@ -15,7 +15,13 @@ export const webhookOptions = {
     default: 8,
     min: 1,
     max: 256,
-    help: 'Endpoints each conductor posts to at once (one delivery in flight per endpoint, oldest first).',
+    help: 'Endpoints each conductor posts to at once.',
+  }),
+  max_in_flight: int({
+    default: 64,
+    min: 1,
+    max: 256,
+    help: "Deliveries in flight at once to one endpoint, oldest first and never two about the same resource, so each resource's events arrive in order; 1 sends strictly one at a time in queue order.",
   }),
   max_attempts: int({
     default: 8,

@@ -5,7 +5,7 @@
  * the attempt) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">`,
  * keyed by the decoded bytes of the endpoint's `whsec_` secret).
  */
-import { createHmac, randomBytes } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto'
 
 const SECRET_PREFIX = 'whsec_'
 /** Random bytes of a new secret (the convention asks for 24 to 64). */
@@ -53,6 +53,30 @@ export function webhookBody(event: WebhookEvent): string {
   })
 }
 
+/** Signs attempts for one endpoint: the headers of each, with the same id on every attempt. */
+export type WebhookSigner = (id: string, at: Date, body: string) => Record<string, string>
+
+/**
+ * A signer for the endpoint whose secret is `secret`. The key is prepared once (a KeyObject):
+ * handing createHmac the raw bytes prepares it again on every call, which profiling the
+ * dispatcher showed costing more than the HMAC itself.
+ */
+export function webhookSigner(secret: string): WebhookSigner {
+  const key: KeyObject = createSecretKey(webhookKey(secret))
+  return (id, at, body) => {
+    const timestamp = String(Math.floor(at.getTime() / 1000))
+    const signature = createHmac('sha256', key)
+      .update(`${id}.${timestamp}.${body}`)
+      .digest('base64')
+    return {
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'webhook-timestamp': timestamp,
+      'webhook-signature': `v1,${signature}`,
+    }
+  }
+}
+
 /** The headers of one attempt: the same id every time, this attempt's timestamp and signature. */
 export function webhookHeaders(
   secret: string,
@@ -60,14 +84,5 @@ export function webhookHeaders(
   at: Date,
   body: string,
 ): Record<string, string> {
-  const timestamp = String(Math.floor(at.getTime() / 1000))
-  const signature = createHmac('sha256', webhookKey(secret))
-    .update(`${id}.${timestamp}.${body}`)
-    .digest('base64')
-  return {
-    'content-type': 'application/json',
-    'webhook-id': id,
-    'webhook-timestamp': timestamp,
-    'webhook-signature': `v1,${signature}`,
-  }
+  return webhookSigner(secret)(id, at, body)
 }

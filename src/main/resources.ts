@@ -128,6 +128,7 @@ export function conductorOptions(config: Config): ConductorOptions {
     webhooks: {
       timeoutMs: config.webhooks.timeout_seconds * 1000,
       concurrency: config.webhooks.concurrency,
+      maxInFlight: config.webhooks.max_in_flight,
       maxAttempts: config.webhooks.max_attempts,
       backoffMs: config.webhooks.backoff_seconds * 1000,
       maxBackoffMs: config.webhooks.max_backoff_seconds * 1000,
