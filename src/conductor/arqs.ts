@@ -43,6 +43,8 @@ import { needsMore, claimHandleForArq, rcOf, type Placed } from './arq-claim.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conductor-rpc.js'
 import { v2Arq, type ArqInternals } from './arq-internals.js'
+import type { LimitSource } from '../domain/quota.js'
+import { bindClaims, bindQuota, type QuotaClaim } from './quota-check.js'
 import {
   checkArqBindings,
   checkPositiveInt,
@@ -67,6 +69,8 @@ export interface ArqDeps {
   clock: Clock
   /** `[DEFAULT] service_down_time` in ms: a bind refuses a host whose agent is past it. @default no check */
   serviceDownTimeMs?: number | undefined
+  /** `[quota] driver = unified_limits`: the limits standalone binds are held to (docs/quota.md). */
+  quota?: LimitSource | undefined
 }
 
 /** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
@@ -235,10 +239,12 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
       const ms = deps.serviceDownTimeMs
       const lease = ms === undefined ? undefined : leaseCutoff(deps.clock, ms)
+      const quota = await bindQuota(deps.quota, db.db, bindings)
       const started = await committer.run(async (trx) => {
         // The instances' bind locks first: a concurrent bind of the same instance, through any
         // conductor, waits for this one to commit and then sees its requests.
         await claimInstanceLocks(trx, db.dialect, instances, now())
+        await quota?.lock(trx, now())
         const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
         for (const arq of arqs) {
           if (!allowedFrom('BindStarted').includes(arq.state)) {
@@ -280,6 +286,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             .get(arq.deviceProfileId!)
             ?.find((s) => s.groupId === arq.deviceProfileGroupId)
         const steps: BindStep[] = []
+        const claims: QuotaClaim[] = []
         const events: ArqEventItem[] = []
         const note = (moved: Arq[], action: ArqAction, reason?: string) =>
           events.push(...moved.map((m) => ({ arq: m, action, reason })))
@@ -305,6 +312,8 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         for (const arq of arqs) {
           const spec = specFor(arq)
           const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
+          if (!('reason' in placed))
+            claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
           if ('reason' in placed) {
             const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
               now: now(),
@@ -323,6 +332,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
           }
         }
+        await quota?.enforce(trx, claims)
         await recordArqEvents(trx, events, now())
         return steps
       })

@@ -33,6 +33,7 @@ import { leaseCutoff, sweepLeases } from './lease-sweep.js'
 import { startFleetGauges } from './fleet-metrics.js'
 import { noopMetrics, type Metrics } from '../domain/metrics.js'
 import { createEventRelay, wakingCommitter, type EventRelayOptions } from './event-relay.js'
+import type { LimitSource } from '../domain/quota.js'
 import type { EventSink } from './event-sinks.js'
 import { createWebhookSink } from './webhook-sink.js'
 import { createWebhookDispatcher, type WebhookDispatcherOptions } from './webhook-dispatcher.js'
@@ -78,6 +79,8 @@ export interface ConductorDeps {
    * are still written with every change, and stamped sent at once.
    */
   eventSinks?: EventSink[]
+  /** `[quota] driver = unified_limits`: Keystone limits for standalone binds and v1 attaches. */
+  quota?: LimitSource
 }
 
 export interface ConductorOptions {
@@ -218,6 +221,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     log,
     clock,
     serviceDownTimeMs: options.serviceDownTimeMs,
+    quota: deps.quota,
   })
   const ingest = createReportIngest({
     db,
@@ -245,6 +249,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     log,
     clock,
     serviceDownTimeMs: options.serviceDownTimeMs,
+    quota: deps.quota,
   })
   const remote = createRemoteAcceleratorService(
     { db, agentFor: deps.agentFor, uuid, log, clock },

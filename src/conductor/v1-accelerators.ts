@@ -45,6 +45,8 @@ import type { ArqInternals } from './arq-internals.js'
 import { checkUuid } from './validate.js'
 import type { V1Placement } from './v1-placement.js'
 import { claimAttachHandle } from '../db/attach-handles.js'
+import type { LimitSource } from '../domain/quota.js'
+import { quotaGate } from './quota-check.js'
 import { claimInstanceLocks } from '../db/arq-instances.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
@@ -62,6 +64,8 @@ export interface V1Deps {
   clock: Clock
   /** `[DEFAULT] service_down_time` in ms: an attach refuses a host whose agent is past it. @default no check */
   serviceDownTimeMs?: number | undefined
+  /** `[quota] driver = unified_limits`: the limits attaches are held to (docs/quota.md). */
+  quota?: LimitSource | undefined
 }
 
 type V1Methods = Pick<
@@ -155,9 +159,12 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
       const target = checkTarget(req.target)
       const instance = 'instanceUuid' in target ? target.instanceUuid : null
       const attachment = newUuid() // made before the write, so that a re-run writes the same row
+      const projectId = typeof req.projectId === 'string' ? req.projectId : null
+      const quota = await quotaGate(deps.quota, [projectId])
       const claimed = await committer.run(async (trx) => {
         const acc = await getAcceleratorForUpdate(trx, db.dialect, uuid)
         if (instance !== null) await claimInstanceLocks(trx, db.dialect, [instance], now())
+        await quota?.lock(trx, now()) // after the instance's lock, as a bind takes them
         const holders = await listHolders(trx, db.dialect, acc.id)
         const hostname = 'hostname' in target ? target.hostname : acc.hostname
         const same = holders.find(
@@ -222,12 +229,14 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
           hostname,
           instanceUuid: instance,
           attachHandleId: handle?.id ?? null,
+          projectId,
         }
         const arq = await createAttachment(
           trx,
           { ...input, state: needsAgent || allocation ? 'BindStarted' : 'Bound' },
           now(),
         )
+        if (projectId && acc.rc) await quota?.enforce(trx, [{ projectId, resourceClass: acc.rc }])
         const bound = arq.state === 'Bound' ? [{ arq, action: 'bound' as const }] : []
         await recordArqEvents(trx, [{ arq, action: 'created' }, ...bound], now())
         return { arq, handle: needsAgent ? handle : undefined, allocation, again: false }

@@ -19,6 +19,7 @@ import {
   type Option,
 } from './options.js'
 import { webhookOptions } from './webhook-options.js'
+import { osloLimitOptions, quotaOptions } from './quota-options.js'
 
 /** keystoneauth-style options for an outbound client ([placement], [nova], [glance]); docs/auth-outbound.md. */
 function keystoneClient(service: string) {
@@ -379,6 +380,8 @@ export const schema = {
     }),
   },
   webhooks: webhookOptions,
+  quota: quotaOptions,
+  oslo_limit: osloLimitOptions(keystoneClient('Keystone (limits)')),
 } as const satisfies Record<string, Record<string, Option<unknown>>>
 
 export type Schema = typeof schema

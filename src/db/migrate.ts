@@ -12,6 +12,7 @@ import { deviceHealthMigration } from './migrations/0007-device-health.js'
 import { healthTransitionsMigration } from './migrations/0008-health-transitions.js'
 import { eventsMigration } from './migrations/0009-events.js'
 import { webhooksMigration } from './migrations/0010-webhooks.js'
+import { quotaProjectsMigration } from './migrations/0011-quota-projects.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -25,6 +26,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0008-health-transitions': healthTransitionsMigration(handle.dialect),
     '0009-events': eventsMigration(handle.dialect),
     '0010-webhooks': webhooksMigration(handle.dialect),
+    '0011-quota-projects': quotaProjectsMigration,
   }
 }
 

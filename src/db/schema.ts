@@ -125,6 +125,12 @@ export interface ArqInstancesTable {
   updated_at: string
 }
 
+/** A project's quota lock (migration 0011). */
+export interface QuotaProjectsTable {
+  project_id: string
+  updated_at: string
+}
+
 export interface ServicesTable {
   id: Id
   host: string
@@ -243,6 +249,7 @@ export interface Database {
   device_profiles: DeviceProfilesTable
   accelerator_requests: AcceleratorRequestsTable
   arq_instances: ArqInstancesTable
+  quota_projects: QuotaProjectsTable
   services: ServicesTable
   agent_drivers: AgentDriversTable
   commit_markers: CommitMarkersTable

@@ -164,6 +164,8 @@ export async function createAttachment(
     hostname: string
     instanceUuid: string | null
     attachHandleId: number | null
+    /** The caller's project (quota counts it, docs/quota.md); null when unknown. */
+    projectId?: string | null
     /** Made by the caller before the write runs, so that a re-run writes the same row. @default a new one */
     uuid?: string
   },
@@ -177,7 +179,7 @@ export async function createAttachment(
       state: input.state,
       device_profile_id: null,
       device_profile_group_id: 0,
-      project_id: null,
+      project_id: input.projectId ?? null,
       hostname: input.hostname,
       device_rp_uuid: input.rpUuid,
       instance_uuid: input.instanceUuid,

@@ -3,6 +3,7 @@
  * `cyborg up` (all-in-one), `cyborg conductor`, `cyborg agent` and the API tests build on it;
  * config → options happens in the caller.
  */
+import type { LimitSource } from '../domain/quota.js'
 import type { EventSink } from '../conductor/event-sinks.js'
 import type { Metrics } from '../domain/metrics.js'
 import { hostname as osHostname } from 'node:os'
@@ -84,6 +85,8 @@ export interface CoreOptions {
   metrics?: Metrics
   /** Where the conductor's events go besides webhooks (oslo notifications; src/main/notifications.ts). */
   eventSinks?: EventSink[]
+  /** Keystone unified limits for the conductor's standalone binds and v1 attaches (docs/quota.md). */
+  quota?: LimitSource
 }
 
 export interface Core {
@@ -131,6 +134,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           agentFor,
           metrics: options.metrics,
           eventSinks: options.eventSinks,
+          quota: options.quota,
         },
         conductorOptions,
       )

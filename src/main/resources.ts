@@ -20,6 +20,8 @@ import { createPlacementClient, placementSettings } from '../openstack/placement
 import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
 import { createGlanceClient, type GlanceClient } from '../openstack/glance.js'
 import { keystoneSettings } from '../openstack/service-auth.js'
+import { createUnifiedLimits } from '../openstack/unified-limits.js'
+import type { LimitSource } from '../domain/quota.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import type { CorePlacement } from './core.js'
 
@@ -143,7 +145,7 @@ export function conductorOptions(config: Config): ConductorOptions {
  */
 function serviceSettings<T>(
   config: Config,
-  section: 'placement' | 'glance' | 'nova',
+  section: 'placement' | 'glance' | 'nova' | 'oslo_limit',
   read: () => T,
 ): T {
   try {
@@ -151,7 +153,7 @@ function serviceSettings<T>(
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     // The message may name another section ([service_user] for Nova).
-    const prefix = /^\[(placement|glance|nova|service_user)\] (\w+) /
+    const prefix = /^\[(placement|glance|nova|service_user|oslo_limit)\] (\w+) /
     const [, named = section, option = 'endpoint_override'] = prefix.exec(err.message) ?? []
     throw optionError(
       config,
@@ -251,4 +253,25 @@ export function agentOptions(config: Config): CoreAgentOptions {
 export function errorCode(err: unknown): string {
   const e = err as NodeJS.ErrnoException
   return e?.code ?? errorMessage(err)
+}
+
+/** Keystone unified limits from `[quota]` and `[oslo_limit]` (docs/quota.md), or undefined for `driver = noop`. */
+export function quotaLimits(config: Config): LimitSource | undefined {
+  if (config.quota.driver !== 'unified_limits') return undefined
+  const settings = serviceSettings(config, 'oslo_limit', () =>
+    keystoneSettings('oslo_limit', config.oslo_limit, 'identity'),
+  )
+  if (!settings)
+    throw optionError(
+      config,
+      'oslo_limit',
+      'auth_type',
+      '[quota] driver = unified_limits reads limits from Keystone: set auth_type = password (or endpoint_override)',
+    )
+  return createUnifiedLimits({
+    settings,
+    endpointId: config.oslo_limit.endpoint_id,
+    serviceType: config.oslo_limit.endpoint_service_type,
+    cacheMs: config.quota.cache_seconds * 1000,
+  })
 }

@@ -19,6 +19,7 @@ import {
   ensureStateDir,
   novaOptions,
   placementOptions,
+  quotaLimits,
   rpcTimeoutMs,
 } from './resources.js'
 import { VERSION } from './version.js'
@@ -155,6 +156,7 @@ export async function startAllInOne(
         nova: novaOptions(config, metrics),
         metrics,
         eventSinks: events.sinks,
+        quota: quotaLimits(config),
       })
       down.add('agent and conductor', () => core.stop())
       await firstDiscovery(core.agent, log)
@@ -237,6 +239,7 @@ export async function startConductorService(
         nova: novaOptions(config, metrics),
         metrics,
         eventSinks: events.sinks,
+        quota: quotaLimits(config),
       })
       down.add('conductor', () => core.stop())
       down.add(

@@ -1,5 +1,5 @@
 /**
- * Outbound Keystone auth: a project-scoped token from Keystone v3 password auth
+ * Outbound Keystone auth: a project-scoped (or system-scoped) token from Keystone v3 password auth
  * (`POST {auth_url}/auth/tokens`), cached and renewed before it expires, plus the endpoint of a
  * service from the catalog that came with it. One authentication is in flight at a time: callers
  * that arrive meanwhile share it. Neither the token nor the password is ever logged or put in an
@@ -14,6 +14,8 @@ export interface PasswordAuth {
   username: string
   password: string
   projectName: string
+  /** A system-scoped token instead (keystoneauth's `system_scope`, e.g. `all`): projectName is then unused. */
+  systemScope?: string | undefined
   /** @default 'Default' */
   userDomainName?: string
   /** @default 'Default' */
@@ -107,9 +109,15 @@ async function authenticate(
           },
         },
       },
-      scope: {
-        project: { name: auth.projectName, domain: { name: auth.projectDomainName ?? 'Default' } },
-      },
+      scope:
+        auth.systemScope === undefined
+          ? {
+              project: {
+                name: auth.projectName,
+                domain: { name: auth.projectDomainName ?? 'Default' },
+              },
+            }
+          : { system: { [auth.systemScope]: true } },
     },
   }
   const what = `Keystone POST ${tokenUrl}`

@@ -20,6 +20,8 @@ export interface KeystoneSectionOptions {
   username?: string | undefined
   password?: string | undefined
   project_name?: string | undefined
+  /** A system-scoped token (`all`) instead of a project-scoped one ([oslo_limit] only). */
+  system_scope?: string | undefined
   user_domain_name?: string | undefined
   project_domain_name?: string | undefined
   region_name?: string | undefined
@@ -115,7 +117,8 @@ export function passwordSession(
   section: string,
   opts: Omit<KeystoneSectionOptions, 'auth_type'>,
 ): KeystoneSession {
-  for (const name of ['auth_url', 'username', 'password', 'project_name'] as const) {
+  const required = ['auth_url', 'username', 'password', 'project_name'] as const
+  for (const name of opts.system_scope ? required.slice(0, 3) : required) {
     if (!opts[name])
       throw new ConfigError(`[${section}] ${name} is required when auth_type = password`)
   }
@@ -123,7 +126,8 @@ export function passwordSession(
     authUrl: opts.auth_url!,
     username: opts.username!,
     password: opts.password!,
-    projectName: opts.project_name!,
+    projectName: opts.project_name ?? '',
+    systemScope: opts.system_scope || undefined,
     userDomainName: opts.user_domain_name ?? 'Default',
     projectDomainName: opts.project_domain_name ?? 'Default',
     timeoutMs: opts.timeout * 1000,

@@ -117,6 +117,8 @@ export interface ConductorRpc {
   attachAccelerator(req: {
     uuid: string
     target: AttachTarget
+    /** The caller's project: the attachment is counted against its quota (docs/quota.md). */
+    projectId?: string | null
   }): Promise<{ uuid: string; attachment: string; changed: boolean }>
   /**
    * (1.4) v1 detach: deletes the accelerator's v1 attachments (only the instance's, when given).

@@ -115,7 +115,8 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         const target = parseAttachBody(request.body, accelerator)
-        await conductor.attachAccelerator({ uuid: accelerator.uuid, target })
+        const projectId = request.ctx.projectId
+        await conductor.attachAccelerator({ uuid: accelerator.uuid, target, projectId })
         return show(request, reply, accelerator.uuid)
       },
     },
