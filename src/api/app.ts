@@ -20,6 +20,7 @@ import { rootRoutes } from './versions.js'
 import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
+import { installOpenApi } from './openapi.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -92,6 +93,8 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     },
   }) as unknown as FastifyInstance
 
+  // First: the document generators must see every route registered after them.
+  await installOpenApi(app)
   app.decorateRequest('ctx', null as never)
   app.decorateRequest('apiMinor', 0)
   installBodyParser(app)

@@ -1,8 +1,8 @@
 /**
  * Inbound authentication: one `onRequest` hook that sets `request.ctx` (src/domain/request-context.ts)
  * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
- * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, and
- * `/healthcheck` and `/metrics` need no token. Policy decisions are not made here: the policy layer reads ctx.
+ * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, their
+ * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck` and `/metrics` need no token. Policy decisions are not made here: the policy layer reads ctx.
  */
 import type {
   FastifyInstance,
@@ -51,7 +51,15 @@ export function noauthAuthenticator(projectId: string): Authenticator {
   return { strategy: 'noauth', authenticate: () => ctx }
 }
 
-const PUBLIC_PATHS = new Set(['/', '/v1', '/v2', '/healthcheck', '/metrics'])
+const PUBLIC_PATHS = new Set([
+  '/',
+  '/v1',
+  '/v2',
+  '/v1/openapi.json',
+  '/v2/openapi.json',
+  '/healthcheck',
+  '/metrics',
+])
 
 /** Whether `url` (path and query) needs no token. */
 export function isPublicPath(url: string): boolean {

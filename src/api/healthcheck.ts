@@ -11,6 +11,7 @@ import type { ReadDb } from '../db/connection.js'
 import { getConductorBeats, type ConductorBeats } from '../db/ping.js'
 import { formatTimestamp } from '../domain/time.js'
 import { createProbe, type ProbeOutcome } from './health-probe.js'
+import { healthcheckDoc } from './schemas/root.js'
 
 /** The default `[DEFAULT] service_down_time` (60 s), as src/api/v1/status.ts uses it. */
 const DEFAULT_DOWN_AFTER_MS = 60_000
@@ -208,6 +209,7 @@ export function healthcheckRoutes(
     method: ['GET', 'HEAD'],
     url: '/healthcheck',
     exposeHeadRoute: false,
+    config: { doc: healthcheckDoc },
     handler: async (request, reply) => {
       const results = await checks.run()
       noteChanges(request, results)

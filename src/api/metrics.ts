@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../domain/metrics.js'
+import { metricsDoc } from './schemas/root.js'
 
 /** The exposition of the process's metrics, negotiated on the Accept header (src/main/prometheus.ts). */
 export type Exposition = (
@@ -31,7 +32,7 @@ export function installMetrics(app: FastifyInstance, metrics: Metrics, expositio
     done()
   })
   if (exposition === undefined) return
-  app.get('/metrics', async (request, reply) => {
+  app.get('/metrics', { config: { doc: metricsDoc } }, async (request, reply) => {
     const { contentType, body } = await exposition(request.headers.accept)
     return reply.header('content-type', contentType).send(body)
   })

@@ -3,23 +3,40 @@
  * `Allow` header (Fastify alone would answer 404).
  */
 import type {
+  FastifyContextConfig,
   FastifyInstance,
   RouteShorthandOptions,
   RouteHandlerMethod,
   HTTPMethods,
 } from 'fastify'
 import { ApiError } from './errors.js'
+import type { RouteDoc } from './schemas/common.js'
 
 /**
- * A handler plus its route options (schema, bodyLimit, …) and the policy rule that guards it
- * (issue 6: enforced in one place before the handler runs; a route cannot be declared without one).
+ * A handler plus its route options (schema, bodyLimit, …), the policy rule that guards it
+ * (issue 6: enforced in one place before the handler runs; a route cannot be declared without one)
+ * and its documentation (issue 17: the OpenAPI documents, src/api/openapi.ts; nor without one).
  */
-export type RouteSpec = RouteShorthandOptions & { handler: RouteHandlerMethod; policy: string }
-
-/** The rule of a route, as `resource()` records it in the route's config. */
-export interface RouteConfig {
-  policy?: string
+export type RouteSpec = RouteShorthandOptions & {
+  handler: RouteHandlerMethod
+  policy: string
+  doc: RouteDoc
 }
+
+declare module 'fastify' {
+  /** What a route records in its config: its rule and its documentation. */
+  interface FastifyContextConfig {
+    /** The policy rule (src/api/policy-hook.ts); none on the public routes. */
+    policy?: string
+    /** The route's part of the OpenAPI documents (src/api/openapi.ts). */
+    doc?: RouteDoc
+    /** Set on the routes of the v2 plugin (src/api/v2/index.ts): `/v2`, or `''` unprefixed. */
+    v2Prefix?: string
+  }
+}
+
+/** What a route records in its config (see the FastifyContextConfig augmentation above). */
+export type RouteConfig = FastifyContextConfig
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 const ALL: readonly HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -52,25 +69,18 @@ export function resource(
   const given = Object.keys(methods) as Method[]
   const allowed: HTTPMethods[] = given.includes('GET') ? [...given, 'HEAD'] : [...given]
   for (const method of given) {
-    const { policy, config, ...spec } = methods[method]!
-    app.route({
-      ...spec,
-      method,
-      url,
-      config: { ...(config as object | undefined), policy } satisfies RouteConfig,
-    })
+    const { policy, doc, config, ...spec } = methods[method]!
+    const routeConfig: RouteConfig = { ...(config as object | undefined), policy, doc }
+    app.route({ ...spec, method, url, config: routeConfig })
   }
   const allow = ALL.filter((m) => allowed.includes(m)).join(', ')
   const others = ALL.filter((m) => !allowed.includes(m))
-  app.route({
-    method: others,
-    url,
-    handler: async (request, reply) => {
-      reply.header('allow', allow)
-      throw new ApiError(
-        405,
-        `Method ${request.method} is not allowed on this resource; allowed: ${allow}`,
-      )
-    },
-  })
+  const notAllowed: RouteHandlerMethod = async (request, reply) => {
+    reply.header('allow', allow)
+    throw new ApiError(
+      405,
+      `Method ${request.method} is not allowed on this resource; allowed: ${allow}`,
+    )
+  }
+  app.route({ method: others, url, handler: notAllowed })
 }

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { MAX_VERSION, MIN_VERSION } from './microversion.js'
+import { rootDoc as rootRouteDoc, versionDoc as versionRouteDoc } from './schemas/root.js'
 
 const DESCRIPTION =
   'Cyborg (accelerator manager) API: device profiles, accelerator requests, devices, deployables and attributes.'
@@ -43,10 +44,12 @@ export function rootDoc(base: string) {
 
 /** `GET /` (unversioned: no microversion headers, like OpenStack Cyborg). */
 export function rootRoutes(app: FastifyInstance, baseUrl: (r: FastifyRequest) => string): void {
-  app.get('/', async (request) => rootDoc(baseUrl(request)))
+  app.get('/', { config: { doc: rootRouteDoc } }, async (request) => rootDoc(baseUrl(request)))
 }
 
 /** `GET /v2` inside the v2 plugin, so it carries the microversion headers. */
 export function v2DocRoutes(app: FastifyInstance, baseUrl: (r: FastifyRequest) => string): void {
-  app.get('/', async (request) => versionDoc(baseUrl(request), 'v2.0'))
+  app.get('/', { config: { doc: versionRouteDoc('v2') } }, async (request) =>
+    versionDoc(baseUrl(request), 'v2.0'),
+  )
 }

@@ -14,6 +14,7 @@ import { isUuidLike } from '../../domain/ids.js'
 import { invalidField } from '../../domain/errors.js'
 import { extendResource, type RouteSpec } from '../routing.js'
 import type { V1Env } from './env.js'
+import { createAccelerator, createAcceleratorAt } from './schemas/accelerators.js'
 
 /** The seed's schema, word for word: `additionalProperties: false`, only `name` required. */
 export const AcceleratorCreateBody = Type.Object(
@@ -56,11 +57,13 @@ export function acceleratorCreateRoutes(app: FastifyInstance, { conductor, baseU
   const schema = { body: AcceleratorCreateBody }
   const collection: RouteSpec = {
     policy: 'cyborg:v1_accelerator:create',
+    doc: createAccelerator,
     schema,
     handler: async (request, reply) => create(request, reply),
   }
   const item: RouteSpec = {
     policy: 'cyborg:v1_accelerator:create',
+    doc: createAcceleratorAt,
     schema,
     handler: async (request, reply) =>
       create(request, reply, (request.params as { uuid: string }).uuid),

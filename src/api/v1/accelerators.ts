@@ -18,6 +18,7 @@ import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
+import * as docs from './schemas/accelerators.js'
 
 /** The v1 object. `type`, `device_type` and `capability` are the columns the v1 client prints. */
 export function acceleratorView(a: Accelerator, base: string) {
@@ -71,6 +72,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
   resource(app, '/accelerators', {
     GET: {
       policy: 'cyborg:v1_accelerator:get_all',
+      doc: docs.listAccelerators,
       handler: async (request) => {
         const query = request.query as Query
         const paging = pagingParams(query, ACCELERATOR_SORT_KEYS)
@@ -108,10 +110,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
   resource(app, '/accelerators/:uuid', {
     GET: {
       policy: 'cyborg:v1_accelerator:get_one',
+      doc: docs.getAccelerator,
       handler: async (request, reply) => show(request, reply, pathUuid(request)),
     },
     PUT: {
       policy: 'cyborg:v1_accelerator:attach',
+      doc: docs.attachAccelerator,
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         const target = parseAttachBody(request.body, accelerator)
@@ -122,6 +126,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
     },
     DELETE: {
       policy: 'cyborg:v1_accelerator:detach',
+      doc: docs.detachAccelerator,
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
         const instance = stringParam(request.query as Query, 'instance_uuid')
@@ -141,6 +146,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
   resource(app, '/accelerators/:uuid/acc_specs', {
     PUT: {
       policy: 'cyborg:v1_accelerator:update_spec',
+      doc: docs.setAccSpecs,
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
         const accSpecs = parseAccSpecsBody(request.body)
@@ -156,6 +162,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
   resource(app, '/accelerators/:uuid/ready', {
     POST: {
       policy: 'cyborg:v1_accelerator:ready',
+      doc: docs.readyAccelerator,
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         await conductor.markDeviceReady({ uuid: accelerator.deviceUuid })

@@ -12,6 +12,7 @@ import { resource } from '../routing.js'
 import { controlPathText } from '../../domain/control-path.js'
 import { deriveServices } from './service-names.js'
 import type { V1Env } from './env.js'
+import { listBackendServices } from './schemas/admin.js'
 
 /** One row per service of each deployable of each backend. */
 export function backendServiceRows(backends: readonly Backend[]) {
@@ -46,6 +47,7 @@ export function backendServiceRoutes(app: FastifyInstance, { db }: V1Env): void 
   resource(app, '/backend_services', {
     GET: {
       policy: 'cyborg:backend_service:get_all',
+      doc: listBackendServices,
       handler: async (request) => {
         const query = request.query as Query
         const hostname = stringParam(query, 'hostname')

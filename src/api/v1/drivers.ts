@@ -17,6 +17,7 @@ import type {
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
+import * as docs from './schemas/admin.js'
 
 const Hostname = Type.String({ minLength: 1, maxLength: 255 })
 const HostBody = Type.Object({ hostname: Type.Optional(Hostname) }, { additionalProperties: false })
@@ -100,6 +101,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   resource(app, '/drivers', {
     GET: {
       policy: 'cyborg:driver:get_all',
+      doc: docs.listDrivers,
       handler: async (request) => {
         const hostname = stringParam(request.query as Query, 'hostname')
         const { hosts } = await conductor.listAgentDrivers(
@@ -120,6 +122,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
     resource(app, `/drivers/:name/${verb}`, {
       POST: {
         policy: `cyborg:driver:${verb}`,
+        doc: docs.driverAction(verb),
         preValidation: emptyBodyIsObject,
         schema: { body: HostBody },
         handler: async (request) => {
@@ -137,6 +140,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   resource(app, '/drivers/:name', {
     PATCH: {
       policy: 'cyborg:driver:update',
+      doc: docs.updateDriver,
       schema: { body: PatchBody },
       handler: async (request) => {
         const { hostname, options } = request.body as Static<typeof PatchBody>
@@ -153,6 +157,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
   resource(app, '/discovery', {
     POST: {
       policy: 'cyborg:discovery:run',
+      doc: docs.runDiscovery,
       preValidation: emptyBodyIsObject,
       schema: { body: HostBody },
       handler: async (request) => {

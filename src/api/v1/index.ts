@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { v1VersionDoc } from '../versions.js'
+import { versionDoc } from '../schemas/root.js'
 import { acceleratorRoutes } from './accelerators.js'
 import { acceleratorCreateRoutes } from './accelerators-create.js'
 import { backendServiceRoutes } from './backend-services.js'
@@ -13,7 +14,9 @@ import { telemetryRoutes } from './telemetry.js'
 import type { V1Env } from './env.js'
 
 export async function v1Plugin(app: FastifyInstance, options: V1Env): Promise<void> {
-  app.get('/', async (request) => v1VersionDoc(options.baseUrl(request), 'v1.0'))
+  app.get('/', { config: { doc: versionDoc('v1') } }, async (request) =>
+    v1VersionDoc(options.baseUrl(request), 'v1.0'),
+  )
   // Before acceleratorRoutes: it declares the paths that the POST routes join.
   acceleratorCreateRoutes(app, options)
   acceleratorRoutes(app, options)

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { listServices } from '../../db/services.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
+import { getStatus } from './schemas/admin.js'
 
 /** The default `[DEFAULT] service_down_time` (60 s): every process beats each `report_interval` (10 s). */
 export const DEFAULT_SERVICE_DOWN_AFTER_MS = 60_000
@@ -18,6 +19,7 @@ export function statusRoutes(
   resource(app, '/status', {
     GET: {
       policy: 'cyborg:status:get',
+      doc: getStatus,
       handler: async () => {
         const now = Date.now()
         const services = (await listServices(db)).map((s) => {

@@ -9,11 +9,13 @@ import { listDeviceKeys, type DeviceKey } from '../../db/device-keys.js'
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
+import { getTelemetry } from './schemas/admin.js'
 
 export function telemetryRoutes(app: FastifyInstance, { db, telemetry }: V1Env): void {
   resource(app, '/telemetry', {
     GET: {
       policy: 'cyborg:telemetry:get',
+      doc: getTelemetry,
       handler: async (request) => {
         const hostname = stringParam(request.query as Query, 'hostname')
         const now = Date.now()

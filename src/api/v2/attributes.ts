@@ -11,6 +11,7 @@ import { idParam, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { attributeView } from './views.js'
+import * as docs from './schemas/inventory.js'
 
 /** POST body. `deployable_id` may be an integer or a string of digits (the api-ref sample sends "1"). */
 const AttributeCreateBody = Type.Object(
@@ -38,6 +39,7 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
   resource(app, '/attributes', {
     GET: {
       policy: 'cyborg:attribute:get_all',
+      doc: docs.listAttributes,
       handler: async (request) => {
         const query = request.query as Query
         const attributes = await listAttributes(db, {
@@ -50,6 +52,7 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
     },
     POST: {
       policy: 'cyborg:attribute:create',
+      doc: docs.createAttribute,
       schema: { body: AttributeCreateBody },
       handler: async (request: FastifyRequest, reply) => {
         const { deployable_id, key, value } = request.body as Static<typeof AttributeCreateBody>
@@ -66,6 +69,7 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
   resource(app, '/attributes/:uuid', {
     GET: {
       policy: 'cyborg:attribute:get_one',
+      doc: docs.getAttribute,
       handler: async (request: FastifyRequest) => {
         const uuid = uuidParam(request)
         return attributeView(await getAttribute(db, uuid), baseUrl(request))
@@ -73,6 +77,7 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
     },
     DELETE: {
       policy: 'cyborg:attribute:delete',
+      doc: docs.deleteAttribute,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         await conductor.deleteAttribute({ uuid: uuidParam(request) })
         return reply.code(204).send()

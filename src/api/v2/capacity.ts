@@ -20,6 +20,7 @@ import { formatTimestamp } from '../../domain/time.js'
 import { stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
+import { getCapacity } from './schemas/capacity.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
@@ -93,6 +94,7 @@ export function capacityRoutes(app: FastifyInstance, { db, serviceDownAfterMs }:
   resource(app, '/capacity', {
     GET: {
       policy: 'cyborg:capacity:get',
+      doc: getCapacity,
       handler: async (request: FastifyRequest) => {
         if (request.apiMinor < 6) {
           throw new NotFoundError(

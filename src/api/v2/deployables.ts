@@ -11,11 +11,13 @@ import { markerNotFoundToInvalid, pagingParams, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deployableView } from './views.js'
+import { getDeployable as getDoc, listDeployables as listDoc } from './schemas/inventory.js'
 
 export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): void {
   resource(app, '/deployables', {
     GET: {
       policy: 'cyborg:deployable:get_all',
+      doc: listDoc,
       handler: async (request) => {
         const paging = pagingParams(request.query as Query, DEPLOYABLE_SORT_KEYS)
         const deployables = await listDeployables(db, paging).catch((err: unknown) => {
@@ -36,6 +38,7 @@ export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): 
   resource(app, '/deployables/:uuid', {
     GET: {
       policy: 'cyborg:deployable:get_one',
+      doc: getDoc,
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid))

@@ -18,6 +18,7 @@ import { listParam, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
 import type { V2Env } from './env.js'
+import * as docs from './schemas/device-profiles.js'
 import { deviceProfileView } from './views.js'
 
 /** By uuid when it looks like one, else (or when no uuid matches) by name. */
@@ -52,6 +53,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
   resource(app, '/device_profiles', {
     GET: {
       policy: 'cyborg:device_profile:get_all',
+      doc: docs.listDeviceProfiles,
       handler: async (request) => {
         const names = listParam(request.query as Query, 'name')
         const profiles = await listDeviceProfiles(db, names === undefined ? {} : { names })
@@ -61,6 +63,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     },
     POST: {
       policy: 'cyborg:device_profile:create',
+      doc: docs.createDeviceProfile,
       handler: async (request, reply) => {
         const profile = await conductor.createDeviceProfile(parseDeviceProfileCreate(request.body))
         return reply.code(201).send(deviceProfileView(profile, baseUrl(request)))
@@ -68,6 +71,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     },
     DELETE: {
       policy: 'cyborg:device_profile:delete',
+      doc: docs.deleteDeviceProfiles,
       handler: async (request, reply) =>
         deleteProfiles(stringParam(request.query as Query, 'value'), reply),
     },
@@ -76,6 +80,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
   resource(app, '/device_profiles/:value', {
     GET: {
       policy: 'cyborg:device_profile:get_one',
+      doc: docs.getDeviceProfile,
       handler: async (request: FastifyRequest) => {
         const { value } = request.params as { value: string }
         if (!isUuidLike(value) && request.apiMinor < 2) {
@@ -94,6 +99,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     },
     DELETE: {
       policy: 'cyborg:device_profile:delete',
+      doc: docs.deleteDeviceProfile,
       handler: async (request: FastifyRequest, reply) =>
         deleteProfiles((request.params as { value: string }).value, reply),
     },

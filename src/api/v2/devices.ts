@@ -14,6 +14,7 @@ import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deviceView } from './views.js'
+import * as docs from './schemas/devices.js'
 
 /** `?health=` (2.5): one of the health values, named in the 400 otherwise. */
 function healthParam(query: Query): string | undefined {
@@ -31,6 +32,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
   resource(app, '/devices', {
     GET: {
       policy: 'cyborg:device:get_all',
+      doc: docs.listDevices,
       handler: async (request) => {
         const query = request.query as Query
         const filter = {
@@ -52,6 +54,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
   resource(app, '/devices/:uuid', {
     GET: {
       policy: 'cyborg:device:get_one',
+      doc: docs.getDevice,
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw notFound(uuid)
@@ -69,14 +72,23 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
       return reply.send()
     }
   resource(app, '/devices/:uuid/disable', {
-    POST: { policy: 'cyborg:device:disable', handler: setStatus('maintaining') },
+    POST: {
+      policy: 'cyborg:device:disable',
+      doc: docs.setDeviceStatus('disable'),
+      handler: setStatus('maintaining'),
+    },
   })
   resource(app, '/devices/:uuid/enable', {
-    POST: { policy: 'cyborg:device:enable', handler: setStatus('enabled') },
+    POST: {
+      policy: 'cyborg:device:enable',
+      doc: docs.setDeviceStatus('enable'),
+      handler: setStatus('enabled'),
+    },
   })
   resource(app, '/devices/:uuid/ready', {
     POST: {
       policy: 'cyborg:device:ready',
+      doc: docs.readyDevice,
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (request.apiMinor < 4) {

@@ -3,55 +3,41 @@
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
  * only: the candidates come from src/db/explain.ts in three queries. The body is optional:
- * `{hostname?, project_id?}`; `project_id` is for the quota rule, which is not enforced yet.
+ * `{hostname?, project_id?}`, checked by its schema; `project_id` is for the quota rule, which is
+ * not enforced yet.
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Static } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
 import { listExplainCandidates, type ExplainRow } from '../../db/explain.js'
 import { explainGroups, judge, ruleRank, type ExplainGroup } from '../../domain/explain.js'
-import { invalidField, NotFoundError } from '../../domain/errors.js'
+import { NotFoundError } from '../../domain/errors.js'
 import { formatTimestamp } from '../../domain/time.js'
 import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
+import { ExplainBody, explainDeviceProfile } from './schemas/device-profiles.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
-const BODY_FIELDS = new Set(['hostname', 'project_id'])
-const TEXT_MAX = 255
 
-export interface ExplainBody {
-  hostname?: string
-  projectId?: string
-}
-
-function text(body: Record<string, unknown>, field: string): string | undefined {
-  const value = body[field]
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'string') throw invalidField(field, `expected a string, got ${typeof value}`)
-  if (value.length === 0 || value.length > TEXT_MAX) {
-    throw invalidField(field, `must be 1 to ${TEXT_MAX} characters`)
+/**
+ * Before the body is validated: below 2.6 the route does not exist (404, whatever the body), and
+ * an absent body (or `null`, or `""`) is `{}`, since both fields are optional.
+ */
+const gateAndDefault: preValidationHookHandler = (request, _reply, done) => {
+  if (request.apiMinor < 6) {
+    const { value } = request.params as { value: string }
+    done(
+      new NotFoundError(
+        `POST /v2/device_profiles/${value}/explain needs microversion 2.6 (OpenStack-API-Version: accelerator 2.6)`,
+        { details: { field: 'OpenStack-API-Version' } },
+      ),
+    )
+    return
   }
-  return value
-}
-
-/** Validates the optional body: absent, or an object with `hostname` and `project_id` strings. */
-export function parseExplainBody(body: unknown): ExplainBody {
-  if (body === undefined || body === null || body === '') return {}
-  if (typeof body !== 'object' || Array.isArray(body)) {
-    throw invalidField('body', 'expected a JSON object with hostname and project_id, both optional')
-  }
-  const fields = body as Record<string, unknown>
-  for (const key of Object.keys(fields)) {
-    if (!BODY_FIELDS.has(key))
-      throw invalidField(key, 'unknown field (allowed: hostname, project_id)')
-  }
-  const out: ExplainBody = {}
-  const hostname = text(fields, 'hostname')
-  const projectId = text(fields, 'project_id')
-  if (hostname !== undefined) out.hostname = hostname
-  if (projectId !== undefined) out.projectId = projectId
-  return out
+  if (request.body === undefined || request.body === null || request.body === '') request.body = {}
+  done()
 }
 
 /** One group's verdicts: fits first, then by how early the rule that stopped them comes. */
@@ -85,15 +71,12 @@ export function explainRoutes(app: FastifyInstance, { db, serviceDownAfterMs }: 
   resource(app, '/device_profiles/:value/explain', {
     POST: {
       policy: 'cyborg:device_profile:explain',
+      doc: explainDeviceProfile,
+      preValidation: gateAndDefault,
+      schema: { body: ExplainBody },
       handler: async (request: FastifyRequest) => {
         const { value } = request.params as { value: string }
-        if (request.apiMinor < 6) {
-          throw new NotFoundError(
-            `POST /v2/device_profiles/${value}/explain needs microversion 2.6 (OpenStack-API-Version: accelerator 2.6)`,
-            { details: { field: 'OpenStack-API-Version' } },
-          )
-        }
-        const { hostname } = parseExplainBody(request.body)
+        const hostname = (request.body as Static<typeof ExplainBody>).hostname ?? undefined
         const profile = await resolveDeviceProfile(db, value)
         const rows = await listExplainCandidates(db, hostname)
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS

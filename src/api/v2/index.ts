@@ -10,6 +10,7 @@ import type {
   HookHandlerDoneFunction,
 } from 'fastify'
 import { ApiError } from '../errors.js'
+import type { RouteConfig } from '../routing.js'
 import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from '../microversion.js'
 import { v2DocRoutes } from '../versions.js'
 import { arqRoutes } from './arqs.js'
@@ -45,6 +46,12 @@ export interface V2PluginOptions extends V2Env {
 
 export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): Promise<void> {
   app.addHook('onRequest', microversionHook)
+  // The OpenAPI documents (src/api/openapi.ts) show the microversion header on these routes and
+  // tell the unprefixed copies apart.
+  const v2Prefix = options.versionDoc ? '/v2' : ''
+  app.addHook('onRoute', (route) => {
+    route.config = { ...(route.config as RouteConfig | undefined), v2Prefix } satisfies RouteConfig
+  })
   if (options.versionDoc) v2DocRoutes(app, options.baseUrl)
   deviceProfileRoutes(app, options)
   explainRoutes(app, options)

@@ -22,6 +22,7 @@ import { selfLink, type Link } from '../links.js'
 import { markerNotFoundToInvalid, stringParam, type Query } from '../query.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
+import * as docs from './schemas/webhooks.js'
 
 /** Most deliveries one page shows; the default page is 100. */
 const MAX_PAGE = 1000
@@ -85,6 +86,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
   resource(app, '/webhooks', {
     GET: {
       policy: 'cyborg:webhook:get_all',
+      doc: docs.listWebhooks,
       handler: async (request) => {
         const base = baseUrl(request)
         return { webhooks: (await listWebhooks(db)).map((w) => webhookView(w, base)) }
@@ -92,6 +94,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
     },
     POST: {
       policy: 'cyborg:webhook:create',
+      doc: docs.createWebhook,
       handler: async (request, reply) => {
         const created = await conductor.createWebhook(parseWebhookCreate(request.body))
         return reply.code(201).send(webhookView(created, baseUrl(request)))
@@ -102,6 +105,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
   resource(app, '/webhooks/:uuid', {
     GET: {
       policy: 'cyborg:webhook:get_one',
+      doc: docs.getWebhook,
       handler: async (request) => {
         const uuid = uuidOf(request)
         const view = webhookView(await getWebhook(db, uuid), baseUrl(request))
@@ -111,6 +115,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
     },
     PATCH: {
       policy: 'cyborg:webhook:update',
+      doc: docs.updateWebhook,
       handler: async (request) => {
         const uuid = uuidOf(request)
         const changes = parseWebhookChanges(request.body)
@@ -119,6 +124,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
     },
     DELETE: {
       policy: 'cyborg:webhook:delete',
+      doc: docs.deleteWebhook,
       handler: async (request, reply) => {
         await conductor.deleteWebhook({ uuid: uuidOf(request) })
         return reply.code(204).send()
@@ -129,6 +135,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
   resource(app, '/webhooks/:uuid/deliveries', {
     GET: {
       policy: 'cyborg:webhook:get_deliveries',
+      doc: docs.listDeliveries,
       handler: async (request) => {
         const options = deliveryQuery(request.query as Query)
         const id = await getWebhookId(db, uuidOf(request))

@@ -1,0 +1,140 @@
+/** The documentation of `/v2/device_profiles` and its explain route (src/api/v2/device-profiles.ts, explain.ts). */
+import { Type } from '@sinclair/typebox'
+import { EXPLAIN_RULES } from '../../../domain/explain.js'
+import {
+  guarded,
+  guardedWrite,
+  Links,
+  NoBody,
+  NullableString,
+  NullableTimestamp,
+  nullable,
+  stringEnum,
+  Timestamp,
+  Uuid,
+  type RouteDoc,
+} from '../../schemas/common.js'
+
+const tags = ['device profiles']
+
+const Name = Type.String({ minLength: 1, maxLength: 255, pattern: '^[a-zA-Z0-9_-]+$' })
+const Group = Type.Record(Type.String({ maxLength: 255 }), Type.String({ maxLength: 255 }), {
+  minProperties: 1,
+  description:
+    '`resources:<RC>` = count, `trait:CUSTOM_<X>` = required | forbidden, `accel:<key>` = value',
+})
+
+export const DeviceProfile = Type.Object({
+  uuid: Uuid,
+  name: Type.String(),
+  description: NullableString,
+  groups: Type.Array(Group),
+  created_at: Timestamp,
+  updated_at: NullableTimestamp,
+  links: Links,
+})
+
+/** The body the domain's parseDeviceProfileCreate checks (by hand: its messages name each field). */
+const DeviceProfileCreate = Type.Array(
+  Type.Object(
+    {
+      name: Name,
+      groups: Type.Array(Group, { minItems: 1 }),
+      uuid: Type.Optional(nullable(Uuid)),
+      description: Type.Optional(nullable(Type.String({ maxLength: 255 }))),
+    },
+    { additionalProperties: false },
+  ),
+  { minItems: 1, maxItems: 1, description: 'A list of exactly one profile' },
+)
+
+const ValueParams = Type.Object({
+  value: Type.String({ description: 'A uuid, or a name (by name from 2.2 on for GET)' }),
+})
+
+export const listDeviceProfiles: RouteDoc = {
+  summary: 'List device profiles',
+  tags,
+  querystring: Type.Object({
+    name: Type.Optional(Type.String({ description: 'Comma-separated names' })),
+  }),
+  response: {
+    200: Type.Object({ device_profiles: Type.Array(DeviceProfile) }),
+    ...guarded(400, 406),
+  },
+}
+
+export const createDeviceProfile: RouteDoc = {
+  summary: 'Create a device profile',
+  tags,
+  body: DeviceProfileCreate,
+  response: { 201: DeviceProfile, ...guardedWrite(406, 409) },
+}
+
+export const deleteDeviceProfiles: RouteDoc = {
+  summary: 'Delete the device profiles named in ?value= (all or none)',
+  tags,
+  querystring: Type.Object({
+    value: Type.String({ description: 'Comma-separated uuids or names' }),
+  }),
+  response: { 204: NoBody('Deleted'), ...guarded(400, 404, 406, 409) },
+}
+
+export const getDeviceProfile: RouteDoc = {
+  summary: 'Show a device profile by uuid, or by name from 2.2',
+  tags,
+  params: ValueParams,
+  response: { 200: Type.Object({ device_profile: DeviceProfile }), ...guarded(404, 406) },
+}
+
+export const deleteDeviceProfile: RouteDoc = {
+  summary: 'Delete a device profile by uuid or name',
+  tags,
+  params: ValueParams,
+  response: { 204: NoBody('Deleted'), ...guarded(404, 406, 409) },
+}
+
+const Candidate = Type.Object({
+  deployable_uuid: Uuid,
+  deployable_name: Type.String(),
+  hostname: Type.String(),
+  device_uuid: Uuid,
+  rule: stringEnum(EXPLAIN_RULES, { description: 'The first rule that rules it out, or `fits`' }),
+  reason: Type.String(),
+  free_units: Type.Integer(),
+})
+
+const OptionalText = Type.Optional(
+  Type.Unsafe<string | null>({ type: ['string', 'null'], minLength: 1, maxLength: 255 }),
+)
+
+/** The explain body (validating: `schema.body` of the route); an absent body counts as `{}`. */
+export const ExplainBody = Type.Object(
+  { hostname: OptionalText, project_id: OptionalText },
+  { additionalProperties: false },
+)
+
+export const explainDeviceProfile: RouteDoc = {
+  summary: 'Explain where each group of a profile could bind, and why not elsewhere (2.6)',
+  description:
+    'The body is optional. Below 2.6 the route answers 404 naming the microversion it needs.',
+  tags,
+  params: ValueParams,
+  response: {
+    200: Type.Object({
+      device_profile: Type.Object({ uuid: Uuid, name: Type.String() }),
+      hostname: NullableString,
+      groups: Type.Array(
+        Type.Object({
+          group_id: Type.Integer(),
+          resource_class: NullableString,
+          required_traits: Type.Array(Type.String()),
+          forbidden_traits: Type.Array(Type.String()),
+          fits: Type.Integer(),
+          candidates: Type.Array(Candidate),
+        }),
+      ),
+    }),
+    ...guardedWrite(404, 406),
+  },
+}

@@ -1,0 +1,79 @@
+/** The documentation of `/v2/devices` (src/api/v2/devices.ts). */
+import { Type } from '@sinclair/typebox'
+import { DEVICE_SORT_KEYS } from '../../../db/devices.js'
+import { DeviceType, Health, Lifecycle } from '../../../domain/inventory.js'
+import {
+  guarded,
+  Links,
+  NoBody,
+  NullableString,
+  NullableTimestamp,
+  pagingQuery,
+  stringEnum,
+  Timestamp,
+  Uuid,
+  UuidParams,
+  type RouteDoc,
+} from '../../schemas/common.js'
+
+const tags = ['devices']
+
+export const Device = Type.Object({
+  uuid: Uuid,
+  type: stringEnum(Object.values(DeviceType)),
+  vendor: Type.String({ description: 'PCI vendor id, e.g. 10de' }),
+  model: Type.String(),
+  std_board_info: NullableString,
+  vendor_board_info: NullableString,
+  hostname: Type.String(),
+  status: Type.Optional(stringEnum(['enabled', 'maintaining'], { description: 'From 2.3' })),
+  lifecycle: Type.Optional(stringEnum(Object.values(Lifecycle), { description: 'From 2.4' })),
+  lifecycle_reason: Type.Optional(NullableString),
+  health: Type.Optional(stringEnum(Object.values(Health), { description: 'From 2.5' })),
+  health_reason: Type.Optional(NullableString),
+  health_updated_at: Type.Optional(NullableTimestamp),
+  created_at: Timestamp,
+  updated_at: NullableTimestamp,
+  links: Links,
+})
+
+export const listDevices: RouteDoc = {
+  summary: 'List devices',
+  tags,
+  querystring: Type.Object({
+    type: Type.Optional(Type.String()),
+    vendor: Type.Optional(Type.String()),
+    hostname: Type.Optional(Type.String()),
+    health: Type.Optional(stringEnum(Object.values(Health), { description: 'From 2.5' })),
+    ...pagingQuery(DEVICE_SORT_KEYS),
+  }),
+  response: { 200: Type.Object({ devices: Type.Array(Device) }), ...guarded(400, 406) },
+}
+
+export const getDevice: RouteDoc = {
+  summary: 'Show a device',
+  tags,
+  params: UuidParams,
+  response: { 200: Device, ...guarded(404, 406) },
+}
+
+export const setDeviceStatus = (status: 'disable' | 'enable'): RouteDoc => ({
+  summary:
+    status === 'disable'
+      ? 'Put a device in maintenance (status maintaining: not offered)'
+      : 'Enable a device (status enabled)',
+  tags,
+  params: UuidParams,
+  response: {
+    200: NoBody('Done; no body, as OpenStack Cyborg answers'),
+    ...guarded(404, 406, 409),
+  },
+})
+
+export const readyDevice: RouteDoc = {
+  summary: 'Mark a device ready; the agent installs it (2.4)',
+  description: 'Below 2.4 the route answers 404 naming the microversion it needs.',
+  tags,
+  params: UuidParams,
+  response: { 200: Device, ...guarded(404, 406, 409) },
+}
