@@ -132,6 +132,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     baseUrl,
     maxArqsPerRequest,
     serviceDownAfterMs: options.serviceDownAfterMs,
+    quota: options.quota,
   }
   await app.register(v1Plugin, {
     prefix: '/v1',

@@ -4,9 +4,10 @@
  * 2.3: device `status`; 2.4: device `lifecycle` and `lifecycle_reason`, and `POST /devices/{uuid}/ready`;
  * 2.5: device `health`, `health_reason` and `health_updated_at`, and `GET /devices?health=`;
  * 2.6: `POST /device_profiles/{name_or_uuid}/explain`.
+ * 2.7: `GET /quota` (docs/quota.md).
  */
 export const MIN_MINOR = 0
-export const MAX_MINOR = 6
+export const MAX_MINOR = 7
 export const SERVICE_TYPE = 'accelerator'
 export const MIN_VERSION = `2.${MIN_MINOR}`
 export const MAX_VERSION = `2.${MAX_MINOR}`

@@ -12,6 +12,7 @@ import type { HealthcheckDeps, HealthcheckOptions } from './healthcheck.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { Exposition } from './metrics.js'
 import type { MessageBus } from '../bus/bus.js'
+import type { LimitSource } from '../domain/quota.js'
 
 /**
  * The database as the API holds it: for reads only (src/db/connection.ts's ReadDb has no insert,
@@ -48,6 +49,8 @@ export interface ApiOptions {
   maxArqsPerRequest?: number
   /** `GET /v1/status` shows a process down after this long without a heartbeat. @default 60000 */
   serviceDownAfterMs?: number
+  /** `[quota] driver = unified_limits`: Keystone limits read by GET /v2/quota and explain. @default none (noop) */
+  quota?: LimitSource
   /**
    * `[api] auth_strategy`: who the caller is (src/api/auth.ts). Without it every caller is an
    * admin without a project (the embedded tests' default).

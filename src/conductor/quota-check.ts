@@ -61,7 +61,7 @@ export async function quotaGate(
           throw new ConflictError(`the project of a request changed while it was being bound`, {
             code: 'ARQ_BAD_STATE',
           })
-        const usage = await countQuotaUsage(trx, projectId)
+        const usage = await countQuotaUsage(trx, projectId, [...claimed.keys()])
         const judged = new Map([...claimed.keys()].map((rc) => [rc, usage.get(rc) ?? 0]))
         const over = overQuota(projectId, projectLimits, judged)
         if (over) throw quotaExceeded(over, claimed.get(over.resource.slice('class:'.length))!)

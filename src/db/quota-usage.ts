@@ -8,7 +8,8 @@
  * Placement. Each request holds one unit of its deployable's resource class (`rc` attribute).
  */
 import { sql, type Kysely } from 'kysely'
-import { dialectOf } from './connection.js'
+import { dialectOf, type ReadDb } from './connection.js'
+import { precompile } from './precompiled.js'
 import type { Database } from './schema.js'
 
 const HOLDING = ['BindStarted', 'Bound', 'UnbindFailed']
@@ -23,36 +24,63 @@ export async function claimQuotaLock(
   projectId: string,
   now: string,
 ): Promise<void> {
+  const dialect = dialectOf(db)
+  if (dialect === 'sqlite') return // one writer: the claim's transaction is alone already
   const insert = db.insertInto('quota_projects').values({ project_id: projectId, updated_at: now })
   await (
-    dialectOf(db) === 'mysql'
+    dialect === 'mysql'
       ? insert.onDuplicateKeyUpdate({ updated_at: now })
       : insert.onConflict((oc) => oc.column('project_id').doUpdateSet({ updated_at: now }))
   ).execute()
 }
 
 /**
- * Units `projectId` holds, by resource class. In a transaction that holds the project's quota
- * lock this sees every committed claim: on MariaDB it is a locking read, which reads the latest
- * rows rather than the transaction's older snapshot.
+ * The units `projectId` holds, counted by resource class in SQL.
  */
-export async function countQuotaUsage(
-  db: Kysely<Database>,
-  projectId: string,
-): Promise<Map<string, number>> {
-  let q = db
+const holdings = (db: ReadDb, projectId: string) =>
+  db
     .selectFrom('accelerator_requests as a')
     .innerJoin('attributes as rc', (j) =>
       j.onRef('rc.deployable_id', '=', 'a.deployable_id').on('rc.key', '=', 'rc'),
     )
-    .select(['a.id', 'rc.value as rc'])
+    .select((eb) => ['rc.value as rc', eb.fn.countAll<number | string>().as('n')])
     .where('a.project_id', '=', projectId)
     .where('a.state', 'in', HOLDING)
     .where((eb) =>
       eb.or([eb('a.device_profile_id', 'is', null), eb('a.device_rp_uuid', 'is', null)]),
     )
-  if (dialectOf(db) === 'mysql') q = q.modifyEnd(sql`lock in share mode`)
+    .groupBy('rc.value')
+
+const tally = (rows: readonly { rc: string; n: number | string }[]) =>
+  new Map(rows.map((r) => [r.rc, Number(r.n)]))
+
+/** Units `projectId` holds, by resource class, as last committed (the API's read). */
+export async function readQuotaUsage(db: ReadDb, projectId: string): Promise<Map<string, number>> {
+  return tally(await holdings(db, projectId).execute())
+}
+
+/** One class's units, precompiled (a claim runs it in every bind): plain, and MariaDB's locking read. */
+const held = precompile((db: ReadDb, projectId: string, rc: string) =>
+  holdings(db, projectId).where('rc.value', '=', rc),
+)
+const heldLocking = precompile((db: ReadDb, projectId: string, rc: string) =>
+  holdings(db, projectId)
+    .where('rc.value', '=', rc)
+    .modifyEnd(sql`lock in share mode`),
+)
+
+/**
+ * Units `projectId` holds of `classes`, in a claim's transaction. In a transaction that holds the
+ * project's quota lock this sees every committed claim: on MariaDB it is a locking read, which
+ * reads the latest rows rather than the transaction's older snapshot.
+ */
+export async function countQuotaUsage(
+  db: Kysely<Database>,
+  projectId: string,
+  classes: readonly string[],
+): Promise<Map<string, number>> {
+  const count = dialectOf(db) === 'mysql' ? heldLocking : held
   const usage = new Map<string, number>()
-  for (const row of await q.execute()) usage.set(row.rc, (usage.get(row.rc) ?? 0) + 1)
+  for (const rc of classes) usage.set(rc, Number((await count.first(db, projectId, rc))?.n ?? 0))
   return usage
 }

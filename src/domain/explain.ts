@@ -12,8 +12,9 @@ import {
   silentAgentReason,
 } from './health-diff.js'
 import { DeviceStatus, Lifecycle } from './inventory.js'
+import { quotaReason, type QuotaStanding } from './quota.js'
 
-/** The rules in the order they are applied, then `fits`. `quota` is a slot: it never fires yet. */
+/** The rules in the order they are applied, then `fits`. */
 export const EXPLAIN_RULES = [
   'resource_class',
   'required_trait',
@@ -67,15 +68,23 @@ export interface Verdict {
 export interface JudgeOptions {
   /** An agent whose last beat is before this is past its lease; undefined: leases are not judged. */
   leaseCutoff?: string
+  /** The project's standing on a resource class's limit (docs/quota.md); undefined: not limited. */
+  quota?: (resourceClass: string | undefined) => QuotaStanding | undefined
 }
 
 /** The position of `rule` in EXPLAIN_RULES: how far down the list a candidate got. */
 export const ruleRank = (rule: ExplainRule): number => EXPLAIN_RULES.indexOf(rule)
 
-const rcOf = (c: ExplainCandidate) => c.attributes.find((a) => a.key === 'rc')?.value
+function rcOf(c: ExplainCandidate): string | undefined {
+  for (const a of c.attributes) if (a.key === 'rc') return a.value
+  return undefined
+}
 
-const traitsOf = (c: ExplainCandidate) =>
-  new Set(c.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value))
+/** Whether one of `c`'s `trait*` attributes has the value `trait`. */
+function hasTrait(c: ExplainCandidate, trait: string): boolean {
+  for (const a of c.attributes) if (a.value === trait && a.key.startsWith('trait')) return true
+  return false
+}
 
 function lifecycleReason(c: ExplainCandidate): string {
   const at = `${c.name} is ${c.lifecycle} (lifecycle)`
@@ -97,7 +106,7 @@ function handleReason(c: ExplainCandidate, handles: { total: number; free: numbe
 /**
  * The first rule that rules `c` out for `group` (undefined: any group), or `fits`. The rules, in
  * order: resource_class, required_trait, forbidden_trait, lifecycle, status, health, lease,
- * removal_pending, quota (never fires: quotas are not enforced yet), no_free_handle (only when the
+ * removal_pending, quota (when the caller gives the project's standing), no_free_handle (only when the
  * candidate carries its handle counts). A health fence set by a lease sweep counts as `lease`, and
  * the `failed` health of a device whose deployable vanished while in use as `removal_pending`:
  * the rule named is the cause, not its symptom.
@@ -105,7 +114,7 @@ function handleReason(c: ExplainCandidate, handles: { total: number; free: numbe
 export function judge(
   c: ExplainCandidate,
   group: ExplainGroup | undefined,
-  { leaseCutoff }: JudgeOptions = {},
+  { leaseCutoff, quota }: JudgeOptions = {},
 ): Verdict {
   if (group) {
     const rc = rcOf(c)
@@ -116,15 +125,14 @@ export function judge(
         reason: `${c.name} ${offers}, the group asks for ${group.resourceClass} (resource_class)`,
       }
     }
-    const traits = traitsOf(c)
-    const missing = group.requiredTraits.find((t) => !traits.has(t))
+    const missing = group.requiredTraits.find((t) => !hasTrait(c, t))
     if (missing !== undefined) {
       return {
         rule: 'required_trait',
         reason: `${c.name} lacks ${missing}, which the group requires (required_trait)`,
       }
     }
-    const forbidden = group.forbiddenTraits.find((t) => traits.has(t))
+    const forbidden = group.forbiddenTraits.find((t) => hasTrait(c, t))
     if (forbidden !== undefined) {
       return {
         rule: 'forbidden_trait',
@@ -160,7 +168,9 @@ export function judge(
       reason: `${c.name} is pending removal (removal_pending): it vanished from its host's report and goes once freed`,
     }
   }
-  // quota: not enforced yet, so it never fires; its place in the order is kept.
+  const standing = quota?.(rcOf(c))
+  const over = standing && quotaReason(standing)
+  if (over) return { rule: 'quota', reason: over }
   if (c.handles !== undefined && c.handles.free === 0) {
     return { rule: 'no_free_handle', reason: handleReason(c, c.handles) }
   }

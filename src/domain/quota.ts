@@ -68,3 +68,36 @@ export function quotaExceeded(s: QuotaStanding, wanted: number): ForbiddenError 
     },
   )
 }
+
+/** A project's standing by resource class, for the explain rule; undefined where no limit applies. */
+export function standingOf(
+  projectId: string,
+  limits: Limits,
+  usage: ReadonlyMap<string, number>,
+): (resourceClass: string | undefined) => QuotaStanding | undefined {
+  return (rc) => {
+    if (rc === undefined) return undefined
+    const resource = quotaResource(rc)
+    const limit = limits.get(resource)
+    return limit === undefined
+      ? undefined
+      : { projectId, resource, limit, inUse: usage.get(rc) ?? 0 }
+  }
+}
+
+/** One row of `cyborg quota show`: a resource with its limit (null: none) and the units in use. */
+export interface QuotaRow {
+  resource: string
+  limit: number | null
+  inUse: number
+}
+
+/** The rows of a project's quota: every resource that has a limit or is in use, by name. */
+export function quotaRows(limits: Limits, usage: ReadonlyMap<string, number>): QuotaRow[] {
+  const names = new Set([...limits.keys(), ...[...usage.keys()].map(quotaResource)])
+  return [...names].sort().map((resource) => ({
+    resource,
+    limit: limits.get(resource) ?? null,
+    inUse: resource.startsWith('class:') ? (usage.get(resource.slice(6)) ?? 0) : 0,
+  }))
+}

@@ -29,6 +29,7 @@ import { registerAdminCommands } from '../cli/admin-commands.js'
 import { registerHostCommands } from '../cli/host-commands.js'
 import { registerExplainCommands } from '../cli/explain-commands.js'
 import { registerCapacityCommands } from '../cli/capacity-commands.js'
+import { registerQuotaCommands } from '../cli/quota-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
 
@@ -239,6 +240,7 @@ registerAdminCommands(program)
 registerHostCommands(program)
 registerExplainCommands(program)
 registerCapacityCommands(program)
+registerQuotaCommands(program)
 registerTopCommands(program)
 registerWebhookCommands(program)
 

@@ -8,7 +8,7 @@ import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { apiAuthenticator } from './api-auth.js'
 import { createEnforcer } from '../policy/index.js'
 import { errorMessage } from './error-message.js'
-import { errorCode } from './resources.js'
+import { errorCode, quotaLimits } from './resources.js'
 import { loadApiTls } from './tls.js'
 import type { ApiTls } from '../api/types.js'
 import type { MessageBus } from '../bus/bus.js'
@@ -85,6 +85,7 @@ export async function startHttpApi(
       enforcer,
       // Every process heartbeats each [agent] report_interval; down after service_down_time (Nova's rule).
       serviceDownAfterMs: config.DEFAULT.service_down_time * 1000,
+      quota: quotaLimits(config),
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
       ...(https === undefined ? {} : { https }),
     },

@@ -117,6 +117,12 @@ export const API_RULES: readonly RuleDefault[] = [
     [['GET', '/v2/capacity']],
   ),
   rule(
+    'cyborg:quota:get',
+    READER,
+    "Show a project's accelerator limits and usage (an admin: any project's).",
+    [['GET', '/v2/quota']],
+  ),
+  rule(
     'cyborg:device:get_all',
     MANAGER,
     'List devices.',

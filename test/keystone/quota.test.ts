@@ -7,6 +7,8 @@
  *   the same limit; Nova binds (a provider chosen) are not counted.
  * - 20 binds race against a limit of 5 through two conductors on one database: exactly 5 win,
  *   on every database.
+ * - `cyborg up` configured through [quota] and [oslo_limit]: the 403 over HTTP, `GET /v2/quota`,
+ *   `cyborg quota show` and the quota rule in explain.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -26,6 +28,8 @@ import {
   type RunningKeystone,
 } from '../support/keystone.js'
 import { STORM_HOST as HOST, stormDevices } from '../support/storm-inventory.js'
+import { cyborg, cyborgJson } from '../support/cli.js'
+import { startService } from '../support/service.js'
 
 const clock = { now: () => new Date() }
 const skip = await keystoneSkip()
@@ -91,6 +95,86 @@ void describe('quota from Keystone unified limits', { skip, timeout: 300_000 }, 
   })
   after(async () => {
     await ks?.stop()
+  })
+
+  void it('cyborg up with [quota] driver = unified_limits: 403 over HTTP, quota show, explain', async () => {
+    const project = await ks.createProject('quota-up')
+    await projectLimit(project, 1)
+    const service = await startService({
+      env: {
+        CYBORG_DEFAULT__HOST: 'quota-host',
+        CYBORG_AGENT__AUTO_ACTIVATE: 'true',
+        CYBORG_API__NOAUTH_PROJECT_ID: project,
+        CYBORG_QUOTA__DRIVER: 'unified_limits',
+        CYBORG_QUOTA__CACHE_SECONDS: '0',
+        CYBORG_OSLO_LIMIT__AUTH_TYPE: 'password',
+        CYBORG_OSLO_LIMIT__AUTH_URL: ks.url,
+        CYBORG_OSLO_LIMIT__USERNAME: 'admin',
+        CYBORG_OSLO_LIMIT__PASSWORD: ADMIN_PASSWORD,
+        CYBORG_OSLO_LIMIT__SYSTEM_SCOPE: 'all',
+      },
+    })
+    try {
+      const env = { CYBORG_URL: service.url }
+      const made = await cyborg(
+        ['device-profile', 'create', 'dp-q', '[{"resources:FPGA": 1}]'],
+        env,
+      )
+      assert.equal(made.code, 0, made.stderr)
+      const [a, b] = await Promise.all(
+        [1, 2].map(
+          async () => (await cyborgJson<{ uuid: string }[]>(['arq', 'create', 'dp-q'], env))[0]!,
+        ),
+      )
+      const bound = await cyborg(
+        ['arq', 'bind', a!.uuid, '--host', 'quota-host', '--instance', instance(900)],
+        env,
+      )
+      assert.equal(bound.code, 0, bound.stderr)
+      const res = await fetch(`${service.url}/v2/accelerator_requests/${b!.uuid}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          [b!.uuid]: [
+            { path: '/hostname', op: 'add', value: 'quota-host' },
+            { path: '/instance_uuid', op: 'add', value: instance(901) },
+          ],
+        }),
+      })
+      const text = await res.text()
+      assert.equal(res.status, 403, text)
+      assert.match(
+        text,
+        new RegExp(
+          `Quota exceeded for class:FPGA in project ${project}: limit 1, in use 1, requested 1`,
+        ),
+      )
+      const shown = await cyborgJson<{ quota: { resources: unknown[] } }>(['quota', 'show'], env)
+      assert.deepEqual(shown.quota.resources, [{ resource: 'class:FPGA', limit: 1, in_use: 1 }])
+      const table = await cyborg(['quota', 'show', '--project', project], env)
+      assert.match(table.stdout, /class:FPGA\s+1\s+1\s+0/)
+      const explained = await fetch(`${service.url}/v2/device_profiles/dp-q/explain`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'openstack-api-version': 'accelerator 2.6' },
+        body: '{}',
+      })
+      const body = (await explained.json()) as {
+        groups: { candidates: { rule: string; reason: string }[] }[]
+      }
+      const rules = body.groups[0]!.candidates.map((c) => c.rule)
+      assert.deepEqual(rules, ['quota'], JSON.stringify(body))
+      assert.match(
+        body.groups[0]!.candidates[0]!.reason,
+        /has 1 of its 1 class:FPGA in use \(quota\)/,
+      )
+      const old = await fetch(`${service.url}/v2/quota`, {
+        headers: { 'openstack-api-version': 'accelerator 2.6' },
+      })
+      assert.equal(old.status, 404, 'GET /v2/quota needs 2.7')
+      await old.body?.cancel()
+    } finally {
+      assert.equal(await service.stop(), 0, service.output())
+    }
   })
 
   for (const dialect of dialects) {

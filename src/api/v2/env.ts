@@ -1,6 +1,7 @@
 /** What every v2 route module gets: the read-only database, the conductor and the link base. */
 import type { FastifyRequest } from 'fastify'
 import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
+import type { LimitSource } from '../../domain/quota.js'
 import type { Db } from '../types.js'
 
 export interface V2Env {
@@ -12,4 +13,6 @@ export interface V2Env {
   maxArqsPerRequest: number
   /** `[DEFAULT] service_down_time` in ms: an agent silent this long is past its lease (explain). */
   serviceDownAfterMs?: number
+  /** `[quota] driver = unified_limits`: Keystone limits, for quota and explain (docs/quota.md). */
+  quota?: LimitSource | undefined
 }

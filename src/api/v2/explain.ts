@@ -3,14 +3,22 @@
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
  * only: the candidates come from src/db/explain.ts in three queries. The body is optional:
- * `{hostname?, project_id?}`, checked by its schema; `project_id` is for the quota rule, which is
- * not enforced yet.
+ * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
+ * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
  */
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
 import { listExplainCandidates, type ExplainRow } from '../../db/explain.js'
-import { explainGroups, judge, ruleRank, type ExplainGroup } from '../../domain/explain.js'
+import {
+  explainGroups,
+  judge,
+  ruleRank,
+  type ExplainGroup,
+  type JudgeOptions,
+} from '../../domain/explain.js'
+import { standingOf } from '../../domain/quota.js'
+import { quotaOf, quotaProject } from './quota.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { formatTimestamp } from '../../domain/time.js'
 import { resource } from '../routing.js'
@@ -41,9 +49,9 @@ const gateAndDefault: preValidationHookHandler = (request, _reply, done) => {
 }
 
 /** One group's verdicts: fits first, then by how early the rule that stopped them comes. */
-function explainGroup(group: ExplainGroup, rows: ExplainRow[], leaseCutoff: string) {
+function explainGroup(group: ExplainGroup, rows: ExplainRow[], options: JudgeOptions) {
   const candidates = rows.map((row) => {
-    const { rule, reason } = judge(row, group, { leaseCutoff })
+    const { rule, reason } = judge(row, group, options)
     return {
       deployable_uuid: row.deployableUuid,
       deployable_name: row.name,
@@ -67,7 +75,10 @@ function explainGroup(group: ExplainGroup, rows: ExplainRow[], leaseCutoff: stri
   }
 }
 
-export function explainRoutes(app: FastifyInstance, { db, serviceDownAfterMs }: V2Env): void {
+export function explainRoutes(
+  app: FastifyInstance,
+  { db, serviceDownAfterMs, quota }: V2Env,
+): void {
   resource(app, '/device_profiles/:value/explain', {
     POST: {
       policy: 'cyborg:device_profile:explain',
@@ -76,15 +87,26 @@ export function explainRoutes(app: FastifyInstance, { db, serviceDownAfterMs }: 
       schema: { body: ExplainBody },
       handler: async (request: FastifyRequest) => {
         const { value } = request.params as { value: string }
-        const hostname = (request.body as Static<typeof ExplainBody>).hostname ?? undefined
+        const body = request.body as Static<typeof ExplainBody>
+        const hostname = body.hostname ?? undefined
+        const asked = body.project_id ?? undefined
+        const project = asked ?? request.ctx.projectId ?? undefined
         const profile = await resolveDeviceProfile(db, value)
+        let standing: JudgeOptions['quota']
+        if (quota && project !== undefined) {
+          const { limits, usage } = await quotaOf(db, quota, quotaProject(request.ctx, asked))
+          standing = standingOf(project, limits, usage)
+        }
         const rows = await listExplainCandidates(db, hostname)
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
         const cutoff = formatTimestamp(new Date(Date.now() - lease))
         return {
           device_profile: { uuid: profile.uuid, name: profile.name },
           hostname: hostname ?? null,
-          groups: explainGroups(profile.groups).map((g) => explainGroup(g, rows, cutoff)),
+          project_id: project ?? null,
+          groups: explainGroups(profile.groups).map((g) =>
+            explainGroup(g, rows, { leaseCutoff: cutoff, quota: standing }),
+          ),
         }
       },
     },

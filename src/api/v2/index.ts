@@ -21,6 +21,7 @@ import { deviceProfileRoutes } from './device-profiles.js'
 import { deviceRoutes } from './devices.js'
 import type { V2Env } from './env.js'
 import { explainRoutes } from './explain.js'
+import { quotaRoutes } from './quota.js'
 import { webhookRoutes } from './webhooks.js'
 
 function microversionHook(
@@ -61,4 +62,5 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   arqRoutes(app, options)
   webhookRoutes(app, options)
   capacityRoutes(app, options)
+  quotaRoutes(app, options)
 }

@@ -117,13 +117,14 @@ export const ExplainBody = Type.Object(
 export const explainDeviceProfile: RouteDoc = {
   summary: 'Explain where each group of a profile could bind, and why not elsewhere (2.6)',
   description:
-    'The body is optional. Below 2.6 the route answers 404 naming the microversion it needs.',
+    "The body is optional. The quota rule judges project_id's limits, or the caller's project's (only an admin may name another; docs/quota.md). Below 2.6 the route answers 404 naming the microversion it needs.",
   tags,
   params: ValueParams,
   response: {
     200: Type.Object({
       device_profile: Type.Object({ uuid: Uuid, name: Type.String() }),
       hostname: NullableString,
+      project_id: NullableString,
       groups: Type.Array(
         Type.Object({
           group_id: Type.Integer(),
