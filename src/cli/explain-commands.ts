@@ -42,14 +42,24 @@ export function registerExplainCommands(program: Command): void {
       .command('explain')
       .description('why each deployable fits a device profile, or the rule that stops it')
       .argument('<profile>', 'the device profile (name or uuid)')
-      .option('--host <hostname>', 'only deployables on this host'),
+      .option('--host <hostname>', 'only deployables on this host')
+      .option(
+        '--project <id>',
+        "judge the quota rule for this project (admin; default: the caller's)",
+      ),
   ).action(
-    action<ClientFlags & { host?: string }>(async (f, [profile]) => {
+    action<ClientFlags & { host?: string; project?: string }>(async (f, [profile]) => {
       const out = await apiRequest<Explained>(
         f,
         'POST',
         `/v2/device_profiles/${encodeURIComponent(profile!)}/explain`,
-        { version: '2.6', body: f.host === undefined ? {} : { hostname: f.host } },
+        {
+          version: '2.6',
+          body: {
+            ...(f.host === undefined ? {} : { hostname: f.host }),
+            ...(f.project === undefined ? {} : { project_id: f.project }),
+          },
+        },
       )
       if (f.format === 'json') {
         print(f.format, out as unknown as Row, COLUMNS)

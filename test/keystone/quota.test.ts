@@ -167,6 +167,9 @@ void describe('quota from Keystone unified limits', { skip, timeout: 300_000 }, 
         body.groups[0]!.candidates[0]!.reason,
         /has 1 of its 1 class:FPGA in use \(quota\)/,
       )
+      const cli = await cyborg(['explain', 'dp-q', '--project', project], env)
+      assert.equal(cli.code, 0, cli.stderr)
+      assert.match(cli.stdout, /quota\s+project .* has 1 of its 1 class:FPGA in use \(quota\)/)
       const old = await fetch(`${service.url}/v2/quota`, {
         headers: { 'openstack-api-version': 'accelerator 2.6' },
       })
