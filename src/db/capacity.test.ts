@@ -5,6 +5,7 @@ import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { summarizeCapacity, type CapacityCounts } from '../domain/capacity.js'
 import { listCapacityDeployables } from './capacity.js'
+import { listExplainCandidates } from './explain.js'
 import { updateHeartbeat } from './services.js'
 
 const T0 = '2026-11-25T06:00:00.000000+00:00'
@@ -107,4 +108,119 @@ for (const dialect of await testDialects()) {
       await db.close()
     }
   })
+}
+
+/** Capacity's deployables as first derived from explain's candidates (the reference). */
+async function viaExplain(db: Parameters<typeof listExplainCandidates>[0], hostname?: string) {
+  return (await listExplainCandidates(db, hostname)).map((r) => {
+    let resourceClass: string | null = null
+    const traits = new Set<string>()
+    for (const a of r.attributes) {
+      if (a.key === 'rc') resourceClass = a.value
+      else if (a.key.startsWith('trait')) traits.add(a.value)
+    }
+    return {
+      hostname: r.hostname,
+      deviceType: r.deviceType,
+      resourceClass,
+      traits: [...traits].sort(),
+      lifecycle: r.lifecycle,
+      status: r.status,
+      health: r.health,
+      removalPending: r.removalPending,
+      agentLastSeen: r.agentLastSeen,
+      handles: r.handles.total,
+      used: r.handles.total - r.handles.free,
+    }
+  })
+}
+
+for (const dialect of await testDialects()) {
+  await test(
+    `capacity reads what explain reads, on ${dialect.name}`,
+    { skip: dialect.skip },
+    async () => {
+      const db = await dialect.create()
+      try {
+        await ingestSnapshot(db.db, sampleSnapshot('h2', 3), { autoActivate: true, now: T0 })
+        await ingestSnapshot(db.db, sampleSnapshot('h1', 2, { handles: 1 }), {
+          autoActivate: false,
+          now: T0,
+        })
+        await updateHeartbeat(db.db, { host: 'h2', binary: 'cyborg-agent', version: '1' }, T0)
+        const ps = await db.db.selectFrom('deployables').select('id').orderBy('id').execute()
+        const [p0, p1, p2] = ps.map((p) => p.id)
+        let n = 0
+        const attr = (deployable_id: number, key: string, value: string) => ({
+          uuid: `00000000-0000-4000-8000-${String(++n).padStart(12, '0')}`,
+          deployable_id,
+          key,
+          value,
+          created_at: T0,
+          updated_at: null,
+        })
+        // Keys only near `rc` and `trait*` (case, a trailing space, a prefix), a duplicate trait
+        // value, traits out of order, and a deployable with no rc and no attach handle.
+        await db.db.deleteFrom('attributes').where('deployable_id', '=', p1!).execute()
+        await db.db
+          .insertInto('attributes')
+          .values([
+            attr(p0!, 'TRAIT9', 'CUSTOM_UPPER'),
+            attr(p0!, 'trait5', 'CUSTOM_GPU_NVIDIA'),
+            attr(p0!, 'traitZ', 'CUSTOM_AAA'),
+            attr(p0!, 'xtrait', 'CUSTOM_X'),
+            attr(p0!, 'rcx', 'NOT_RC'),
+            attr(p1!, 'rc ', 'NOT_RC'),
+            attr(p1!, 'RC', 'NOT_RC'),
+            attr(p1!, 'trait', 'CUSTOM_BARE'),
+          ])
+          .execute()
+        const handles = await db.db
+          .selectFrom('attach_handles')
+          .select('id')
+          .where('deployable_id', '=', p2!)
+          .execute()
+        await db.db
+          .updateTable('attach_handles')
+          .set({ in_use: 1 })
+          .where('id', '=', handles[0]!.id)
+          .execute()
+        const h1 = await db.db
+          .selectFrom('attach_handles as h')
+          .innerJoin('deployables as p', 'p.id', 'h.deployable_id')
+          .innerJoin('devices as d', 'd.id', 'p.device_id')
+          .select('h.id')
+          .where('d.hostname', '=', 'h1')
+          .execute()
+        await db.db
+          .deleteFrom('attach_handles')
+          .where(
+            'id',
+            'in',
+            h1.map((h) => h.id),
+          )
+          .execute()
+
+        const all = await listCapacityDeployables(db.db)
+        assert.deepStrictEqual(all, await viaExplain(db.db))
+        assert.deepEqual(
+          all.map((d) => [d.hostname, d.resourceClass, d.traits, d.handles, d.used]),
+          [
+            ['h1', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 0, 0],
+            ['h1', 'FPGA', ['CUSTOM_FPGA_INTEL'], 0, 0],
+            ['h2', 'PGPU', ['CUSTOM_AAA', 'CUSTOM_GPU_NVIDIA'], 2, 0],
+            ['h2', null, ['CUSTOM_BARE'], 2, 0],
+            ['h2', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 2, 1],
+          ],
+        )
+        for (const host of ['h1', 'h2', 'nowhere'])
+          assert.deepStrictEqual(
+            await listCapacityDeployables(db.db, host),
+            await viaExplain(db.db, host),
+          )
+      } finally {
+        await db.close()
+      }
+    },
+  )
 }

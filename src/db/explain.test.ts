@@ -64,6 +64,9 @@ for (const dialect of await testDialects()) {
         h2.map((c) => c.name),
         ['h2_0000:10:00.0'],
       )
+      // One host reads the same candidates as the fleet does, handles counted on that host only.
+      assert.deepStrictEqual(h2, [all[2]])
+      assert.deepStrictEqual(await listExplainCandidates(db.db, 'h1'), all.slice(0, 2))
       assert.deepEqual(await listExplainCandidates(db.db, 'nowhere'), [])
     } finally {
       await db.close()

@@ -2,12 +2,17 @@
  * The candidates of a device profile's explain (`POST /v2/device_profiles/{name_or_uuid}/explain`):
  * every deployable of one host, or of the fleet, with what the rules of src/domain/explain.ts read
  * (its device's lifecycle, status and health, removal_pending, its attributes, its attach handles
- * free and in total, and the host agent's last beat). Three grouped queries whatever the count,
- * never one per candidate. Read-only. Capacity (src/db/capacity.ts) reads the fleet through it too.
+ * free and in total, and the host agent's last beat). Two queries whatever the count, never one
+ * per candidate, sent together (on a pool they run side by side): the deployables with their
+ * handles counted (a grouped subquery), and the attributes. Across the fleet the attributes and
+ * the handles are read from their tables alone: the joins to deployables and devices only serve
+ * the host filter. Each query is compiled once (src/db/precompiled.ts). Read-only. Capacity reads
+ * its own, leaner, columns (src/db/capacity.ts) and counts handles with handleCounts.
  */
 import { sql } from 'kysely'
 import type { ReadDb } from './connection.js'
 import type { ExplainCandidate } from '../domain/explain.js'
+import { precompile } from './precompiled.js'
 import { AGENT_BINARY } from './services.js'
 
 /** A handle is in use when flagged, or named by an accelerator request (v2 and v1 alike). */
@@ -21,18 +26,39 @@ export interface ExplainRow extends ExplainCandidate {
   handles: { total: number; free: number }
 }
 
-/** Every deployable on `hostname` (all hosts when undefined), in host then id order. */
-export async function listExplainCandidates(
-  db: ReadDb,
-  hostname: string | undefined,
-): Promise<ExplainRow[]> {
-  const all = hostname === undefined
-  const deployables = await db
+const handlesQuery = (db: ReadDb) =>
+  db
+    .selectFrom('attach_handles as h')
+    .leftJoin('accelerator_requests as q', 'q.attach_handle_id', 'h.id')
+    .select([
+      'h.deployable_id',
+      sql<string | number>`count(*)`.as('total'),
+      sql<string | number | null>`sum(${busy})`.as('used'),
+    ])
+    .groupBy('h.deployable_id')
+
+/**
+ * The attach handles of every deployable (only those on `hostname` when given), counted in
+ * total and in use, one row per deployable that has any: a table to left-join on its
+ * `deployable_id`.
+ */
+export const handleCounts = (db: ReadDb, hostname?: string) =>
+  (hostname === undefined
+    ? handlesQuery(db)
+    : handlesQuery(db)
+        .innerJoin('deployables as hp', 'hp.id', 'h.deployable_id')
+        .innerJoin('devices as hd', 'hd.id', 'hp.device_id')
+        .where('hd.hostname', '=', hostname)
+  ).as('c')
+
+const deployablesQuery = (db: ReadDb, hostname?: string) =>
+  db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
     .leftJoin('services as s', (j) =>
       j.onRef('s.host', '=', 'd.hostname').on('s.binary', '=', AGENT_BINARY),
     )
+    .leftJoin(handleCounts(db, hostname), (j) => j.onRef('c.deployable_id', '=', 'p.id'))
     .select([
       'p.id',
       'p.uuid',
@@ -47,45 +73,50 @@ export async function listExplainCandidates(
       'd.health',
       'd.health_reason',
       's.last_seen as agent_last_seen',
+      'c.total',
+      'c.used',
     ])
     .orderBy('d.hostname')
     .orderBy('p.id')
-    .$if(!all, (q) => q.where('d.hostname', '=', hostname!))
-    .execute()
-  if (deployables.length === 0) return []
-  const attributes = await db
+
+const fleetDeployables = precompile((db: ReadDb) => deployablesQuery(db))
+const hostDeployables = precompile((db: ReadDb, hostname: string) =>
+  deployablesQuery(db, hostname).where('d.hostname', '=', hostname),
+)
+
+const fleetAttributes = precompile((db: ReadDb) =>
+  db.selectFrom('attributes as a').select(['a.deployable_id', 'a.key', 'a.value']).orderBy('a.id'),
+)
+const hostAttributes = precompile((db: ReadDb, hostname: string) =>
+  db
     .selectFrom('attributes as a')
     .innerJoin('deployables as p', 'p.id', 'a.deployable_id')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
     .select(['a.deployable_id', 'a.key', 'a.value'])
-    .orderBy('a.id')
-    .$if(!all, (q) => q.where('d.hostname', '=', hostname!))
-    .execute()
-  const handles = await db
-    .selectFrom('attach_handles as h')
-    .innerJoin('deployables as p', 'p.id', 'h.deployable_id')
-    .innerJoin('devices as d', 'd.id', 'p.device_id')
-    .leftJoin('accelerator_requests as q', 'q.attach_handle_id', 'h.id')
-    .select([
-      'h.deployable_id',
-      sql<string | number>`count(*)`.as('total'),
-      sql<string | number | null>`sum(${busy})`.as('used'),
-    ])
-    .groupBy('h.deployable_id')
-    .$if(!all, (q) => q.where('d.hostname', '=', hostname!))
-    .execute()
+    .where('d.hostname', '=', hostname)
+    .orderBy('a.id'),
+)
+
+/** Every deployable on `hostname` (all hosts when undefined), in host then id order. */
+export async function listExplainCandidates(
+  db: ReadDb,
+  hostname: string | undefined,
+): Promise<ExplainRow[]> {
+  const all = hostname === undefined
+  const [deployables, attributes] = await Promise.all([
+    all ? fleetDeployables(db) : hostDeployables(db, hostname),
+    all ? fleetAttributes(db) : hostAttributes(db, hostname),
+  ])
+  if (deployables.length === 0) return []
 
   const attrsOf = new Map<number, { key: string; value: string }[]>()
   for (const a of attributes) {
-    const list = attrsOf.get(a.deployable_id) ?? []
-    list.push({ key: a.key, value: a.value })
-    attrsOf.set(a.deployable_id, list)
+    const list = attrsOf.get(a.deployable_id)
+    if (list === undefined) attrsOf.set(a.deployable_id, [{ key: a.key, value: a.value }])
+    else list.push({ key: a.key, value: a.value })
   }
-  const handlesOf = new Map(
-    handles.map((h) => [h.deployable_id, { total: Number(h.total), used: Number(h.used ?? 0) }]),
-  )
-  return deployables.map((r) => {
-    const h = handlesOf.get(r.id) ?? { total: 0, used: 0 }
+  return deployables.map((r): ExplainRow => {
+    const total = Number(r.total ?? 0)
     return {
       deployableUuid: r.uuid,
       deviceUuid: r.device_uuid,
@@ -100,7 +131,7 @@ export async function listExplainCandidates(
       healthReason: r.health_reason,
       removalPending: Number(r.removal_pending) === 1,
       agentLastSeen: r.agent_last_seen,
-      handles: { total: h.total, free: h.total - h.used },
+      handles: { total, free: total - Number(r.used ?? 0) },
     }
   })
 }

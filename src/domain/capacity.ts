@@ -78,34 +78,90 @@ export function isCapacityFenced(d: CapacityDeployable, leaseCutoff?: string): b
   return silent || isFencedHealth(d.health)
 }
 
-/** The units of one deployable, each in exactly one bucket. */
-export function deployableCapacity(d: CapacityDeployable, leaseCutoff?: string): CapacityCounts {
+/** Adds the units of `d` to `into`, each in exactly one bucket. */
+function addUnits(into: CapacityCounts, d: CapacityDeployable, leaseCutoff?: string): void {
   const total = Math.max(0, d.handles)
   const used = Math.min(Math.max(0, d.used), total)
   const rest = total - used
-  const out = { ...zero(), total, used }
-  if (isCapacityFenced(d, leaseCutoff)) out.fenced = rest
-  else if (!isOffered(d)) out.reserved = rest
-  else out.free = rest
+  into.total += total
+  into.used += used
+  if (isCapacityFenced(d, leaseCutoff)) into.fenced += rest
+  else if (!isOffered(d)) into.reserved += rest
+  else into.free += rest
+}
+
+/** The units of one deployable, each in exactly one bucket. */
+export function deployableCapacity(d: CapacityDeployable, leaseCutoff?: string): CapacityCounts {
+  const out = zero()
+  addUnits(out, d, leaseCutoff)
   return out
 }
 
+/** A row of a group, its counts at zero; the fields it is not grouped by are null. */
 function rowOf(d: CapacityDeployable, groupBy: CapacityGroupBy | undefined): CapacityRow {
-  const row = { ...zero(), resourceClass: null, hostname: null, traits: null, deviceType: null }
-  switch (groupBy) {
-    case 'host':
-      return { ...row, hostname: d.hostname }
-    case 'resource_class':
-      return { ...row, resourceClass: d.resourceClass }
-    case 'device_type':
-      return { ...row, deviceType: d.deviceType }
-    case undefined:
-      return { ...row, resourceClass: d.resourceClass, hostname: d.hostname, traits: d.traits }
+  const grouped = (by: CapacityGroupBy) => groupBy === undefined || groupBy === by
+  return {
+    ...zero(),
+    resourceClass: grouped('resource_class') ? d.resourceClass : null,
+    hostname: grouped('host') ? d.hostname : null,
+    traits: groupBy === undefined ? d.traits : null,
+    deviceType: groupBy === 'device_type' ? d.deviceType : null,
   }
 }
 
-const keyOf = (r: CapacityRow): string =>
-  JSON.stringify([r.resourceClass, r.hostname, r.traits, r.deviceType])
+/** Whether two trait lists are the same, in the same order. */
+function sameTraits(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+/**
+ * The rows of one summary, one per distinct (resource class, host, trait set, device type): by
+ * the one field grouped by, or, by default, by host and then among that host's few rows by
+ * resource class and trait set. Rows come out in the order their groups were first seen.
+ */
+class Groups {
+  private readonly byField = new Map<string | null, CapacityRow>()
+  private readonly byHost = new Map<string, CapacityRow[]>()
+  readonly rows: CapacityRow[] = []
+
+  constructor(private readonly groupBy: CapacityGroupBy | undefined) {}
+
+  rowOf(d: CapacityDeployable): CapacityRow {
+    const { groupBy } = this
+    if (groupBy !== undefined) {
+      const key =
+        groupBy === 'host' ? d.hostname : groupBy === 'device_type' ? d.deviceType : d.resourceClass
+      let row = this.byField.get(key)
+      if (row === undefined) {
+        row = this.add(d)
+        this.byField.set(key, row)
+      }
+      return row
+    }
+    let rows = this.byHost.get(d.hostname)
+    if (rows === undefined) {
+      rows = []
+      this.byHost.set(d.hostname, rows)
+    }
+    for (const row of rows) {
+      if (row.resourceClass === d.resourceClass && sameTraits(row.traits!, d.traits)) return row
+    }
+    const row = this.add(d)
+    rows.push(row)
+    return row
+  }
+
+  private add(d: CapacityDeployable): CapacityRow {
+    const row = rowOf(d, this.groupBy)
+    this.rows.push(row)
+    return row
+  }
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** Filters the deployables, sums their units per group, and sorts the rows by their key. */
 export function summarizeCapacity(
@@ -113,35 +169,28 @@ export function summarizeCapacity(
   query: CapacityQuery = {},
 ): CapacityRow[] {
   const { resourceClass, hostname, traits = [], groupBy, leaseCutoff } = query
-  const rows = new Map<string, CapacityRow>()
+  const groups = new Groups(groupBy)
   for (const d of deployables) {
     if (resourceClass !== undefined && d.resourceClass !== resourceClass) continue
     if (hostname !== undefined && d.hostname !== hostname) continue
-    if (!traits.every((t) => d.traits.includes(t))) continue
-    const fresh = rowOf(d, groupBy)
-    const key = keyOf(fresh)
-    const row = rows.get(key) ?? fresh
-    rows.set(key, row)
-    const counts = deployableCapacity(d, leaseCutoff)
-    row.total += counts.total
-    row.used += counts.used
-    row.reserved += counts.reserved
-    row.fenced += counts.fenced
-    row.cleaning += counts.cleaning
-    row.free += counts.free
+    if (traits.length > 0 && !traits.every((t) => d.traits.includes(t))) continue
+    addUnits(groups.rowOf(d), d, leaseCutoff)
   }
-  const sortKey = (r: CapacityRow) => [
-    r.resourceClass ?? '',
-    r.hostname ?? '',
-    (r.traits ?? []).join(','),
-    r.deviceType ?? '',
-  ]
-  return [...rows.values()].sort((a, b) => {
-    const ka = sortKey(a)
-    const kb = sortKey(b)
-    for (let i = 0; i < ka.length; i++) {
-      if (ka[i]! !== kb[i]!) return ka[i]! < kb[i]! ? -1 : 1
-    }
-    return 0
-  })
+  // Sorted by (resource class, host, traits joined by commas, device type), a missing one as '';
+  // each row's key is made once, and rows with equal keys keep their first-seen order.
+  const keyed = groups.rows.map((row) => ({
+    row,
+    rc: row.resourceClass ?? '',
+    host: row.hostname ?? '',
+    traits: (row.traits ?? []).join(','),
+    type: row.deviceType ?? '',
+  }))
+  keyed.sort(
+    (a, b) =>
+      compare(a.rc, b.rc) ||
+      compare(a.host, b.host) ||
+      compare(a.traits, b.traits) ||
+      compare(a.type, b.type),
+  )
+  return keyed.map((k) => k.row)
 }
