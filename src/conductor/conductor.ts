@@ -38,6 +38,7 @@ import type { EventSink } from './event-sinks.js'
 import { createWebhookSink } from './webhook-sink.js'
 import { createWebhookDispatcher, type WebhookDispatcherOptions } from './webhook-dispatcher.js'
 import { createWebhookWrites } from './webhooks.js'
+import { createPlacementExplain } from './placement-explain.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
@@ -317,6 +318,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   relay.start()
   dispatcher?.start()
   const webhooks = createWebhookWrites({ committer, log, now, uuid })
+  const placementReads = createPlacementExplain(deps.placement?.client)
 
   /** Every RPC method and the function that serves it (file in the comment). */
   const rpc: ConductorRpc = {
@@ -344,6 +346,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     createWebhook: webhooks.createWebhook, // webhooks.ts (delivery: webhook-sink.ts, webhook-dispatcher.ts)
     updateWebhook: webhooks.updateWebhook, // webhooks.ts
     deleteWebhook: webhooks.deleteWebhook, // webhooks.ts
+    placementExplain: placementReads.placementExplain, // placement-explain.ts (reads Placement only)
   }
 
   return {

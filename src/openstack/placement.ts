@@ -74,6 +74,40 @@ export interface PlacementClient {
    *   (e.g. 409 placement.undefined_code when a provider lacks capacity)
    */
   setAllocations(consumer: string, allocations: ConsumerAllocations): Promise<void>
+  /**
+   * `GET /allocation_candidates` for one unnumbered group: forbidden traits go as `!TRAIT` in
+   * `required` (1.22 on). Placement refuses (400) a trait or resource class it does not know.
+   */
+  allocationCandidates(q: AllocationCandidatesQuery): Promise<AllocationCandidates>
+  /** Which of `names` Placement knows (`GET /traits?name=in:…`). */
+  knownTraits(names: string[]): Promise<string[]>
+  /** Inventories, usages and traits of a provider; null when Placement has no such provider. */
+  getProviderView(uuid: string): Promise<ProviderView | null>
+}
+
+export interface AllocationCandidatesQuery {
+  /** Resource class → amount. */
+  resources: Record<string, number>
+  required?: string[]
+  forbidden?: string[]
+  /** At most this many allocation requests. */
+  limit?: number
+}
+
+export interface AllocationCandidates {
+  /** The providers of `provider_summaries` (with 1.29 on, every provider of a candidate's tree). */
+  summaries: string[]
+  /** Resource class → the providers an allocation request allocates it from. */
+  allocated: Record<string, string[]>
+  /** How many allocation requests came back. */
+  requests: number
+}
+
+export interface ProviderView {
+  inventories: Record<string, Inventory & Record<string, number>>
+  /** Resource class → amount allocated. */
+  usages: Record<string, number>
+  traits: string[]
 }
 
 /** `GET /allocations/{consumer}` at 1.39, trimmed to what a writer needs. */
@@ -225,6 +259,53 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
         consumer_type: 'INSTANCE',
       })
     },
+    async allocationCandidates({ resources, required = [], forbidden = [], limit }) {
+      const q = new URLSearchParams()
+      q.set(
+        'resources',
+        Object.entries(resources)
+          .map(([rc, n]) => `${rc}:${n}`)
+          .join(','),
+      )
+      const traits = [...required, ...forbidden.map((t) => `!${t}`)]
+      if (traits.length > 0) q.set('required', traits.join(','))
+      if (limit !== undefined) q.set('limit', String(limit))
+      const { body } = await call('GET', `/allocation_candidates?${q.toString()}`)
+      const raw = body as {
+        allocation_requests: {
+          allocations: Record<string, { resources: Record<string, number> }>
+        }[]
+        provider_summaries: Record<string, unknown>
+      }
+      const allocated: Record<string, Set<string>> = {}
+      for (const r of raw.allocation_requests)
+        for (const [rp, a] of Object.entries(r.allocations))
+          for (const rc of Object.keys(a.resources)) (allocated[rc] ??= new Set()).add(rp)
+      return {
+        summaries: Object.keys(raw.provider_summaries),
+        allocated: Object.fromEntries(Object.entries(allocated).map(([rc, s]) => [rc, [...s]])),
+        requests: raw.allocation_requests.length,
+      }
+    },
+    async knownTraits(names) {
+      if (names.length === 0) return []
+      const { body } = await call('GET', `/traits?name=in:${names.map(enc).join(',')}`)
+      return (body as { traits: string[] }).traits
+    },
+    getProviderView: (uuid) =>
+      orNull(async () => {
+        const base = `/resource_providers/${enc(uuid)}`
+        const [inv, use, tr] = await Promise.all(
+          ['inventories', 'usages', 'traits'].map(
+            async (what) => (await call('GET', `${base}/${what}`)).body,
+          ),
+        )
+        return {
+          inventories: (inv as { inventories: ProviderView['inventories'] }).inventories,
+          usages: (use as { usages: Record<string, number> }).usages,
+          traits: (tr as { traits: string[] }).traits,
+        }
+      }),
   }
 }
 

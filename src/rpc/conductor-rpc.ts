@@ -10,6 +10,7 @@ import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
 import type { AttachTarget } from '../domain/v1-accelerator.js'
 import type { CreatedWebhook, NewWebhook, Webhook, WebhookChanges } from '../domain/webhooks.js'
+import type { PlacementExplainResult, PlacementGroupQuery } from '../domain/placement-explain.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type {
   DriverActionOutcome,
@@ -23,8 +24,8 @@ export type { InventoryReportResult } from './admin-types.js'
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
- * 1.5 adds the webhook writes (create, update, delete). */
-export const CONDUCTOR_RPC_VERSION = '1.5'
+ * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain). */
+export const CONDUCTOR_RPC_VERSION = '1.6'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -187,6 +188,18 @@ export interface ConductorRpc {
   updateWebhook(req: WebhookChanges & { uuid: string }): Promise<Webhook>
   /** (1.5) Deletes an endpoint and its deliveries. @throws NotFoundError (WEBHOOK_NOT_FOUND) */
   deleteWebhook(req: { uuid: string }): Promise<void>
+  /**
+   * (1.6) Placement's side of explain (docs/explain.md), read by the conductor since the API has no
+   * Placement client: per group, the providers `GET /allocation_candidates` offers (at most 1000
+   * allocation requests, `truncated` beyond); per provider (at most 50), its inventories, usages and
+   * traits. `{configured: false}` without `[placement]`; a Placement failure comes back as `error`.
+   * A 1.5 conductor answers NotFoundError RPC_NO_METHOD: explain then leaves Placement out.
+   * @throws InvalidInputError for a malformed or oversized request
+   */
+  placementExplain(req: {
+    groups?: PlacementGroupQuery[]
+    providers?: string[]
+  }): Promise<PlacementExplainResult>
 }
 
 export function createConductorClient(
@@ -227,6 +240,7 @@ const CONDUCTOR_METHODS = Object.keys({
   createWebhook: true,
   updateWebhook: true,
   deleteWebhook: true,
+  placementExplain: true,
 } satisfies Record<keyof ConductorRpc, true>) as (keyof ConductorRpc)[]
 
 /**

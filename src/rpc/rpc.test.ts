@@ -42,6 +42,7 @@ void describe('typed RPC', () => {
           'createWebhook',
           'updateWebhook',
           'deleteWebhook',
+          'placementExplain',
         ].map((m) => [m, async () => m]),
       )
       await serveConductor(bus, {

@@ -6,6 +6,8 @@
  * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
  * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
+ * With `[placement]` on the conductor, each candidate also says whether Placement offers it, and
+ * why not where the two disagree (explain-placement.ts; the conductor reads Placement).
  */
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
@@ -25,6 +27,8 @@ import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
 import { ExplainBody, explainDeviceProfile } from './schemas/device-profiles.js'
+import { providerUuidsOf } from '../../db/explain-providers.js'
+import { amountOf, comparePlacement, type CandidateFacts } from './explain-placement.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
@@ -77,7 +81,7 @@ function explainGroup(group: ExplainGroup, rows: ExplainRow[], options: JudgeOpt
 
 export function explainRoutes(
   app: FastifyInstance,
-  { db, serviceDownAfterMs, quota }: V2Env,
+  { db, serviceDownAfterMs, quota, conductor }: V2Env,
 ): void {
   resource(app, '/device_profiles/:value/explain', {
     POST: {
@@ -97,16 +101,39 @@ export function explainRoutes(
           const { limits, usage } = await quotaOf(db, quota, quotaProject(request.ctx, asked))
           standing = standingOf(project, limits, usage)
         }
-        const rows = await listExplainCandidates(db, hostname)
+        const [rows, rps] = await Promise.all([
+          listExplainCandidates(db, hostname),
+          providerUuidsOf(db, hostname),
+        ])
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
         const cutoff = formatTimestamp(new Date(Date.now() - lease))
+        const groups = explainGroups(profile.groups)
+        const judged = groups.map((g) =>
+          explainGroup(g, rows, { leaseCutoff: cutoff, quota: standing }),
+        )
+        const facts = new Map<string, CandidateFacts>(
+          rows.map((r) => [
+            r.deployableUuid,
+            {
+              rpUuid: rps.get(r.deployableUuid) ?? null,
+              traits: r.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
+              handles: r.handles,
+            },
+          ]),
+        )
+        const placement = await comparePlacement(
+          conductor,
+          groups,
+          groups.map((g) => amountOf(profile.groups, g)),
+          judged.map((g) => g.candidates),
+          facts,
+        )
         return {
           device_profile: { uuid: profile.uuid, name: profile.name },
           hostname: hostname ?? null,
           project_id: project ?? null,
-          groups: explainGroups(profile.groups).map((g) =>
-            explainGroup(g, rows, { leaseCutoff: cutoff, quota: standing }),
-          ),
+          placement,
+          groups: judged,
         }
       },
     },

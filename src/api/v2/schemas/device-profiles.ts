@@ -102,7 +102,37 @@ const Candidate = Type.Object({
   rule: stringEnum(EXPLAIN_RULES, { description: 'The first rule that rules it out, or `fits`' }),
   reason: Type.String(),
   free_units: Type.Integer(),
+  placement: nullable(
+    stringEnum(['offered', 'not_offered'], {
+      description:
+        "Whether Placement's GET /allocation_candidates for the group allocates from the deployable's provider; null without Placement, for a deployable with no provider, or a group with no resource class",
+    }),
+  ),
+  placement_reason: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Where Cyborg and Placement disagree (fits but not offered, or offered but ruled out): the difference, named in parentheses (inventory, inventory reserved, usage, traits, provider, limit), or that the rule is Cyborg's own (expected). Null otherwise, or when not diagnosed (see placement.note)",
+  }),
 })
+
+const PlacementSummary = nullable(
+  Type.Object(
+    {
+      configured: Type.Boolean({ description: 'Whether the conductor has [placement]' }),
+      error: Type.Optional(
+        Type.String({ description: 'Placement (or the conductor) failed: what it said' }),
+      ),
+      note: Type.Optional(
+        Type.String({
+          description: 'Disagreeing providers left undiagnosed (at most 20 per request)',
+        }),
+      ),
+    },
+    {
+      description:
+        'The comparison with Placement (read by the conductor, RPC 1.6 placementExplain); null when the conductor is older',
+    },
+  ),
+)
 
 const OptionalText = Type.Optional(
   Type.Unsafe<string | null>({ type: ['string', 'null'], minLength: 1, maxLength: 255 }),
@@ -117,7 +147,7 @@ export const ExplainBody = Type.Object(
 export const explainDeviceProfile: RouteDoc = {
   summary: 'Explain where each group of a profile could bind, and why not elsewhere (2.6)',
   description:
-    "The body is optional. The quota rule judges project_id's limits, or the caller's project's (only an admin may name another; docs/quota.md). Below 2.6 the route answers 404 naming the microversion it needs.",
+    "The body is optional. The quota rule judges project_id's limits, or the caller's project's (only an admin may name another; docs/quota.md). With [placement] on the conductor, each candidate says whether Placement offers it and why not where the two disagree (docs/explain.md). Below 2.6 the route answers 404 naming the microversion it needs.",
   tags,
   params: ValueParams,
   response: {
@@ -125,6 +155,7 @@ export const explainDeviceProfile: RouteDoc = {
       device_profile: Type.Object({ uuid: Uuid, name: Type.String() }),
       hostname: NullableString,
       project_id: NullableString,
+      placement: PlacementSummary,
       groups: Type.Array(
         Type.Object({
           group_id: Type.Integer(),
