@@ -189,6 +189,8 @@ const apiEnv = (dbUrl: string, port: number) => ({
   CYBORG_API__PORT: String(port),
   CYBORG_LOG_LEVEL: 'warn',
   CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
+  // The default 0 reads the database on every request; --fleet-cache-ms measures the cache.
+  CYBORG_API__FLEET_CACHE_MS: process.env.BENCH_FLEET_CACHE_MS ?? '0',
 })
 
 /** The child's side (`explain.ts --serve <db url> <port>`): prints "ready <url>", stops on SIGTERM. */

@@ -10,7 +10,7 @@
  * of a 2-group profile across the fleet p50 < 50 ms. Sections (`--sections`) are independent:
  * another (e.g. quota cost) is one more entry of SECTIONS. Prints one JSON document.
  * Usage: npm run bench:explain [-- --hosts 1000 --per-host 8 --requests 50 --warmup 5
- *   --load-s 0 --connections 2 --sections capacity,explain]
+ *   --load-s 0 --connections 2 --sections capacity,explain --fleet-cache-ms 0]
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -30,6 +30,8 @@ const { values, positionals } = parseArgs({
     'load-s': opt('0'),
     connections: opt('2'),
     sections: opt('capacity,explain'),
+    /** `[api] fleet_cache_ms` of the API process (0: every request reads the database). */
+    'fleet-cache-ms': opt('0'),
     /** Internal: run the API process (`--serve <database url> <port>`). */
     serve: { type: 'string' },
   },
@@ -247,6 +249,7 @@ async function main() {
   const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
   if (postgres.skip) throw new Error(`cannot run: ${postgres.skip}`)
   const database = await postgres.create()
+  process.env.BENCH_FLEET_CACHE_MS = values['fleet-cache-ms']
   let api: ApiProcess | undefined
   try {
     const hosts = Number(values.hosts)
@@ -281,6 +284,7 @@ async function main() {
             loadSeconds: ctx.loadSeconds,
             connections: ctx.connections,
             sections,
+            fleetCacheMs: Number(values['fleet-cache-ms']),
             database: 'postgres (fresh database, ANALYZEd after the fill)',
             api: 'startHttpApi in a child process, noauth, microversion 2.6, 127.0.0.1',
             client: 'fetch, one request at a time, latency until the whole body is read',

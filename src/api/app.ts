@@ -21,6 +21,7 @@ import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
+import { createFleetReads } from './v2/fleet-reads.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -133,6 +134,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     maxArqsPerRequest,
     serviceDownAfterMs: options.serviceDownAfterMs,
     quota: options.quota,
+    fleet: createFleetReads(deps.db, options.fleetCacheMs),
   }
   await app.register(v1Plugin, {
     prefix: '/v1',

@@ -51,6 +51,8 @@ export interface ApiOptions {
   serviceDownAfterMs?: number
   /** `[quota] driver = unified_limits`: Keystone limits read by GET /v2/quota and explain. @default none (noop) */
   quota?: LimitSource
+  /** `[api] fleet_cache_ms`: how long capacity and explain reuse one read of the fleet. @default 0, every request reads */
+  fleetCacheMs?: number
   /**
    * `[api] auth_strategy`: who the caller is (src/api/auth.ts). Without it every caller is an
    * admin without a project (the embedded tests' default).

@@ -18,6 +18,7 @@ void describe('defaults', () => {
       public_endpoint: undefined,
       api_workers: 1,
       max_arqs_per_request: 64,
+      fleet_cache_ms: 0,
       auth_strategy: 'noauth',
       noauth_project_id: '00000000-0000-0000-0000-000000000000',
       enable_ssl_api: false,

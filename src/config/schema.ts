@@ -118,6 +118,11 @@ export const schema = {
       min: 1,
       help: 'Largest number of accelerator requests one API call may create.',
     }),
+    fleet_cache_ms: int({
+      default: 0,
+      min: 0,
+      help: 'Milliseconds GET /v2/capacity and explain may reuse one read of the fleet (per API process, per host filter), so that dashboards polling a large fleet share one read; their answers may then be that much older than the database. 0 (the default) reads the database on every request.',
+    }),
     auth_strategy: enumOf(['noauth', 'keystone'] as const, {
       default: 'noauth',
       help: 'How callers are authenticated: keystone (every request but /, /v1, /v2 and /healthcheck needs an X-Auth-Token that Keystone validates; see [keystone_authtoken]) or noauth (every caller is an admin of noauth_project_id; for tests and trusted single-user setups only).',

@@ -74,6 +74,7 @@ export async function startHttpApi(
     },
     {
       maxArqsPerRequest: max_arqs_per_request,
+      fleetCacheMs: config.api.fleet_cache_ms,
       timeouts: {
         headersMs: config.api.headers_timeout * 1000,
         requestMs: config.api.request_timeout * 1000,

@@ -2,12 +2,11 @@
  * `GET /capacity` (2.6, issue 17; docs/capacity.md): attach handles counted per resource class,
  * host and trait set, or per host, resource class or device type (`group_by`), as `total`, `used`,
  * `reserved`, `fenced`, `cleaning` and `free`. Filters `resource_class`, `hostname` and `trait`
- * (repeatable or a comma list: rows whose trait set includes all). Reads only, three queries
- * (src/db/capacity.ts). Below 2.6 the route is a 404 naming the microversion it needs, like
+ * (repeatable or a comma list: rows whose trait set includes all). Reads only: src/db/capacity.ts,
+ * kept for `[api] fleet_cache_ms` (fleet-reads.ts). Below 2.6 the route is a 404 naming the microversion it needs, like
  * `POST /devices/{uuid}/ready`.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { listCapacityDeployables } from '../../db/capacity.js'
 import {
   CAPACITY_GROUP_BY,
   summarizeCapacity,
@@ -90,7 +89,7 @@ const rowView = (r: CapacityRow) => ({
   free: r.free,
 })
 
-export function capacityRoutes(app: FastifyInstance, { db, serviceDownAfterMs }: V2Env): void {
+export function capacityRoutes(app: FastifyInstance, { fleet, serviceDownAfterMs }: V2Env): void {
   resource(app, '/capacity', {
     GET: {
       policy: 'cyborg:capacity:get',
@@ -103,7 +102,7 @@ export function capacityRoutes(app: FastifyInstance, { db, serviceDownAfterMs }:
           )
         }
         const query = parseCapacityQuery(request.query as Query)
-        const deployables = await listCapacityDeployables(db, query.hostname)
+        const deployables = await fleet.capacity(query.hostname)
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
         const leaseCutoff = formatTimestamp(new Date(Date.now() - lease))
         const rows = summarizeCapacity(deployables, { ...query, leaseCutoff })

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { LimitSource } from '../../domain/quota.js'
 import type { Db } from '../types.js'
+import type { FleetReads } from './fleet-reads.js'
 
 export interface V2Env {
   db: Db
@@ -15,4 +16,6 @@ export interface V2Env {
   serviceDownAfterMs?: number
   /** `[quota] driver = unified_limits`: Keystone limits, for quota and explain (docs/quota.md). */
   quota?: LimitSource | undefined
+  /** Capacity's and explain's fleet reads, cached for `[api] fleet_cache_ms`. */
+  fleet: FleetReads
 }

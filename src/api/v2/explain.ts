@@ -2,7 +2,7 @@
  * `POST /device_profiles/{name_or_uuid}/explain` (2.6, issue 17): for each request group of the
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
- * only: the candidates come from src/db/explain.ts in three queries. The body is optional:
+ * only: the candidates come from src/db/explain.ts, kept for `[api] fleet_cache_ms` (fleet-reads.ts). The body is optional:
  * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
  * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
@@ -11,7 +11,7 @@
  */
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
-import { listExplainCandidates, type ExplainRow } from '../../db/explain.js'
+import type { ExplainRow } from '../../db/explain.js'
 import {
   explainGroups,
   judge,
@@ -81,7 +81,7 @@ function explainGroup(group: ExplainGroup, rows: ExplainRow[], options: JudgeOpt
 
 export function explainRoutes(
   app: FastifyInstance,
-  { db, serviceDownAfterMs, quota, conductor }: V2Env,
+  { db, serviceDownAfterMs, quota, conductor, fleet }: V2Env,
 ): void {
   resource(app, '/device_profiles/:value/explain', {
     POST: {
@@ -102,7 +102,7 @@ export function explainRoutes(
           standing = standingOf(project, limits, usage)
         }
         const [rows, rps] = await Promise.all([
-          listExplainCandidates(db, hostname),
+          fleet.explain(hostname),
           providerUuidsOf(db, hostname),
         ])
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
