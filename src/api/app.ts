@@ -22,6 +22,7 @@ import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
 import { createFleetReads } from './v2/fleet-reads.js'
+import { PROBLEM } from './validation-errors.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -90,6 +91,8 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
         coerceTypes: false,
         allErrors: false,
         allowUnionTypes: true,
+        // A node's own problem text (src/api/validation-errors.ts): an annotation, never a check.
+        keywords: [PROBLEM],
       },
     },
   }) as unknown as FastifyInstance

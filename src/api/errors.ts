@@ -21,6 +21,9 @@ import {
   VERSION_HEADER,
   VERSION_RESPONSE_HEADERS,
 } from './microversion.js'
+import { formatValidationError, type AjvError } from './validation-errors.js'
+
+export { formatValidationError } from './validation-errors.js'
 
 /** An HTTP-only failure such as 405 or 406; the message is shown to the client. */
 export class ApiError extends Error {
@@ -65,34 +68,6 @@ export function errorBody(status: number, message: string): string {
   return JSON.stringify({ error_message: JSON.stringify(fault) })
 }
 
-interface AjvError {
-  instancePath: string
-  keyword: string
-  params: Record<string, unknown>
-  message?: string
-}
-
-/** Turns an ajv failure into "Invalid input for field 'x': …" (the field as a JSON pointer without the leading '/'). */
-export function formatValidationError(errors: readonly AjvError[], context: string): string {
-  const e = errors[0]
-  if (!e) return `Invalid input in ${context}`
-  let field = e.instancePath.replace(/^\//, '')
-  let problem = e.message ?? 'is invalid'
-  const join = (name: unknown) => (field ? `${field}/${String(name)}` : String(name))
-  if (e.keyword === 'required') {
-    field = join(e.params.missingProperty)
-    problem = 'required'
-  } else if (e.keyword === 'additionalProperties') {
-    field = join(e.params.additionalProperty)
-    problem = 'unknown field'
-  } else if (e.keyword === 'enum' && Array.isArray(e.params.allowedValues)) {
-    problem = `must be one of: ${e.params.allowedValues.join(', ')}`
-  } else if (e.keyword === 'type') {
-    problem = `must be ${String(e.params.type).replace(',', ' or ')}`
-  }
-  return `Invalid input for field '${field || context}': ${problem}`
-}
-
 function clientMessage(err: unknown, status: number, request: FastifyRequest): string {
   const fst = err as FastifyError & { validation?: AjvError[]; validationContext?: string }
   if (Array.isArray(fst.validation)) {
@@ -100,7 +75,13 @@ function clientMessage(err: unknown, status: number, request: FastifyRequest): s
     // An empty body (with or without Content-Type) is no body: say so rather than "must be object".
     if (context === 'body' && request.body === undefined)
       return "Invalid input for field 'body': required, and the request has none"
-    return formatValidationError(fst.validation, context)
+    const data = context === 'querystring' ? request.query : (request as never)[context]
+    const schema = (request.routeOptions.schema as Record<string, unknown> | undefined)?.[context]
+    try {
+      return formatValidationError(fst.validation, context, { schema, data })
+    } catch {
+      return formatValidationError(fst.validation, context) // the wording never fails the answer
+    }
   }
   switch (fst.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {

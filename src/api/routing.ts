@@ -8,7 +8,9 @@ import type {
   RouteShorthandOptions,
   RouteHandlerMethod,
   HTTPMethods,
+  preValidationHookHandler,
 } from 'fastify'
+import { NotFoundError } from '../domain/errors.js'
 import { ApiError } from './errors.js'
 import type { RouteDoc } from './schemas/common.js'
 
@@ -21,6 +23,25 @@ export type RouteSpec = RouteShorthandOptions & {
   handler: RouteHandlerMethod
   policy: string
   doc: RouteDoc
+  /**
+   * v2 only: the microversion minor the route appears at. Below it the route is a 404 naming the
+   * version it needs, before its query string or body is looked at.
+   */
+  since?: number
+}
+
+/** The preValidation gate of {@link RouteSpec.since}. */
+function sinceGate(minor: number): preValidationHookHandler {
+  return (request, _reply, done) => {
+    if (request.apiMinor >= minor) return done()
+    const path = request.url.split('?')[0]
+    done(
+      new NotFoundError(
+        `${request.method} ${path} needs microversion 2.${minor} (OpenStack-API-Version: accelerator 2.${minor})`,
+        { details: { field: 'OpenStack-API-Version' } },
+      ),
+    )
+  }
 }
 
 declare module 'fastify' {
@@ -69,9 +90,23 @@ export function resource(
   const given = Object.keys(methods) as Method[]
   const allowed: HTTPMethods[] = given.includes('GET') ? [...given, 'HEAD'] : [...given]
   for (const method of given) {
-    const { policy, doc, config, ...spec } = methods[method]!
+    const { policy, doc, config, schema, since, preValidation, ...spec } = methods[method]!
+    const gates = [
+      ...(since === undefined ? [] : [sinceGate(since)]),
+      ...(preValidation === undefined ? [] : [preValidation].flat()),
+    ]
     const routeConfig: RouteConfig = { ...(config as object | undefined), policy, doc }
-    app.route({ ...spec, method, url, config: routeConfig })
+    // The documented query string is the one checked (issue 17): no route reads a parameter by hand.
+    const checked =
+      doc.querystring === undefined ? schema : { querystring: doc.querystring, ...schema }
+    app.route({
+      ...spec,
+      ...(checked === undefined ? {} : { schema: checked }),
+      ...(gates.length === 0 ? {} : { preValidation: gates as preValidationHookHandler[] }),
+      method,
+      url,
+      config: routeConfig,
+    })
   }
   const allow = ALL.filter((m) => allowed.includes(m)).join(', ')
   const others = ALL.filter((m) => !allowed.includes(m))

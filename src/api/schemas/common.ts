@@ -4,7 +4,9 @@
  * documents. These schemas describe the wire; most routes still validate their input by hand
  * (docs/api-openapi.md says which and why), so a doc schema never changes what a route accepts.
  */
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type Static, type StringOptions, type TSchema } from '@sinclair/typebox'
+import { withProblem } from '../validation-errors.js'
+import { UUID_PATTERN } from '../../domain/ids.js'
 
 /** What a route tells the OpenAPI documents; every key but `hide` is an OpenAPI/Fastify schema key. */
 export interface RouteDoc {
@@ -93,17 +95,41 @@ export const stringEnum = (values: readonly string[], options: { description?: s
 /** `:uuid` path parameter (a malformed one is a 404 like an unknown one). */
 export const UuidParams = Type.Object({ uuid: Type.String({ description: 'A UUID' }) })
 
+/** A query parameter: one string (given twice it is `must be given at most once`). */
+export const QueryString = (options: StringOptions = {}, problem?: string) =>
+  problem === undefined ? Type.String(options) : withProblem(Type.String(options), problem)
+
+/** An 8-4-4-4-12 hex uuid in any case (isUuidLike), unanchored: build patterns from it. */
+export const UUID_PATTERN_ANY_CASE_BODY = UUID_PATTERN.replaceAll('a-f', 'a-fA-F')
+/** An 8-4-4-4-12 hex uuid in any case (isUuidLike), as a JSON Schema pattern. */
+export const UUID_ANY_CASE_PATTERN = `^${UUID_PATTERN_ANY_CASE_BODY}$`
+
+/** A `?x=<uuid>` parameter: `must be a UUID, got "…"` (any case, like the stored lookups). */
+export const QueryUuid = (description?: string) =>
+  QueryString(
+    { pattern: UUID_ANY_CASE_PATTERN, ...(description === undefined ? {} : { description }) },
+    'must be a UUID, got {value}',
+  )
+
 /** `limit`, `marker`, `sort_key` (one of `sortKeys`) and `sort_dir`. */
 export function pagingQuery(sortKeys: readonly string[]) {
   return {
-    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,8}$', description: 'Page size' })),
+    limit: Type.Optional(
+      QueryString(
+        { pattern: '^[1-9][0-9]{0,8}$', description: 'Page size' },
+        'must be a positive integer, got {value}',
+      ),
+    ),
     marker: Type.Optional(
-      Type.String({ description: 'The uuid of the last item of the previous page' }),
+      QueryString({ description: 'The uuid of the last item of the previous page' }),
     ),
     sort_key: Type.Optional(stringEnum(sortKeys)),
-    sort_dir: Type.Optional(stringEnum(['asc', 'desc'])),
+    sort_dir: Type.Optional(withProblem(stringEnum(['asc', 'desc']), 'must be asc or desc')),
   }
 }
+
+/** The parsed values of a query string schema (its parameters are checked before the handler). */
+export type QueryOf<T extends TSchema> = Static<T>
 
 /** The schemas that the documents hold once under `components/schemas` (app.addSchema). */
 export const SHARED_SCHEMAS: TSchema[] = [ErrorBody]

@@ -6,16 +6,13 @@
  * spec (`PUT /{uuid}/acc_specs`, If-Match) and the operator lifecycle (`POST /{uuid}/ready`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import {
-  ACCELERATOR_SORT_KEYS,
-  getAccelerator,
-  listAccelerators,
-  type Accelerator,
-} from '../../db/v1-accelerators.js'
+import type { ACCELERATOR_SORT_KEYS } from '../../db/v1-accelerators.js'
+import { getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-accelerators.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
-import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
-import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
+import { NotFoundError } from '../../domain/errors.js'
+import { markerNotFoundToInvalid, pagingOf } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
 import * as docs from './schemas/accelerators.js'
@@ -74,13 +71,9 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       policy: 'cyborg:v1_accelerator:get_all',
       doc: docs.listAccelerators,
       handler: async (request) => {
-        const query = request.query as Query
-        const paging = pagingParams(query, ACCELERATOR_SORT_KEYS)
-        const filter = {
-          ...paging,
-          deviceType: stringParam(query, 'device_type'),
-          hostname: stringParam(query, 'hostname'),
-        }
+        const query = request.query as QueryOf<typeof docs.ListAcceleratorsQuery>
+        const paging = pagingOf<(typeof ACCELERATOR_SORT_KEYS)[number]>(query)
+        const filter = { ...paging, deviceType: query.device_type, hostname: query.hostname }
         const accelerators = await listAccelerators(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
@@ -129,12 +122,7 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       doc: docs.detachAccelerator,
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
-        const instance = stringParam(request.query as Query, 'instance_uuid')
-        if (instance !== undefined && !isUuidLike(instance)) {
-          throw new InvalidInputError("Invalid input for field 'instance_uuid': expected a UUID", {
-            details: { field: 'instance_uuid' },
-          })
-        }
+        const instance = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
         await conductor.detachAccelerator(
           instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() },
         )

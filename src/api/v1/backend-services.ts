@@ -5,13 +5,13 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { listBackends, type Backend } from '../../db/backend-services.js'
-import { isUuidLike } from '../../domain/ids.js'
-import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
-import { stringParam, type Query } from '../query.js'
+import { NotFoundError } from '../../domain/errors.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import { controlPathText } from '../../domain/control-path.js'
 import { deriveServices } from './service-names.js'
 import type { V1Env } from './env.js'
+import type { BackendServicesQuery } from './schemas/admin.js'
 import { listBackendServices } from './schemas/admin.js'
 
 /** One row per service of each deployable of each backend. */
@@ -49,17 +49,7 @@ export function backendServiceRoutes(app: FastifyInstance, { db }: V1Env): void 
       policy: 'cyborg:backend_service:get_all',
       doc: listBackendServices,
       handler: async (request) => {
-        const query = request.query as Query
-        const hostname = stringParam(query, 'hostname')
-        const backend = stringParam(query, 'backend')
-        if (backend !== undefined && !isUuidLike(backend)) {
-          throw new InvalidInputError(
-            `Invalid input for field 'backend': must be a device UUID, got ${JSON.stringify(backend)}`,
-            {
-              details: { field: 'backend' },
-            },
-          )
-        }
+        const { hostname, backend } = request.query as QueryOf<typeof BackendServicesQuery>
         const filter = {
           ...(hostname === undefined ? {} : { hostname }),
           ...(backend === undefined ? {} : { uuid: backend.toLowerCase() }),

@@ -14,7 +14,7 @@ import type {
   HostDiscovery,
   HostDrivers,
 } from '../../rpc/admin-types.js'
-import { stringParam, type Query } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
 import * as docs from './schemas/admin.js'
@@ -103,7 +103,7 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
       policy: 'cyborg:driver:get_all',
       doc: docs.listDrivers,
       handler: async (request) => {
-        const hostname = stringParam(request.query as Query, 'hostname')
+        const { hostname } = request.query as QueryOf<typeof docs.HostnameQuery>
         const { hosts } = await conductor.listAgentDrivers(
           hostname === undefined ? {} : { hostname },
         )

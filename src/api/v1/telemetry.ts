@@ -6,10 +6,10 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { listDeviceKeys, type DeviceKey } from '../../db/device-keys.js'
-import { stringParam, type Query } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
-import { getTelemetry } from './schemas/admin.js'
+import { getTelemetry, type HostnameQuery } from './schemas/admin.js'
 
 export function telemetryRoutes(app: FastifyInstance, { db, telemetry }: V1Env): void {
   resource(app, '/telemetry', {
@@ -17,7 +17,7 @@ export function telemetryRoutes(app: FastifyInstance, { db, telemetry }: V1Env):
       policy: 'cyborg:telemetry:get',
       doc: getTelemetry,
       handler: async (request) => {
-        const hostname = stringParam(request.query as Query, 'hostname')
+        const { hostname } = request.query as QueryOf<typeof HostnameQuery>
         const now = Date.now()
         const samples = telemetry?.samples(now, hostname) ?? []
         const hosts = [...new Set(samples.map((s) => s.host))]

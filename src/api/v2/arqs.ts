@@ -7,28 +7,18 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { ARQ_SORT_KEYS } from '../../db/arq-views.js'
 import {
-  ARQ_SORT_KEYS,
   getArqDetail,
   hasUnresolvedArqs,
   listArqDetails,
   RESOLVED_STATES,
 } from '../../db/arq-views.js'
 import { isUuidLike } from '../../domain/ids.js'
-import {
-  ForbiddenError,
-  InvalidInputError,
-  NotFoundError,
-  invalidField,
-} from '../../domain/errors.js'
+import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import type { RequestContext } from '../../domain/request-context.js'
-import {
-  listParam,
-  markerNotFoundToInvalid,
-  pagingParams,
-  stringParam,
-  type Query,
-} from '../query.js'
+import { commaList, markerNotFoundToInvalid, pagingOf } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import { ArqPatchBody, parseArqPatch } from './arq-patch.js'
 import type { V2Env } from './env.js'
@@ -64,14 +54,6 @@ function uuidParam(request: FastifyRequest): string {
   const { uuid } = request.params as { uuid: string }
   if (!isUuidLike(uuid)) throw notFound(uuid)
   return uuid.toLowerCase()
-}
-
-/** A query parameter that must be a UUID when given. */
-function uuidQuery(query: Query, name: string): string | undefined {
-  const v = stringParam(query, name)
-  if (v !== undefined && !isUuidLike(v))
-    throw invalidField(name, `must be a UUID, got ${JSON.stringify(v)}`)
-  return v?.toLowerCase()
 }
 
 /** The project whose requests the caller sees: every one for an admin, else its own (none without a project). */
@@ -163,13 +145,10 @@ export function arqRoutes(
       // A compiled serializer for the list: about half the time of JSON.stringify on 1,000 ARQs.
       schema: { response: { 200: ArqListView } },
       handler: async (request, reply) => {
-        const query = request.query as Query
-        const instanceUuid = uuidQuery(query, 'instance')
-        const bindState = stringParam(query, 'bind_state')
-        if (bindState !== undefined && bindState !== 'resolved') {
-          throw invalidField('bind_state', `must be "resolved", got ${JSON.stringify(bindState)}`)
-        }
-        const paging = pagingParams(query, ARQ_SORT_KEYS)
+        const query = request.query as QueryOf<typeof docs.ListArqsQuery>
+        const instanceUuid = query.instance?.toLowerCase()
+        const bindState = query.bind_state
+        const paging = pagingOf<(typeof ARQ_SORT_KEYS)[number]>(query)
         // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
         const projectId = visibleProject(request.ctx)
         if (
@@ -202,9 +181,9 @@ export function arqRoutes(
       policy: 'cyborg:arq:delete',
       doc: docs.deleteArqs,
       handler: async (request, reply) => {
-        const query = request.query as Query
-        const instanceUuid = uuidQuery(query, 'instance')
-        const uuids = listParam(query, 'arqs')
+        const query = request.query as QueryOf<typeof docs.DeleteArqsQuery>
+        const instanceUuid = query.instance?.toLowerCase()
+        const uuids = commaList(query.arqs)
         if ((instanceUuid === undefined) === (uuids === undefined)) {
           throw new InvalidInputError(
             "Invalid input for fields 'instance' and 'arqs': give exactly one of ?instance=<uuid> or ?arqs=<uuid>,<uuid>",
@@ -218,10 +197,6 @@ export function arqRoutes(
             projectId === undefined ? { instanceUuid } : { instanceUuid, projectId },
           )
         } else {
-          if (uuids!.length === 0)
-            throw invalidField('arqs', 'name at least one accelerator request uuid')
-          const bad = uuids!.find((u) => !isUuidLike(u))
-          if (bad !== undefined) throw invalidField('arqs', `${JSON.stringify(bad)} is not a UUID`)
           await deleteByUuid(request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
         }
         return reply.code(204).send()

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { getAttribute, listAttributes } from '../../db/attributes.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { idParam, stringParam, type Query } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { attributeView } from './views.js'
@@ -41,10 +41,10 @@ export function attributeRoutes(app: FastifyInstance, { db, conductor, baseUrl }
       policy: 'cyborg:attribute:get_all',
       doc: docs.listAttributes,
       handler: async (request) => {
-        const query = request.query as Query
+        const query = request.query as QueryOf<typeof docs.ListAttributesQuery>
         const attributes = await listAttributes(db, {
-          deployableId: idParam(query, 'deployable_id'),
-          key: stringParam(query, 'key'),
+          deployableId: query.deployable_id === undefined ? undefined : Number(query.deployable_id),
+          key: query.key,
         })
         const base = baseUrl(request)
         return { attributes: attributes.map((a) => attributeView(a, base)) }

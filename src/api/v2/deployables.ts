@@ -4,14 +4,20 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { listAttributes, listAttributesByDeployableIds } from '../../db/attributes.js'
-import { DEPLOYABLE_SORT_KEYS, getDeployable, listDeployables } from '../../db/deployables.js'
+import type { DEPLOYABLE_SORT_KEYS } from '../../db/deployables.js'
+import { getDeployable, listDeployables } from '../../db/deployables.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { markerNotFoundToInvalid, pagingParams, type Query } from '../query.js'
+import { markerNotFoundToInvalid, pagingOf } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deployableView } from './views.js'
-import { getDeployable as getDoc, listDeployables as listDoc } from './schemas/inventory.js'
+import {
+  getDeployable as getDoc,
+  listDeployables as listDoc,
+  type ListDeployablesQuery,
+} from './schemas/inventory.js'
 
 export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): void {
   resource(app, '/deployables', {
@@ -19,7 +25,8 @@ export function deployableRoutes(app: FastifyInstance, { db, baseUrl }: V2Env): 
       policy: 'cyborg:deployable:get_all',
       doc: listDoc,
       handler: async (request) => {
-        const paging = pagingParams(request.query as Query, DEPLOYABLE_SORT_KEYS)
+        const query = request.query as QueryOf<typeof ListDeployablesQuery>
+        const paging = pagingOf<(typeof DEPLOYABLE_SORT_KEYS)[number]>(query)
         const deployables = await listDeployables(db, paging).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })

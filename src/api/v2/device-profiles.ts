@@ -12,9 +12,10 @@ import {
 } from '../../db/device-profiles.js'
 import { parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
-import { listParam, stringParam, type Query } from '../query.js'
+import { commaList } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
 import type { V2Env } from './env.js'
@@ -35,16 +36,8 @@ export async function resolveDeviceProfile(db: Db, value: string): Promise<Devic
 
 export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
   /** Deletes every profile named (uuid or name) in the comma-separated `value`, or none. */
-  const deleteProfiles = async (value: string | undefined, reply: FastifyReply) => {
-    const wanted = (value ?? '').split(',').filter((v) => v !== '')
-    if (wanted.length === 0) {
-      throw new InvalidInputError(
-        "Invalid input for field 'value': name at least one device profile by uuid or name",
-        {
-          details: { field: 'value' },
-        },
-      )
-    }
+  const deleteProfiles = async (value: string, reply: FastifyReply) => {
+    const wanted = commaList(value)!
     const profiles = await Promise.all(wanted.map((v) => resolveDeviceProfile(db, v)))
     await conductor.deleteDeviceProfiles({ uuids: [...new Set(profiles.map((p) => p.uuid))] })
     return reply.code(204).send()
@@ -55,7 +48,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       policy: 'cyborg:device_profile:get_all',
       doc: docs.listDeviceProfiles,
       handler: async (request) => {
-        const names = listParam(request.query as Query, 'name')
+        const names = commaList((request.query as QueryOf<typeof docs.ListProfilesQuery>).name)
         const profiles = await listDeviceProfiles(db, names === undefined ? {} : { names })
         const base = baseUrl(request)
         return { device_profiles: profiles.map((p) => deviceProfileView(p, base)) }
@@ -73,7 +66,7 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       policy: 'cyborg:device_profile:delete',
       doc: docs.deleteDeviceProfiles,
       handler: async (request, reply) =>
-        deleteProfiles(stringParam(request.query as Query, 'value'), reply),
+        deleteProfiles((request.query as QueryOf<typeof docs.DeleteProfilesQuery>).value, reply),
     },
   })
 

@@ -6,24 +6,17 @@
  * A malformed uuid is answered 404 like an unknown one, without a database round trip.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { DEVICE_SORT_KEYS, getDevice, listDevices } from '../../db/devices.js'
-import { invalidField, NotFoundError } from '../../domain/errors.js'
+import type { DEVICE_SORT_KEYS } from '../../db/devices.js'
+import { getDevice, listDevices } from '../../db/devices.js'
+import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { Health, type DeviceStatus } from '../../domain/inventory.js'
-import { markerNotFoundToInvalid, pagingParams, stringParam, type Query } from '../query.js'
+import type { DeviceStatus } from '../../domain/inventory.js'
+import { markerNotFoundToInvalid, pagingOf } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import { deviceView } from './views.js'
 import * as docs from './schemas/devices.js'
-
-/** `?health=` (2.5): one of the health values, named in the 400 otherwise. */
-function healthParam(query: Query): string | undefined {
-  const value = stringParam(query, 'health')
-  if (value !== undefined && !(Object.values(Health) as string[]).includes(value)) {
-    throw invalidField('health', `must be one of: ${Object.values(Health).join(', ')}`)
-  }
-  return value
-}
 
 const notFound = (uuid: string) =>
   new NotFoundError(`device ${uuid} not found`, { details: { uuid } })
@@ -34,13 +27,13 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
       policy: 'cyborg:device:get_all',
       doc: docs.listDevices,
       handler: async (request) => {
-        const query = request.query as Query
+        const query = request.query as QueryOf<typeof docs.ListDevicesQuery>
         const filter = {
-          type: stringParam(query, 'type'),
-          vendor: stringParam(query, 'vendor'),
-          hostname: stringParam(query, 'hostname'),
-          ...(request.apiMinor >= 5 ? { health: healthParam(query) } : {}),
-          ...pagingParams(query, DEVICE_SORT_KEYS),
+          type: query.type,
+          vendor: query.vendor,
+          hostname: query.hostname,
+          ...(request.apiMinor >= 5 ? { health: query.health } : {}),
+          ...pagingOf<(typeof DEVICE_SORT_KEYS)[number]>(query),
         }
         const devices = await listDevices(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
@@ -89,16 +82,9 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
     POST: {
       policy: 'cyborg:device:ready',
       doc: docs.readyDevice,
+      since: 4,
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
-        if (request.apiMinor < 4) {
-          throw new NotFoundError(
-            `POST /v2/devices/${uuid}/ready needs microversion 2.4 (OpenStack-API-Version: accelerator 2.4)`,
-            {
-              details: { field: 'OpenStack-API-Version' },
-            },
-          )
-        }
         if (!isUuidLike(uuid)) throw notFound(uuid)
         return deviceView(
           await conductor.markDeviceReady({ uuid }),

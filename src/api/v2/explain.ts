@@ -21,7 +21,6 @@ import {
 } from '../../domain/explain.js'
 import { standingOf } from '../../domain/quota.js'
 import { quotaOf, quotaProject } from './quota.js'
-import { NotFoundError } from '../../domain/errors.js'
 import { formatTimestamp } from '../../domain/time.js'
 import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
@@ -34,20 +33,10 @@ import { amountOf, comparePlacement, type CandidateFacts } from './explain-place
 const DEFAULT_LEASE_MS = 60_000
 
 /**
- * Before the body is validated: below 2.6 the route does not exist (404, whatever the body), and
- * an absent body (or `null`, or `""`) is `{}`, since both fields are optional.
+ * Before the body is validated (and after the microversion gate, `since`): an absent body (or
+ * `null`, or `""`) is `{}`, since every field is optional.
  */
-const gateAndDefault: preValidationHookHandler = (request, _reply, done) => {
-  if (request.apiMinor < 6) {
-    const { value } = request.params as { value: string }
-    done(
-      new NotFoundError(
-        `POST /v2/device_profiles/${value}/explain needs microversion 2.6 (OpenStack-API-Version: accelerator 2.6)`,
-        { details: { field: 'OpenStack-API-Version' } },
-      ),
-    )
-    return
-  }
+const emptyBodyIsEmptyObject: preValidationHookHandler = (request, _reply, done) => {
   if (request.body === undefined || request.body === null || request.body === '') request.body = {}
   done()
 }
@@ -87,7 +76,8 @@ export function explainRoutes(
     POST: {
       policy: 'cyborg:device_profile:explain',
       doc: explainDeviceProfile,
-      preValidation: gateAndDefault,
+      since: 6,
+      preValidation: emptyBodyIsEmptyObject,
       schema: { body: ExplainBody },
       handler: async (request: FastifyRequest) => {
         const { value } = request.params as { value: string }

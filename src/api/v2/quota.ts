@@ -7,14 +7,14 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { readQuotaUsage } from '../../db/quota-usage.js'
-import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
+import { ForbiddenError, InvalidInputError } from '../../domain/errors.js'
 import { quotaRows, type Limits, type LimitSource } from '../../domain/quota.js'
 import type { RequestContext } from '../../domain/request-context.js'
-import { stringParam, type Query } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
 import type { V2Env } from './env.js'
-import { getQuota } from './schemas/quota.js'
+import { getQuota, type QuotaQuery } from './schemas/quota.js'
 
 /**
  * The project a quota read is about: `asked`, or the caller's. A non-admin asking for another
@@ -48,13 +48,10 @@ export function quotaRoutes(app: FastifyInstance, { db, quota }: V2Env): void {
     GET: {
       policy: 'cyborg:quota:get',
       doc: getQuota,
+      since: 7,
       handler: async (request: FastifyRequest) => {
-        if (request.apiMinor < 7)
-          throw new NotFoundError(
-            'GET /v2/quota needs microversion 2.7 (OpenStack-API-Version: accelerator 2.7)',
-            { details: { field: 'OpenStack-API-Version' } },
-          )
-        const project = quotaProject(request.ctx, stringParam(request.query as Query, 'project_id'))
+        const { project_id } = request.query as QueryOf<typeof QuotaQuery>
+        const project = quotaProject(request.ctx, project_id)
         const { limits, usage } = await quotaOf(db, quota, project)
         return {
           quota: {

@@ -7,10 +7,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { countWebhookDeliveries, listWebhookDeliveries } from '../../db/webhook-deliveries.js'
 import { getWebhook, getWebhookId, listWebhooks } from '../../db/webhooks.js'
-import { invalidField, NotFoundError } from '../../domain/errors.js'
+import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import {
-  DELIVERY_STATES,
   parseWebhookChanges,
   parseWebhookCreate,
   type CreatedWebhook,
@@ -19,13 +18,11 @@ import {
   type WebhookDelivery,
 } from '../../domain/webhooks.js'
 import { selfLink, type Link } from '../links.js'
-import { markerNotFoundToInvalid, stringParam, type Query } from '../query.js'
+import { markerNotFoundToInvalid } from '../query.js'
+import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import * as docs from './schemas/webhooks.js'
-
-/** Most deliveries one page shows; the default page is 100. */
-const MAX_PAGE = 1000
 
 function webhookView(w: Webhook | CreatedWebhook, base: string) {
   return {
@@ -67,18 +64,11 @@ function uuidOf(request: FastifyRequest): string {
   return uuid.toLowerCase()
 }
 
-function deliveryQuery(query: Query) {
-  const state = stringParam(query, 'state')
-  if (state !== undefined && !(DELIVERY_STATES as readonly string[]).includes(state))
-    throw invalidField('state', `must be one of: ${DELIVERY_STATES.join(', ')}`)
-  const limit = stringParam(query, 'limit')
-  if (limit !== undefined && (!/^[1-9][0-9]{0,8}$/.test(limit) || Number(limit) > MAX_PAGE))
-    throw invalidField('limit', `must be an integer 1-${MAX_PAGE}, got ${JSON.stringify(limit)}`)
-  const marker = stringParam(query, 'marker')
+function deliveryQuery(query: QueryOf<typeof docs.DeliveriesQuery>) {
   return {
-    ...(state === undefined ? {} : { state: state as DeliveryState }),
-    ...(limit === undefined ? {} : { limit: Number(limit) }),
-    ...(marker === undefined ? {} : { marker: marker.toLowerCase() }),
+    ...(query.state === undefined ? {} : { state: query.state as DeliveryState }),
+    ...(query.limit === undefined ? {} : { limit: Number(query.limit) }),
+    ...(query.marker === undefined ? {} : { marker: query.marker.toLowerCase() }),
   }
 }
 
@@ -137,7 +127,7 @@ export function webhookRoutes(app: FastifyInstance, { db, conductor, baseUrl }: 
       policy: 'cyborg:webhook:get_deliveries',
       doc: docs.listDeliveries,
       handler: async (request) => {
-        const options = deliveryQuery(request.query as Query)
+        const options = deliveryQuery(request.query as QueryOf<typeof docs.DeliveriesQuery>)
         const id = await getWebhookId(db, uuidOf(request))
         const deliveries = await listWebhookDeliveries(db, id, options).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)

@@ -9,6 +9,8 @@ import {
   NullableString,
   NullableTimestamp,
   pagingQuery,
+  QueryString,
+  QueryUuid,
   Timestamp,
   Uuid,
   UuidParams,
@@ -64,14 +66,16 @@ const WithEtag = Type.Unsafe({
   headers: { etag: Type.String() },
 })
 
+export const ListAcceleratorsQuery = Type.Object({
+  device_type: Type.Optional(QueryString()),
+  hostname: Type.Optional(QueryString()),
+  ...pagingQuery(ACCELERATOR_SORT_KEYS),
+})
+
 export const listAccelerators: RouteDoc = {
   summary: 'List accelerators',
   tags,
-  querystring: Type.Object({
-    device_type: Type.Optional(Type.String()),
-    hostname: Type.Optional(Type.String()),
-    ...pagingQuery(ACCELERATOR_SORT_KEYS),
-  }),
+  querystring: ListAcceleratorsQuery,
   response: {
     200: Type.Object({
       accelerators: Type.Array(Accelerator),
@@ -80,6 +84,10 @@ export const listAccelerators: RouteDoc = {
     ...guarded(400),
   },
 }
+
+export const DetachQuery = Type.Object({
+  instance_uuid: Type.Optional(QueryUuid('Detach only while bound to this instance')),
+})
 
 export const getAccelerator: RouteDoc = {
   summary: 'Show an accelerator',
@@ -108,7 +116,7 @@ export const detachAccelerator: RouteDoc = {
   summary: 'Detach an accelerator (from one instance with ?instance_uuid=)',
   tags,
   params: UuidParams,
-  querystring: Type.Object({ instance_uuid: Type.Optional(Uuid) }),
+  querystring: DetachQuery,
   response: { 204: NoBody('Detached'), ...guarded(400, 404, 409) },
 }
 

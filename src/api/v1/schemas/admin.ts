@@ -9,13 +9,16 @@ import {
   guardedWrite,
   NullableString,
   nullable,
+  QueryString,
+  QueryUuid,
   Timestamp,
   type RouteDoc,
 } from '../../schemas/common.js'
+import { withProblem } from '../../validation-errors.js'
 
 const Status = Type.String({ description: 'ok, error, unreachable or skipped' })
 const Any = Type.Record(Type.String(), Type.Unknown())
-const HostnameQuery = Type.Object({ hostname: Type.Optional(Type.String()) })
+export const HostnameQuery = Type.Object({ hostname: Type.Optional(QueryString()) })
 const NameParams = Type.Object({ name: Type.String({ description: 'A driver name or alias' }) })
 
 const Driver = Type.Object({
@@ -104,13 +107,17 @@ export const runDiscovery: RouteDoc = {
   },
 }
 
+export const BackendServicesQuery = Type.Object({
+  hostname: Type.Optional(QueryString()),
+  backend: Type.Optional(
+    withProblem(QueryUuid('A device uuid'), 'must be a device UUID, got {value}'),
+  ),
+})
+
 export const listBackendServices: RouteDoc = {
   summary: 'The services each backend (device) offers, as last discovered',
   tags: ['backend services'],
-  querystring: Type.Object({
-    hostname: Type.Optional(Type.String()),
-    backend: Type.Optional(Type.String({ description: 'A device uuid' })),
-  }),
+  querystring: BackendServicesQuery,
   response: {
     200: Type.Object({
       services: Type.Array(

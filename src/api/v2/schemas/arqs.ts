@@ -6,16 +6,18 @@ import {
   guardedWrite,
   NoBody,
   pagingQuery,
+  QueryString,
+  QueryUuid,
   stringEnum,
+  UUID_PATTERN_ANY_CASE_BODY,
   UuidParams,
   type RouteDoc,
 } from '../../schemas/common.js'
+import { withProblem } from '../../validation-errors.js'
 import { ArqListView } from '../views.js'
 
 const tags = ['accelerator requests']
 const Arq = ArqListView.properties.arqs.items
-
-const Uuid = Type.String({ description: 'A UUID' })
 
 export const createArqs: RouteDoc = {
   summary: "Create the accelerator requests of a device profile's groups",
@@ -26,18 +28,34 @@ export const createArqs: RouteDoc = {
   },
 }
 
-export const listArqs: RouteDoc = {
-  summary: 'List accelerator requests (an admin sees every project)',
-  tags,
-  querystring: Type.Object({
-    instance: Type.Optional(Uuid),
-    bind_state: Type.Optional(
+export const ListArqsQuery = Type.Object({
+  instance: Type.Optional(QueryUuid()),
+  bind_state: Type.Optional(
+    withProblem(
       stringEnum(['resolved'], {
         description: 'With instance: 423 while an ARQ of the instance is not resolved',
       }),
+      'must be "resolved", got {value}',
     ),
-    ...pagingQuery(ARQ_SORT_KEYS),
-  }),
+  ),
+  ...pagingQuery(ARQ_SORT_KEYS),
+})
+
+const UUID_ITEM = UUID_PATTERN_ANY_CASE_BODY
+export const DeleteArqsQuery = Type.Object({
+  instance: Type.Optional(QueryUuid()),
+  arqs: Type.Optional(
+    QueryString(
+      { pattern: `^${UUID_ITEM}(,${UUID_ITEM})*,?$`, description: 'Comma-separated uuids' },
+      'must be a comma-separated list of accelerator request UUIDs, got {value}',
+    ),
+  ),
+})
+
+export const listArqs: RouteDoc = {
+  summary: 'List accelerator requests (an admin sees every project)',
+  tags,
+  querystring: ListArqsQuery,
   response: {
     200: ArqListView,
     423: NoBody('Locked: the instance has an ARQ still binding (nova waits and asks again)'),
@@ -62,10 +80,7 @@ export const deleteArqs: RouteDoc = {
   summary: "Delete an instance's accelerator requests, or the ones listed",
   description: 'Give exactly one of ?instance=<uuid> (a service token) or ?arqs=<uuid>,<uuid>.',
   tags,
-  querystring: Type.Object({
-    instance: Type.Optional(Uuid),
-    arqs: Type.Optional(Type.String({ description: 'Comma-separated uuids' })),
-  }),
+  querystring: DeleteArqsQuery,
   response: { 204: NoBody('Deleted'), ...guarded(400, 404, 406, 409) },
 }
 

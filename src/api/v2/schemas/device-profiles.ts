@@ -9,6 +9,7 @@ import {
   NullableString,
   NullableTimestamp,
   nullable,
+  QueryString,
   stringEnum,
   Timestamp,
   Uuid,
@@ -52,12 +53,21 @@ const ValueParams = Type.Object({
   value: Type.String({ description: 'A uuid, or a name (by name from 2.2 on for GET)' }),
 })
 
+export const ListProfilesQuery = Type.Object({
+  name: Type.Optional(QueryString({ description: 'Comma-separated names' })),
+})
+
+export const DeleteProfilesQuery = Type.Object({
+  value: QueryString(
+    { pattern: '[^,]', description: 'Comma-separated uuids or names' },
+    'name at least one device profile by uuid or name',
+  ),
+})
+
 export const listDeviceProfiles: RouteDoc = {
   summary: 'List device profiles',
   tags,
-  querystring: Type.Object({
-    name: Type.Optional(Type.String({ description: 'Comma-separated names' })),
-  }),
+  querystring: ListProfilesQuery,
   response: {
     200: Type.Object({ device_profiles: Type.Array(DeviceProfile) }),
     ...guarded(400, 406),
@@ -74,9 +84,7 @@ export const createDeviceProfile: RouteDoc = {
 export const deleteDeviceProfiles: RouteDoc = {
   summary: 'Delete the device profiles named in ?value= (all or none)',
   tags,
-  querystring: Type.Object({
-    value: Type.String({ description: 'Comma-separated uuids or names' }),
-  }),
+  querystring: DeleteProfilesQuery,
   response: { 204: NoBody('Deleted'), ...guarded(400, 404, 406, 409) },
 }
 

@@ -9,6 +9,7 @@ import {
   NullableString,
   NullableTimestamp,
   pagingQuery,
+  QueryString,
   stringEnum,
   Timestamp,
   Uuid,
@@ -37,16 +38,19 @@ export const Device = Type.Object({
   links: Links,
 })
 
+/** Checked at every microversion; `health` filters from 2.5 (below, it is ignored). */
+export const ListDevicesQuery = Type.Object({
+  type: Type.Optional(QueryString()),
+  vendor: Type.Optional(QueryString()),
+  hostname: Type.Optional(QueryString()),
+  health: Type.Optional(stringEnum(Object.values(Health), { description: 'From 2.5' })),
+  ...pagingQuery(DEVICE_SORT_KEYS),
+})
+
 export const listDevices: RouteDoc = {
   summary: 'List devices',
   tags,
-  querystring: Type.Object({
-    type: Type.Optional(Type.String()),
-    vendor: Type.Optional(Type.String()),
-    hostname: Type.Optional(Type.String()),
-    health: Type.Optional(stringEnum(Object.values(Health), { description: 'From 2.5' })),
-    ...pagingQuery(DEVICE_SORT_KEYS),
-  }),
+  querystring: ListDevicesQuery,
   response: { 200: Type.Object({ devices: Type.Array(Device) }), ...guarded(400, 406) },
 }
 

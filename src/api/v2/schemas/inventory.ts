@@ -10,11 +10,21 @@ import {
   NullableTimestamp,
   nullable,
   pagingQuery,
+  QueryString,
   Timestamp,
   Uuid,
   UuidParams,
   type RouteDoc,
 } from '../../schemas/common.js'
+
+export const ListDeployablesQuery = Type.Object(pagingQuery(DEPLOYABLE_SORT_KEYS))
+
+export const ListAttributesQuery = Type.Object({
+  deployable_id: Type.Optional(
+    QueryString({ pattern: '^[0-9]{1,15}$' }, 'must be a non-negative integer, got {value}'),
+  ),
+  key: Type.Optional(QueryString()),
+})
 
 export const Deployable = Type.Object({
   uuid: Uuid,
@@ -47,7 +57,7 @@ export const Attribute = Type.Object({
 export const listDeployables: RouteDoc = {
   summary: 'List deployables',
   tags: ['deployables'],
-  querystring: Type.Object(pagingQuery(DEPLOYABLE_SORT_KEYS)),
+  querystring: ListDeployablesQuery,
   response: { 200: Type.Object({ deployables: Type.Array(Deployable) }), ...guarded(400, 406) },
 }
 
@@ -63,10 +73,7 @@ const tags = ['attributes']
 export const listAttributes: RouteDoc = {
   summary: 'List attributes',
   tags,
-  querystring: Type.Object({
-    deployable_id: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$' })),
-    key: Type.Optional(Type.String()),
-  }),
+  querystring: ListAttributesQuery,
   response: { 200: Type.Object({ attributes: Type.Array(Attribute) }), ...guarded(400, 406) },
 }
 

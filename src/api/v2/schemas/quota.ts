@@ -1,13 +1,17 @@
 /** The documentation of `GET /v2/quota` (src/api/v2/quota.ts). */
 import { Type } from '@sinclair/typebox'
-import { guarded, nullable, stringEnum, type RouteDoc } from '../../schemas/common.js'
+import { guarded, nullable, QueryString, stringEnum, type RouteDoc } from '../../schemas/common.js'
+
+export const QuotaQuery = Type.Object({
+  project_id: Type.Optional(QueryString({ minLength: 1 }, 'must not be empty')),
+})
 
 export const getQuota: RouteDoc = {
   summary: "A project's accelerator limits (Keystone unified limits) and usage (2.7)",
   description:
     "Without project_id, the caller's project; only an admin may name another. Below 2.7 the route answers 404 naming the microversion it needs.",
   tags: ['quota'],
-  querystring: Type.Object({ project_id: Type.Optional(Type.String({ minLength: 1 })) }),
+  querystring: QuotaQuery,
   response: {
     200: Type.Object({
       quota: Type.Object({

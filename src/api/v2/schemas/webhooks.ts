@@ -15,6 +15,7 @@ import {
   NullableString,
   NullableTimestamp,
   nullable,
+  QueryString,
   stringEnum,
   Timestamp,
   Uuid,
@@ -127,18 +128,24 @@ export const deleteWebhook: RouteDoc = {
   response: { 204: NoBody('Deleted'), ...guarded(404, 406, 409) },
 }
 
+/** The largest page of deliveries. */
+export const DELIVERIES_MAX_PAGE = 1000
+
+export const DeliveriesQuery = Type.Object({
+  state: Type.Optional(stringEnum(DELIVERY_STATES)),
+  limit: Type.Optional(
+    QueryString(
+      { pattern: '^(?:[1-9][0-9]{0,2}|1000)$', description: '1-1000; 100 by default' },
+      `must be an integer 1-${DELIVERIES_MAX_PAGE}, got {value}`,
+    ),
+  ),
+  marker: Type.Optional(QueryString({ description: 'The event uuid of the last delivery shown' })),
+})
+
 export const listDeliveries: RouteDoc = {
   summary: "List a webhook's deliveries",
   tags,
   params: UuidParams,
-  querystring: Type.Object({
-    state: Type.Optional(stringEnum(DELIVERY_STATES)),
-    limit: Type.Optional(
-      Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: '1-1000; 100 by default' }),
-    ),
-    marker: Type.Optional(
-      Type.String({ description: 'The event uuid of the last delivery shown' }),
-    ),
-  }),
+  querystring: DeliveriesQuery,
   response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...guarded(400, 404, 406) },
 }
