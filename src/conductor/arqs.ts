@@ -45,13 +45,11 @@ import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../rpc/conduc
 import { v2Arq, type ArqInternals } from './arq-internals.js'
 import type { LimitSource } from '../domain/quota.js'
 import { bindClaims, bindQuota, type QuotaClaim } from './quota-check.js'
-import {
-  checkArqBindings,
-  checkPositiveInt,
-  checkString,
-  checkUuid,
-  checkUuidList,
-} from './validate.js'
+import { checkArqBindings, checkArqCreate, checkArqsOfInstance, checkUuidList } from './validate.js'
+
+/** The filter of a delete by instance: only the instance and, when given, the project. */
+const ofInstance = ({ instanceUuid, projectId }: { instanceUuid: string; projectId?: string }) =>
+  projectId === undefined ? { instanceUuid } : { instanceUuid, projectId }
 
 export interface ArqDeps {
   db: DatabaseHandle
@@ -210,11 +208,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     reconcileAllocations: (instances) => reconcileAllocations(release, instances),
 
     async createArqs(req) {
-      const name = checkString(req?.deviceProfileName, 'device_profile_name')
-      const maxArqs = checkPositiveInt(req.maxArqs, 'maxArqs')
+      const { deviceProfileName: name, maxArqs, projectId } = checkArqCreate(req)
       const profile = await getDeviceProfileByName(db.db, name)
       const specs = expandProfileGroups(profile.groups, maxArqs)
-      const projectId = req.projectId === null ? null : checkString(req.projectId, 'project_id')
       // Ids and time are made before the write runs, so that a re-run writes the very same rows.
       const uuids = specs.map(() => newUuid())
       const at = now()
@@ -368,14 +364,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     async deleteArqs(req) {
       const byInstance = req !== null && typeof req === 'object' && 'instanceUuid' in req
       const arqs = byInstance
-        ? await listArqs(db.db, {
-            instanceUuid: checkUuid(req.instanceUuid, 'instance'),
-            ...(req.projectId === undefined
-              ? {}
-              : { projectId: checkString(req.projectId, 'project_id') }),
-          })
+        ? await listArqs(db.db, ofInstance(checkArqsOfInstance(req)))
         : await Promise.all(
-            checkUuidList((req as { uuids: unknown }).uuids).map((u) =>
+            checkUuidList((req as { uuids?: unknown } | null)?.uuids).map((u) =>
               v2Arq(db.db, u).catch(() => undefined),
             ),
           )

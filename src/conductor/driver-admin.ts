@@ -31,7 +31,7 @@ import {
 } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { diffDeployables, flattenInventory } from './discovery-diff.js'
-import { checkString, checkStringMap } from './validate.js'
+import { checkDriverRequest, checkDriverUpdate, checkHostRequest } from './validate.js'
 import { getHostInventory } from '../db/host-inventory.js'
 import { errorMessage } from '../domain/error-message.js'
 import type { GroupCommitter } from '../db/group-commit.js'
@@ -88,9 +88,6 @@ function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   })
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
-
-const optionalHost = (value: unknown): string | undefined =>
-  value === undefined ? undefined : checkString(value, 'hostname')
 
 export function createDriverAdminService(
   deps: DriverAdminServiceDeps,
@@ -251,22 +248,22 @@ export function createDriverAdminService(
 
   return {
     async listAgentDrivers(req) {
-      const hosts = await agentHosts(optionalHost(req?.hostname))
+      const hosts = await agentHosts(checkHostRequest(req ?? {}).hostname)
       return { hosts: await Promise.all(hosts.map(listHost)) }
     },
 
     async installDriver(req) {
-      const driver = checkString(req?.driver, 'driver', { max: 64 })
-      return act(driver, optionalHost(req.hostname), 'installed', (agent) =>
+      const { driver, hostname } = checkDriverRequest(req)
+      return act(driver, hostname, 'installed', (agent) =>
         agent.setDriverEnabled({ driver, enabled: true }),
       )
     },
 
     async uninstallDriver(req) {
-      const driver = checkString(req?.driver, 'driver', { max: 64 })
+      const { driver, hostname } = checkDriverRequest(req)
       return act(
         driver,
-        optionalHost(req.hostname),
+        hostname,
         'uninstalled',
         (agent) => agent.setDriverEnabled({ driver, enabled: false }),
         (hosts) => refuseAllocated(driver, hosts),
@@ -274,19 +271,18 @@ export function createDriverAdminService(
     },
 
     async updateDriver(req) {
-      const driver = checkString(req?.driver, 'driver', { max: 64 })
-      const options = checkStringMap(req.options, 'options')
+      const { driver, options, hostname } = checkDriverUpdate(req)
       if (Object.keys(options).length === 0)
         throw new InvalidInputError('options: must set at least one option', {
           details: { field: 'options' },
         })
-      return act(driver, optionalHost(req.hostname), 'updated', (agent) =>
+      return act(driver, hostname, 'updated', (agent) =>
         agent.updateDriverOptions({ driver, options }),
       )
     },
 
     async discoverHosts(req) {
-      const hosts = await agentHosts(optionalHost(req?.hostname))
+      const hosts = await agentHosts(checkHostRequest(req ?? {}).hostname)
       return { hosts: await Promise.all(hosts.map(discoverHost)) }
     },
   }

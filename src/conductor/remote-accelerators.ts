@@ -26,7 +26,7 @@ import {
 } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
-import { checkString, checkUuid } from './validate.js'
+import { checkRemoteRegistration } from './validate.js'
 
 export interface RemoteAcceleratorOptions {
   /** An agent whose last heartbeat is older than this is not asked. @default 180000 (three default periods) */
@@ -86,8 +86,9 @@ export function createRemoteAcceleratorService(
 
   return {
     async registerRemoteAccelerator(req) {
-      const name = checkString(req?.name, 'name')
-      const uuid = req.uuid === undefined ? deps.uuid() : checkUuid(req.uuid, 'uuid').toLowerCase()
+      const checked = checkRemoteRegistration(req)
+      const name = checked.name
+      const uuid = checked.uuid === undefined ? deps.uuid() : checked.uuid.toLowerCase()
       if (!deps.agentFor)
         throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
       await checkFree(name, uuid)

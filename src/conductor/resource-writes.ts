@@ -17,12 +17,12 @@ import { DeviceStatus } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import {
-  checkArray,
-  checkOneOf,
-  checkPositiveInt,
-  checkString,
-  checkStringMap,
-  checkUuid,
+  checkAttributeCreate,
+  checkDeviceProfileCreate,
+  checkDeviceStatus,
+  checkHeartbeat,
+  checkUuidRequest,
+  checkUuidsRequest,
 } from './validate.js'
 
 export interface ResourceWriteDeps {
@@ -50,15 +50,8 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
   const { committer, log, now, uuid } = deps
   return {
     async heartbeat(req) {
-      const service = {
-        host: checkString(req?.host, 'host'),
-        binary: checkString(req.binary, 'binary', { max: 64 }),
-        version: checkString(req.version, 'version', { max: 64, allowEmpty: true }),
-      }
-      const hash =
-        req.inventoryHash === undefined
-          ? undefined
-          : checkString(req.inventoryHash, 'inventoryHash', { max: 64 })
+      const { host, binary, version, inventoryHash: hash } = checkHeartbeat(req)
+      const service = { host, binary, version }
       const inventoryCurrent = deps.heartbeats
         ? await deps.heartbeats.beat(
             hash === undefined ? service : { ...service, reportHash: hash },
@@ -68,16 +61,12 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
     },
 
     async createDeviceProfile(req) {
+      const checked = checkDeviceProfileCreate(req)
       const input = {
-        uuid: req?.uuid === undefined ? uuid() : checkUuid(req.uuid, 'uuid'),
-        name: checkString(req.name, 'name'),
-        description:
-          req.description === null
-            ? null
-            : checkString(req.description, 'description', { max: 65535, allowEmpty: true }),
-        groups: checkArray(req.groups, 'groups', { nonEmpty: true }).map((g, i) =>
-          checkStringMap(g, `groups[${i}]`),
-        ),
+        uuid: checked.uuid ?? uuid(),
+        name: checked.name,
+        description: checked.description,
+        groups: checked.groups,
       }
       const profile = await committer.run((trx) => createDeviceProfile(trx, input, now()))
       log.debug({ uuid: profile.uuid, name: profile.name }, 'device profile created')
@@ -85,31 +74,25 @@ export function createResourceWrites(deps: ResourceWriteDeps): ResourceWrites {
     },
 
     async deleteDeviceProfiles(req) {
-      const uuids = checkArray(req?.uuids, 'uuids', { nonEmpty: true }).map((u, i) =>
-        checkUuid(u, `uuids[${i}]`),
-      )
+      const { uuids } = checkUuidsRequest(req)
       await committer.run((trx) => deleteDeviceProfiles(trx, uuids))
       log.debug({ uuids }, 'device profiles deleted')
     },
 
     async createAttribute(req) {
-      const input = {
-        deployableId: checkPositiveInt(req?.deployableId, 'deployableId'),
-        key: checkString(req.key, 'key'),
-        value: checkString(req.value, 'value', { max: 65535, allowEmpty: true }),
-      }
+      const { deployableId, key, value } = checkAttributeCreate(req)
+      const input = { deployableId, key, value }
       const attribute = { now: now(), uuid: uuid() }
       return committer.run((trx) => createAttribute(trx, input, attribute))
     },
 
     async deleteAttribute(req) {
-      const id = checkUuid(req?.uuid, 'uuid')
+      const id = checkUuidRequest(req).uuid
       await committer.run((trx) => deleteAttribute(trx, id))
     },
 
     async setDeviceStatus(req) {
-      const id = checkUuid(req?.uuid, 'uuid')
-      const status = checkOneOf(req.status, Object.values(DeviceStatus), 'status')
+      const { uuid: id, status } = checkDeviceStatus(req)
       const device = await committer.run(async (trx) => {
         const at = now()
         const before = await getDeviceFacts(trx, id)

@@ -42,7 +42,7 @@ import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { ArqInternals } from './arq-internals.js'
-import { checkUuid } from './validate.js'
+import { checkUuid, checkUuidRequest, checkV1Detach } from './validate.js'
 import type { V1Placement } from './v1-placement.js'
 import { claimAttachHandle } from '../db/attach-handles.js'
 import type { LimitSource } from '../domain/quota.js'
@@ -155,7 +155,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
 
   return {
     async attachAccelerator(req) {
-      const uuid = checkUuid(req?.uuid, 'uuid')
+      const { uuid } = checkUuidRequest(req)
       const target = checkTarget(req.target)
       const instance = 'instanceUuid' in target ? target.instanceUuid : null
       const attachment = newUuid() // made before the write, so that a re-run writes the same row
@@ -257,9 +257,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
     },
 
     async detachAccelerator(req) {
-      const uuid = checkUuid(req?.uuid, 'uuid')
-      const instance =
-        req.instanceUuid === undefined ? undefined : checkUuid(req.instanceUuid, 'instance_uuid')
+      const { uuid, instanceUuid: instance } = checkV1Detach(req)
       const acc = await getAcceleratorForUpdate(db.db, db.dialect, uuid, false)
       const holders = await listHolders(db.db, db.dialect, acc.id, false)
       const foreign = holders.filter((h) => h.deviceProfileId !== null)
@@ -290,7 +288,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
     },
 
     async setAcceleratorSpecs(req) {
-      const uuid = checkUuid(req?.uuid, 'uuid')
+      const { uuid } = checkUuidRequest(req)
       const specs = canonicalJson(parseAccSpecsBody({ acc_specs: req.accSpecs }))
       const ifMatch = req.ifMatch
       return committer.run(async (trx) => {

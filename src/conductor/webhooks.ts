@@ -15,7 +15,7 @@ import {
   type WebhookChanges,
 } from '../domain/webhooks.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import { checkUuid } from './validate.js'
+import { checkUuidRequest } from './validate.js'
 
 export interface WebhookWriteDeps {
   committer: Pick<GroupCommitter, 'run'>
@@ -74,7 +74,7 @@ export function createWebhookWrites(deps: WebhookWriteDeps): WebhookWrites {
     },
 
     async updateWebhook(req) {
-      const webhook = checkUuid(req?.uuid, 'uuid').toLowerCase()
+      const webhook = checkUuidRequest(req).uuid.toLowerCase()
       const changes = checkChanges(req)
       const updated = await committer.run((trx) => updateWebhook(trx, webhook, changes, now()))
       log.info({ webhook, changed: Object.keys(changes) }, 'webhook changed')
@@ -82,7 +82,7 @@ export function createWebhookWrites(deps: WebhookWriteDeps): WebhookWrites {
     },
 
     async deleteWebhook(req) {
-      const webhook = checkUuid(req?.uuid, 'uuid').toLowerCase()
+      const webhook = checkUuidRequest(req).uuid.toLowerCase()
       await committer.run((trx) => deleteWebhook(trx, webhook))
       log.info({ webhook }, 'webhook deleted')
     },
