@@ -97,7 +97,7 @@ void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 },
   void it('answers every endpoint for every persona with the exact status', async () => {
     const wrong: string[] = []
     const table: string[] = []
-    for (const [method, url, body, statuses] of rbacRows(arq)) {
+    for (const [method, url, body, statuses, extra = {}] of rbacRows(arq)) {
       const expected = statuses.trim().split(/\s+/).map(Number)
       assert.equal(expected.length, PERSONAS.length, `${method} ${url}: one status per persona`)
       const at = (who: Who) => expected[who === 'revoked' ? PERSONAS.length : PERSONAS.indexOf(who)]
@@ -110,6 +110,7 @@ void describe('RBAC matrix against a real Keystone', { skip, timeout: 300_000 },
           headers: {
             host: HOST,
             ...headers[who],
+            ...extra,
             ...(body === undefined ? {} : { 'content-type': 'application/json' }),
           },
           ...(body === undefined ? {} : { payload: JSON.stringify(body) }),

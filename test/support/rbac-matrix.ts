@@ -20,8 +20,16 @@ export const PERSONAS = [
 export type Who = (typeof PERSONAS)[number] | 'revoked'
 const MISSING = '0dd00000-0000-4000-8000-00000000beef'
 
-/** One row: a request, and the status for each persona in PERSONAS order. */
-export type Row = [method: string, url: string, body: unknown, statuses: string]
+/** One row: a request, the status for each persona in PERSONAS order, and extra headers. */
+export type Row = [
+  method: string,
+  url: string,
+  body: unknown,
+  statuses: string,
+  headers?: Record<string, string>,
+]
+
+const V27 = { 'openstack-api-version': 'accelerator 2.7' }
 
 /** The JSON patch that unbinds `arq`: its host, provider and instance removed. */
 export const unbind = (arq: string) => ({
@@ -291,4 +299,14 @@ export const rbacRows = (arq: string): Row[] => [
     undefined,
     '                  404 403 403 403 403 403 403 401 401',
   ],
+  // The reads of issue 17 (microversions 2.6 and 2.7): any reader, never a bare service token.
+  ['GET', '/v2/capacity', undefined, '                  200 200 200 200 403 200 200 401 401', V27],
+  [
+    'POST',
+    '/v2/device_profiles/rbac-fpga/explain',
+    {},
+    '                                200 200 200 200 403 200 200 401 401',
+    V27,
+  ],
+  ['GET', '/v2/quota', undefined, '                     200 200 200 200 403 200 200 401 401', V27],
 ]
