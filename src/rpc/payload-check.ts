@@ -11,7 +11,7 @@ import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
 import { InvalidInputError } from '../domain/errors.js'
 
 /** A node's own problem text, used for every failure at that node ("must be a UUID"). */
-export const PROBLEM = 'x-problem'
+export const PROBLEM = 'x-invalid'
 /** The name a property has in messages when it differs from the payload's (`instance_uuid`). */
 export const FIELD = 'x-field'
 /** On a record that allows only some keys: `{ field, problem }` for a key it does not allow. */
