@@ -1,5 +1,6 @@
 /**
- * Device profiles: `POST /device_profiles` (a list of exactly one profile) → 201 bare profile;
+ * Device profiles: `POST /device_profiles` (a list of exactly one profile, checked by its schema,
+ * device-profile-body.ts) → 201 bare profile;
  * `GET /device_profiles[?name=a,b]`; `GET /device_profiles/{uuid}` (by name from 2.2 on; a name
  * below 2.2 is 406) → `{device_profile: …}`; `DELETE /device_profiles/{uuid|name}` and
  * `DELETE /device_profiles?value=a,b` → 204, all or nothing.
@@ -10,7 +11,7 @@ import {
   getDeviceProfileByName,
   listDeviceProfiles,
 } from '../../db/device-profiles.js'
-import { parseDeviceProfileCreate, type DeviceProfile } from '../../domain/device-profile.js'
+import { normalizeDeviceProfile, type DeviceProfile } from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
@@ -19,6 +20,7 @@ import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
 import type { V2Env } from './env.js'
+import { DeviceProfileCreate, type DeviceProfileCreateBody } from './schemas/device-profile-body.js'
 import * as docs from './schemas/device-profiles.js'
 import { deviceProfileView } from './views.js'
 
@@ -57,8 +59,10 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
     POST: {
       policy: 'cyborg:device_profile:create',
       doc: docs.createDeviceProfile,
+      schema: { body: DeviceProfileCreate },
       handler: async (request, reply) => {
-        const profile = await conductor.createDeviceProfile(parseDeviceProfileCreate(request.body))
+        const [item] = request.body as DeviceProfileCreateBody
+        const profile = await conductor.createDeviceProfile(normalizeDeviceProfile(item!))
         return reply.code(201).send(deviceProfileView(profile, baseUrl(request)))
       },
     },
