@@ -1,8 +1,9 @@
 /**
  * The building blocks of the route documentation (src/api/openapi.ts): the error body, links,
  * uuids, paging, and {@link RouteDoc}, what a route declares about itself for the OpenAPI
- * documents. These schemas describe the wire; most routes still validate their input by hand
- * (docs/api-openapi.md says which and why), so a doc schema never changes what a route accepts.
+ * documents. A route's documented query string is the schema its requests are checked against
+ * (src/api/routing.ts); bodies are checked by their route's `schema.body` where one is given, and
+ * responses are described only (docs/api-openapi.md says which and why).
  */
 import { Type, type Static, type StringOptions, type TSchema } from '@sinclair/typebox'
 import { withProblem } from '../validation-errors.js'
