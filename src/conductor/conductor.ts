@@ -229,7 +229,6 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     committer,
     log,
     now,
-    uuid,
     recoveryReports: options.healthRecoveryReports,
     ...(placement ? { syncPlacement } : {}),
   })

@@ -18,6 +18,7 @@ import {
   type InventoryWriteOptions,
 } from '../db/host-inventory.js'
 import { getReportHash, updateReportHash } from '../db/services.js'
+import { listDeviceIdentities } from '../db/device-identities.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
@@ -51,7 +52,9 @@ export async function ingestSnapshot(
   options: InventoryWriteOptions & { recoveryReports?: number },
 ): Promise<IngestResult> {
   const current = await getHostInventory(trx, snapshot.host)
-  const diff = diffInventory(snapshot.host, current, snapshot.devices, options.recoveryReports)
+  const known = await listDeviceIdentities(trx, snapshot.host)
+  const { recoveryReports } = options
+  const diff = diffInventory(snapshot.host, current, snapshot.devices, recoveryReports, known)
   // A device leaving a lease fence's `unknown`: the agent regained its lease (one event per host).
   const fenced = new Set(
     current.filter((d) => isSilentAgentReason(d.healthReason)).map((d) => d.id),
@@ -81,7 +84,6 @@ export interface ReportIngestDeps {
   committer: Pick<GroupCommitter, 'run'>
   log: Logger
   now: () => string
-  uuid: () => string
   /** `[conductor] health_recovery_reports`: healthy reports before a fenced device is offered. @default 1 */
   recoveryReports?: number
   /** Brings Placement in step with a host; absent in embedded mode (conductor.ts's syncPlacement). */
@@ -109,7 +111,7 @@ const countsOf = ({ added, updated, removed, pending }: IngestCounts): IngestCou
 
 /** The conductor's `reportInventory`. */
 export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, 'reportInventory'> {
-  const { db, committer, log, now, uuid, syncPlacement, recoveryReports } = deps
+  const { db, committer, log, now, syncPlacement, recoveryReports } = deps
   return {
     async reportInventory(req): Promise<InventoryReportResult> {
       checkSnapshot(req)
@@ -124,7 +126,7 @@ export function createReportIngest(deps: ReportIngestDeps): Pick<ConductorRpc, '
           // A concurrent identical report may have landed while this one waited for its batch.
           if (skipIfCurrent && (await getReportHash(trx, host)) === hash) return undefined
           const at = now()
-          const options = { autoActivate, now: at, uuid, recoveryReports }
+          const options = { autoActivate, now: at, recoveryReports }
           const ingested = await ingestSnapshot(trx, snapshot, options)
           const done = keepHash && ingested.pending === 0 && ingested.recovering === 0
           await updateReportHash(trx, host, done ? hash : null, at)

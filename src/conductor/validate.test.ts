@@ -69,6 +69,7 @@ const dep = (devices: DiscoveredDevice[]) =>
 void describe('checkSnapshot', () => {
   void it('accepts a good report, a REMOTE control path and an upper-case uuid', () => {
     checkSnapshot(snapshot())
+    checkSnapshot(snapshot((d) => (d[0]!.serial = '1324021001234')))
     checkSnapshot(
       snapshot(
         (d) => {
@@ -123,6 +124,10 @@ void describe('checkSnapshot', () => {
     fails(
       broken((d) => (d.controlPath = { type: 'PCI', info: { bus: 59 } })),
       'devices[1].controlPath.info.bus: must be a string',
+    )
+    fails(
+      broken((d) => (d.serial = 42)),
+      'devices[1].serial: must be a string',
     )
     // A key that looks like an index is still a key; one with a line break is still checked.
     fails(

@@ -6,13 +6,13 @@
  */
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './connection.js'
-import { newUuid } from '../domain/ids.js'
 import { translateDbError } from './errors.js'
 import type { Database, DeviceRow } from './schema.js'
 import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
 import { deviceFacts, listDevicesById } from './device-events.js'
 import { deviceEvent } from '../domain/events.js'
 import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
+import { moveDevices, updateDeviceIdentities } from './device-identities.js'
 
 /** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */
 const CHUNK = 500
@@ -22,8 +22,6 @@ export interface InventoryWriteOptions {
   autoActivate: boolean
   /** Timestamp for created_at / updated_at (formatTimestamp). */
   now: string
-  /** Id generator for new rows. @default newUuid */
-  uuid?: () => string
   /** Devices whose health change lifts a lease fence (one `agent.lease_regained` event). */
   leaseRegained?: readonly number[]
 }
@@ -79,6 +77,7 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
   const out = devices.map((d) => {
     const cur: CurrentDevice = {
       id: d.id,
+      uuid: d.uuid,
       key: d.cpid_info,
       type: d.type,
       vendor: d.vendor,
@@ -97,6 +96,7 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
   for (const d of deployables) {
     const dep = {
       id: d.id,
+      uuid: d.uuid,
       name: d.name,
       numAccelerators: d.num_accelerators,
       driverName: d.driver_name,
@@ -135,7 +135,7 @@ export async function updateHostInventory(
   diff: InventoryDiff,
   options: InventoryWriteOptions,
 ): Promise<HealthTransition[]> {
-  const { now, autoActivate, uuid = newUuid } = options
+  const { now, autoActivate } = options
   const removed = await listDevicesById(db, diff.removeDevices)
   await deleteIn(diff.removeAttributes, (ids) =>
     db.deleteFrom('attributes').where('id', 'in', ids).execute(),
@@ -169,6 +169,7 @@ export async function updateHostInventory(
       .where('id', '=', id)
       .execute()
   }
+  await moveDevices(db, diff, now)
   for (const { id, set } of diff.updateDeployables) {
     await db
       .updateTable('deployables')
@@ -209,7 +210,7 @@ export async function updateHostInventory(
   }
 
   const lifecycle = autoActivate ? 'active' : 'inactive'
-  const added = await insertDevices(db, host, diff, { now, lifecycle, uuid })
+  const added = await insertDevices(db, host, diff, { now, lifecycle })
   const deviceIds = new Map(added.map((r) => [r.cpid_info, r.id]))
   const newDeployables = [
     ...diff.addDeployables,
@@ -217,7 +218,7 @@ export async function updateHostInventory(
       d.deployables.map((dep) => ({ ...dep, deviceId: deviceIds.get(d.key)! })),
     ),
   ]
-  const deployableIds = await insertDeployables(db, newDeployables, now, uuid)
+  const deployableIds = await insertDeployables(db, newDeployables, now)
   const attributes = [
     ...diff.addAttributes,
     ...newDeployables.flatMap((d) =>
@@ -235,7 +236,7 @@ export async function updateHostInventory(
       .insertInto('attributes')
       .values(
         rows.map((a) => ({
-          uuid: uuid(),
+          uuid: a.uuid,
           deployable_id: a.deployableId,
           key: a.key,
           value: a.value,
@@ -250,7 +251,7 @@ export async function updateHostInventory(
       .insertInto('attach_handles')
       .values(
         rows.map((h) => ({
-          uuid: uuid(),
+          uuid: h.uuid,
           deployable_id: h.deployableId,
           attach_type: h.type,
           attach_info: h.info,
@@ -273,6 +274,7 @@ export async function updateHostInventory(
     ...removed.map((r) => deviceEvent('removed', deviceFacts(r), now)),
     ...added.map((r) => deviceEvent('added', deviceFacts(r), now)),
   ]
+  await updateDeviceIdentities(db, host, diff, removed, now)
   const events = { first, leaseRegained: options.leaseRegained ?? [] }
   return recordHealthChanges(db, host, [...diff.healthChanges, ...arrivedUnhealthy], now, events)
 }
@@ -282,24 +284,25 @@ async function insertDevices(
   db: Kysely<Database>,
   host: string,
   diff: InventoryDiff,
-  meta: { now: string; lifecycle: string; uuid: () => string },
+  meta: { now: string; lifecycle: string },
 ): Promise<DeviceRow[]> {
   await insertChunks(diff.addDevices, (rows) =>
     db
       .insertInto('devices')
       .values(
-        rows.map(({ key, cpidType, fields, health }) => ({
-          uuid: meta.uuid(),
+        rows.map(({ uuid, restore, key, cpidType, fields, health }) => ({
+          uuid,
           type: fields.type,
           vendor: fields.vendor,
           model: fields.model,
           std_board_info: fields.stdBoardInfo,
           vendor_board_info: fields.vendorBoardInfo,
           hostname: host,
-          status: 'enabled',
-          // A registered remote accelerator waits for its operator (seed 000), even with auto_activate.
-          lifecycle: cpidType === 'REMOTE' ? 'inactive' : meta.lifecycle,
-          lifecycle_reason: null,
+          // A device coming back gets what it had (docs/identity.md); a registered remote
+          // accelerator waits for its operator (seed 000), even with auto_activate.
+          status: restore?.status ?? 'enabled',
+          lifecycle: restore?.lifecycle ?? (cpidType === 'REMOTE' ? 'inactive' : meta.lifecycle),
+          lifecycle_reason: restore?.lifecycleReason ?? null,
           health: health?.state ?? 'ok',
           health_reason:
             health === undefined || health.state === 'ok' ? null : (health.reason ?? null),
@@ -329,7 +332,6 @@ async function insertDeployables(
   db: Kysely<Database>,
   deployables: (NewDeployable & { deviceId: number })[],
   now: string,
-  uuid: () => string,
 ): Promise<Map<string, number>> {
   try {
     await insertChunks(deployables, (rows) =>
@@ -337,8 +339,7 @@ async function insertDeployables(
         .insertInto('deployables')
         .values(
           rows.map((d) => ({
-            // A remote accelerator keeps the uuid it was registered with (the snapshot's hint).
-            uuid: d.uuid ?? uuid(),
+            uuid: d.uuid,
             device_id: d.deviceId,
             parent_id: null,
             root_id: null,

@@ -13,6 +13,7 @@ import { healthTransitionsMigration } from './migrations/0008-health-transitions
 import { eventsMigration } from './migrations/0009-events.js'
 import { webhooksMigration } from './migrations/0010-webhooks.js'
 import { quotaProjectsMigration } from './migrations/0011-quota-projects.js'
+import { deviceIdentitiesMigration } from './migrations/0012-device-identities.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -27,6 +28,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0009-events': eventsMigration(handle.dialect),
     '0010-webhooks': webhooksMigration(handle.dialect),
     '0011-quota-projects': quotaProjectsMigration,
+    '0012-device-identities': deviceIdentitiesMigration(handle.dialect),
   }
 }
 
@@ -35,15 +37,29 @@ export interface MigrationReport {
   applied: string[]
 }
 
-/** Brings the schema to the latest version. Safe to run from several processes at once. */
-export async function migrateToLatest(handle: DatabaseHandle): Promise<MigrationReport> {
-  const migrator = new Migrator({
+const migrator = (handle: DatabaseHandle) =>
+  new Migrator({
     db: handle.db,
     provider: { getMigrations: () => Promise.resolve(migrations(handle)) },
     migrationTableName: 'cyborg_migrations',
     migrationLockTableName: 'cyborg_migrations_lock',
   })
-  const result: MigrationResultSet = await migrator.migrateToLatest()
+
+/** Brings the schema to the latest version. Safe to run from several processes at once. */
+export function migrateToLatest(handle: DatabaseHandle): Promise<MigrationReport> {
+  return outcome(migrator(handle).migrateToLatest())
+}
+
+/**
+ * Brings the schema to migration `name` (e.g. `'0011-quota-projects'`), up or down: tests of a
+ * migration fill a database at the previous version, then migrate it.
+ */
+export function migrateTo(handle: DatabaseHandle, name: string): Promise<MigrationReport> {
+  return outcome(migrator(handle).migrateTo(name))
+}
+
+async function outcome(run: Promise<MigrationResultSet>): Promise<MigrationReport> {
+  const result = await run
   if (result.error) {
     throw new UnavailableError(
       `database migration failed: ${String((result.error as Error).message ?? result.error)}`,

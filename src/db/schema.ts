@@ -131,6 +131,23 @@ export interface QuotaProjectsTable {
   updated_at: string
 }
 
+/**
+ * Every device ever seen on a host, by identity (migration 0012, src/db/device-identities.ts;
+ * docs/identity.md). Primary key (hostname, identity_key).
+ */
+export interface DeviceIdentitiesTable {
+  hostname: string
+  /** `serial:<serial>` or `path:<canonical control path>`. */
+  identity_key: string
+  device_uuid: string
+  /** The device's lifecycle, reason and status when first seen, then when its row was last deleted. */
+  lifecycle: string
+  lifecycle_reason: string | null
+  status: string
+  created_at: CreatedAt
+  updated_at: UpdatedAt
+}
+
 export interface ServicesTable {
   id: Id
   host: string
@@ -250,6 +267,7 @@ export interface Database {
   accelerator_requests: AcceleratorRequestsTable
   arq_instances: ArqInstancesTable
   quota_projects: QuotaProjectsTable
+  device_identities: DeviceIdentitiesTable
   services: ServicesTable
   agent_drivers: AgentDriversTable
   commit_markers: CommitMarkersTable

@@ -11,13 +11,28 @@ import {
   type InventoryDiff,
 } from './inventory-diff.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
+import { attributeUuid, pathKey, type KnownIdentity } from './device-identity.js'
 
 const HOST = 'h1'
+
+/** Identities as the database holds them for `rows`: each under its control path. */
+const knownOf = (rows: readonly CurrentDevice[]): KnownIdentity[] =>
+  rows.map((r) => ({
+    identityKey: pathKey(r.key),
+    deviceUuid: r.uuid,
+    lifecycle: 'active',
+    lifecycleReason: null,
+    status: 'enabled',
+  }))
+/** diffInventory over stored rows, with their identities remembered. */
+const diffRows = (rows: CurrentDevice[], devices: DiscoveredDevice[]) =>
+  diffInventory(HOST, rows, devices, 1, knownOf(rows))
 
 /** Rows as the database would hold them after storing `devices`, numbered from `next`. */
 function rowsFrom(devices: DiscoveredDevice[], next = { id: 1 }): CurrentDevice[] {
   return devices.map((d) => ({
-    id: next.id++,
+    id: next.id,
+    uuid: `device-${next.id++}`,
     key: canonicalJson(d.controlPath.info),
     type: d.type,
     vendor: d.vendor,
@@ -27,7 +42,8 @@ function rowsFrom(devices: DiscoveredDevice[], next = { id: 1 }): CurrentDevice[
     health: 'ok',
     lifecycleReason: null,
     deployables: d.deployables.map((dep) => ({
-      id: next.id++,
+      id: next.id,
+      uuid: `deployable-${next.id++}`,
       name: dep.name,
       numAccelerators: dep.numAccelerators,
       driverName: dep.driverName,
@@ -90,6 +106,7 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
       | InventoryDiff['addDevices'][number]['deployables'][number],
   ) => ({
     id: next.id++,
+    uuid: dep.uuid,
     name: dep.name,
     numAccelerators: dep.numAccelerators,
     driverName: dep.driverName,
@@ -103,6 +120,7 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
   for (const d of diff.addDevices) {
     out.push({
       id: next.id++,
+      uuid: d.uuid,
       key: d.key,
       ...d.fields,
       health: 'ok',
@@ -126,7 +144,7 @@ function applyInMemory(rows: CurrentDevice[], diff: InventoryDiff): CurrentDevic
 /** Everything but ids and in-use flags, in key order. */
 function content(rows: CurrentDevice[]) {
   return rows
-    .map(({ id: _id, deployables, health: _h, lifecycleReason: _r, ...fields }) => ({
+    .map(({ id: _id, uuid: _u, deployables, health: _h, lifecycleReason: _r, ...fields }) => ({
       ...fields,
       deployables: deployables
         .map((d) => ({
@@ -147,13 +165,13 @@ const writes = (diff: InventoryDiff) =>
 
 await test('diff: first report adds everything, the same report again writes nothing', () => {
   const devices = [sampleDevice(HOST, 0), sampleDevice(HOST, 1)]
-  const first = diffInventory(HOST, [], devices)
+  const first = diffRows([], devices)
   assert.deepEqual(first.counts, { added: 2, updated: 0, removed: 0, pending: 0 })
   assert.equal(
     first.addDevices[0]!.deployables[0]!.rpUuid,
     deployableRpUuid(HOST, devices[0]!.deployables[0]!.name),
   )
-  const again = diffInventory(HOST, rowsFrom(devices), devices)
+  const again = diffRows(rowsFrom(devices), devices)
   assert.equal(writes(again), 0)
   assert.deepEqual(again.counts, { added: 0, updated: 0, removed: 0, pending: 0 })
 })
@@ -169,12 +187,17 @@ await test('diff: changes land in the right lists, removals list children first'
     { key: 'trait9', value: 'CUSTOM_NEW' },
   ]
   dep.attachHandles[0]!.type = 'MDEV'
-  const diff = diffInventory(HOST, rows, after)
+  const diff = diffRows(rows, after)
   const d0 = rows[0]!.deployables[0]!
   assert.deepEqual(diff.updateDeployables, [{ id: d0.id, set: { numAccelerators: 8 } }])
   assert.deepEqual(diff.updateAttributes, [{ id: d0.attributes[0]!.id, value: 'VGPU' }])
   assert.deepEqual(diff.addAttributes, [
-    { deployableId: d0.id, key: 'trait9', value: 'CUSTOM_NEW' },
+    {
+      deployableId: d0.id,
+      key: 'trait9',
+      value: 'CUSTOM_NEW',
+      uuid: attributeUuid(d0.uuid, 'trait9'),
+    },
   ])
   assert.deepEqual(diff.updateHandles, [{ id: d0.handles[0]!.id, type: 'MDEV' }])
   const d1 = rows[1]!.deployables[0]!
@@ -192,7 +215,7 @@ await test('diff: in-use things are kept and their device marked failed', () => 
   const before = [sampleDevice(HOST, 0), sampleDevice(HOST, 1)]
   const rows = rowsFrom(before)
   rows[0]!.deployables[0]!.inUse = true // named by an ARQ
-  const diff = diffInventory(HOST, rows, [])
+  const diff = diffRows(rows, [])
   assert.deepEqual(diff.removeDevices, [rows[1]!.id])
   assert.deepEqual(diff.updateDevices, [
     {
@@ -212,8 +235,8 @@ await test('diff: in-use things are kept and their device marked failed', () => 
     lifecycleReason: MISSING_REASON,
   })
   rows[0]!.deployables[0]!.removalPending = true
-  assert.equal(writes(diffInventory(HOST, rows.slice(0, 1), [])), 0)
-  const back = diffInventory(HOST, rows.slice(0, 1), before.slice(0, 1))
+  assert.equal(writes(diffRows(rows.slice(0, 1), [])), 0)
+  const back = diffRows(rows.slice(0, 1), before.slice(0, 1))
   assert.deepEqual(back.updateDevices, [
     { id: rows[0]!.id, set: { health: 'ok', healthReason: null, lifecycleReason: null } },
   ])
@@ -228,7 +251,7 @@ await test('diff: a vanished deployable with a Placement provider waits for the 
   const rows = rowsFrom(before)
   const dep = rows[0]!.deployables[0]!
   dep.inPlacement = true
-  const diff = diffInventory(HOST, rows, [])
+  const diff = diffRows(rows, [])
   assert.deepEqual(diff.removeDevices, [])
   assert.deepEqual(diff.removeDeployables, [])
   assert.deepEqual(diff.markRemovalPending, [dep.id])
@@ -236,17 +259,17 @@ await test('diff: a vanished deployable with a Placement provider waits for the 
   // Once the conductor has deleted the provider (placement_hash cleared), the rows go.
   dep.inPlacement = false
   dep.removalPending = true
-  const freed = diffInventory(HOST, rows, [])
+  const freed = diffRows(rows, [])
   assert.deepEqual(freed.removeDevices, [rows[0]!.id])
   assert.equal(freed.counts.pending, 0)
 })
 
 await test('diff: a snapshot that repeats a key is refused', () => {
   const d = sampleDevice(HOST, 0)
-  assert.throws(() => diffInventory(HOST, [], [d, structuredClone(d)]), InvalidInputError)
+  assert.throws(() => diffRows([], [d, structuredClone(d)]), InvalidInputError)
   const twice = structuredClone(d)
   twice.deployables[0]!.attributes.push({ key: 'rc', value: 'X' })
-  assert.throws(() => diffInventory(HOST, [], [twice]), InvalidInputError)
+  assert.throws(() => diffRows([], [twice]), InvalidInputError)
 })
 
 // Small key spaces, so that A and B overlap often.
@@ -301,9 +324,9 @@ const snapshotArb = fc
 await test('property: applying diff(A→B) to A yields B, and then the diff is empty', () => {
   fc.assert(
     fc.property(snapshotArb, snapshotArb, (a, b) => {
-      const applied = applyInMemory(rowsFrom(a), diffInventory(HOST, rowsFrom(a), b))
+      const applied = applyInMemory(rowsFrom(a), diffRows(rowsFrom(a), b))
       assert.deepEqual(content(applied), content(rowsFrom(b)))
-      const again = diffInventory(HOST, applied, b)
+      const again = diffRows(applied, b)
       assert.equal(writes(again), 0)
     }),
   )
@@ -316,7 +339,7 @@ await test('property: in-use handles survive any report, and B is still fully pr
       const handles = rows.flatMap((d) => d.deployables.flatMap((x) => x.handles))
       for (const p of picks) if (handles.length > 0) handles[p % handles.length]!.inUse = true
       const used = handles.filter((h) => h.inUse).map((h) => h.id)
-      const applied = applyInMemory(rows, diffInventory(HOST, rows, b))
+      const applied = applyInMemory(rows, diffRows(rows, b))
       const ids = new Set(
         applied.flatMap((d) => d.deployables.flatMap((x) => x.handles.map((h) => h.id))),
       )
@@ -334,18 +357,18 @@ test('diff: the health a driver reports is the device health, with its reason', 
     ...device,
     health: { state: 'failed' as const, reason: '2 uncorrectable ECC errors' },
   }
-  assert.deepEqual(diffInventory(HOST, [row!], [failed]).updateDevices, [
+  assert.deepEqual(diffRows([row!], [failed]).updateDevices, [
     { id: row!.id, set: { health: 'failed', healthReason: '2 uncorrectable ECC errors' } },
   ])
   // Reported again: nothing to write. Healthy again: ok, reason cleared.
   Object.assign(row!, { health: 'failed', healthReason: '2 uncorrectable ECC errors' })
-  assert.deepEqual(diffInventory(HOST, [row!], [failed]).updateDevices, [])
-  assert.deepEqual(diffInventory(HOST, [row!], [device]).updateDevices, [
+  assert.deepEqual(diffRows([row!], [failed]).updateDevices, [])
+  assert.deepEqual(diffRows([row!], [device]).updateDevices, [
     { id: row!.id, set: { health: 'ok', healthReason: null } },
   ])
   // The lease fence (unknown, set by the conductor) is lifted by the next report.
   Object.assign(row!, { health: 'unknown', healthReason: 'agent cyborg-agent@h1 silent since x' })
-  assert.deepEqual(diffInventory(HOST, [row!], [device]).updateDevices, [
+  assert.deepEqual(diffRows([row!], [device]).updateDevices, [
     { id: row!.id, set: { health: 'ok', healthReason: null } },
   ])
 })

@@ -2,8 +2,10 @@
  * The pure half of report ingestion: what to add, update and remove so that a host's rows match
  * its agent's snapshot (cyborg-v2-facts §4.1). No I/O: src/conductor/report-ingest.ts loads the rows (src/db/host-inventory.ts), diffs them here and applies the diff.
  *
- * Keys: devices by canonical control path, deployables by name (within the device), attributes by
- * key, attach handles by canonical info. A vanished deployable that is still held (an ARQ holds it
+ * Keys: devices by identity (src/domain/device-identity.ts: a serial, else the canonical control
+ * path; docs/identity.md), deployables by name (within the device), attributes by key, attach
+ * handles by canonical info. Every new row's uuid is derived here from its parent's uuid, so the
+ * same physical device gets the same uuids after its rows were deleted. A vanished deployable that is still held (an ARQ holds it
  * or one of its handles, or it has a provider in Placement that may carry allocations) is never
  * removed here: it is marked `removal_pending`, its device is marked failed, and it goes once freed
  * (the conductor deletes the provider first, then a later diff removes the rows).
@@ -11,6 +13,16 @@
 import { InvalidInputError } from './errors.js'
 import { nextHealth, type HealthSet } from './health-diff.js'
 import { deployableRpUuid } from './ids.js'
+import {
+  attachHandleUuid,
+  attributeUuid,
+  deployableUuid,
+  matchDevices,
+  pathKey,
+  restoredLifecycle,
+  type DeviceMatch,
+  type KnownIdentity,
+} from './device-identity.js'
 import {
   canonicalJson,
   type DiscoveredDeployable,
@@ -31,6 +43,7 @@ export interface CurrentHandle {
 
 export interface CurrentDeployable {
   id: number
+  uuid: string
   name: string
   numAccelerators: number
   driverName: string | null
@@ -57,6 +70,7 @@ export interface DeviceFields {
 /** A device row of the host, with everything beneath it. */
 export interface CurrentDevice extends DeviceFields {
   id: number
+  uuid: string
   /** Canonical JSON of the control path (the `cpid_info` column). */
   key: string
   health: string
@@ -76,13 +90,17 @@ export interface DeployableFields {
 
 export interface NewDeployable extends DeployableFields {
   name: string
-  /** The snapshot's uuid hint (a remote accelerator's registered uuid); else the conductor makes one. */
-  uuid?: string
-  attributes: { key: string; value: string }[]
-  handles: { type: string; info: string }[]
+  /** The snapshot's uuid hint (a remote accelerator's registered uuid), else derived from the device's. */
+  uuid: string
+  attributes: { key: string; value: string; uuid: string }[]
+  handles: { type: string; info: string; uuid: string }[]
 }
 
 export interface NewDevice {
+  /** Remembered (a device coming back), else derived from the host and its identity. */
+  uuid: string
+  /** The lifecycle and status it comes back with; absent: a device never seen (inactive, enabled). */
+  restore?: { lifecycle: string; lifecycleReason: string | null; status: string }
   key: string
   /** The control path's type (`cpid_type`): PCI, or REMOTE for a registered remote accelerator. */
   cpidType: string
@@ -96,11 +114,18 @@ export interface NewDevice {
 export interface InventoryDiff {
   addDevices: NewDevice[]
   updateDevices: { id: number; set: Partial<DeviceFields> & HealthSet }[]
+  /** Devices found at another control path (same serial): their new `cpid_info` and `cpid_type`. */
+  moveDevices: { id: number; key: string; cpidType: string }[]
+  /**
+   * `device_identities` writes: a new identity to insert (a device never seen, or a row that has
+   * none), or a path-keyed identity renamed to the serial its device now reports.
+   */
+  identities: { identityKey: string; deviceUuid: string; insert: boolean; rekeyFrom?: string }[]
   addDeployables: (NewDeployable & { deviceId: number })[]
   updateDeployables: { id: number; set: Partial<DeployableFields> }[]
-  addAttributes: { deployableId: number; key: string; value: string }[]
+  addAttributes: { deployableId: number; key: string; value: string; uuid: string }[]
   updateAttributes: { id: number; value: string }[]
-  addHandles: { deployableId: number; type: string; info: string }[]
+  addHandles: { deployableId: number; type: string; info: string; uuid: string }[]
   updateHandles: { id: number; type: string }[]
   /** Deployables that vanished but are still held, to mark `removal_pending`; and ones back again. */
   markRemovalPending: number[]
@@ -110,7 +135,11 @@ export interface InventoryDiff {
   removeHandles: number[]
   removeDeployables: number[]
   removeDevices: number[]
-  /** Devices added, updated (any change beneath the device) and removed; deployables pending removal. */
+  /**
+   * Devices added, updated (any change beneath the device) and removed; deployables pending
+   * removal, and reported devices that wait for a held row in their way (its control path or a
+   * deployable name) to go.
+   */
   counts: { added: number; updated: number; removed: number; pending: number }
   /** Changes of health state of existing devices, to record and log. */
   healthChanges: { deviceId: number; from: string; to: string; reason: string | null }[]
@@ -123,6 +152,8 @@ export interface InventoryDiff {
 const emptyDiff = (recoveryReports: number): InventoryDiff => ({
   addDevices: [],
   updateDevices: [],
+  moveDevices: [],
+  identities: [],
   addDeployables: [],
   updateDeployables: [],
   addAttributes: [],
@@ -148,6 +179,8 @@ const held = (d: CurrentDeployable) => busy(d) || d.inPlacement
 
 /**
  * Computes the writes that turn `current` (one host's rows) into `devices` (its agent's snapshot).
+ * `known` is what the host's `device_identities` hold: devices come back with their uuids and
+ * lifecycles (src/domain/device-identity.ts).
  * @throws InvalidInputError when the snapshot repeats a control path, deployable name, attribute key
  * or handle info (where the database would refuse it).
  * `recoveryReports`: healthy reports in a row before a fenced device is offered again (damping).
@@ -157,18 +190,31 @@ export function diffInventory(
   current: CurrentDevice[],
   devices: DiscoveredDevice[],
   recoveryReports = 1,
+  known: readonly KnownIdentity[] = [],
 ): InventoryDiff {
   checkUnique(devices)
   const diff = emptyDiff(Math.max(1, recoveryReports))
-  const byKey = new Map(current.map((d) => [d.key, d]))
-  const seen = new Set<string>()
-  for (const device of devices) {
+  const matches = matchDevices(host, current, devices, known)
+  const blocked = waiting(current, devices, matches)
+  const byId = new Map(current.map((d) => [d.id, d]))
+  const remember = rememberer(diff, known)
+  const matched = new Set<number>()
+  devices.forEach((device, i) => {
+    const m = matches[i]!
+    if (m.row) matched.add(m.row.id)
+    if (blocked.has(i)) {
+      diff.counts.pending++
+      return
+    }
     const key = canonicalJson(device.controlPath.info)
-    seen.add(key)
-    const cur = byKey.get(key)
+    remember(m)
+    const cur = m.row && byId.get(m.row.id)
     if (!cur) {
-      const deployables = device.deployables.map((d) => newDeployable(host, d))
+      const deployables = device.deployables.map((d) => newDeployable(host, m.uuid, d))
+      const restore = m.known && restoredState(m.known)
       diff.addDevices.push({
+        uuid: m.uuid,
+        ...(restore ? { restore } : {}),
         key,
         cpidType: device.controlPath.type,
         fields: deviceFields(device),
@@ -176,12 +222,15 @@ export function diffInventory(
         ...(device.health === undefined ? {} : { health: device.health }),
       })
       diff.counts.added++
-    } else if (diffDevice(diff, host, cur, device)) {
-      diff.counts.updated++
+      return
     }
-  }
+    const moved = cur.key !== key
+    if (moved) diff.moveDevices.push({ id: cur.id, key, cpidType: device.controlPath.type })
+    if (diffDevice(diff, host, cur, device) || moved) diff.counts.updated++
+  })
   for (const cur of current) {
-    if (seen.has(cur.key)) continue
+    if (matched.has(cur.id)) continue
+    remember({ identityKey: pathKey(cur.key), uuid: cur.uuid, row: cur })
     if (cur.deployables.some(held)) {
       const before = writeCount(diff)
       for (const dep of cur.deployables) vanished(diff, dep)
@@ -194,6 +243,81 @@ export function diffInventory(
     }
   }
   return diff
+}
+
+/** The lifecycle and status a remembered device comes back with. */
+function restoredState(k: KnownIdentity): NonNullable<NewDevice['restore']> {
+  const { lifecycle, reason } = restoredLifecycle(k)
+  return { lifecycle, lifecycleReason: reason, status: k.status }
+}
+
+/**
+ * Queues the `device_identities` writes of a matched device: an insert when its uuid has no
+ * identity yet (and the key is free), a rename when a path-keyed identity now has a serial.
+ */
+function rememberer(diff: InventoryDiff, known: readonly KnownIdentity[]) {
+  const keys = new Set(known.map((k) => k.identityKey))
+  const uuids = new Set(known.map((k) => k.deviceUuid))
+  return (m: Pick<DeviceMatch, 'identityKey' | 'uuid' | 'rekeyFrom' | 'row'>): void => {
+    const { identityKey, uuid: deviceUuid } = m
+    if (!uuids.has(deviceUuid)) {
+      if (keys.has(identityKey)) return // held by a forgotten device's identity: leave it be
+      keys.add(identityKey)
+      uuids.add(deviceUuid)
+      diff.identities.push({ identityKey, deviceUuid, insert: true })
+    } else if (m.rekeyFrom !== undefined) {
+      keys.add(identityKey)
+      diff.identities.push({ identityKey, deviceUuid, insert: false, rekeyFrom: m.rekeyFrom })
+    }
+  }
+}
+
+/**
+ * Reported devices that must wait: a held row of another device stays where it is (its control
+ * path, or one of its held deployables' names, which the database keeps unique), so the device
+ * cannot be written there until that row is freed. A waiting device that has a row keeps it as it
+ * is, which may make others wait in turn. Counted pending: the report is applied again later.
+ */
+function waiting(
+  current: readonly CurrentDevice[],
+  devices: readonly DiscoveredDevice[],
+  matches: readonly DeviceMatch[],
+): Set<number> {
+  const reported = new Map<number, Set<string>>()
+  matches.forEach((m, i) => {
+    if (m.row) reported.set(m.row.id, new Set(devices[i]!.deployables.map((d) => d.name)))
+  })
+  const pathOwner = new Map<string, number>()
+  const nameOwner = new Map<string, number>()
+  for (const cur of current) {
+    const names = reported.get(cur.id)
+    if (names === undefined && cur.deployables.some(held)) pathOwner.set(cur.key, cur.id)
+    for (const dep of cur.deployables) {
+      if (held(dep) && !names?.has(dep.name)) nameOwner.set(dep.name, cur.id)
+    }
+  }
+  const blocked = new Set<number>()
+  for (let changed = true; changed;) {
+    changed = false
+    devices.forEach((device, i) => {
+      if (blocked.has(i)) return
+      const own = matches[i]!.row?.id
+      const inWay = (owner: number | undefined) => owner !== undefined && owner !== own
+      const path = canonicalJson(device.controlPath.info)
+      if (
+        !inWay(pathOwner.get(path)) &&
+        !device.deployables.some((d) => inWay(nameOwner.get(d.name)))
+      )
+        return
+      blocked.add(i)
+      changed = true
+      const row = current.find((c) => c.id === own)
+      if (row === undefined) return
+      pathOwner.set(row.key, row.id)
+      for (const dep of row.deployables) nameOwner.set(dep.name, row.id)
+    })
+  }
+  return blocked
 }
 
 /** Adds the writes for one device present on both sides; true when anything changes. */
@@ -217,7 +341,7 @@ function diffDevice(
   for (const dep of device.deployables) {
     const old = byName.get(dep.name)
     if (old) missing = diffDeployable(diff, host, old, dep) || missing
-    else diff.addDeployables.push({ ...newDeployable(host, dep), deviceId: cur.id })
+    else diff.addDeployables.push({ ...newDeployable(host, cur.uuid, dep), deviceId: cur.id })
   }
   for (const old of cur.deployables) {
     if (names.has(old.name)) continue
@@ -235,7 +359,7 @@ function diffDeployable(
   cur: CurrentDeployable,
   dep: DiscoveredDeployable,
 ): boolean {
-  const want = newDeployable(host, dep)
+  const want = newDeployable(host, cur.uuid, dep)
   const set: Partial<DeployableFields> = {}
   if (cur.numAccelerators !== want.numAccelerators) set.numAccelerators = want.numAccelerators
   if (cur.driverName !== want.driverName) set.driverName = want.driverName
@@ -246,7 +370,13 @@ function diffDeployable(
   const attrs = new Map(cur.attributes.map((a) => [a.key, a]))
   for (const { key, value } of want.attributes) {
     const old = attrs.get(key)
-    if (!old) diff.addAttributes.push({ deployableId: cur.id, key, value })
+    if (!old)
+      diff.addAttributes.push({
+        deployableId: cur.id,
+        key,
+        value,
+        uuid: attributeUuid(cur.uuid, key),
+      })
     else if (old.value !== value) diff.updateAttributes.push({ id: old.id, value })
     attrs.delete(key)
   }
@@ -256,7 +386,13 @@ function diffDeployable(
   const handles = new Map(cur.handles.map((h) => [h.info, h]))
   for (const { type, info } of want.handles) {
     const old = handles.get(info)
-    if (!old) diff.addHandles.push({ deployableId: cur.id, type, info })
+    if (!old)
+      diff.addHandles.push({
+        deployableId: cur.id,
+        type,
+        info,
+        uuid: attachHandleUuid(cur.uuid, info),
+      })
     else if (old.type !== type) diff.updateHandles.push({ id: old.id, type })
     handles.delete(info)
   }
@@ -307,15 +443,25 @@ function deviceFields(d: DiscoveredDevice): DeviceFields {
   }
 }
 
-function newDeployable(host: string, d: DiscoveredDeployable): NewDeployable {
+/** A deployable to insert; `deviceUuid` is its device's (the parent of its derived uuid). */
+function newDeployable(host: string, deviceUuid: string, d: DiscoveredDeployable): NewDeployable {
+  // A remote accelerator keeps the uuid it was registered with (the snapshot's hint).
+  const uuid = d.uuid ?? deployableUuid(deviceUuid, d.name)
   return {
     name: d.name,
-    ...(d.uuid === undefined ? {} : { uuid: d.uuid }),
+    uuid,
     numAccelerators: d.numAccelerators,
     driverName: d.driverName,
     rpUuid: deployableRpUuid(host, d.name),
-    attributes: d.attributes.map(({ key, value }) => ({ key, value })),
-    handles: d.attachHandles.map((h) => ({ type: h.type, info: canonicalJson(h.info) })),
+    attributes: d.attributes.map(({ key, value }) => ({
+      key,
+      value,
+      uuid: attributeUuid(uuid, key),
+    })),
+    handles: d.attachHandles.map((h) => {
+      const info = canonicalJson(h.info)
+      return { type: h.type, info, uuid: attachHandleUuid(uuid, info) }
+    }),
   }
 }
 

@@ -99,6 +99,12 @@ export interface DiscoveredDevice {
   stdBoardInfo: Record<string, unknown> | null
   vendorBoardInfo: Record<string, unknown> | null
   controlPath: ControlPath
+  /**
+   * The hardware's serial number (GPU serial, NVMe controller serial, FPGA board id), when the
+   * driver can read one: the device's identity on its host, kept when it moves to another slot
+   * (docs/identity.md). Absent: the control path is its identity.
+   */
+  serial?: string
   deployables: DiscoveredDeployable[]
   /** What the driver read of the device's health; absent means ok. */
   health?: ReportedHealth

@@ -43,6 +43,8 @@ const Device = Type.Object({
   stdBoardInfo: ObjectOrNull(),
   vendorBoardInfo: ObjectOrNull(),
   controlPath: Type.Object({ type: OneOf(['PCI', 'REMOTE']), info: StringMap() }),
+  // The device's identity when usable (docs/identity.md); empty or over 200 characters: ignored.
+  serial: Type.Optional(Text({ allowEmpty: true })),
   health: Type.Optional(
     Type.Object({
       state: OneOf(['ok', 'degraded', 'failed', 'unknown']),
