@@ -94,4 +94,12 @@ void describe('fake driver', () => {
       message: "Invalid input for field 'health': must be one of: ok, degraded, failed, unknown",
     })
   })
+
+  void it('reports the serial its options set (the device identity), none by default', async () => {
+    const deps = { host: noHost, hostname: 'h1' }
+    const [plain] = await createFakeDriver(deps).discover()
+    assert.equal(plain!.serial, undefined)
+    const [card] = await createFakeDriver(deps, { serial: 'FAKE-0001' }).discover()
+    assert.equal(card!.serial, 'FAKE-0001')
+  })
 })

@@ -44,8 +44,9 @@ export function fakeHandleAddress(fn: number): PciAddress {
 /**
  * Creates the fake driver; `deps.hostname` names its deployable. Options (`cyborg update-driver
  * fake --option health=failed`, for tests and demos): `health` (ok, degraded or failed; default
- * ok) and `health_reason`, what its device then reports; `sample_<value>` and
- * `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts).
+ * ok) and `health_reason`, what its device then reports; `serial`, the serial number its device
+ * reports (its identity, docs/identity.md; default none: the control path is); `sample_<value>`
+ * and `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts).
  */
 export function createFakeDriver(
   deps: DriverDeps,
@@ -53,6 +54,7 @@ export function createFakeDriver(
 ): AcceleratorDriver & DeviceStatsCapability {
   const name = fakeDeployableName(deps.hostname)
   const health = fakeHealth(options)
+  const serial = options.serial?.trim()
   const sample = fakeSampleValues(options)
   const { domain, bus, device, function: fn } = FAKE_CONTROL_PATH
   const controlPath = `${domain}:${bus}:${device}.${fn}`
@@ -74,6 +76,7 @@ export function createFakeDriver(
         stdBoardInfo: { device_id: '0xabcd', class: 'Fake class' },
         vendorBoardInfo: { fake_vendor_info: 'fake_info' },
         controlPath: { type: 'PCI', info: { ...FAKE_CONTROL_PATH } },
+        ...(serial ? { serial } : {}),
         ...(health === undefined ? {} : { health: { ...health } }),
         deployables: [
           {

@@ -106,6 +106,18 @@ void describe('nvidia-gpu: parseNvidiaSmiXml', () => {
       'A & B',
     )
   })
+
+  void it('reads the board serial (the device identity, docs/identity.md); N/A is none', async () => {
+    const gpus = parseNvidiaSmiXml(await fixtureFile('ecc', 'nvidia-smi-q-x.xml'))
+    assert.deepEqual(
+      gpus.map((g) => g.serial),
+      ['1324021001234', '1324021005678'],
+    )
+    assert.equal(
+      parseNvidiaSmiXml('<gpu id="0000:01:00.0"><serial>N/A</serial></gpu>')[0]?.serial,
+      undefined,
+    )
+  })
 })
 
 void describe('nvidia-gpu: traits and counts', () => {

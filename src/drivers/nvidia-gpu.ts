@@ -271,6 +271,8 @@ export function buildNvidiaDevices(
       },
       vendorBoardInfo: Object.keys(vendorBoardInfo).length > 0 ? vendorBoardInfo : null,
       controlPath: { type: 'PCI', info: { ...pci } },
+      // The board's serial is its identity (docs/identity.md), wherever it is plugged.
+      ...(gpu?.serial === undefined ? {} : { serial: gpu.serial }),
       deployables,
     })
   }

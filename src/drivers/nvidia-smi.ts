@@ -56,6 +56,8 @@ export interface NvidiaSmiGpu {
   address: string
   productName?: string
   uuid?: string
+  /** The board's serial number (`<serial>`; absent on boards that print `N/A`): its identity. */
+  serial?: string
   /** `Enabled` / `Disabled`, when the GPU supports MIG. */
   migMode?: string
   migDevices: NvidiaSmiMigDevice[]
@@ -70,10 +72,12 @@ export function parseNvidiaSmiXml(text: string): NvidiaSmiGpu[] {
     const gpu: NvidiaSmiGpu = { address, migDevices: [] }
     const productName = xmlLeaf(body, 'product_name')
     const uuid = xmlLeaf(body, 'uuid')
+    const serial = xmlLeaf(body, 'serial')
     const migSection = xmlSection(body, 'mig_mode')
     const migMode = migSection === undefined ? undefined : xmlLeaf(migSection, 'current_mig')
     if (productName !== undefined) gpu.productName = productName
     if (uuid !== undefined) gpu.uuid = uuid
+    if (serial !== undefined) gpu.serial = serial
     if (migMode !== undefined) gpu.migMode = migMode
     for (const d of body.matchAll(/<mig_device>([\s\S]*?)<\/mig_device>/g)) {
       const dev = d[1]!

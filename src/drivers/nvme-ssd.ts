@@ -103,6 +103,8 @@ export function buildNvmeDevices(
         stdBoardInfo: { vendor_id: c.vendorId, product_id: c.productId },
         vendorBoardInfo: { controller: c.name, serial: c.serial, firmware_rev: c.firmwareRev },
         controlPath: { type: 'PCI' as const, info: { ...pci } },
+        // The controller's serial is its identity (docs/identity.md), wherever it is plugged.
+        ...(c.serial === '' ? {} : { serial: c.serial }),
         deployables: [
           {
             name: `${hostname}_${c.address}`,
