@@ -22,7 +22,7 @@ import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
 import { createFleetReads } from './v2/fleet-reads.js'
-import { PROBLEM } from './validation-errors.js'
+import { AJV_OPTIONS } from './validation-errors.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -84,15 +84,11 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
               : { requestCert: true, rejectUnauthorized: true }),
           },
         }),
-    // Strict validation (ts-deps.md pitfall 5): never strip unknown fields or coerce types.
+    // Strict validation: never strip unknown fields or coerce types (validation-errors.ts).
     ajv: {
       customOptions: {
-        removeAdditional: false,
-        coerceTypes: false,
-        allErrors: false,
-        allowUnionTypes: true,
-        // A node's own problem text (src/api/validation-errors.ts): an annotation, never a check.
-        keywords: [PROBLEM],
+        ...AJV_OPTIONS.customOptions,
+        keywords: [...AJV_OPTIONS.customOptions.keywords],
       },
     },
   }) as unknown as FastifyInstance

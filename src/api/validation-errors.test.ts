@@ -8,7 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { Type, type TSchema } from '@sinclair/typebox'
 import {
   formatValidationError,
-  PROBLEM,
+  AJV_OPTIONS,
   withFieldStyle,
   withProblem,
   type AjvError,
@@ -83,11 +83,8 @@ before(async () => {
   app = Fastify({
     ajv: {
       customOptions: {
-        removeAdditional: false,
-        coerceTypes: false,
-        allErrors: false,
-        allowUnionTypes: true,
-        keywords: [PROBLEM],
+        ...AJV_OPTIONS.customOptions,
+        keywords: [...AJV_OPTIONS.customOptions.keywords],
       },
     },
   })

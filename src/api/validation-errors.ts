@@ -20,6 +20,21 @@ import type { TSchema } from '@sinclair/typebox'
 /** The schema keyword that holds a node's own problem text (declared to ajv in app.ts). */
 export const PROBLEM = 'x-invalid'
 
+/**
+ * The ajv options of every app (src/api/app.ts; tests use them too): strict validation (ts-deps.md
+ * pitfall 5: never strip unknown fields or coerce types), and {@link PROBLEM} declared as an
+ * annotation, never a check.
+ */
+export const AJV_OPTIONS = {
+  customOptions: {
+    removeAdditional: false,
+    coerceTypes: false,
+    allErrors: false,
+    allowUnionTypes: true,
+    keywords: [PROBLEM],
+  },
+} as const
+
 /** A node's problem text: for any failure at or under it, or by keyword for its own keywords. */
 export type Problem = string | Readonly<Record<string, string>>
 
