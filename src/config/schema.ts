@@ -67,6 +67,21 @@ function pciHealth(driver: string, linkDefault = 'speed-and-width') {
   }
 }
 
+/**
+ * `clean` and `clean_timeout` of a driver (src/drivers/clean.ts, docs/cleaning.md). Unset: the
+ * driver's default, so that the defaults live in one place.
+ */
+function cleanOptions(driver: string, method: string, timeoutDefault: number) {
+  return {
+    clean: optionalStr({
+      help: `${driver}: how a unit is cleaned when its allocation ends, before anyone may claim it again: auto (${method}) or none (not cleaned: the operator's choice, logged and recorded with every release). Default auto.`,
+    }),
+    clean_timeout: optionalStr({
+      help: `${driver}: seconds the clean and its verification may take together; past it the unit is failed and fenced. Default ${timeoutDefault}.`,
+    }),
+  }
+}
+
 export const schema = {
   DEFAULT: {
     host: str({
@@ -196,6 +211,7 @@ export const schema = {
   },
   pci: {
     ...pciHealth('pci'),
+    ...cleanOptions('pci', 'a function-level reset through sysfs', 60),
     device_spec: optionalStr({
       help: 'Devices the pci driver offers, in Nova\'s [pci] device_spec syntax: a JSON object or a JSON list of objects with vendor_id, product_id, address (glob or regex dict) and physical_network, e.g. {"vendor_id": "10de", "product_id": "1eb8"}. Unset: the pci driver offers nothing.',
     }),
@@ -208,6 +224,11 @@ export const schema = {
   },
   nvidia_gpu: {
     ...pciHealth('nvidia-gpu', 'width'),
+    ...cleanOptions(
+      'nvidia-gpu',
+      'nvidia-smi --gpu-reset of an idle GPU, the mdev removed and created again for a vGPU, a function-level reset without nvidia-smi',
+      300,
+    ),
     ecc_uncorrectable_failed: optionalStr({
       help: 'nvidia-gpu: volatile uncorrectable ECC errors (nvidia-smi -q -x) at which a GPU is failed. Default 1; 0 turns the check off.',
     }),
@@ -217,6 +238,11 @@ export const schema = {
   },
   nvme_ssd: {
     ...pciHealth('nvme-ssd'),
+    ...cleanOptions(
+      'nvme-ssd',
+      'nvme sanitize when the controller supports it, else nvme format with secure erase',
+      3600,
+    ),
     smart_log: optionalStr({
       help: 'nvme-ssd: read `nvme smart-log -o json` (nvme-cli) for critical warnings, media errors and wear: true or false. Default true; the agent needs access to /dev/nvmeN.',
     }),
@@ -232,13 +258,32 @@ export const schema = {
   },
   intel_fpga: {
     ...pciHealth('intel-fpga'),
+    ...cleanOptions('intel-fpga', 'the blank_image loaded with fpgaconf', 1800),
+    blank_image: optionalStr({
+      help: 'intel-fpga: absolute path on the compute host of the bitstream that cleaning loads (a blank or known-good image). Unset: intel-fpga cards cannot be cleaned (clean refuses, and with clean = auto the unit is fenced).',
+    }),
+    blank_afu_id: optionalStr({
+      help: 'intel-fpga: the AFU id (32 hex digits, afu_id in sysfs) the blank_image gives; set it so that the clean is verified by reading it back. Unset: verification checks that the card is still present.',
+    }),
     opae_errors: optionalStr({
       help: 'intel-fpga: what a non-zero OPAE/DFL error register makes a card: failed, degraded or off. Default failed.',
     }),
   },
-  xilinx_fpga: pciHealth('xilinx-fpga'),
-  intel_qat: pciHealth('intel-qat'),
-  intel_nic: pciHealth('intel-nic'),
+  xilinx_fpga: {
+    ...pciHealth('xilinx-fpga'),
+    ...cleanOptions('xilinx-fpga', 'the blank_image flashed with xbmgmt', 1800),
+    blank_image: optionalStr({
+      help: 'xilinx-fpga: absolute path on the compute host of the image that cleaning flashes with xbmgmt program --base (a known-good base image). Unset: xilinx-fpga cards cannot be cleaned.',
+    }),
+  },
+  intel_qat: {
+    ...pciHealth('intel-qat'),
+    ...cleanOptions('intel-qat', 'a function-level reset through sysfs of the VF', 60),
+  },
+  intel_nic: {
+    ...pciHealth('intel-nic'),
+    ...cleanOptions('intel-nic', 'a function-level reset through sysfs of the VF', 60),
+  },
   nic_devices: {
     physical_device_mappings: optionalStr({
       help: 'intel-nic: physical networks and the ports on them, physnet:ifname|ifname,… (e.g. physnet1:eth2|eth3). Only ports named here are offered.',

@@ -4,6 +4,13 @@
  */
 import type { DeviceType, DiscoveredDevice } from '../domain/inventory.js'
 import { isCanonicalUuid } from '../domain/ids.js'
+import type {
+  CleanCallOptions,
+  CleanResult,
+  CleanSettings,
+  CleanTarget,
+  VerifyResult,
+} from './clean-types.js'
 
 /** The narrow view of the host that drivers may use. Paths are absolute (`/sys/...`). */
 export interface HostProbe {
@@ -51,6 +58,27 @@ export interface AcceleratorDriver {
    * @throws DriverError (code PROGRAM_FAILED) when the vendor tool fails
    */
   program?(address: string, imagePath: string): Promise<void>
+  /**
+   * Optional: cleans one unit after its allocation ended, before anyone may claim it again (issue
+   * 18, docs/cleaning.md), with the driver's method (a function-level reset, a GPU reset, an NVMe
+   * sanitize, a blank FPGA image, …). Callers go through `runClean` (clean.ts), which applies the
+   * `clean` policy and the time limit and then calls {@link verify}.
+   * @throws DriverError CLEAN_UNSUPPORTED (a tool or sysfs file is missing, or the device reports
+   * it cannot), CLEAN_BUSY, CLEAN_FAILED, CLEAN_TARGET_INVALID or CLEAN_ABORTED
+   */
+  clean?(target: CleanTarget, options: CleanCallOptions): Promise<CleanResult>
+  /**
+   * Optional: checks, after {@link clean}, that the unit is back and as it was (present, same ids,
+   * same binding, idle, erased per the device's own log). `cleaned` is what `clean` returned.
+   * @throws DriverError VERIFY_FAILED naming what was read back
+   */
+  verify?(
+    target: CleanTarget,
+    cleaned: CleanResult,
+    options: CleanCallOptions,
+  ): Promise<VerifyResult>
+  /** The driver's `clean` / `clean_timeout` options, parsed (the defaults of `runClean`). */
+  readonly cleanSettings?: CleanSettings
   /**
    * Optional: the remote-registration capability (seed 004's generic driver; AgentRpc 1.4
    * `registerRemote`), which only the `remote` driver has. Replaces the remote accelerators that the

@@ -27,6 +27,8 @@ import {
 } from './pci-sysfs.js'
 import { rcAndTraits, traitSegment } from './traits.js'
 import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
+import { cleanSettings, FLR_CLEAN_TIMEOUT_S, type CleanOptions } from './clean.js'
+import { flrCleanSteps } from './pci-clean.js'
 
 /** Intel Ethernet PF device ids (vendor 8086) → model (drivers/net/ethernet/intel/{i40e,ice}). */
 export const INTEL_NIC_PF_MODELS: Readonly<Record<string, string>> = {
@@ -47,9 +49,10 @@ export const INTEL_NIC_RESOURCE_CLASS = 'CUSTOM_NIC'
 
 /**
  * Options of {@link createIntelNicDriver}, with the PCIe health thresholds of
- * {@link PciHealthOptions}, read from each port's PF (its VFs share the PF's link).
+ * {@link PciHealthOptions}, read from each port's PF (its VFs share the PF's link), and `clean` /
+ * `clean_timeout` (a function reset of the VF, docs/cleaning.md).
  */
-export interface IntelNicDriverOptions extends PciHealthOptions {
+export interface IntelNicDriverOptions extends PciHealthOptions, CleanOptions {
   /** `physnet:ifname|ifname,…`. @default '' (no port offered) */
   physical_device_mappings?: string
   /** `FUNCTION:ifname|ifname,…`. @default '' */
@@ -149,8 +152,11 @@ export function createIntelNicDriver(
   const physnetOf = parseDeviceMappings(physnets, true)
   const functionsOf = parseDeviceMappings(functions)
   const thresholds = pciHealthThresholds('intel-nic', options)
+  const settings = cleanSettings('intel-nic', options, FLR_CLEAN_TIMEOUT_S)
   return {
     name: 'intel-nic',
+    cleanSettings: settings,
+    ...flrCleanSteps(host, 'intel-nic'),
     deviceType: DeviceType.NIC,
     async discover(opts = {}) {
       throwIfAborted('intel-nic', opts.signal)

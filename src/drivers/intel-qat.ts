@@ -38,6 +38,8 @@ import { rcAndTraits } from './traits.js'
 import { withHealth, worstHealth } from './health.js'
 import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
 import { qatStateHealth } from './qat-health.js'
+import { cleanSettings, FLR_CLEAN_TIMEOUT_S, type CleanOptions } from './clean.js'
+import { flrCleanSteps } from './pci-clean.js'
 
 /** QAT PF device ids (vendor 8086) → model, from the kernel's drivers/crypto/intel/qat. */
 export const QAT_PF_MODELS: Readonly<Record<string, string>> = {
@@ -131,8 +133,11 @@ export function groupQatPfs(
   }))
 }
 
-/** Options of the `intel-qat` driver: the PCIe health thresholds (pci-health.ts, docs/drivers.md). */
-export type IntelQatDriverOptions = PciHealthOptions
+/**
+ * Options of the `intel-qat` driver: the PCIe health thresholds (pci-health.ts, docs/drivers.md),
+ * and `clean` / `clean_timeout` (a function reset of the VF, docs/cleaning.md).
+ */
+export type IntelQatDriverOptions = PciHealthOptions & CleanOptions
 
 /**
  * Creates the `intel-qat` driver.
@@ -144,9 +149,12 @@ export function createIntelQatDriver(
 ): AcceleratorDriver {
   const { host, hostname } = deps
   const pciThresholds = pciHealthThresholds('intel-qat', options)
+  const settings = cleanSettings('intel-qat', options, FLR_CLEAN_TIMEOUT_S)
   return {
     name: 'intel-qat',
     deviceType: DeviceType.QAT,
+    cleanSettings: settings,
+    ...flrCleanSteps(host, 'intel-qat'),
     async discover({ signal } = {}) {
       throwIfAborted('intel-qat', signal)
       const all = await listPciFunctions(host, {

@@ -36,6 +36,8 @@ import { parseNvidiaSmiXml, type NvidiaSmiGpu } from './nvidia-smi.js'
 import { createNvidiaSampler } from './nvidia-telemetry.js'
 import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 import { pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
+import { cleanSettings, type CleanOptions } from './clean.js'
+import { createNvidiaCleanSteps, NVIDIA_CLEAN_TIMEOUT_S } from './nvidia-clean.js'
 import {
   NVIDIA_PCI_HEALTH,
   nvidiaHealthThresholds,
@@ -282,9 +284,11 @@ export function buildNvidiaDevices(
 /**
  * Options of the NVIDIA GPU driver (strings, from config), with the health thresholds of
  * {@link PciHealthOptions} (read from the GPU's PF; `link_check` defaults to `width` here) and
- * {@link NvidiaHealthOptions} (`ecc_uncorrectable_failed`, `retired_pages_pending`).
+ * {@link NvidiaHealthOptions} (`ecc_uncorrectable_failed`, `retired_pages_pending`), and `clean` /
+ * `clean_timeout` (nvidia-clean.ts, docs/cleaning.md).
  */
-export interface NvidiaGpuDriverOptions extends PciHealthOptions, NvidiaHealthOptions {
+export interface NvidiaGpuDriverOptions
+  extends PciHealthOptions, NvidiaHealthOptions, CleanOptions {
   /** Comma-separated mdev type ids to offer as VGPU (e.g. `nvidia-471,nvidia-472`); `*` offers all. @default '*' */
   vgpu_types?: string
   /** Run `lspci -nnD` for model names (`true`/`false`). @default 'true' */
@@ -328,9 +332,16 @@ export function createNvidiaGpuDriver(
   const pci = pciHealthThresholds('nvidia-gpu', options, NVIDIA_PCI_HEALTH)
   const nvidia = nvidiaHealthThresholds(options)
   const sampler = createNvidiaSampler(deps.host, nvidiaSmi !== 'false')
+  const settings = cleanSettings('nvidia-gpu', options, NVIDIA_CLEAN_TIMEOUT_S)
   return {
     name: 'nvidia-gpu',
     deviceType: DeviceType.GPU,
+    cleanSettings: settings,
+    ...createNvidiaCleanSteps(deps.host, {
+      root,
+      useNvidiaSmi: nvidiaSmi !== 'false',
+      timeoutMs: settings.timeoutMs,
+    }),
     async discover({ signal } = {}) {
       throwIfAborted('nvidia-gpu', signal)
       const found = await listPciFunctions(deps.host, { root, signal, filter: isDisplayNvidia })

@@ -17,6 +17,8 @@ import { ConfigError } from '../domain/errors.js'
 import { listPciFunctions, pciHandleInfo, throwIfAborted, type PciFunction } from './pci-sysfs.js'
 import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 import { OWNER_CYBORG, rcAndTraits, traitSegment, vendorTraitName } from './traits.js'
+import { cleanSettings, FLR_CLEAN_TIMEOUT_S, type CleanOptions } from './clean.js'
+import { flrCleanSteps } from './pci-clean.js'
 
 /** The resource class of every generic PCI deployable. */
 export const PCI_RESOURCE_CLASS = 'CUSTOM_PCI'
@@ -266,9 +268,10 @@ export function buildPciDevices(
 /**
  * Options of the generic PCI driver (all strings, from `[pci_driver]`-style config), with the
  * PCIe health thresholds of {@link PciHealthOptions} (`aer_fatal_failed`, `aer_nonfatal_degraded`,
- * `aer_correctable_degraded`, `link_check`), read for a VF from its PF (the physical link).
+ * `aer_correctable_degraded`, `link_check`), read for a VF from its PF (the physical link), and
+ * `clean` / `clean_timeout` (a function-level reset of the handle's function, docs/cleaning.md).
  */
-export interface PciDriverOptions extends PciHealthOptions {
+export interface PciDriverOptions extends PciHealthOptions, CleanOptions {
   /** Nova `device_spec` JSON (object or list). @default '' (no devices) */
   device_spec?: string
   /** The sysfs directory to scan. @default '/sys/bus/pci/devices' */
@@ -287,9 +290,12 @@ export function createPciDriver(
   const { device_spec: deviceSpec = '', sysfs_root: root = '/sys/bus/pci/devices' } = options
   const specs = parseDeviceSpec(deviceSpec)
   const thresholds = pciHealthThresholds('pci', options)
+  const settings = cleanSettings('pci', options, FLR_CLEAN_TIMEOUT_S)
   return {
     name: 'pci',
     deviceType: DeviceType.PCI,
+    cleanSettings: settings,
+    ...flrCleanSteps(deps.host, 'pci', root),
     async discover({ signal } = {}) {
       throwIfAborted('pci', signal)
       if (specs.length === 0) return []
