@@ -32,6 +32,9 @@ import { rcOf } from './arq-claim.js'
 import { pciAddress } from './arq-program.js'
 import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/arq-events.js'
 import type { V1Placement } from './v1-placement.js'
+import { appendAllocationRecords } from '../db/custody.js'
+import { AllocatedVia } from '../domain/custody.js'
+import { newUuid } from '../domain/ids.js'
 
 export interface ReleaseDeps {
   db: DatabaseHandle
@@ -44,6 +47,38 @@ export interface ReleaseDeps {
   v1Placement?: Pick<V1Placement, 'release'> | undefined
   log: Logger
   now: () => string
+  /** How v2 requests were bound, for the custody ledger (docs/custody.md). @default 'standalone_v2' */
+  allocatedVia?: typeof AllocatedVia.NovaV2 | typeof AllocatedVia.StandaloneV2 | undefined
+  /** Custody record uuids. @default newUuid */
+  uuid?: (() => string) | undefined
+}
+
+/**
+ * Appends the custody ledger's allocation records of requests that let go of a handle they held
+ * once Bound (one statement, in the release's transaction). `arqs` carry the state they were in
+ * before the release: Bound (bound since `updatedAt`), UnbindFailed or Deleting (bound time not
+ * known); a request that never got Bound (BindStarted, BindFailed) held nothing for a tenant.
+ */
+async function closeIntervals(deps: ReleaseDeps, trx: WriteTrx, arqs: readonly Arq[]) {
+  const { now, uuid = newUuid } = deps
+  const v2Via = deps.allocatedVia ?? AllocatedVia.StandaloneV2
+  const at = now()
+  await appendAllocationRecords(
+    trx,
+    arqs
+      .filter(
+        (a) =>
+          a.attachHandleId !== null &&
+          (a.state === 'Bound' || a.state === 'UnbindFailed' || a.state === 'Deleting'),
+      )
+      .map((arq) => ({
+        uuid: uuid(),
+        arq,
+        via: arq.deviceProfileId === null ? AllocatedVia.V1Attach : v2Via,
+        boundAt: arq.state === 'Bound' ? arq.updatedAt : null,
+        releasedAt: at,
+      })),
+  )
 }
 
 /**
@@ -135,6 +170,7 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
     // The event names what was let go: the binding as it was, in the state now saved.
     const unbound = moved.map((m) => ({ ...current, state: m.state, updatedAt: m.updatedAt }))
     await recordArqAction(trx, unbound, 'unbound', now())
+    if (moved.length > 0) await closeIntervals(deps, trx, [current])
     if (arq.attachHandleId !== null)
       await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
     return false
@@ -184,6 +220,12 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
     await recordArqEvents(trx, deletionEvents(deleted, ready), now())
+    const gone = new Set(deleted.map((a) => a.uuid))
+    await closeIntervals(
+      deps,
+      trx,
+      ready.filter((a) => gone.has(a.uuid)),
+    )
     for (const arq of ready)
       if (arq.attachHandleId !== null)
         await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
@@ -215,6 +257,12 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
       ((await holdsNothingOutside(deps, trx, arq)) ? quick : rest).push(arq)
     const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
     await recordArqEvents(trx, deletionEvents(gone, quick), now())
+    const goneUuids = new Set(gone.map((a) => a.uuid))
+    await closeIntervals(
+      deps,
+      trx,
+      quick.filter((a) => goneUuids.has(a.uuid)),
+    )
     for (const arq of quick)
       if (arq.attachHandleId !== null)
         await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })

@@ -200,6 +200,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     v1Placement: deps.v1Placement,
     log,
     now,
+    allocatedVia: deps.nova ? 'nova_v2' : 'standalone_v2',
   }
 
   return {

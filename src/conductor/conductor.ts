@@ -33,6 +33,11 @@ import { leaseCutoff, sweepLeases } from './lease-sweep.js'
 import { startFleetGauges } from './fleet-metrics.js'
 import { noopMetrics, type Metrics } from '../domain/metrics.js'
 import { createEventRelay, wakingCommitter, type EventRelayOptions } from './event-relay.js'
+import {
+  createCustodySealer,
+  sealingCommitter,
+  type CustodySealerOptions,
+} from './custody-sealer.js'
 import type { LimitSource } from '../domain/quota.js'
 import type { EventSink } from './event-sinks.js'
 import { createWebhookSink } from './webhook-sink.js'
@@ -119,6 +124,8 @@ export interface ConductorOptions {
   remote?: RemoteAcceleratorOptions
   /** The event relay: batch size, polling, retention (`[events] retention_hours`), retries. */
   events?: EventRelayOptions
+  /** The custody ledger's sealer and pruning (`[custody]`, docs/custody.md). */
+  custody?: CustodySealerOptions
   /**
    * `[webhooks]` (docs/webhooks.md): the webhook sink is among the event sinks and the dispatcher
    * runs, whether or not any endpoint is registered; `false` for neither. @default {}
@@ -134,6 +141,10 @@ export interface Conductor extends ConductorRpc {
   stats(): { batches: number; ops: number }
   /** Delivers the events written so far to the sinks (tests, shutdown); resolves with how many. */
   drainEvents(): Promise<number>
+  /** Seals the custody records appended so far (tests); resolves with how many. */
+  drainCustody(): Promise<number>
+  /** Prunes custody records past `[custody] retain_days` now; resolves with how many. */
+  pruneCustody(): Promise<number>
 }
 
 export function createConductor(deps: ConductorDeps, options: ConductorOptions = {}): Conductor {
@@ -153,16 +164,20 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       createWebhookSink({ db, now: () => formatTimestamp(clock.now()), onQueued: dispatcher.wake }),
     )
   const relay = createEventRelay({ db, sinks, log, clock }, options.events)
-  const committer = wakingCommitter(
-    createGroupCommitter(db, {
-      intervalMs: saveIntervalMs,
-      maxBatch,
-      onBatch: (size, seconds) => {
-        metrics.observe('cyborg_db_commit_batch_size', size)
-        metrics.observe('cyborg_db_commit_duration_seconds', seconds)
-      },
-    }),
-    relay.wake,
+  const sealer = createCustodySealer({ db, log, clock, uuid }, options.custody)
+  const committer = sealingCommitter(
+    wakingCommitter(
+      createGroupCommitter(db, {
+        intervalMs: saveIntervalMs,
+        maxBatch,
+        onBatch: (size, seconds) => {
+          metrics.observe('cyborg_db_commit_batch_size', size)
+          metrics.observe('cyborg_db_commit_duration_seconds', seconds)
+        },
+      }),
+      relay.wake,
+    ),
+    sealer.wake,
   )
   const now = () => formatTimestamp(clock.now())
   const placement =
@@ -315,6 +330,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       : setInterval(() => void sweep(serviceDownTimeMs), leaseSweepIntervalMs)
   sweeper?.unref()
   relay.start()
+  sealer.start()
   dispatcher?.start()
   const webhooks = createWebhookWrites({ committer, log, now, uuid })
   const placementReads = createPlacementExplain(deps.placement?.client)
@@ -357,10 +373,13 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       await heartbeats?.close()
       await committer.close()
       await relay.stop()
+      await sealer.stop()
       await dispatcher?.stop()
       log.info(committer.stats(), 'conductor stopped')
     },
     stats: () => committer.stats(),
     drainEvents: () => relay.drain(),
+    drainCustody: () => sealer.drain(),
+    pruneCustody: () => sealer.prune(),
   }
 }

@@ -13,7 +13,7 @@ import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
 import { testDialects } from '../../test/support/db.js'
-import { migrateTo, migrateToLatest } from './migrate.js'
+import { migrateTo } from './migrate.js'
 import type { Database } from './schema.js'
 
 const HOST = 'h1'
@@ -154,7 +154,9 @@ for (const dialect of await testDialects()) {
           .execute()
         const before = await uuids(db)
 
-        assert.deepEqual((await migrateToLatest(handle)).applied, ['0012-device-identities'])
+        assert.deepEqual((await migrateTo(handle, '0012-device-identities')).applied, [
+          '0012-device-identities',
+        ])
         const rows = await db
           .selectFrom('device_identities')
           .select(['hostname', 'identity_key', 'device_uuid', 'lifecycle', 'status'])

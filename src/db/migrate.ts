@@ -14,6 +14,7 @@ import { eventsMigration } from './migrations/0009-events.js'
 import { webhooksMigration } from './migrations/0010-webhooks.js'
 import { quotaProjectsMigration } from './migrations/0011-quota-projects.js'
 import { deviceIdentitiesMigration } from './migrations/0012-device-identities.js'
+import { custodyMigration } from './migrations/0013-custody.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -29,6 +30,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0010-webhooks': webhooksMigration(handle.dialect),
     '0011-quota-projects': quotaProjectsMigration,
     '0012-device-identities': deviceIdentitiesMigration(handle.dialect),
+    '0013-custody': custodyMigration(handle.dialect),
   }
 }
 

@@ -258,6 +258,44 @@ export interface WebhookDeliveriesTable {
   finished_at: string | null
 }
 
+/** The custody ledger (migration 0013, src/db/custody.ts; docs/custody.md). */
+export interface CustodyRecordsTable {
+  id: Id
+  /** Chain position, set by the sealer; null while unsealed. */
+  seq: number | null
+  prev_hash: string | null
+  hash: string | null
+  uuid: string
+  /** allocation | clean | override | checkpoint */
+  kind: string
+  allocation_uuid: string | null
+  arq_uuid: string | null
+  device_uuid: string | null
+  deployable_uuid: string | null
+  handle_uuid: string | null
+  device_serial: string | null
+  hostname: string | null
+  project_id: string | null
+  user_id: string | null
+  instance_uuid: string | null
+  /** nova_v2 | standalone_v2 | v1_attach */
+  allocated_via: string | null
+  bound_at: string | null
+  released_at: string | null
+  clean_method: string | null
+  clean_result: string | null
+  clean_evidence_sha256: string | null
+  cleaned_at: string | null
+  detail: string | null
+  created_at: string
+}
+
+/** The custody sealer's lock: one row (migration 0013). */
+export interface CustodySealerTable {
+  id: number
+  updated_at: string | null
+}
+
 export interface Database {
   devices: DevicesTable
   deployables: DeployablesTable
@@ -276,6 +314,8 @@ export interface Database {
   event_relay: EventRelayTable
   webhooks: WebhooksTable
   webhook_deliveries: WebhookDeliveriesTable
+  custody_records: CustodyRecordsTable
+  custody_sealer: CustodySealerTable
 }
 
 export type DeviceRow = Selectable<DevicesTable>

@@ -1,0 +1,423 @@
+/**
+ * The custody ledger's table (migration 0013; docs/custody.md). Releases append their allocation
+ * records inside their own transaction, one INSERT … SELECT for all the intervals a transaction
+ * closes (the device, deployable and handle uuids and the device's serial are read by that same
+ * statement); records are unsealed until the conductor's sealer gives them `seq`, `prev_hash` and
+ * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
+ * by id; the verifier streams sealed records by seq.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely'
+import {
+  CUSTODY_KINDS,
+  CustodyKind,
+  type AllocatedVia,
+  type CustodyFields,
+  type CustodyRecord,
+} from '../domain/custody.js'
+import type { Arq } from '../domain/arq.js'
+import { NotFoundError } from '../domain/errors.js'
+import type { DatabaseHandle, ReadDb } from './connection.js'
+import { paginate, type PageOptions } from './pagination.js'
+import type { CustodyRecordsTable, Database } from './schema.js'
+
+/** Ids per IN list and rows per UPDATE: under every driver's parameter limit. */
+const CHUNK = 500
+
+/** One allocation interval that a release closes. */
+export interface ClosedInterval {
+  /** The record's uuid (made by the caller, so that a re-run batch writes the same). */
+  uuid: string
+  /** The request as it was while it held the handle (attachHandleId set). */
+  arq: Arq
+  via: AllocatedVia
+  boundAt: string | null
+  releasedAt: string
+}
+
+/** Transactions that appended records, until `takeCustodyWritten` asks (to wake the sealer). */
+const written = new WeakSet<object>()
+
+/**
+ * Appends one allocation record per interval: a single INSERT … SELECT (UNION ALL), whatever the
+ * number of intervals. The handle, deployable and device uuids, and the serial the device's
+ * identity names (device_identities, `serial:…`), are read by the statement itself.
+ */
+export async function appendAllocationRecords(
+  db: Kysely<Database>,
+  intervals: readonly ClosedInterval[],
+): Promise<void> {
+  const held = intervals.filter((i) => i.arq.attachHandleId !== null)
+  if (held.length === 0) return
+  for (let i = 0; i < held.length; i += 100) {
+    const rows = held.slice(i, i + 100).map(
+      (c) => sql`select ${c.uuid}, ${CustodyKind.Allocation}, ${c.arq.uuid}, h.uuid, d.uuid,
+        dev.uuid, (select max(substr(di.identity_key, 8)) from device_identities di
+          where di.device_uuid = dev.uuid and di.identity_key like 'serial:%'),
+        ${c.arq.hostname}, ${c.arq.projectId}, ${c.arq.instanceUuid}, ${c.via}, ${c.boundAt},
+        ${c.releasedAt}, ${c.releasedAt}
+        from (select 1 as one) one
+        left join attach_handles h on h.id = ${c.arq.attachHandleId}
+        left join deployables d on d.id = h.deployable_id
+        left join devices dev on dev.id = d.device_id`,
+    )
+    await sql`insert into custody_records (uuid, kind, arq_uuid, handle_uuid, deployable_uuid,
+      device_uuid, device_serial, hostname, project_id, instance_uuid, allocated_via, bound_at,
+      released_at, created_at) ${sql.join(rows, sql` union all `)}`.execute(db)
+  }
+  written.add(db)
+}
+
+/** Appends records as given (checkpoints; later, clean and override records). */
+export async function appendCustodyRecords(
+  db: Kysely<Database>,
+  records: readonly CustodyFields[],
+): Promise<void> {
+  if (records.length === 0) return
+  for (let i = 0; i < records.length; i += 100)
+    await db
+      .insertInto('custody_records')
+      .values(records.slice(i, i + 100).map(toRow))
+      .execute()
+  written.add(db)
+}
+
+/** Whether `trx` appended records since the last call (and forgets it). */
+export function takeCustodyWritten(trx: object): boolean {
+  return written.delete(trx)
+}
+
+function toRow(f: CustodyFields) {
+  return {
+    uuid: f.uuid,
+    kind: f.kind,
+    allocation_uuid: f.allocationUuid,
+    arq_uuid: f.arqUuid,
+    device_uuid: f.deviceUuid,
+    deployable_uuid: f.deployableUuid,
+    handle_uuid: f.handleUuid,
+    device_serial: f.deviceSerial,
+    hostname: f.hostname,
+    project_id: f.projectId,
+    user_id: f.userId,
+    instance_uuid: f.instanceUuid,
+    allocated_via: f.allocatedVia,
+    bound_at: f.boundAt,
+    released_at: f.releasedAt,
+    clean_method: f.cleanMethod,
+    clean_result: f.cleanResult,
+    clean_evidence_sha256: f.cleanEvidenceSha256,
+    cleaned_at: f.cleanedAt,
+    detail: f.detail,
+    created_at: f.createdAt,
+  }
+}
+
+type Row = Selectable<CustodyRecordsTable>
+
+function toFields(r: Row): CustodyFields {
+  return {
+    uuid: r.uuid,
+    kind: r.kind as CustodyFields['kind'],
+    allocationUuid: r.allocation_uuid,
+    arqUuid: r.arq_uuid,
+    deviceUuid: r.device_uuid,
+    deployableUuid: r.deployable_uuid,
+    handleUuid: r.handle_uuid,
+    deviceSerial: r.device_serial,
+    hostname: r.hostname,
+    projectId: r.project_id,
+    userId: r.user_id,
+    instanceUuid: r.instance_uuid,
+    allocatedVia: r.allocated_via as AllocatedVia | null,
+    boundAt: r.bound_at,
+    releasedAt: r.released_at,
+    cleanMethod: r.clean_method,
+    cleanResult: r.clean_result,
+    cleanEvidenceSha256: r.clean_evidence_sha256,
+    cleanedAt: r.cleaned_at,
+    detail: r.detail,
+    createdAt: r.created_at,
+  }
+}
+
+/** A stored record: sealed (seq and hashes set) or not yet (null). */
+export interface StoredCustodyRecord extends CustodyFields {
+  id: number
+  seq: number | null
+  prevHash: string | null
+  hash: string | null
+}
+
+function toStored(r: Row): StoredCustodyRecord {
+  return {
+    id: Number(r.id),
+    seq: r.seq === null ? null : Number(r.seq),
+    prevHash: r.prev_hash,
+    hash: r.hash,
+    ...toFields(r),
+  }
+}
+
+/** The last sealed record's seq and hash; undefined when none is sealed. */
+export async function getCustodyHead(
+  db: ReadDb,
+): Promise<{ seq: number; hash: string } | undefined> {
+  const row = await db
+    .selectFrom('custody_records')
+    .select(['seq', 'hash'])
+    .where('seq', 'is not', null)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  return row && row.seq !== null && row.hash !== null
+    ? { seq: Number(row.seq), hash: row.hash }
+    : undefined
+}
+
+/** Whether a record waits to be sealed (one indexed row at most). */
+export async function hasUnsealedCustody(db: ReadDb): Promise<boolean> {
+  const row = await db
+    .selectFrom('custody_records')
+    .select('id')
+    .where('seq', 'is', null)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
+/** The oldest unsealed records, in id order, at most `limit`. */
+export async function listUnsealedCustody(
+  db: ReadDb,
+  limit: number,
+): Promise<(CustodyFields & { id: number })[]> {
+  const rows = await db
+    .selectFrom('custody_records')
+    .selectAll()
+    .where('seq', 'is', null)
+    .orderBy('id')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({ id: Number(r.id), ...toFields(r) }))
+}
+
+/**
+ * Gives records their place in the chain: one UPDATE per 500 (CASE by id), only where still
+ * unsealed. Resolves with how many were sealed.
+ */
+export async function sealCustodyRecords(
+  db: Kysely<Database>,
+  sealed: readonly { id: number; seq: number; prevHash: string; hash: string }[],
+): Promise<number> {
+  let count = 0
+  for (let i = 0; i < sealed.length; i += CHUNK) {
+    const chunk = sealed.slice(i, i + CHUNK)
+    const cases = (value: (s: (typeof chunk)[number]) => unknown) =>
+      sql.join(
+        chunk.map((s) => sql`when ${s.id} then ${value(s)}`),
+        sql` `,
+      )
+    // `+ 0` types the parameter as a number on PostgreSQL (a CASE of bare parameters is text).
+    const res = await sql`update custody_records set
+      seq = case id ${cases((s) => sql`${s.seq} + 0`)} end,
+      prev_hash = case id ${cases((s) => s.prevHash)} end,
+      hash = case id ${cases((s) => s.hash)} end
+      where id in (${sql.join(chunk.map((s) => s.id))}) and seq is null`.execute(db)
+    count += Number(res.numAffectedRows ?? 0)
+  }
+  return count
+}
+
+/** The sealed records from `afterSeq` on, in seq order, at most `limit` (the verifier's pages). */
+export async function listSealedCustody(
+  db: ReadDb,
+  afterSeq: number,
+  limit: number,
+): Promise<CustodyRecord[]> {
+  const rows = await db
+    .selectFrom('custody_records')
+    .selectAll()
+    .where('seq', '>', afterSeq)
+    .orderBy('seq')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => ({
+    ...toFields(r),
+    seq: Number(r.seq),
+    prevHash: r.prev_hash ?? '',
+    hash: r.hash ?? '',
+  }))
+}
+
+/** The newest sealed checkpoint record, if any (where a pruned chain starts from). */
+export async function getLatestCheckpoint(db: ReadDb): Promise<CustodyRecord | undefined> {
+  const row = await db
+    .selectFrom('custody_records')
+    .selectAll()
+    .where('kind', '=', CustodyKind.Checkpoint)
+    .where('seq', 'is not', null)
+    .orderBy('seq', 'desc')
+    .limit(1)
+    .executeTakeFirst()
+  return (
+    row && {
+      ...toFields(row),
+      seq: Number(row.seq),
+      prevHash: row.prev_hash ?? '',
+      hash: row.hash ?? '',
+    }
+  )
+}
+
+/** Streams the sealed chain in pages of `pageSize` (by seq, one query per page). */
+export async function* streamSealedCustody(
+  db: ReadDb,
+  pageSize = 10_000,
+): AsyncGenerator<CustodyRecord[]> {
+  let after = 0
+  for (;;) {
+    const page = await listSealedCustody(db, after, pageSize)
+    if (page.length === 0) return
+    yield page
+    after = page[page.length - 1]!.seq
+    if (page.length < pageSize) return
+  }
+}
+
+export const CUSTODY_SORT_KEYS = ['id', 'created_at', 'released_at'] as const
+export type CustodySortKey = (typeof CUSTODY_SORT_KEYS)[number]
+
+export interface CustodyFilter extends PageOptions<CustodySortKey> {
+  deviceUuid?: string | undefined
+  projectId?: string | undefined
+  instanceUuid?: string | undefined
+  kind?: string | undefined
+  /** Records released (checkpoints: written) at or after / before these timestamps. */
+  since?: string | undefined
+  until?: string | undefined
+}
+
+/** Records, sealed or not, filtered and paged (id order by default). */
+export async function listCustody(
+  db: ReadDb,
+  filter: CustodyFilter = {},
+): Promise<StoredCustodyRecord[]> {
+  let qb = db.selectFrom('custody_records').selectAll()
+  if (filter.deviceUuid !== undefined) qb = qb.where('device_uuid', '=', filter.deviceUuid)
+  if (filter.projectId !== undefined) qb = qb.where('project_id', '=', filter.projectId)
+  if (filter.instanceUuid !== undefined) qb = qb.where('instance_uuid', '=', filter.instanceUuid)
+  if (filter.kind !== undefined && (CUSTODY_KINDS as readonly string[]).includes(filter.kind))
+    qb = qb.where('kind', '=', filter.kind)
+  const at = sql<string>`coalesce(released_at, created_at)`
+  if (filter.since !== undefined) qb = qb.where(at, '>=', filter.since)
+  if (filter.until !== undefined) qb = qb.where(at, '<', filter.until)
+  qb = await paginate(
+    db,
+    qb,
+    {
+      table: 'custody_records',
+      keys: CUSTODY_SORT_KEYS,
+      nullable: ['released_at'],
+      notFoundCode: 'CUSTODY_RECORD_NOT_FOUND',
+    },
+    filter,
+  )
+  return (await qb.execute()).map(toStored)
+}
+
+/** One record by uuid. @throws NotFoundError */
+export async function getCustody(db: ReadDb, uuid: string): Promise<StoredCustodyRecord> {
+  const row = await db
+    .selectFrom('custody_records')
+    .selectAll()
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
+  if (!row)
+    throw new NotFoundError(`custody record ${uuid} not found`, {
+      code: 'CUSTODY_RECORD_NOT_FOUND',
+      details: { uuid },
+    })
+  return toStored(row)
+}
+
+/**
+ * The last seq that pruning may delete: the highest sealed seq such that every sealed record up
+ * to it was written before `cutoff`. Undefined when none may go.
+ */
+export async function getPrunableThrough(
+  db: ReadDb,
+  cutoff: string,
+): Promise<{ seq: number; hash: string } | undefined> {
+  const young = await db
+    .selectFrom('custody_records')
+    .select((eb) => eb.fn.min('seq').as('seq'))
+    .where('seq', 'is not', null)
+    .where('created_at', '>=', cutoff)
+    .executeTakeFirst()
+  let q = db
+    .selectFrom('custody_records')
+    .select(['seq', 'hash'])
+    .where('seq', 'is not', null)
+    .orderBy('seq', 'desc')
+    .limit(1)
+  if (young?.seq !== null && young?.seq !== undefined) q = q.where('seq', '<', Number(young.seq))
+  const row = await q.executeTakeFirst()
+  return row && row.seq !== null && row.hash !== null
+    ? { seq: Number(row.seq), hash: row.hash }
+    : undefined
+}
+
+/** The first sealed seq (where the stored chain starts), if any. */
+export async function getCustodyTail(db: ReadDb): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('custody_records')
+    .select('seq')
+    .where('seq', 'is not', null)
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst()
+  return row?.seq === null || row?.seq === undefined ? undefined : Number(row.seq)
+}
+
+/** Deletes sealed records up to seq `through`; resolves with how many. */
+export async function deleteCustodyThrough(db: Kysely<Database>, through: number): Promise<number> {
+  const res = await db
+    .deleteFrom('custody_records')
+    .where('seq', 'is not', null)
+    .where('seq', '<=', through)
+    .executeTakeFirst()
+  return Number(res.numDeletedRows)
+}
+
+/** SQLite databases whose sealer lock this process holds (one process writes a SQLite file). */
+const sqliteHolders = new WeakSet<object>()
+
+/**
+ * Runs `fn` holding the sealer lock, or resolves undefined at once when another sealer holds it
+ * (as `withEventRelayLock`: the `custody_sealer` row FOR UPDATE SKIP LOCKED in a transaction that
+ * `fn` runs in; on SQLite a lock in this process and no transaction).
+ */
+export async function withCustodyLock<T>(
+  handle: DatabaseHandle,
+  fn: (db: Kysely<Database>) => Promise<T>,
+): Promise<{ value: T } | undefined> {
+  if (handle.dialect === 'sqlite') {
+    if (sqliteHolders.has(handle.db)) return undefined
+    sqliteHolders.add(handle.db)
+    try {
+      return { value: await fn(handle.db) }
+    } finally {
+      sqliteHolders.delete(handle.db)
+    }
+  }
+  return handle.db.transaction().execute(async (trx) => {
+    const lock = await trx
+      .selectFrom('custody_sealer')
+      .select('id')
+      .where('id', '=', 1)
+      .forUpdate()
+      .skipLocked()
+      .executeTakeFirst()
+    if (!lock) return undefined
+    return { value: await fn(trx) }
+  })
+}
