@@ -14,6 +14,8 @@ import {
 import { AppError, InvalidInputError } from '../domain/errors.js'
 import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 import { fakeSampleValues } from './fake-telemetry.js'
+import { cleanSettings } from './clean.js'
+import { createFakeCleanSteps } from './fake-clean.js'
 
 /** Number of accelerators (and TEST_PCI handles) on the fake device. */
 export const FAKE_ACCELERATORS = 16
@@ -46,7 +48,9 @@ export function fakeHandleAddress(fn: number): PciAddress {
  * fake --option health=failed`, for tests and demos): `health` (ok, degraded or failed; default
  * ok) and `health_reason`, what its device then reports; `serial`, the serial number its device
  * reports (its identity, docs/identity.md; default none: the control path is); `sample_<value>`
- * and `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts).
+ * and `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts); `clean`, `clean_timeout`
+ * (default 60 s), `clean_delay_ms`, `clean_outcome`, `clean_evidence` and `clean_verify`, what its
+ * clean step does (fake-clean.ts, docs/cleaning.md).
  */
 export function createFakeDriver(
   deps: DriverDeps,
@@ -61,6 +65,8 @@ export function createFakeDriver(
   return {
     name: 'fake',
     deviceType: DeviceType.FPGA,
+    cleanSettings: cleanSettings('fake', options, 60),
+    ...createFakeCleanSteps(options),
     async discover(options = {}) {
       if (options.signal?.aborted) {
         throw new AppError('fake discovery aborted', {

@@ -28,15 +28,19 @@ export function programTarget(driver: string, address: string): PciAddress {
   return pci
 }
 
-/** Runs `command args` on `host`; a failure is DriverError PROGRAM_FAILED with the tool's error as cause. */
+/**
+ * Runs `command args` on `host` and returns what it printed; a failure is DriverError PROGRAM_FAILED
+ * with the tool's error as cause.
+ */
 export async function runProgrammer(
   host: HostProbe,
   job: { driver: string; pci: PciAddress; imagePath: string; command: string; args: string[] },
-): Promise<void> {
+): Promise<string> {
   const { driver, pci, imagePath, command, args } = job
   const address = formatPciAddress(pci)
   try {
-    await host.exec(command, args, { timeoutMs: PROGRAM_TIMEOUT_MS })
+    const out = await host.exec(command, args, { timeoutMs: PROGRAM_TIMEOUT_MS })
+    return typeof out === 'string' ? out : ''
   } catch (err) {
     throw new DriverError(
       `${driver}: programming ${address} with ${imagePath} failed: ${errorMessage(err)}`,

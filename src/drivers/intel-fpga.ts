@@ -36,6 +36,9 @@ import {
 } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
 import { programTarget, runProgrammer } from './fpga-program.js'
+import { cleanSettings, type CleanOptions } from './clean.js'
+import { createFpgaCleanSteps, FPGA_CLEAN_TIMEOUT_S } from './fpga-clean.js'
+import { ConfigError } from '../domain/errors.js'
 import { withHealth, worstHealth } from './health.js'
 import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-health.js'
 import {
@@ -170,9 +173,17 @@ async function readFpgaIds(
 
 /**
  * Options of the `intel-fpga` driver: the health thresholds (docs/drivers.md), `opae_errors`
- * (opae-health.ts) and the PCIe ones (pci-health.ts).
+ * (opae-health.ts) and the PCIe ones (pci-health.ts); `clean`, `clean_timeout`, `blank_image` and
+ * `blank_afu_id` (fpga-clean.ts, docs/cleaning.md).
  */
-export type IntelFpgaDriverOptions = PciHealthOptions & OpaeHealthOptions
+export type IntelFpgaDriverOptions = PciHealthOptions &
+  OpaeHealthOptions &
+  CleanOptions & {
+    /** The image cleaning loads. @default none: cleaning is refused */
+    blank_image?: string
+    /** The AFU id the blank image gives, read back to verify. @default none: presence only */
+    blank_afu_id?: string
+  }
 
 /**
  * Creates the `intel-fpga` driver; `deviceStats()` gives the temperature and power of the cards
@@ -186,11 +197,35 @@ export function createIntelFpgaDriver(
   const { host, hostname } = deps
   const pciThresholds = pciHealthThresholds('intel-fpga', options)
   const opaeLevel = opaeErrorsLevel('intel-fpga', options)
+  const blankAfuId = options.blank_afu_id?.trim() ? parseFpgaId(options.blank_afu_id) : undefined
+  if (options.blank_afu_id?.trim() && blankAfuId === undefined) {
+    throw new ConfigError(
+      `intel-fpga driver option blank_afu_id: must be 32 hex digits (dashes allowed), got '${options.blank_afu_id}'`,
+      { code: 'INVALID_DRIVER_OPTION', details: { driver: 'intel-fpga', option: 'blank_afu_id' } },
+    )
+  }
+  const blankImage = options.blank_image?.trim() || undefined
   /** The PFs of the last discovery: telemetry reads their FMEs without scanning PCI again. */
   let cards: string[] = []
   return {
     name: 'intel-fpga',
     deviceType: DeviceType.FPGA,
+    cleanSettings: cleanSettings('intel-fpga', options, FPGA_CLEAN_TIMEOUT_S),
+    ...createFpgaCleanSteps(host, {
+      driver: 'intel-fpga',
+      section: 'intel_fpga',
+      blankImage,
+      command: (pci, image) => ({ command: FPGACONF, args: fpgaconfArgs(pci, image) }),
+      ...(blankAfuId === undefined
+        ? {}
+        : {
+            expectId: {
+              id: blankAfuId,
+              read: async (address: string) =>
+                (await readFpgaIds(host, `${PCI_DEVICES_ROOT}/${address}`)).afuIds,
+            },
+          }),
+    }),
     async discover({ signal } = {}) {
       throwIfAborted('intel-fpga', signal)
       const all = await listPciFunctions(host, {

@@ -15,6 +15,8 @@ import { AppError, DriverError } from '../domain/errors.js'
 import { formatPciAddress, parsePciAddress, pciHandleInfo, throwIfAborted } from './pci-sysfs.js'
 import { rcAndTraits } from './traits.js'
 import { programTarget, runProgrammer } from './fpga-program.js'
+import { cleanSettings, type CleanOptions } from './clean.js'
+import { createFpgaCleanSteps, FPGA_CLEAN_TIMEOUT_S } from './fpga-clean.js'
 import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 
 /** XRT's management tool, the one OpenStack Cyborg's xilinx driver runs. */
@@ -155,9 +157,12 @@ export function xilinxDevice(card: XilinxCard, hostname: string): DiscoveredDevi
 
 /**
  * Options of {@link createXilinxFpgaDriver} (strings, from config), with the PCIe health thresholds
- * of {@link PciHealthOptions}, read from the management PF under `/sys/bus/pci/devices`.
+ * of {@link PciHealthOptions}, read from the management PF under `/sys/bus/pci/devices`, and `clean`,
+ * `clean_timeout` and `blank_image` (fpga-clean.ts, docs/cleaning.md).
  */
-export interface XilinxFpgaDriverOptions extends PciHealthOptions {
+export interface XilinxFpgaDriverOptions extends PciHealthOptions, CleanOptions {
+  /** The image cleaning flashes (`xbmgmt program --base`). @default none: cleaning is refused */
+  blank_image?: string
   /** The lspci binary. @default 'lspci' */
   lspci?: string
 }
@@ -176,6 +181,16 @@ export function createXilinxFpgaDriver(
   return {
     name: 'xilinx-fpga',
     deviceType: DeviceType.FPGA,
+    cleanSettings: cleanSettings('xilinx-fpga', options, FPGA_CLEAN_TIMEOUT_S),
+    ...createFpgaCleanSteps(host, {
+      driver: 'xilinx-fpga',
+      section: 'xilinx_fpga',
+      blankImage: options.blank_image?.trim() || undefined,
+      command: (pci, image) => ({
+        command: XBMGMT,
+        args: xbmgmtArgs(formatPciAddress(pci), image),
+      }),
+    }),
     async discover(opts = {}) {
       throwIfAborted('xilinx-fpga', opts.signal)
       let text: string
