@@ -7,7 +7,9 @@
  * - give deep-equal results on two runs (stable ids);
  * - report only devices of its own `deviceType`;
  * - emit a resource class (`rc`) and traits (`trait<N>`) that Placement accepts;
- * - match the case's `expected.json` when there is one.
+ * - match the case's `expected.json` when there is one;
+ * - on the empty host, if it has a `clean` step: clean a unit without throwing anything but a
+ *   DriverError with a clean code (CLEAN_UNSUPPORTED, …), and without writing to the host.
  *
  * Every directory under `__fixtures__/<driver>/` is a case and must hold a `SOURCE` note; it may
  * hold `options.json` (the driver options, a JSON object of strings). The fixture tree
@@ -21,7 +23,19 @@ import { DRIVERS } from './index.js'
 import { createFixtureHostProbe } from './fixture-host-probe.js'
 import { createNodeHostProbe } from './node-host-probe.js'
 import { isValidTrait } from './traits.js'
-import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
+import { AttachType, canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
+import { CleanErrorCode, runClean, type CleanTarget } from './clean.js'
+import { DriverError } from '../domain/errors.js'
+
+/** A unit on no host: a PCI function handle and control path. */
+const CONTRACT_TARGET: CleanTarget = {
+  controlPath: { type: 'PCI', info: { domain: '0000', bus: '3b', device: '00', function: '0' } },
+  handle: {
+    type: AttachType.PCI,
+    info: { domain: '0000', bus: '3b', device: '00', function: '0' },
+  },
+}
+const CLEAN_CODES: readonly string[] = Object.values(CleanErrorCode)
 
 /** Options of {@link runDriverContract}. */
 export interface DriverContractOptions {
@@ -140,6 +154,22 @@ export function runDriverContract(options: DriverContractOptions = {}): void {
           assertDeviceInvariants(driver.deviceType, first)
           assert.deepEqual(second, first, 'two runs over the same host must give the same result')
           if (c.expected !== undefined) assert.deepEqual(first, c.expected)
+        })
+      }
+      const empty = cases[0]!
+      const probe = createFixtureHostProbe(empty.dir)
+      const driver = factory({ host: probe, hostname }, {})
+      if (driver.clean !== undefined) {
+        void it('(empty host): clean refuses with a clean code, writing nothing', async () => {
+          try {
+            const report = await runClean(driver, CONTRACT_TARGET, { timeoutMs: 5000 })
+            assert.equal(typeof report.method, 'string')
+            assert.equal(typeof report.evidence, 'string')
+          } catch (err) {
+            assert.ok(err instanceof DriverError, `clean threw ${String(err)}`)
+            assert.ok(CLEAN_CODES.includes(err.code), `clean threw code ${err.code}`)
+          }
+          assert.deepEqual(probe.writes, [])
         })
       }
     })

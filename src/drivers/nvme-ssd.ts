@@ -33,6 +33,9 @@ import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-hea
 import { nvmeHealthThresholds, nvmeSmartLogHealth, type NvmeHealthOptions } from './nvme-health.js'
 import { createNvmeSampler } from './nvme-telemetry.js'
 import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
+import { cleanSettings, type CleanOptions } from './clean.js'
+import { createNvmeCleanSteps, NVME_CLEAN_TIMEOUT_S } from './nvme-clean.js'
+import { thresholdOption } from './health.js'
 
 /** The resource class of every NVMe SSD deployable. */
 export const SSD_RESOURCE_CLASS = 'CUSTOM_SSD'
@@ -149,10 +152,12 @@ export async function readNvmeController(
 }
 
 /**
- * Options of the NVMe SSD driver: `sysfs_root`, and the health thresholds (docs/drivers.md) of
- * nvme-health.ts and pci-health.ts.
+ * Options of the NVMe SSD driver: `sysfs_root`, the health thresholds (docs/drivers.md) of
+ * nvme-health.ts and pci-health.ts, and `clean` / `clean_timeout` (nvme-clean.ts, docs/cleaning.md).
  */
-export interface NvmeSsdDriverOptions extends PciHealthOptions, NvmeHealthOptions {
+export interface NvmeSsdDriverOptions extends PciHealthOptions, NvmeHealthOptions, CleanOptions {
+  /** Milliseconds between two reads of the sanitize log while a sanitize runs. @default '5000' */
+  sanitize_poll_ms?: string
   /** The sysfs class directory to scan. @default '/sys/class/nvme' */
   sysfs_root?: string
 }
@@ -170,6 +175,17 @@ export function createNvmeSsdDriver(
   const pciThresholds = pciHealthThresholds('nvme-ssd', options)
   const nvmeThresholds = nvmeHealthThresholds('nvme-ssd', options)
   const sampler = createNvmeSampler(deps.host, nvmeThresholds.smartLog)
+  const settings = cleanSettings('nvme-ssd', options, NVME_CLEAN_TIMEOUT_S)
+  const opts = options as Readonly<Record<string, string | undefined>>
+  /** The controller standing for a PCI function, as discover() picks it. */
+  const findController = async (address: string) => {
+    const all: NvmeController[] = []
+    for (const name of await readScanRoot(deps.host, root)) {
+      const c = await readNvmeController(deps, root, name)
+      if (c?.address === address) all.push(c)
+    }
+    return pickNvmeControllers(all)[0]
+  }
   /** A controller's health: its PCI function's (read through the `device` link), then its SMART log. */
   const controllerHealth = async (c: NvmeController) =>
     worstHealth([
@@ -179,6 +195,13 @@ export function createNvmeSsdDriver(
   return {
     name: 'nvme-ssd',
     deviceType: DeviceType.SSD,
+    cleanSettings: settings,
+    ...createNvmeCleanSteps(deps.host, {
+      root,
+      findController,
+      timeoutMs: settings.timeoutMs,
+      pollMs: thresholdOption('nvme-ssd', opts, 'sanitize_poll_ms', 5000),
+    }),
     async discover({ signal } = {}) {
       throwIfAborted('nvme-ssd', signal)
       const controllers: NvmeController[] = []
