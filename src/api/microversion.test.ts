@@ -12,11 +12,12 @@ void describe('negotiateMicroversion', () => {
     ['accelerator 2.5', 5],
     ['accelerator 2.6', 6],
     ['accelerator 2.7', 7],
+    ['accelerator 2.8', 8],
     ['Accelerator   2.2', 2],
-    ['accelerator latest', 7],
-    ['accelerator LATEST', 7],
+    ['accelerator latest', 8],
+    ['accelerator LATEST', 8],
     ['2.1', 1],
-    ['latest', 7],
+    ['latest', 8],
     ['compute 2.90', 0],
     ['compute 2.90, accelerator 2.2', 2],
     [['compute 2.1', 'accelerator 2.1'], 1],
@@ -26,7 +27,7 @@ void describe('negotiateMicroversion', () => {
       assert.deepEqual(negotiateMicroversion(header), { minor }))
   }
   const bad = [
-    'accelerator 2.8',
+    'accelerator 2.9',
     'accelerator 3.0',
     'accelerator 1.9',
     'accelerator two',
@@ -38,7 +39,7 @@ void describe('negotiateMicroversion', () => {
     void it(`${JSON.stringify(header)} → error naming the range`, () => {
       const r = negotiateMicroversion(header)
       assert.equal(r.minor, undefined)
-      assert.match(r.error ?? '', /2\.0 to 2\.7/)
+      assert.match(r.error ?? '', /2\.0 to 2\.8/)
     })
   }
 })
@@ -52,19 +53,19 @@ void describe('microversion headers on responses', () => {
 
   const expectHeaders = (headers: Record<string, unknown>, effective: string) => {
     assert.equal(headers['openstack-api-minimum-version'], '2.0')
-    assert.equal(headers['openstack-api-maximum-version'], '2.7')
+    assert.equal(headers['openstack-api-maximum-version'], '2.8')
     assert.equal(headers['openstack-api-version'], `accelerator ${effective}`)
     assert.equal(headers.vary, 'OpenStack-API-Version')
   }
 
-  void it('no header is 2.0; latest is 2.7; the bare form works', async () => {
+  void it('no header is 2.0; latest is 2.8; the bare form works', async () => {
     expectHeaders((await t.app.inject({ url: '/v2/devices' })).headers, '2.0')
     const latest = await t.app.inject({
       url: '/devices',
       headers: { 'openstack-api-version': 'accelerator latest' },
     })
     assert.equal(latest.statusCode, 200)
-    expectHeaders(latest.headers, '2.7')
+    expectHeaders(latest.headers, '2.8')
     expectHeaders(
       (await t.app.inject({ url: '/v2/devices', headers: { 'openstack-api-version': '2.2' } }))
         .headers,
@@ -73,13 +74,13 @@ void describe('microversion headers on responses', () => {
   })
 
   void it('a version out of range or unparsable is 406 naming the range, with the headers', async () => {
-    for (const v of ['accelerator 2.8', 'accelerator 3.0', 'accelerator abc']) {
+    for (const v of ['accelerator 2.9', 'accelerator 3.0', 'accelerator abc']) {
       const res = await t.app.inject({
         url: '/v2/device_profiles',
         headers: { 'openstack-api-version': v },
       })
       assert.equal(res.statusCode, 406, v)
-      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.7/)
+      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.8/)
       assert.equal(faultOf(res.body).faultcode, 'Client')
       expectHeaders(res.headers, '2.0')
     }

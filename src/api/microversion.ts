@@ -5,9 +5,10 @@
  * 2.5: device `health`, `health_reason` and `health_updated_at`, and `GET /devices?health=`;
  * 2.6: `POST /device_profiles/{name_or_uuid}/explain`.
  * 2.7: `GET /quota` (docs/quota.md).
+ * 2.8: `GET /custody`, `GET /custody/{uuid}` (docs/custody.md; issue 18 asked for 2.7, taken by quota).
  */
 export const MIN_MINOR = 0
-export const MAX_MINOR = 7
+export const MAX_MINOR = 8
 export const SERVICE_TYPE = 'accelerator'
 export const MIN_VERSION = `2.${MIN_MINOR}`
 export const MAX_VERSION = `2.${MAX_MINOR}`

@@ -312,6 +312,16 @@ export const schema = {
       help: 'Hours the conductor keeps events in its outbox after delivering them to every sink (docs/notifications.md); older ones are deleted every 10 minutes. 0: deleted at the next purge. Undelivered events are never deleted.',
     }),
   },
+  custody: {
+    retain_days: int({
+      default: 400,
+      min: 1,
+      help: 'Days the custody ledger keeps a record (docs/custody.md). Older records are pruned hourly by the conductor, which writes a checkpoint signed with signing_key_file in their place, so that the rest of the chain still verifies.',
+    }),
+    signing_key_file: optionalPath({
+      help: "Ed25519 private key (PKCS#8 PEM) that signs the custody ledger's pruning checkpoints. Unset: <state_path>/custody-signing.key. Generated with mode 0600 when missing; keep a copy of its public key (cyborg custody verify --public-key) where the database's administrators cannot change it.",
+    }),
+  },
   metrics: {
     enabled: bool({
       default: true,

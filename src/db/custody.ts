@@ -6,10 +6,13 @@
  * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
  * by id; the verifier streams sealed records by seq.
  */
+import type { KeyObject } from 'node:crypto'
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
+  createCustodyVerifier,
   CUSTODY_KINDS,
   CustodyKind,
+  type CustodyVerifyResult,
   type AllocatedVia,
   type CustodyFields,
   type CustodyRecord,
@@ -420,4 +423,22 @@ export async function withCustodyLock<T>(
     if (!lock) return undefined
     return { value: await fn(trx) }
   })
+}
+
+/**
+ * Verifies the stored chain: the newest checkpoint first (where a pruned chain starts), then every
+ * sealed record in seq order, `pageSize` at a time (one query per page), stopping at the first
+ * break. Unsealed records are not part of the chain yet.
+ */
+export async function verifyStoredCustody(
+  db: ReadDb,
+  options: { pageSize?: number; publicKey?: KeyObject | undefined } = {},
+): Promise<CustodyVerifyResult> {
+  const verifier = createCustodyVerifier({
+    anchor: await getLatestCheckpoint(db),
+    publicKey: options.publicKey,
+  })
+  for await (const page of streamSealedCustody(db, options.pageSize))
+    if (!verifier.push(page)) break
+  return verifier.result()
 }

@@ -30,6 +30,7 @@ import { registerHostCommands } from '../cli/host-commands.js'
 import { registerExplainCommands } from '../cli/explain-commands.js'
 import { registerCapacityCommands } from '../cli/capacity-commands.js'
 import { registerQuotaCommands } from '../cli/quota-commands.js'
+import { registerCustodyCommands } from '../cli/custody-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
 
@@ -241,6 +242,24 @@ registerHostCommands(program)
 registerExplainCommands(program)
 registerCapacityCommands(program)
 registerQuotaCommands(program)
+// `custody verify` reads the database itself, as `db sync` does: the check must not trust the API.
+registerCustodyCommands(program)
+  .command('verify')
+  .description('walk the custody hash chain in [database] connection; name the first broken record')
+  .option('--public-key <file>', 'checkpoints must be signed by this Ed25519 public key (PEM)')
+  .option('--page-size <n>', 'records read per query', '10000')
+  .option('--format <format>', 'table for people, json for scripts', 'table')
+  .action(
+    async (opts: { publicKey?: string; pageSize: string; format: string }, command: Command) => {
+      try {
+        const { verifyCustodyLedger } = await import('./custody-verify.js')
+        const ok = await verifyCustodyLedger(configFor(command), opts)
+        if (!ok) process.exitCode = 1
+      } catch (err) {
+        fail('custody verify', err)
+      }
+    },
+  )
 registerTopCommands(program)
 registerWebhookCommands(program)
 

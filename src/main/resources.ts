@@ -24,6 +24,7 @@ import { createUnifiedLimits } from '../openstack/unified-limits.js'
 import type { LimitSource } from '../domain/quota.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import type { CorePlacement } from './core.js'
+import { custodyKeyPath, loadCustodySigningKey } from './custody-key.js'
 
 /** Creates `[DEFAULT] state_path` (mode 0750) if missing. */
 export function ensureStateDir(config: Config): string {
@@ -127,6 +128,10 @@ export function conductorOptions(config: Config): ConductorOptions {
     healthRecoveryReports: config.conductor.health_recovery_reports,
     fleetRefreshMs: config.metrics.fleet_refresh_seconds * 1000,
     events: { retentionHours: config.events.retention_hours },
+    custody: {
+      retainDays: config.custody.retain_days,
+      signingKey: loadCustodySigningKey(custodyKeyPath(config)),
+    },
     webhooks: {
       timeoutMs: config.webhooks.timeout_seconds * 1000,
       concurrency: config.webhooks.concurrency,

@@ -123,6 +123,18 @@ export const API_RULES: readonly RuleDefault[] = [
     [['GET', '/v2/quota']],
   ),
   rule(
+    'cyborg:custody:get_all',
+    READER,
+    "List custody ledger records (a project reader: their project's; an admin: all).",
+    [['GET', '/v2/custody']],
+  ),
+  rule(
+    'cyborg:custody:get_one',
+    READER,
+    "Show one custody ledger record (a project reader: their project's only).",
+    [['GET', '/v2/custody/{uuid}']],
+  ),
+  rule(
     'cyborg:device:get_all',
     MANAGER,
     'List devices.',

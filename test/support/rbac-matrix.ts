@@ -30,6 +30,7 @@ export type Row = [
 ]
 
 const V27 = { 'openstack-api-version': 'accelerator 2.7' }
+const V28 = { 'openstack-api-version': 'accelerator 2.8' }
 
 /** The JSON patch that unbinds `arq`: its host, provider and instance removed. */
 export const unbind = (arq: string) => ({
@@ -309,4 +310,13 @@ export const rbacRows = (arq: string): Row[] => [
     V27,
   ],
   ['GET', '/v2/quota', undefined, '                     200 200 200 200 403 200 200 401 401', V27],
+  // The custody ledger (2.8): any reader (a non-admin sees their project's records only).
+  ['GET', '/v2/custody', undefined, '                   200 200 200 200 403 200 200 401 401', V28],
+  [
+    'GET',
+    `/v2/custody/${MISSING}`,
+    undefined,
+    '                           404 404 404 404 403 404 404 401 401',
+    V28,
+  ],
 ]

@@ -22,6 +22,7 @@ import { deviceRoutes } from './devices.js'
 import type { V2Env } from './env.js'
 import { explainRoutes } from './explain.js'
 import { quotaRoutes } from './quota.js'
+import { custodyRoutes } from './custody.js'
 import { webhookRoutes } from './webhooks.js'
 
 function microversionHook(
@@ -63,4 +64,5 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   webhookRoutes(app, options)
   capacityRoutes(app, options)
   quotaRoutes(app, options)
+  custodyRoutes(app, options)
 }

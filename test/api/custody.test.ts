@@ -1,0 +1,254 @@
+/**
+ * The custody ledger over HTTP and the CLI: `GET /v2/custody` and `/v2/custody/{uuid}` only from
+ * 2.8, with filters and paging; a project reader sees their own project's records only; `cyborg
+ * custody list|show|export` through the API; `cyborg custody verify` against the database itself
+ * (PostgreSQL: a file the CLI process can open), OK, then naming an edited record.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import pino from 'pino'
+import type { FastifyInstance } from 'fastify'
+import { createApp } from '../../src/api/app.js'
+import type { Authenticator } from '../../src/api/auth.js'
+import { createCustodySealer } from '../../src/conductor/custody-sealer.js'
+import { appendAllocationRecords } from '../../src/db/custody.js'
+import { noopLogger } from '../../src/domain/logger.js'
+import { freezeContext } from '../../src/domain/request-context.js'
+import { cyborg } from '../support/cli.js'
+import { testDialects } from '../support/db.js'
+import { fault, HOST, startStack, type Stack } from './stack.js'
+
+const INSTANCE = (n: number) => `c0570d1e-0000-4000-8000-${String(n).padStart(12, '0')}`
+
+/** A token of `project` with `roles`. */
+const authWith = (project: string, roles: string[]): Authenticator => ({
+  strategy: 'keystone',
+  authenticate: () =>
+    freezeContext({
+      userId: 'u1',
+      projectId: project,
+      roles,
+      isAdmin: false,
+      systemScope: false,
+      serviceRoles: [],
+      serviceToken: false,
+      authStrategy: 'keystone',
+    }),
+})
+
+interface Rec {
+  uuid: string
+  seq: number | null
+  kind: string
+  project_id: string | null
+  instance_uuid: string | null
+  device_uuid: string | null
+}
+
+void describe('v2 custody', () => {
+  let s: Stack
+  const apps: FastifyInstance[] = []
+  const list = async (q = '', version = '2.8') => {
+    const res = await s.request({ method: 'GET', url: `/v2/custody${q}`, version })
+    assert.equal(res.statusCode, 200, res.body)
+    return (res.json() as { custody_records: Rec[] }).custody_records
+  }
+
+  before(async () => {
+    s = await startStack({ autoActivate: true, conductor: { reapIntervalMs: 0 } })
+    await s.core.agent!.discoverNow()
+    const c = s.core.conductorClient
+    await c.createDeviceProfile({
+      name: 'one',
+      description: null,
+      groups: [{ 'resources:FPGA': '1' }],
+    })
+    // Three intervals: projects p1, p2, p1, one instance each.
+    for (const [n, project] of [
+      [1, 'p1'],
+      [2, 'p2'],
+      [3, 'p1'],
+    ] as const) {
+      const [arq] = await c.createArqs({ deviceProfileName: 'one', projectId: project, maxArqs: 8 })
+      const [out] = await c.bindArqs({
+        bindings: { [arq!.uuid]: { hostname: 'node1', instanceUuid: INSTANCE(n) } },
+      })
+      assert.equal(out!.state, 'Bound', out!.reason ?? '')
+      await c.unbindArqs({ uuids: [arq!.uuid] })
+    }
+    await s.core.conductor!.drainCustody()
+  })
+  after(async () => {
+    for (const app of apps) await app.close()
+    await s?.close()
+  })
+
+  it('is there from 2.8 only', async () => {
+    for (const version of [undefined, '2.7']) {
+      const res = await s.request({ method: 'GET', url: '/v2/custody', version })
+      assert.equal(res.statusCode, 404, String(version))
+      if (version) assert.match(fault(res), /2\.8/)
+    }
+    const all = await list()
+    assert.equal(all.length, 3)
+    assert.deepEqual(
+      all.map((r) => [r.seq, r.kind, r.project_id, r.instance_uuid]),
+      [
+        [1, 'allocation', 'p1', INSTANCE(1)],
+        [2, 'allocation', 'p2', INSTANCE(2)],
+        [3, 'allocation', 'p1', INSTANCE(3)],
+      ],
+    )
+  })
+
+  it('filters by project, instance, device, time; pages; shows one', async () => {
+    assert.equal((await list('?project_id=p1')).length, 2)
+    assert.deepEqual(
+      (await list(`?instance_uuid=${INSTANCE(2)}`)).map((r) => r.project_id),
+      ['p2'],
+    )
+    const all = await list()
+    assert.equal((await list(`?device_uuid=${all[0]!.device_uuid}`)).length, 3)
+    assert.equal((await list('?since=2999-01-01')).length, 0)
+    assert.equal((await list('?until=2999-01-01')).length, 3)
+    const page = await list(`?limit=1&marker=${all[0]!.uuid}`)
+    assert.deepEqual(
+      page.map((r) => r.uuid),
+      [all[1]!.uuid],
+    )
+    const bad = await s.request({
+      method: 'GET',
+      url: '/v2/custody?since=yesterday',
+      version: '2.8',
+    })
+    assert.equal(bad.statusCode, 400)
+    assert.match(fault(bad), /since/)
+    const one = await s.request({
+      method: 'GET',
+      url: `/v2/custody/${all[1]!.uuid}`,
+      version: '2.8',
+    })
+    assert.equal(one.statusCode, 200)
+    assert.equal((one.json() as Rec).instance_uuid, INSTANCE(2))
+    const missing = await s.request({
+      method: 'GET',
+      url: '/v2/custody/0dd00000-0000-4000-8000-00000000beef',
+      version: '2.8',
+    })
+    assert.equal(missing.statusCode, 404)
+  })
+
+  it("a project reader sees only their project's records", async () => {
+    const app = await createApp(
+      { db: s.db.db, conductor: s.core.conductorClient, log: pino({ level: 'silent' }) },
+      { auth: authWith('p2', ['reader']) },
+    )
+    apps.push(app)
+    const get = (url: string) =>
+      app.inject({
+        method: 'GET',
+        url,
+        headers: { host: HOST, 'openstack-api-version': 'accelerator 2.8' },
+      })
+    const mine = await get('/v2/custody')
+    assert.equal(mine.statusCode, 200, mine.body)
+    const records = (mine.json() as { custody_records: Rec[] }).custody_records
+    assert.deepEqual(
+      records.map((r) => r.project_id),
+      ['p2'],
+    )
+    assert.equal((await get('/v2/custody?project_id=p1')).statusCode, 403)
+    const all = await list()
+    assert.equal((await get(`/v2/custody/${all[0]!.uuid}`)).statusCode, 404)
+    assert.equal((await get(`/v2/custody/${all[1]!.uuid}`)).statusCode, 200)
+    const none = await createApp(
+      { db: s.db.db, conductor: s.core.conductorClient, log: pino({ level: 'silent' }) },
+      { auth: authWith('p2', []) },
+    )
+    apps.push(none)
+    const denied = await none.inject({
+      method: 'GET',
+      url: '/v2/custody',
+      headers: { host: HOST, 'openstack-api-version': 'accelerator 2.8' },
+    })
+    assert.equal(denied.statusCode, 403)
+    assert.match(fault(denied), /cyborg:custody:get_all/)
+  })
+
+  it('cyborg custody list, show and export', async () => {
+    const url = await s.app.listen({ host: '127.0.0.1', port: 0 })
+    const env = { CYBORG_URL: url }
+    const listed = await cyborg(['custody', 'list', '--project', 'p1'], env)
+    assert.equal(listed.code, 0, listed.stderr)
+    assert.match(listed.stdout, /Seq\s+Kind\s+Device/)
+    const all = await list()
+    assert.ok(listed.stdout.includes(all[0]!.uuid) && listed.stdout.includes(all[2]!.uuid))
+    assert.ok(!listed.stdout.includes(all[1]!.uuid), 'p2 is not listed')
+    const shown = await cyborg(['custody', 'show', all[2]!.uuid, '--format', 'json'], env)
+    assert.equal(shown.code, 0, shown.stderr)
+    assert.equal((JSON.parse(shown.stdout) as Rec).instance_uuid, INSTANCE(3))
+    const exported = await cyborg(['custody', 'export', '--page-size', '2'], env)
+    assert.equal(exported.code, 0, exported.stderr)
+    const lines = exported.stdout.trimEnd().split('\n')
+    assert.deepEqual(
+      lines.map((l) => (JSON.parse(l) as Rec).seq),
+      [1, 2, 3],
+    )
+  })
+})
+
+const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
+
+void describe('cyborg custody verify', { skip: postgres.skip }, () => {
+  it('reports the head, then names an edited record', async () => {
+    const db = await postgres.create()
+    try {
+      for (let n = 1; n <= 25; n++)
+        await appendAllocationRecords(db.db, [
+          {
+            uuid: `c0570d10-0000-4000-8000-${String(n).padStart(12, '0')}`,
+            arq: {
+              id: n,
+              uuid: `c0570d11-0000-4000-8000-${String(n).padStart(12, '0')}`,
+              state: 'Bound',
+              deviceProfileId: 1,
+              deviceProfileGroupId: 0,
+              projectId: 'p1',
+              hostname: 'h1',
+              deviceRpUuid: null,
+              instanceUuid: INSTANCE(n),
+              attachHandleId: 1,
+              deployableId: null,
+              createdAt: '2026-11-25T00:00:00.000000+00:00',
+              updatedAt: '2026-11-25T00:00:00.000000+00:00',
+            },
+            via: 'standalone_v2',
+            boundAt: '2026-11-25T00:00:00.000000+00:00',
+            releasedAt: '2026-11-25T00:00:01.000000+00:00',
+          },
+        ])
+      const sealer = createCustodySealer({ db, log: noopLogger, clock: { now: () => new Date() } })
+      assert.equal(await sealer.drain(), 25)
+      await sealer.stop()
+      const env = { CYBORG_DATABASE__CONNECTION: db.url }
+      const ok = await cyborg(['custody', 'verify', '--page-size', '10'], env)
+      assert.equal(ok.code, 0, ok.stderr)
+      assert.match(ok.stdout, /custody chain OK: 25 records from seq 1 to head seq 25 /)
+      await db.db
+        .updateTable('custody_records')
+        .set({ project_id: 'p2' })
+        .where('seq', '=', 17)
+        .execute()
+      const broken = await cyborg(['custody', 'verify', '--format', 'json'], env)
+      assert.equal(broken.code, 1, broken.stderr)
+      const result = JSON.parse(broken.stdout) as {
+        ok: boolean
+        broken: { seq: number; reason: string }
+      }
+      assert.equal(result.ok, false)
+      assert.deepEqual([result.broken.seq, result.broken.reason], [17, 'hash_mismatch'])
+    } finally {
+      await db.close()
+    }
+  })
+})
