@@ -271,18 +271,28 @@ export async function getLatestCheckpoint(db: ReadDb): Promise<CustodyRecord | u
   )
 }
 
-/** Streams the sealed chain in pages of `pageSize` (by seq, one query per page). */
+/**
+ * Streams the sealed chain in pages of `pageSize` (by seq, one query per page). The next page is
+ * asked for before the current one is handed out, so the database works while the caller hashes.
+ */
 export async function* streamSealedCustody(
   db: ReadDb,
   pageSize = 10_000,
 ): AsyncGenerator<CustodyRecord[]> {
-  let after = 0
-  for (;;) {
-    const page = await listSealedCustody(db, after, pageSize)
-    if (page.length === 0) return
-    yield page
-    after = page[page.length - 1]!.seq
-    if (page.length < pageSize) return
+  let next: Promise<CustodyRecord[]> | undefined = listSealedCustody(db, 0, pageSize)
+  try {
+    while (next) {
+      const page: CustodyRecord[] = await next
+      if (page.length === 0) return
+      next =
+        page.length < pageSize
+          ? undefined
+          : listSealedCustody(db, page[page.length - 1]!.seq, pageSize)
+      yield page
+    }
+  } finally {
+    // A caller that stopped early (a broken chain) leaves the prefetched page unread.
+    next?.catch(() => undefined)
   }
 }
 

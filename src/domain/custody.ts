@@ -9,7 +9,7 @@
  * is `GENESIS_HASH`; after pruning, the chain starts at the newest signed checkpoint's
  * `through_seq + 1`, whose prev_hash is the checkpoint's `through_hash`.
  */
-import { createHash, createPublicKey, sign, verify, type KeyObject } from 'node:crypto'
+import { createPublicKey, hash, sign, verify, type KeyObject } from 'node:crypto'
 
 /** The hashing format, hashed into every record: a change of format is a change of version. */
 export const CUSTODY_FORMAT = 1
@@ -102,9 +102,8 @@ const HASHED_FIELDS = [
 export function custodyHash(prevHash: string, seq: number, fields: CustodyFields): string {
   const values: unknown[] = [CUSTODY_FORMAT, seq, fields.uuid, fields.kind]
   for (const f of HASHED_FIELDS) values.push(fields[f])
-  return createHash('sha256')
-    .update(prevHash + '\n' + JSON.stringify(values))
-    .digest('hex')
+  // One-shot `hash` (Node 21.7+): no Hash object per record.
+  return hash('sha256', prevHash + '\n' + JSON.stringify(values), 'hex')
 }
 
 /** Seals `fields` in order after `head` (undefined: the chain is empty). */
