@@ -15,13 +15,8 @@ import type { Arq } from '../domain/arq.js'
 import { createCustodyVerifier } from '../domain/custody.js'
 import { noopLogger } from '../domain/logger.js'
 import { openDatabase, type DatabaseHandle } from '../db/connection.js'
-import {
-  appendAllocationRecords,
-  getCustody,
-  getLatestCheckpoint,
-  listCustody,
-  streamSealedCustody,
-} from '../db/custody.js'
+import { appendAllocationRecords, getLatestCheckpoint, streamSealedCustody } from '../db/custody.js'
+import { getCustody, listCustody } from '../db/custody-reads.js'
 import { listAttachHandles } from '../db/attach-handles.js'
 
 const NOW = '2026-11-25T00:00:00.000000+00:00'

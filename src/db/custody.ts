@@ -4,13 +4,12 @@
  * closes (the device, deployable and handle uuids and the device's serial are read by that same
  * statement); records are unsealed until the conductor's sealer gives them `seq`, `prev_hash` and
  * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
- * by id; the verifier streams sealed records by seq.
+ * by id (src/db/custody-reads.ts); the verifier streams sealed records by seq.
  */
 import type { KeyObject } from 'node:crypto'
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
   createCustodyVerifier,
-  CUSTODY_KINDS,
   CustodyKind,
   type CustodyVerifyResult,
   type AllocatedVia,
@@ -18,9 +17,7 @@ import {
   type CustodyRecord,
 } from '../domain/custody.js'
 import type { Arq } from '../domain/arq.js'
-import { NotFoundError } from '../domain/errors.js'
 import type { DatabaseHandle, ReadDb } from './connection.js'
-import { paginate, type PageOptions } from './pagination.js'
 import type { CustodyRecordsTable, Database } from './schema.js'
 
 /** Ids per IN list and rows per UPDATE: under every driver's parameter limit. */
@@ -151,7 +148,8 @@ export interface StoredCustodyRecord extends CustodyFields {
   hash: string | null
 }
 
-function toStored(r: Row): StoredCustodyRecord {
+/** A row as the API and the sealer see it. */
+export function toStored(r: Row): StoredCustodyRecord {
   return {
     id: Number(r.id),
     seq: r.seq === null ? null : Number(r.seq),
@@ -294,62 +292,6 @@ export async function* streamSealedCustody(
     // A caller that stopped early (a broken chain) leaves the prefetched page unread.
     next?.catch(() => undefined)
   }
-}
-
-export const CUSTODY_SORT_KEYS = ['id', 'created_at', 'released_at'] as const
-export type CustodySortKey = (typeof CUSTODY_SORT_KEYS)[number]
-
-export interface CustodyFilter extends PageOptions<CustodySortKey> {
-  deviceUuid?: string | undefined
-  projectId?: string | undefined
-  instanceUuid?: string | undefined
-  kind?: string | undefined
-  /** Records released (checkpoints: written) at or after / before these timestamps. */
-  since?: string | undefined
-  until?: string | undefined
-}
-
-/** Records, sealed or not, filtered and paged (id order by default). */
-export async function listCustody(
-  db: ReadDb,
-  filter: CustodyFilter = {},
-): Promise<StoredCustodyRecord[]> {
-  let qb = db.selectFrom('custody_records').selectAll()
-  if (filter.deviceUuid !== undefined) qb = qb.where('device_uuid', '=', filter.deviceUuid)
-  if (filter.projectId !== undefined) qb = qb.where('project_id', '=', filter.projectId)
-  if (filter.instanceUuid !== undefined) qb = qb.where('instance_uuid', '=', filter.instanceUuid)
-  if (filter.kind !== undefined && (CUSTODY_KINDS as readonly string[]).includes(filter.kind))
-    qb = qb.where('kind', '=', filter.kind)
-  const at = sql<string>`coalesce(released_at, created_at)`
-  if (filter.since !== undefined) qb = qb.where(at, '>=', filter.since)
-  if (filter.until !== undefined) qb = qb.where(at, '<', filter.until)
-  qb = await paginate(
-    db,
-    qb,
-    {
-      table: 'custody_records',
-      keys: CUSTODY_SORT_KEYS,
-      nullable: ['released_at'],
-      notFoundCode: 'CUSTODY_RECORD_NOT_FOUND',
-    },
-    filter,
-  )
-  return (await qb.execute()).map(toStored)
-}
-
-/** One record by uuid. @throws NotFoundError */
-export async function getCustody(db: ReadDb, uuid: string): Promise<StoredCustodyRecord> {
-  const row = await db
-    .selectFrom('custody_records')
-    .selectAll()
-    .where('uuid', '=', uuid)
-    .executeTakeFirst()
-  if (!row)
-    throw new NotFoundError(`custody record ${uuid} not found`, {
-      code: 'CUSTODY_RECORD_NOT_FOUND',
-      details: { uuid },
-    })
-  return toStored(row)
 }
 
 /**

@@ -6,12 +6,8 @@
  * are a 404 naming the microversion they need.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import {
-  getCustody,
-  listCustody,
-  type CustodySortKey,
-  type StoredCustodyRecord,
-} from '../../db/custody.js'
+import { getCustody, listCustody, type CustodySortKey } from '../../db/custody-reads.js'
+import type { StoredCustodyRecord } from '../../db/custody.js'
 import { ForbiddenError, NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
