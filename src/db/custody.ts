@@ -6,12 +6,9 @@
  * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
  * by id (src/db/custody-reads.ts); the verifier streams sealed records by seq.
  */
-import type { KeyObject } from 'node:crypto'
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
-  createCustodyVerifier,
   CustodyKind,
-  type CustodyVerifyResult,
   type AllocatedVia,
   type CustodyFields,
   type CustodyRecord,
@@ -114,7 +111,8 @@ function toRow(f: CustodyFields) {
 
 type Row = Selectable<CustodyRecordsTable>
 
-function toFields(r: Row): CustodyFields {
+/** A row's record fields. */
+export function toFields(r: Row): CustodyFields {
   return {
     uuid: r.uuid,
     kind: r.kind as CustodyFields['kind'],
@@ -228,27 +226,6 @@ export async function sealCustodyRecords(
   return count
 }
 
-/** The sealed records from `afterSeq` on, in seq order, at most `limit` (the verifier's pages). */
-export async function listSealedCustody(
-  db: ReadDb,
-  afterSeq: number,
-  limit: number,
-): Promise<CustodyRecord[]> {
-  const rows = await db
-    .selectFrom('custody_records')
-    .selectAll()
-    .where('seq', '>', afterSeq)
-    .orderBy('seq')
-    .limit(limit)
-    .execute()
-  return rows.map((r) => ({
-    ...toFields(r),
-    seq: Number(r.seq),
-    prevHash: r.prev_hash ?? '',
-    hash: r.hash ?? '',
-  }))
-}
-
 /** The newest sealed checkpoint record, if any (where a pruned chain starts from). */
 export async function getLatestCheckpoint(db: ReadDb): Promise<CustodyRecord | undefined> {
   const row = await db
@@ -267,31 +244,6 @@ export async function getLatestCheckpoint(db: ReadDb): Promise<CustodyRecord | u
       hash: row.hash ?? '',
     }
   )
-}
-
-/**
- * Streams the sealed chain in pages of `pageSize` (by seq, one query per page). The next page is
- * asked for before the current one is handed out, so the database works while the caller hashes.
- */
-export async function* streamSealedCustody(
-  db: ReadDb,
-  pageSize = 10_000,
-): AsyncGenerator<CustodyRecord[]> {
-  let next: Promise<CustodyRecord[]> | undefined = listSealedCustody(db, 0, pageSize)
-  try {
-    while (next) {
-      const page: CustodyRecord[] = await next
-      if (page.length === 0) return
-      next =
-        page.length < pageSize
-          ? undefined
-          : listSealedCustody(db, page[page.length - 1]!.seq, pageSize)
-      yield page
-    }
-  } finally {
-    // A caller that stopped early (a broken chain) leaves the prefetched page unread.
-    next?.catch(() => undefined)
-  }
 }
 
 /**
@@ -375,22 +327,4 @@ export async function withCustodyLock<T>(
     if (!lock) return undefined
     return { value: await fn(trx) }
   })
-}
-
-/**
- * Verifies the stored chain: the newest checkpoint first (where a pruned chain starts), then every
- * sealed record in seq order, `pageSize` at a time (one query per page), stopping at the first
- * break. Unsealed records are not part of the chain yet.
- */
-export async function verifyStoredCustody(
-  db: ReadDb,
-  options: { pageSize?: number; publicKey?: KeyObject | undefined } = {},
-): Promise<CustodyVerifyResult> {
-  const verifier = createCustodyVerifier({
-    anchor: await getLatestCheckpoint(db),
-    publicKey: options.publicKey,
-  })
-  for await (const page of streamSealedCustody(db, options.pageSize))
-    if (!verifier.push(page)) break
-  return verifier.result()
 }

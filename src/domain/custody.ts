@@ -225,6 +225,8 @@ export interface CustodyVerifyResult {
   anchor: { seq: number; throughSeq: number; publicKey: string } | null
   /** The first broken record; absent when ok. */
   broken?: CustodyBreak
+  /** A segment's first record (`segment` verifiers only): its link is checked by the caller. */
+  start?: CustodyLink
 }
 
 export interface CustodyVerifierOptions {
@@ -235,6 +237,11 @@ export interface CustodyVerifierOptions {
   anchor?: Pick<CustodyRecord, 'seq' | 'uuid' | 'kind' | 'detail'> | undefined
   /** Checkpoints must be signed by this public key. @default the key each checkpoint names */
   publicKey?: KeyObject | undefined
+  /**
+   * A segment of the chain that does not start it (src/domain/custody-segments.ts): the first
+   * record's link to the one before is left to the caller, which has that record's hash.
+   */
+  segment?: boolean
 }
 
 /**
@@ -247,21 +254,18 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
   let count = 0
   let prev: CustodyRecord | undefined
   let firstSeq: number | null = null
+  let start: CustodyLink | undefined
   let broken: CustodyBreak | undefined
   const brk = (r: CustodyRecord, reason: CustodyBreakReason, message: string) => {
-    broken = {
-      seq: r.seq,
-      uuid: r.uuid,
-      reason,
-      message: `record seq ${r.seq} (${r.uuid}): ${message}`,
-    }
+    broken = custodyBreak(r, reason, message)
     return false
   }
   const check = (r: CustodyRecord): boolean => {
     count++
     if (!prev) {
       firstSeq = r.seq
-      if (r.seq !== 1 || r.prevHash !== GENESIS_HASH) {
+      start = { seq: r.seq, uuid: r.uuid, prevHash: r.prevHash }
+      if (!options.segment && (r.seq !== 1 || r.prevHash !== GENESIS_HASH)) {
         if (!options.anchor || !anchorDetail)
           return brk(
             r,
@@ -290,16 +294,8 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
           )
       }
     } else {
-      if (r.seq <= prev.seq)
-        return brk(r, 'out_of_order', `comes after seq ${prev.seq}: records reordered`)
-      if (r.seq !== prev.seq + 1)
-        return brk(r, 'missing_records', `records missing between seq ${prev.seq} and seq ${r.seq}`)
-      if (r.prevHash !== prev.hash)
-        return brk(
-          r,
-          'prev_hash_mismatch',
-          `prev_hash is not the hash of seq ${prev.seq}: records reordered or replaced`,
-        )
+      broken = linkBreak(prev, r)
+      if (broken) return false
     }
     if (custodyHash(r.prevHash, r.seq, r) !== r.hash)
       return brk(r, 'hash_mismatch', 'its fields do not match its hash: the record was edited')
@@ -332,9 +328,52 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
               }
             : null,
         ...(broken ? { broken } : {}),
+        ...(options.segment && start ? { start } : {}),
       }
     },
   }
+}
+
+/** A record's place in the chain, as the record after it must name it. */
+export interface CustodyLink {
+  seq: number
+  uuid: string
+  prevHash: string
+}
+
+function custodyBreak(
+  r: Pick<CustodyRecord, 'seq' | 'uuid'>,
+  reason: CustodyBreakReason,
+  message: string,
+): CustodyBreak {
+  return {
+    seq: r.seq,
+    uuid: r.uuid,
+    reason,
+    message: `record seq ${r.seq} (${r.uuid}): ${message}`,
+  }
+}
+
+/** Whether `next` follows `prev` (seq one up, prev_hash its hash); the break at `next` if not. */
+export function linkBreak(
+  prev: { seq: number; hash: string },
+  next: CustodyLink,
+): CustodyBreak | undefined {
+  if (next.seq <= prev.seq)
+    return custodyBreak(next, 'out_of_order', `comes after seq ${prev.seq}: records reordered`)
+  if (next.seq !== prev.seq + 1)
+    return custodyBreak(
+      next,
+      'missing_records',
+      `records missing between seq ${prev.seq} and seq ${next.seq}`,
+    )
+  if (next.prevHash !== prev.hash)
+    return custodyBreak(
+      next,
+      'prev_hash_mismatch',
+      `prev_hash is not the hash of seq ${prev.seq}: records reordered or replaced`,
+    )
+  return undefined
 }
 
 /** Verifies a whole chain held in memory (tests; the CLI streams through `createCustodyVerifier`). */

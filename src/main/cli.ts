@@ -248,9 +248,17 @@ registerCustodyCommands(program)
   .description('walk the custody hash chain in [database] connection; name the first broken record')
   .option('--public-key <file>', 'checkpoints must be signed by this Ed25519 public key (PEM)')
   .option('--page-size <n>', 'records read per query', '10000')
+  .option(
+    '--workers <n>',
+    'parts of the chain walked side by side (1-8); auto: 2 from 100,000 records',
+    'auto',
+  )
   .option('--format <format>', 'table for people, json for scripts', 'table')
   .action(
-    async (opts: { publicKey?: string; pageSize: string; format: string }, command: Command) => {
+    async (
+      opts: { publicKey?: string; pageSize: string; format: string; workers: string },
+      command: Command,
+    ) => {
       try {
         const { verifyCustodyLedger } = await import('./custody-verify.js')
         const ok = await verifyCustodyLedger(configFor(command), opts)

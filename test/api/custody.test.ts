@@ -234,6 +234,15 @@ void describe('cyborg custody verify', { skip: postgres.skip }, () => {
       const ok = await cyborg(['custody', 'verify', '--page-size', '10'], env)
       assert.equal(ok.code, 0, ok.stderr)
       assert.match(ok.stdout, /custody chain OK: 25 records from seq 1 to head seq 25 /)
+      // Three parts walked side by side in worker threads: the same chain, the same head.
+      const parallel = await cyborg(
+        ['custody', 'verify', '--workers', '3', '--page-size', '4'],
+        env,
+      )
+      assert.equal(parallel.code, 0, parallel.stderr)
+      const head = (s: string) => /head seq 25 ([0-9a-f]{64})/.exec(s)?.[1]
+      assert.equal(head(parallel.stdout), head(ok.stdout))
+      assert.match(parallel.stdout, /custody chain OK: 25 records from seq 1 to head seq 25 /)
       await db.db
         .updateTable('custody_records')
         .set({ project_id: 'p2' })
@@ -247,6 +256,20 @@ void describe('cyborg custody verify', { skip: postgres.skip }, () => {
       }
       assert.equal(result.ok, false)
       assert.deepEqual([result.broken.seq, result.broken.reason], [17, 'hash_mismatch'])
+      // Side by side: the break (in the last part) is the same; so is a deleted seam record.
+      for (const workers of ['2', '3']) {
+        const r = await cyborg(['custody', 'verify', '--workers', workers, '--format', 'json'], env)
+        assert.equal(r.code, 1, r.stderr)
+        assert.deepEqual(JSON.parse(r.stdout).broken, result.broken)
+      }
+      await db.db.deleteFrom('custody_records').where('seq', '=', 9).execute()
+      const gap = await cyborg(['custody', 'verify', '--workers', '3', '--format', 'json'], env)
+      const single = await cyborg(['custody', 'verify', '--workers', '1', '--format', 'json'], env)
+      assert.equal(gap.code, 1, gap.stderr)
+      const brokenOf = (s: string) => JSON.parse(s) as { broken: unknown; records: number }
+      assert.deepEqual(brokenOf(gap.stdout).broken, brokenOf(single.stdout).broken)
+      assert.equal(brokenOf(gap.stdout).records, brokenOf(single.stdout).records)
+      assert.match(gap.stdout, /records missing between seq 8 and seq 10/)
     } finally {
       await db.close()
     }
