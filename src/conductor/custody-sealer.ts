@@ -34,6 +34,7 @@ import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import { newUuid } from '../domain/ids.js'
+import { wakeOnWrite } from './wake-on-write.js'
 
 export interface CustodySealerOptions {
   /** Records sealed per pass (one UPDATE per 500). @default 500 */
@@ -251,18 +252,5 @@ export function createCustodySealer(
 
 /** `committer`, whose `run` wakes the sealer after a commit that appended custody records. */
 export function sealingCommitter(committer: GroupCommitter, wake: () => void): GroupCommitter {
-  return {
-    async run(fn) {
-      let wrote = false
-      const value = await committer.run(async (trx) => {
-        const result = await fn(trx)
-        wrote = takeCustodyWritten(trx)
-        return result
-      })
-      if (wrote) wake()
-      return value
-    },
-    close: () => committer.close(),
-    stats: () => committer.stats(),
-  }
+  return wakeOnWrite(committer, takeCustodyWritten, wake)
 }

@@ -33,6 +33,7 @@ import { TimeoutError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'
+import { wakeOnWrite } from './wake-on-write.js'
 
 export interface EventRelayOptions {
   /** Events per delivery. @default 100 */
@@ -255,18 +256,5 @@ export function createEventRelay(
  * marks a transaction that wrote some; writes without events cost nothing more).
  */
 export function wakingCommitter(committer: GroupCommitter, wake: () => void): GroupCommitter {
-  return {
-    async run(fn) {
-      let wrote = false
-      const value = await committer.run(async (trx) => {
-        const result = await fn(trx)
-        wrote = takeEventsWritten(trx)
-        return result
-      })
-      if (wrote) wake()
-      return value
-    },
-    close: () => committer.close(),
-    stats: () => committer.stats(),
-  }
+  return wakeOnWrite(committer, takeEventsWritten, wake)
 }

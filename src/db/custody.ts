@@ -16,6 +16,7 @@ import {
 import type { Arq } from '../domain/arq.js'
 import type { DatabaseHandle, ReadDb } from './connection.js'
 import type { CustodyRecordsTable, Database } from './schema.js'
+import { withLockRow } from './lock-row.js'
 
 /** Ids per IN list and rows per UPDATE: under every driver's parameter limit. */
 const CHUNK = 500
@@ -295,36 +296,10 @@ export async function deleteCustodyThrough(db: Kysely<Database>, through: number
   return Number(res.numDeletedRows)
 }
 
-/** SQLite databases whose sealer lock this process holds (one process writes a SQLite file). */
-const sqliteHolders = new WeakSet<object>()
-
-/**
- * Runs `fn` holding the sealer lock, or resolves undefined at once when another sealer holds it
- * (as `withEventRelayLock`: the `custody_sealer` row FOR UPDATE SKIP LOCKED in a transaction that
- * `fn` runs in; on SQLite a lock in this process and no transaction).
- */
-export async function withCustodyLock<T>(
+/** Runs `fn` holding the sealer lock (the `custody_sealer` row), or undefined when another sealer holds it (src/db/lock-row.ts). */
+export function withCustodyLock<T>(
   handle: DatabaseHandle,
   fn: (db: Kysely<Database>) => Promise<T>,
 ): Promise<{ value: T } | undefined> {
-  if (handle.dialect === 'sqlite') {
-    if (sqliteHolders.has(handle.db)) return undefined
-    sqliteHolders.add(handle.db)
-    try {
-      return { value: await fn(handle.db) }
-    } finally {
-      sqliteHolders.delete(handle.db)
-    }
-  }
-  return handle.db.transaction().execute(async (trx) => {
-    const lock = await trx
-      .selectFrom('custody_sealer')
-      .select('id')
-      .where('id', '=', 1)
-      .forUpdate()
-      .skipLocked()
-      .executeTakeFirst()
-    if (!lock) return undefined
-    return { value: await fn(trx) }
-  })
+  return withLockRow(handle, 'custody_sealer', fn)
 }

@@ -10,6 +10,7 @@ import type { EventPriority, NewEvent, StoredEvent } from '../domain/events.js'
 import { canonicalJson } from '../domain/inventory.js'
 import type { DatabaseHandle, ReadDb } from './connection.js'
 import type { Database, EventsTable } from './schema.js'
+import { withLockRow } from './lock-row.js'
 
 /** Rows per multi-row INSERT and ids per IN list: under every driver's parameter limit. */
 const CHUNK = 500
@@ -149,39 +150,10 @@ export async function listEvents(
   return rows.map(toEvent)
 }
 
-/** SQLite databases whose relay lock this process holds (one process writes a SQLite file). */
-const sqliteHolders = new WeakSet<object>()
-
-/**
- * Runs `fn` holding the relay lock, or resolves undefined at once when another relay holds it.
- * PostgreSQL and MariaDB: a transaction that locks the `event_relay` row (FOR UPDATE SKIP LOCKED)
- * and runs `fn` in it, so the lock lasts until `fn`'s writes commit, and a relay that dies (its
- * connection drops) releases it with its uncommitted marks. SQLite: a lock in this process, and
- * `fn` writes outside any transaction (holding one would stall every other write of the file).
- * Whatever `fn` throws rolls the transaction back and rejects.
- */
-export async function withEventRelayLock<T>(
+/** Runs `fn` holding the relay lock (the `event_relay` row), or undefined when another relay holds it (src/db/lock-row.ts). */
+export function withEventRelayLock<T>(
   handle: DatabaseHandle,
   fn: (db: Kysely<Database>) => Promise<T>,
 ): Promise<{ value: T } | undefined> {
-  if (handle.dialect === 'sqlite') {
-    if (sqliteHolders.has(handle.db)) return undefined
-    sqliteHolders.add(handle.db)
-    try {
-      return { value: await fn(handle.db) }
-    } finally {
-      sqliteHolders.delete(handle.db)
-    }
-  }
-  return handle.db.transaction().execute(async (trx) => {
-    const lock = await trx
-      .selectFrom('event_relay')
-      .select('id')
-      .where('id', '=', 1)
-      .forUpdate()
-      .skipLocked()
-      .executeTakeFirst()
-    if (!lock) return undefined
-    return { value: await fn(trx) }
-  })
+  return withLockRow(handle, 'event_relay', fn)
 }
