@@ -19,17 +19,15 @@ import type { DatabaseHandle } from '../db/connection.js'
 import {
   appendCustodyRecords,
   deleteCustodyThrough,
-  getCustodyHead,
   getCustodyTail,
   getPrunableThrough,
   hasUnsealedCustody,
-  listUnsealedCustody,
-  sealCustodyRecords,
+  sealNextCustody,
   takeCustodyWritten,
   withCustodyLock,
 } from '../db/custody.js'
 import type { GroupCommitter } from '../db/group-commit.js'
-import { CustodyKind, sealCustody, signCheckpoint, type CustodyFields } from '../domain/custody.js'
+import { CustodyKind, signCheckpoint, type CustodyFields } from '../domain/custody.js'
 import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
@@ -89,20 +87,7 @@ export function createCustodySealer(
   /** One batch under the lock: undefined when another sealer holds it, else how many were sealed. */
   const sealBatch = async (): Promise<number | undefined> => {
     const held = await withCustodyLock(db, async (lockDb) => {
-      const pending = await listUnsealedCustody(lockDb, batchSize)
-      if (pending.length === 0) return 0
-      const head = await getCustodyHead(lockDb)
-      const sealed = sealCustody(head, pending)
-      await sealCustodyRecords(
-        lockDb,
-        sealed.map((r, i) => ({
-          id: pending[i]!.id,
-          seq: r.seq,
-          prevHash: r.prevHash,
-          hash: r.hash,
-        })),
-      )
-      return pending.length
+      return sealNextCustody(lockDb, batchSize)
     })
     return held?.value
   }
@@ -188,20 +173,7 @@ export function createCustodySealer(
       }
       await appendCustodyRecords(trx, [checkpoint])
       // Sealed in this transaction, so that no reader sees the pruned chain without its anchor.
-      for (;;) {
-        const pending = await listUnsealedCustody(trx, batchSize)
-        if (pending.length === 0) break
-        const sealed = sealCustody(await getCustodyHead(trx), pending)
-        await sealCustodyRecords(
-          trx,
-          sealed.map((r, i) => ({
-            id: pending[i]!.id,
-            seq: r.seq,
-            prevHash: r.prevHash,
-            hash: r.hash,
-          })),
-        )
-      }
+      while ((await sealNextCustody(trx, batchSize)) > 0);
       log.info(
         { pruned, throughSeq: through.seq, cutoff },
         'custody records pruned; checkpoint written',

@@ -12,6 +12,7 @@ import {
   type AllocatedVia,
   type CustodyFields,
   type CustodyRecord,
+  sealCustody,
 } from '../domain/custody.js'
 import type { Arq } from '../domain/arq.js'
 import type { DatabaseHandle, ReadDb } from './connection.js'
@@ -302,4 +303,19 @@ export function withCustodyLock<T>(
   fn: (db: Kysely<Database>) => Promise<T>,
 ): Promise<{ value: T } | undefined> {
   return withLockRow(handle, 'custody_sealer', fn)
+}
+
+/**
+ * Seals the oldest unsealed records, at most `batchSize`, after the chain's head (one read of the
+ * pending records, one of the head, one UPDATE batch); resolves how many. Call it holding the lock.
+ */
+export async function sealNextCustody(db: Kysely<Database>, batchSize: number): Promise<number> {
+  const pending = await listUnsealedCustody(db, batchSize)
+  if (pending.length === 0) return 0
+  const sealed = sealCustody(await getCustodyHead(db), pending)
+  await sealCustodyRecords(
+    db,
+    sealed.map((r, i) => ({ id: pending[i]!.id, seq: r.seq, prevHash: r.prevHash, hash: r.hash })),
+  )
+  return pending.length
 }
