@@ -3,6 +3,7 @@ import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
 import type {
   AcceleratorDriver,
+  CleanRunner,
   DriverRegistry,
   HostProbe,
   RemoteAccelerator,
@@ -71,6 +72,8 @@ export interface AgentDeps {
    * RPCs, listed by `listDrivers`), by name: the composition root passes src/drivers/index.ts's.
    */
   driverRegistry: DriverRegistry
+  /** clean.ts's `runClean`, for `cleanUnit` (docs/cleaning.md). @default none: cleans are refused */
+  runClean?: CleanRunner
 }
 
 export interface AgentOptions {

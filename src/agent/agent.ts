@@ -27,6 +27,8 @@ import type {
 } from './agent-types.js'
 import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin } from './driver-admin.js'
+import { createUnitCleaner } from './unit-clean.js'
+import type { CleanRunner } from '../drivers/driver.js'
 import { createDriverListing } from './driver-list.js'
 import { createFpgaImages } from './fpga-images.js'
 import { createRemoteRegistry } from './remote-registry.js'
@@ -44,6 +46,12 @@ export const AGENT_BINARY = 'cyborg-agent'
 export type * from './agent-types.js'
 
 const keepNothing: AgentCache = { saveSnapshot: async () => {}, acknowledge: async () => {} }
+
+/** Without `deps.runClean` this agent cannot clean: every clean is refused (CLEAN_UNSUPPORTED). */
+const noCleaner: CleanRunner = () =>
+  Promise.reject(
+    new DriverError('this agent was started without a clean runner', { code: 'CLEAN_UNSUPPORTED' }),
+  )
 
 export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const { conductor, drivers, clock, bus, cache = keepNothing, metrics = noopMetrics } = deps
@@ -97,6 +105,12 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   /** The runs of the last discovery, for telemetry. */
   let lastRuns: DriverRun[] | undefined
   const controller = new AbortController()
+  const cleaner = createUnitCleaner({
+    owner: admin.owner,
+    runClean: deps.runClean ?? noCleaner,
+    signal: controller.signal,
+    log,
+  })
   let state: AgentState = 'idle'
   let timer: NodeJS.Timeout | undefined
   let beats: NodeJS.Timeout | undefined
@@ -319,6 +333,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
             ...images,
             listDrivers: () => listing.listDrivers(),
             registerRemote: (req) => remote.registerRemote(req),
+            cleanUnit: (req) => cleaner.cleanUnit(req),
           },
           deps.metrics,
         )

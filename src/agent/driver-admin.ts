@@ -74,6 +74,10 @@ export interface DriverAdmin extends DriverAdminRpc {
   enabled(): AcceleratorDriver[]
   /** What each driver that succeeded found in a discovery. */
   recordDiscovery(found: ReadonlyMap<string, readonly DiscoveredDevice[]>): void
+  /** The enabled driver whose last discovery has a device matching `match`, and that device. */
+  owner(
+    match: (d: DiscoveredDevice) => boolean,
+  ): Promise<{ driver: AcceleratorDriver; device: DiscoveredDevice } | undefined>
 }
 
 /** An error's code and message, for answers and wrapping. */
@@ -208,6 +212,10 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   return {
     ready,
     enabled,
+    owner: async (match) => {
+      await ready()
+      return owner(match)
+    },
     recordDiscovery(result) {
       for (const [name, devices] of result) found.set(name, devices)
     },

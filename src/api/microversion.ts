@@ -5,7 +5,8 @@
  * 2.5: device `health`, `health_reason` and `health_updated_at`, and `GET /devices?health=`;
  * 2.6: `POST /device_profiles/{name_or_uuid}/explain`.
  * 2.7: `GET /quota` (docs/quota.md).
- * 2.8: `GET /custody`, `GET /custody/{uuid}` (docs/custody.md; issue 18 asked for 2.7, taken by quota).
+ * 2.8: `GET /custody`, `GET /custody/{uuid}` (docs/custody.md; issue 18 asked for 2.7, taken by quota),
+ *      `POST /devices/{uuid}/clean` (docs/cleaning.md).
  */
 export const MIN_MINOR = 0
 export const MAX_MINOR = 8

@@ -2,7 +2,8 @@
  * The client subcommands of `cyborg` (api-v1-and-cli.md). They speak HTTP only: `--url` or
  * `CYBORG_URL` (default http://127.0.0.1:6666), `--token` or `OS_TOKEN`. They print a table, or
  * JSON with `--format json`, and a failure exits 1 with one line on stderr that says what to do.
- * So far: `accelerator list|show` (v1) and `device list|show|ready` (v2 at 2.4).
+ * So far: `accelerator list|show` (v1), `device list|show|ready` (v2 at 2.5) and `device clean`
+ * (v2 at 2.8, docs/cleaning.md).
  */
 import type { Command } from 'commander'
 import { apiRequest, CliError } from './http.js'
@@ -31,6 +32,27 @@ const DEVICE_COLUMNS = [
 ]
 /** Devices are read at 2.5, which shows status, lifecycle and health. */
 const DEVICE_VERSION = '2.5'
+/** `POST /v2/devices/{uuid}/clean` appears at 2.8. */
+const CLEAN_VERSION = '2.8'
+
+/** What `POST /v2/devices/{uuid}/clean` answers. */
+export interface CleanOutcome {
+  device: string
+  units: string[]
+  forced: boolean
+}
+
+/** `device clean`'s line for people: what was asked for, and of which units. */
+export function cleanSummary({ device, units, forced }: CleanOutcome): string {
+  if (units.length === 0)
+    return forced
+      ? `device ${device}: no unit left cleaning or failed; nothing put back in service`
+      : `device ${device}: no unit left cleaning or failed; nothing to clean`
+  const n = `${units.length} unit${units.length === 1 ? '' : 's'}`
+  return forced
+    ? `device ${device}: ${n} put back in service without a clean (an override in the custody ledger): ${units.join(', ')}`
+    : `device ${device}: ${n} asked to clean again (see cyborg custody list --device ${device} --kind clean): ${units.join(', ')}`
+}
 
 export function registerClientCommands(program: Command): void {
   const accelerator = program
@@ -116,6 +138,27 @@ export function registerClientCommands(program: Command): void {
         throw new CliError(
           `the install failed: ${String(result.lifecycle_reason)}; fix it, then run ready again`,
         )
+    }),
+  )
+  client(
+    device
+      .command('clean')
+      .description(
+        "clean a device's released units again (left cleaning, or whose clean failed); with --force-in-service, put them back in service without a clean (admin)",
+      )
+      .argument('<uuid>', 'the device')
+      .option(
+        '--force-in-service',
+        'put the units back in service without a clean, recorded in the custody ledger as your override',
+      ),
+  ).action(
+    action<ClientFlags & { forceInService?: boolean }>(async (flags, [uuid]) => {
+      const result = await apiRequest<CleanOutcome>(flags, 'POST', `/v2/devices/${uuid}/clean`, {
+        version: CLEAN_VERSION,
+        body: { force_in_service: flags.forceInService === true },
+      })
+      if (flags.format === 'json') print(flags.format, result, [])
+      else process.stdout.write(`${cleanSummary(result)}\n`)
     }),
   )
 }

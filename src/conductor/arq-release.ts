@@ -51,6 +51,12 @@ export interface ReleaseDeps {
   allocatedVia?: typeof AllocatedVia.NovaV2 | typeof AllocatedVia.StandaloneV2 | undefined
   /** Custody record uuids. @default newUuid */
   uuid?: (() => string) | undefined
+  /**
+   * Clean before reuse (docs/cleaning.md): with it, a released handle goes to `cleaning` instead of
+   * back in service, and `cleanReleased` is told the handles once their release has committed.
+   * Without it (a conductor that reaches no agents) handles go straight back.
+   */
+  cleaner?: { cleanReleased(handleIds: readonly number[]): void } | undefined
 }
 
 /**
@@ -59,26 +65,55 @@ export interface ReleaseDeps {
  * before the release: Bound (bound since `updatedAt`), UnbindFailed or Deleting (bound time not
  * known); a request that never got Bound (BindStarted, BindFailed) held nothing for a tenant.
  */
-async function closeIntervals(deps: ReleaseDeps, trx: WriteTrx, arqs: readonly Arq[]) {
+async function closeIntervals(
+  deps: ReleaseDeps,
+  trx: WriteTrx,
+  arqs: readonly Arq[],
+): Promise<Map<string, string>> {
   const { now, uuid = newUuid } = deps
   const v2Via = deps.allocatedVia ?? AllocatedVia.StandaloneV2
   const at = now()
-  await appendAllocationRecords(
-    trx,
-    arqs
-      .filter(
-        (a) =>
-          a.attachHandleId !== null &&
-          (a.state === 'Bound' || a.state === 'UnbindFailed' || a.state === 'Deleting'),
-      )
-      .map((arq) => ({
-        uuid: uuid(),
-        arq,
-        via: arq.deviceProfileId === null ? AllocatedVia.V1Attach : v2Via,
-        boundAt: arq.state === 'Bound' ? arq.updatedAt : null,
-        releasedAt: at,
-      })),
-  )
+  const intervals = arqs
+    .filter(
+      (a) =>
+        a.attachHandleId !== null &&
+        (a.state === 'Bound' || a.state === 'UnbindFailed' || a.state === 'Deleting'),
+    )
+    .map((arq) => ({
+      uuid: uuid(),
+      arq,
+      via: arq.deviceProfileId === null ? AllocatedVia.V1Attach : v2Via,
+      boundAt: arq.state === 'Bound' ? arq.updatedAt : null,
+      releasedAt: at,
+    }))
+  await appendAllocationRecords(trx, intervals)
+  return new Map(intervals.map((i) => [i.arq.uuid, i.uuid]))
+}
+
+/**
+ * Lets go of the handles of `arqs` (rows already gone or moved): one whose request closed an
+ * allocation interval (`records`: request uuid → interval record) goes to `cleaning` when the
+ * conductor cleans, else back in service. Resolves with the handles that went to cleaning.
+ */
+async function releaseHandles(
+  deps: ReleaseDeps,
+  trx: WriteTrx,
+  arqs: readonly Arq[],
+  records: ReadonlyMap<string, string>,
+): Promise<number[]> {
+  const cleaning: number[] = []
+  for (const arq of arqs) {
+    if (arq.attachHandleId === null) continue
+    // Only an interval (a request that was Bound) had a tenant: a failed bind's unit goes straight back.
+    const interval = records.get(arq.uuid)
+    const clean = deps.cleaner && interval !== undefined && { allocationUuid: interval }
+    const released = await releaseAttachHandle(trx, arq.attachHandleId, {
+      now: deps.now(),
+      ...(clean ? { clean } : {}),
+    })
+    if (released && clean) cleaning.push(arq.attachHandleId)
+  }
+  return cleaning
 }
 
 /**
@@ -170,12 +205,10 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
     // The event names what was let go: the binding as it was, in the state now saved.
     const unbound = moved.map((m) => ({ ...current, state: m.state, updatedAt: m.updatedAt }))
     await recordArqAction(trx, unbound, 'unbound', now())
-    if (moved.length > 0) await closeIntervals(deps, trx, [current])
-    if (arq.attachHandleId !== null)
-      await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
-    return false
+    const records = moved.length > 0 ? await closeIntervals(deps, trx, [current]) : new Map()
+    return releaseHandles(deps, trx, [arq], records)
   })
-  if (changed) {
+  if (changed === true) {
     if (attempt >= 3)
       throw new ConflictError(
         `accelerator request ${arq.uuid} kept changing while unbinding; try again`,
@@ -183,6 +216,7 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
       )
     return unbindOne(deps, await getArq(db.db, arq.uuid), attempt + 1)
   }
+  if (changed.length > 0) deps.cleaner?.cleanReleased(changed)
   return { uuid: arq.uuid, state: 'Unbound' }
 }
 
@@ -216,21 +250,20 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
       )
   }
   if (ready.length === 0) return []
-  return committer.run(async (trx) => {
+  const { deleted, cleaning } = await committer.run(async (trx) => {
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
     await recordArqEvents(trx, deletionEvents(deleted, ready), now())
     const gone = new Set(deleted.map((a) => a.uuid))
-    await closeIntervals(
+    const records = await closeIntervals(
       deps,
       trx,
       ready.filter((a) => gone.has(a.uuid)),
     )
-    for (const arq of ready)
-      if (arq.attachHandleId !== null)
-        await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
-    return deleted
+    return { deleted, cleaning: await releaseHandles(deps, trx, ready, records) }
   })
+  if (cleaning.length > 0) deps.cleaner?.cleanReleased(cleaning)
+  return deleted
 }
 
 /**
@@ -258,16 +291,14 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
     const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
     await recordArqEvents(trx, deletionEvents(gone, quick), now())
     const goneUuids = new Set(gone.map((a) => a.uuid))
-    await closeIntervals(
+    const records = await closeIntervals(
       deps,
       trx,
       quick.filter((a) => goneUuids.has(a.uuid)),
     )
-    for (const arq of quick)
-      if (arq.attachHandleId !== null)
-        await releaseAttachHandle(trx, arq.attachHandleId, { now: now() })
-    return { gone, rest }
+    return { gone, rest, cleaning: await releaseHandles(deps, trx, quick, records) }
   })
+  if (marked.cleaning.length > 0) deps.cleaner?.cleanReleased(marked.cleaning)
   return [...marked.gone, ...(await finishDeleting(deps, marked.rest))].map((a) => a.uuid)
 }
 

@@ -69,6 +69,8 @@ export interface ArqDeps {
   serviceDownTimeMs?: number | undefined
   /** `[quota] driver = unified_limits`: the limits standalone binds are held to (docs/quota.md). */
   quota?: LimitSource | undefined
+  /** Clean before reuse (unit-cleaning.ts): released units go to cleaning. @default none: straight back */
+  cleaner?: ReleaseDeps['cleaner']
 }
 
 /** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
@@ -201,6 +203,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     log,
     now,
     allocatedVia: deps.nova ? 'nova_v2' : 'standalone_v2',
+    cleaner: deps.cleaner,
   }
 
   return {

@@ -6,146 +6,37 @@
  * This file wires the services and lists, one line each, which function serves each RPC method
  * (the `rpc` table below); the flows live in the files it names.
  */
-import type { DatabaseHandle } from '../db/connection.js'
 import { createGroupCommitter } from '../db/group-commit.js'
 import { updateReportHash } from '../db/services.js'
 import { deleteStaleInstanceLocks } from '../db/arq-instances.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
-import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { createLifecycle } from './lifecycle.js'
 import { UnavailableError } from '../domain/errors.js'
-import type { PlacementClient } from '../openstack/placement.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
-import type { NovaClient } from '../openstack/nova.js'
 import { createArqService } from './arqs.js'
-import {
-  createRemoteAcceleratorService,
-  type RemoteAcceleratorOptions,
-} from './remote-accelerators.js'
+import { createRemoteAcceleratorService } from './remote-accelerators.js'
 import { createV1AcceleratorService } from './v1-accelerators.js'
 import { createV1Placement } from './v1-placement.js'
-import { createDriverAdminService, type DriverAdminServiceOptions } from './driver-admin.js'
+import { createDriverAdminService } from './driver-admin.js'
 import { reapStaleBinds } from './arq-reaper.js'
 import { createReportIngest } from './report-ingest.js'
 import { createResourceWrites } from './resource-writes.js'
-import { createHeartbeatBatcher, type HeartbeatBatchOptions } from './heartbeat-batch.js'
+import { createHeartbeatBatcher } from './heartbeat-batch.js'
 import { leaseCutoff, sweepLeases } from './lease-sweep.js'
 import { startFleetGauges } from './fleet-metrics.js'
-import { noopMetrics, type Metrics } from '../domain/metrics.js'
-import { createEventRelay, wakingCommitter, type EventRelayOptions } from './event-relay.js'
-import {
-  createCustodySealer,
-  sealingCommitter,
-  type CustodySealerOptions,
-} from './custody-sealer.js'
-import type { LimitSource } from '../domain/quota.js'
-import type { EventSink } from './event-sinks.js'
+import { noopMetrics } from '../domain/metrics.js'
+import { createEventRelay, wakingCommitter } from './event-relay.js'
+import { createCustodySealer, sealingCommitter } from './custody-sealer.js'
 import { createWebhookSink } from './webhook-sink.js'
-import { createWebhookDispatcher, type WebhookDispatcherOptions } from './webhook-dispatcher.js'
+import { createWebhookDispatcher } from './webhook-dispatcher.js'
 import { createWebhookWrites } from './webhooks.js'
 import { createPlacementExplain } from './placement-explain.js'
 import { newUuid } from '../domain/ids.js'
-import type { Logger } from '../domain/logger.js'
-import { formatTimestamp, type Clock } from '../domain/time.js'
+import { formatTimestamp } from '../domain/time.js'
+import { createUnitCleaning } from './unit-cleaning.js'
+import type { Conductor, ConductorDeps, ConductorOptions } from './conductor-types.js'
 
-export interface ConductorDeps {
-  db: DatabaseHandle
-  log: Logger
-  clock: Clock
-  /** Id generator for new rows. @default newUuid */
-  uuid?: () => string
-  /**
-   * The agent of a host (`createAgentClient(bus, host, …)`), for the lifecycle and for preparing
-   * bound devices; without it `markDeviceReady` fails and only TEST_PCI handles bind.
-   */
-  agentFor?: (
-    host: string,
-  ) => Pick<
-    AgentRpc,
-    | 'install'
-    | 'prepare'
-    | 'release'
-    | 'createMdev'
-    | 'removeMdev'
-    | 'programFpgaImage'
-    | 'listDrivers'
-    | 'setDriverEnabled'
-    | 'updateDriverOptions'
-    | 'discover'
-    | 'registerRemote'
-  >
-  /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
-  nova?: NovaClient
-  /** Placement to keep in step; absent in embedded mode. */
-  placement?: { client: PlacementClient; createRootProvider: boolean }
-  /** Where the conductor's counters and fleet gauges go (docs/metrics.md). @default none */
-  metrics?: Metrics
-  /**
-   * Where the event relay delivers the outbox (event-relay.ts), each in turn. @default none: events
-   * are still written with every change, and stamped sent at once.
-   */
-  eventSinks?: EventSink[]
-  /** `[quota] driver = unified_limits`: Keystone limits for standalone binds and v1 attaches. */
-  quota?: LimitSource
-}
-
-export interface ConductorOptions {
-  /** `[metrics] fleet_refresh_seconds` in ms: how often the fleet gauges are counted. @default 30000 */
-  fleetRefreshMs?: number
-  /** How long the first write of a batch waits for company (`[conductor] save_interval_ms`). @default 10 */
-  saveIntervalMs?: number
-  /** A batch is written at once when this many writes wait (`[conductor] max_batch`). @default 64 */
-  maxBatch?: number
-  /** `[DEFAULT] bind_timeout`: a request in BindStarted longer than this is BindFailed. @default 60000 */
-  bindTimeoutMs?: number
-  /** How often the stale-bind reaper runs; 0 for never. @default bindTimeoutMs / 4 */
-  reapIntervalMs?: number
-  /**
-   * `[DEFAULT] service_down_time` in ms: the agents' lease (lease-sweep.ts). Binds refuse a host
-   * whose agent is past it, and a periodic sweep fences its devices. @default no leases
-   */
-  serviceDownTimeMs?: number
-  /** How often the lease sweep runs (`[agent] report_interval`). @default 10000 */
-  leaseSweepIntervalMs?: number
-  /**
-   * Heartbeat coalescing (heartbeat-batch.ts): under load, heartbeats wait up to `windowMs` for
-   * company and share one statement; `false` writes each alone through the group committer.
-   * @default { windowMs: 20, maxBatch: 32 }
-   */
-  heartbeats?: HeartbeatBatchOptions | false
-  /**
-   * `[conductor] health_recovery_reports`: healthy reports in a row before a device fenced by its
-   * own health is offered again (damping, src/domain/health-diff.ts). @default 1 (no damping)
-   */
-  healthRecoveryReports?: number
-  /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */
-  driverAdmin?: DriverAdminServiceOptions
-  /** Which agents a remote registration may go to (1.4, remote-accelerators.ts). */
-  remote?: RemoteAcceleratorOptions
-  /** The event relay: batch size, polling, retention (`[events] retention_hours`), retries. */
-  events?: EventRelayOptions
-  /** The custody ledger's sealer and pruning (`[custody]`, docs/custody.md). */
-  custody?: CustodySealerOptions
-  /**
-   * `[webhooks]` (docs/webhooks.md): the webhook sink is among the event sinks and the dispatcher
-   * runs, whether or not any endpoint is registered; `false` for neither. @default {}
-   */
-  webhooks?: WebhookDispatcherOptions | false
-}
-
-/** The conductor: the RPC implementation plus its lifecycle. Serve only the RPC methods on the bus. */
-export interface Conductor extends ConductorRpc {
-  /** Writes what is queued, then refuses further writes with UnavailableError. */
-  stop(): Promise<void>
-  /** Write transactions (batches) started and writes run through them. */
-  stats(): { batches: number; ops: number }
-  /** Delivers the events written so far to the sinks (tests, shutdown); resolves with how many. */
-  drainEvents(): Promise<number>
-  /** Seals the custody records appended so far (tests); resolves with how many. */
-  drainCustody(): Promise<number>
-  /** Prunes custody records past `[custody] retain_days` now; resolves with how many. */
-  pruneCustody(): Promise<number>
-}
+export type { Conductor, ConductorDeps, ConductorOptions } from './conductor-types.js'
 
 export function createConductor(deps: ConductorDeps, options: ConductorOptions = {}): Conductor {
   const { db, clock, uuid = newUuid } = deps
@@ -226,8 +117,26 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     throw new UnavailableError('this conductor cannot reach agents', { code: 'NO_AGENT_RPC' })
   }
 
+  const cleanAgentFor =
+    options.cleaning === false ? undefined : (deps.cleanAgentFor ?? deps.agentFor)
+  const cleaning =
+    cleanAgentFor &&
+    createUnitCleaning(
+      {
+        db,
+        committer,
+        agentFor: cleanAgentFor,
+        syncPlacement: (host) => syncPlacement(host),
+        log,
+        clock,
+        uuid,
+      },
+      options.cleaning || undefined,
+    )
+
   const v1Placement = deps.placement ? createV1Placement(deps.placement.client, log) : undefined
   const arqs = createArqService({
+    cleaner: cleaning,
     db,
     committer,
     agentFor: deps.agentFor,
@@ -331,6 +240,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   sweeper?.unref()
   relay.start()
   sealer.start()
+  cleaning?.start()
   dispatcher?.start()
   const webhooks = createWebhookWrites({ committer, log, now, uuid })
   const placementReads = createPlacementExplain(deps.placement?.client)
@@ -345,6 +255,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     deleteAttribute: writes.deleteAttribute, // resource-writes.ts
     setDeviceStatus: writes.setDeviceStatus, // resource-writes.ts
     markDeviceReady: async (req) => (lifecycle ? lifecycle.markDeviceReady(req?.uuid) : noAgents()), // lifecycle.ts
+    cleanDevice: async (req) => (cleaning ? cleaning.cleanDevice(req) : noAgents()), // unit-cleaning.ts
     createArqs: arqs.createArqs, // arqs.ts
     bindArqs: arqs.bindArqs, // arqs.ts (claim: arq-claim.ts)
     unbindArqs: arqs.unbindArqs, // arqs.ts → arq-release.ts unbindOne
@@ -370,6 +281,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       stopFleetGauges?.()
       clearInterval(reaper)
       clearInterval(sweeper)
+      await cleaning?.stop()
       await heartbeats?.close()
       await committer.close()
       await relay.stop()
@@ -380,6 +292,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     stats: () => committer.stats(),
     drainEvents: () => relay.drain(),
     drainCustody: () => sealer.drain(),
+    cleaningIdle: async () => cleaning?.idle(),
+    sweepCleaning: async () => cleaning?.sweep() ?? 0,
     pruneCustody: () => sealer.prune(),
   }
 }

@@ -61,6 +61,7 @@ function desiredWrite(
     numAccelerators: row.numAccelerators,
     attributes: row.attributes,
     offered: isOfferedRow(row),
+    cleaning: row.cleaning,
   })
   if ('problem' in desired) {
     problems.push(desired.problem)

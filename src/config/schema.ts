@@ -189,6 +189,16 @@ export const schema = {
       min: 1,
       help: 'Healthy inventory reports in a row before a device fenced by its own health (failed, or unknown from a probe) is offered again, so that a flapping device is not offered and fenced at every report. 1: offered at the first healthy report. A lease fence (a silent agent) lifts at the first full report.',
     }),
+    clean_retry_interval: int({
+      default: 60,
+      min: 1,
+      help: "Seconds after which the conductor asks a host's agent again to clean a released unit that is still cleaning (docs/cleaning.md): the agent was silent, restarting or busy, or a conductor died mid-clean. A clean still running on the agent is joined, not started twice. The unit stays out of service until its agent answers.",
+    }),
+    clean_rpc_timeout: int({
+      default: 7200,
+      min: 1,
+      help: "Seconds the conductor waits for an agent's answer to one clean (longer than any driver's clean_timeout: an NVMe sanitize may take an hour). The unit stays cleaning meanwhile, and is asked again every clean_retry_interval.",
+    }),
   },
   events: {
     retention_hours: int({

@@ -89,20 +89,33 @@ export async function claimAttachHandle(
 
 /**
  * Marks a handle free again, unless an accelerator request still names it (so a late release can
- * never free a handle that another request has claimed meanwhile). Returns false when it was not
- * in use, does not exist, or is still named.
+ * never free a handle that another request has claimed meanwhile). With `clean`, the handle stays
+ * out of service in `clean_state = pending` (still `in_use`, so no claim takes it) until its clean
+ * is settled (src/db/handle-cleaning.ts). Returns false when it was not in use, does not exist,
+ * is already cleaning, or is still named.
  */
 export async function releaseAttachHandle(
   db: Kysely<Database>,
   handleId: number,
-  options: { now?: string } = {},
+  options: { now?: string; clean?: { allocationUuid: string | null } } = {},
 ): Promise<boolean> {
-  const set = options.now === undefined ? { in_use: 0 } : { in_use: 0, updated_at: options.now }
+  const { now, clean } = options
+  const stamp = now === undefined ? {} : { updated_at: now }
+  const set = clean
+    ? {
+        ...stamp,
+        clean_state: 'pending',
+        clean_since: now ?? null,
+        clean_attempt_at: null,
+        clean_allocation_uuid: clean.allocationUuid,
+      }
+    : { ...stamp, in_use: 0 }
   const res = await db
     .updateTable('attach_handles')
     .set(set)
     .where('id', '=', handleId)
     .where('in_use', '=', 1)
+    .where('clean_state', 'is', null)
     .where(({ not, exists, selectFrom }) =>
       not(
         exists(

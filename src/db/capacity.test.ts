@@ -130,7 +130,8 @@ async function viaExplain(db: Parameters<typeof listExplainCandidates>[0], hostn
       removalPending: r.removalPending,
       agentLastSeen: r.agentLastSeen,
       handles: r.handles.total,
-      used: r.handles.total - r.handles.free,
+      used: r.handles.total - r.handles.free - r.handles.cleaning,
+      cleaning: r.handles.cleaning,
     }
   })
 }
@@ -201,16 +202,23 @@ for (const dialect of await testDialects()) {
           )
           .execute()
 
+        // A released unit waiting for its clean is in use, counted as cleaning, not used.
+        await db.db
+          .updateTable('attach_handles')
+          .set({ in_use: 1, clean_state: 'pending' })
+          .where('id', '=', handles[1]!.id)
+          .execute()
+
         const all = await listCapacityDeployables(db.db)
         assert.deepStrictEqual(all, await viaExplain(db.db))
         assert.deepEqual(
-          all.map((d) => [d.hostname, d.resourceClass, d.traits, d.handles, d.used]),
+          all.map((d) => [d.hostname, d.resourceClass, d.traits, d.handles, d.used, d.cleaning]),
           [
-            ['h1', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 0, 0],
-            ['h1', 'FPGA', ['CUSTOM_FPGA_INTEL'], 0, 0],
-            ['h2', 'PGPU', ['CUSTOM_AAA', 'CUSTOM_GPU_NVIDIA'], 2, 0],
-            ['h2', null, ['CUSTOM_BARE'], 2, 0],
-            ['h2', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 2, 1],
+            ['h1', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 0, 0, 0],
+            ['h1', 'FPGA', ['CUSTOM_FPGA_INTEL'], 0, 0, 0],
+            ['h2', 'PGPU', ['CUSTOM_AAA', 'CUSTOM_GPU_NVIDIA'], 2, 0, 0],
+            ['h2', null, ['CUSTOM_BARE'], 2, 0, 0],
+            ['h2', 'PGPU', ['CUSTOM_GPU_NVIDIA'], 2, 1, 1],
           ],
         )
         for (const host of ['h1', 'h2', 'nowhere'])

@@ -39,6 +39,7 @@ const deployablesQuery = (db: ReadDb, hostname?: string) =>
       'r.value as rc',
       'c.total',
       'c.used',
+      'c.cleaning',
     ])
     .orderBy('d.hostname')
     .orderBy('p.id')
@@ -89,7 +90,8 @@ export async function listCapacityDeployables(
       removalPending: Number(r.removal_pending) === 1,
       agentLastSeen: r.agent_last_seen,
       handles: total,
-      used: Number(r.used ?? 0),
+      used: Number(r.used ?? 0) - Number(r.cleaning ?? 0),
+      cleaning: Number(r.cleaning ?? 0),
     }
     byId.set(r.id, d)
     return d

@@ -45,9 +45,9 @@ for (const dialect of await testDialects()) {
           c.handles,
         ]),
         [
-          ['h1_0000:10:00.0', 'h1', 'active', true, T0, { total: 2, free: 1 }],
-          ['h1_0000:11:00.0', 'h1', 'active', false, T0, { total: 2, free: 2 }],
-          ['h2_0000:10:00.0', 'h2', 'inactive', false, null, { total: 3, free: 3 }],
+          ['h1_0000:10:00.0', 'h1', 'active', true, T0, { total: 2, free: 1, cleaning: 0 }],
+          ['h1_0000:11:00.0', 'h1', 'active', false, T0, { total: 2, free: 2, cleaning: 0 }],
+          ['h2_0000:10:00.0', 'h2', 'inactive', false, null, { total: 3, free: 3, cleaning: 0 }],
         ],
       )
       assert.deepEqual(all[1]!.attributes, [

@@ -17,13 +17,16 @@ import { AGENT_BINARY } from './services.js'
 
 /** A handle is in use when flagged, or named by an accelerator request (v2 and v1 alike). */
 const busy = sql<number>`case when h.in_use = 1 or q.id is not null then 1 else 0 end`
+/** Of those, one out of service for its clean (flagged in use, named by no request). */
+const cleaning = sql<number>`case when h.clean_state is not null and q.id is null then 1 else 0 end`
 
 export interface ExplainRow extends ExplainCandidate {
   deployableUuid: string
   deviceUuid: string
   /** The device's type (GPU, FPGA, …). */
   deviceType: string
-  handles: { total: number; free: number }
+  /** `cleaning`: released, in use until cleaned (docs/cleaning.md); counted out of `free`. */
+  handles: { total: number; free: number; cleaning: number }
 }
 
 const handlesQuery = (db: ReadDb) =>
@@ -34,6 +37,7 @@ const handlesQuery = (db: ReadDb) =>
       'h.deployable_id',
       sql<string | number>`count(*)`.as('total'),
       sql<string | number | null>`sum(${busy})`.as('used'),
+      sql<string | number | null>`sum(${cleaning})`.as('cleaning'),
     ])
     .groupBy('h.deployable_id')
 
@@ -75,6 +79,7 @@ const deployablesQuery = (db: ReadDb, hostname?: string) =>
       's.last_seen as agent_last_seen',
       'c.total',
       'c.used',
+      'c.cleaning',
     ])
     .orderBy('d.hostname')
     .orderBy('p.id')
@@ -131,7 +136,11 @@ export async function listExplainCandidates(
       healthReason: r.health_reason,
       removalPending: Number(r.removal_pending) === 1,
       agentLastSeen: r.agent_last_seen,
-      handles: { total, free: total - Number(r.used ?? 0) },
+      handles: {
+        total,
+        free: total - Number(r.used ?? 0),
+        cleaning: Number(r.cleaning ?? 0),
+      },
     }
   })
 }

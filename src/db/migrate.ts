@@ -15,6 +15,7 @@ import { webhooksMigration } from './migrations/0010-webhooks.js'
 import { quotaProjectsMigration } from './migrations/0011-quota-projects.js'
 import { deviceIdentitiesMigration } from './migrations/0012-device-identities.js'
 import { custodyMigration } from './migrations/0013-custody.js'
+import { handleCleaningMigration } from './migrations/0014-handle-cleaning.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -31,6 +32,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0011-quota-projects': quotaProjectsMigration,
     '0012-device-identities': deviceIdentitiesMigration(handle.dialect),
     '0013-custody': custodyMigration(handle.dialect),
+    '0014-handle-cleaning': handleCleaningMigration(handle.dialect),
   }
 }
 

@@ -15,6 +15,8 @@ export interface PlacementRow {
   removalPending: boolean
   /** An ARQ names this deployable or holds one of its handles, or a handle is marked in use. */
   held: boolean
+  /** Handles out of service for their clean (clean_state pending or failed). */
+  cleaning: number
   device: { uuid: string; hostname: string; lifecycle: string; status: string; health: string }
   attributes: { key: string; value: string }[]
 }
@@ -56,10 +58,14 @@ export async function listPlacementRows(db: ReadDb, host: string): Promise<Place
     .execute()
   const inUse = await db
     .selectFrom('attach_handles')
-    .select('deployable_id')
+    .select(['deployable_id', 'clean_state'])
     .where('deployable_id', 'in', ids)
     .where('in_use', '=', 1)
     .execute()
+  const cleaning = new Map<number, number>()
+  for (const h of inUse)
+    if (h.clean_state !== null)
+      cleaning.set(h.deployable_id, (cleaning.get(h.deployable_id) ?? 0) + 1)
   const held = new Set<number | null>([
     ...heldByArq.flatMap((a) => [a.deployable_id, a.handle_deployable_id]),
     ...inUse.map((h) => h.deployable_id),
@@ -78,6 +84,7 @@ export async function listPlacementRows(db: ReadDb, host: string): Promise<Place
     placementHash: d.placement_hash,
     removalPending: Number(d.removal_pending) === 1,
     held: held.has(d.id),
+    cleaning: cleaning.get(d.id) ?? 0,
     device: {
       uuid: d.device_uuid,
       hostname: d.hostname,

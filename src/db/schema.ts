@@ -85,6 +85,11 @@ export interface AttachHandlesTable {
   attach_info: string
   /** 0 | 1 */
   in_use: ColumnType<number, number | undefined, number>
+  /** null | pending | failed (migration 0014, docs/cleaning.md); in_use stays 1 while set. */
+  clean_state: ColumnType<string | null, string | null | undefined, string | null>
+  clean_since: ColumnType<string | null, string | null | undefined, string | null>
+  clean_attempt_at: ColumnType<string | null, string | null | undefined, string | null>
+  clean_allocation_uuid: ColumnType<string | null, string | null | undefined, string | null>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

@@ -1,10 +1,11 @@
 /**
  * Capacity (`GET /v2/capacity`, docs/capacity.md): attach handles counted as units, each in exactly
  * one bucket, so `total = used + reserved + fenced + cleaning + free` for every row. A handle is
- * `used` when flagged in use or held by a request; of the rest, its deployable's device decides:
+ * `used` when flagged in use or held by a request, `cleaning` when released and not yet cleaned
+ * (a pending or failed clean, docs/cleaning.md); of the rest, its deployable's device decides:
  * `fenced` when its health is failed or unknown or its host's agent is past its lease, `reserved`
- * when it is otherwise not offered (src/domain/inventory.ts's isOffered), else `free`. `cleaning`
- * is always 0 until the cleaning state exists. Pure: src/db/capacity.ts reads the facts.
+ * when it is otherwise not offered (src/domain/inventory.ts's isOffered), else `free`. Pure:
+ * src/db/capacity.ts reads the facts.
  */
 import { isFencedHealth } from './health-diff.js'
 import { isOffered } from './inventory.js'
@@ -32,6 +33,8 @@ export interface CapacityDeployable {
   handles: number
   /** Of those, the ones in use or held by an accelerator request. */
   used: number
+  /** Of the others, the ones out of service for their clean. @default 0 */
+  cleaning?: number
 }
 
 export interface CapacityCounts {
@@ -39,7 +42,7 @@ export interface CapacityCounts {
   used: number
   reserved: number
   fenced: number
-  /** Always 0 for now: the cleaning state comes with a later issue. */
+  /** Released and not yet cleaned (a pending or a failed clean). */
   cleaning: number
   free: number
 }
@@ -82,9 +85,11 @@ export function isCapacityFenced(d: CapacityDeployable, leaseCutoff?: string): b
 function addUnits(into: CapacityCounts, d: CapacityDeployable, leaseCutoff?: string): void {
   const total = Math.max(0, d.handles)
   const used = Math.min(Math.max(0, d.used), total)
-  const rest = total - used
+  const cleaning = Math.min(Math.max(0, d.cleaning ?? 0), total - used)
+  const rest = total - used - cleaning
   into.total += total
   into.used += used
+  into.cleaning += cleaning
   if (isCapacityFenced(d, leaseCutoff)) into.fenced += rest
   else if (!isOffered(d)) into.reserved += rest
   else into.free += rest

@@ -26,6 +26,7 @@ export const PAYLOAD_VERSIONS = {
   ArqPayload: '1.0',
   DriverPayload: '1.0',
   AgentPayload: '1.0',
+  DeviceCleanPayload: '1.0',
 } as const
 export type PayloadName = keyof typeof PAYLOAD_VERSIONS
 
@@ -198,6 +199,45 @@ export function deviceHealthEvent(device: DeviceFacts, previous: string, at: str
     versioned('DeviceHealthPayload', data),
     at,
   )
+}
+
+/** What a clean event says about the unit and its clean (docs/cleaning.md). */
+export interface CleanFacts {
+  handleUuid: string
+  deployableUuid: string
+  /** `cleaned`: method and result (`ok`, or `skipped` with clean = none); `clean_failed`: reason. */
+  method: string | null
+  result: string
+  evidenceSha256: string | null
+  reason: string | null
+  /** The custody records: the allocation interval that ended, and the clean's own. */
+  allocationRecordUuid: string | null
+  cleanRecordUuid: string
+}
+
+/**
+ * `accelerator.device.cleaned` (INFO), `.clean_failed` (ERROR) or `.clean_overridden` (INFO: an
+ * operator put the unit back in service without a clean).
+ */
+export function deviceCleanEvent(
+  action: 'cleaned' | 'clean_failed' | 'clean_overridden',
+  device: DeviceFacts,
+  clean: CleanFacts,
+  at: string,
+): NewEvent {
+  const data = {
+    ...deviceData(device),
+    handle_uuid: clean.handleUuid,
+    deployable_uuid: clean.deployableUuid,
+    clean_method: clean.method,
+    clean_result: clean.result,
+    clean_evidence_sha256: clean.evidenceSha256,
+    clean_reason: clean.reason,
+    allocation_record_uuid: clean.allocationRecordUuid,
+    clean_record_uuid: clean.cleanRecordUuid,
+  }
+  const priority = action === 'clean_failed' ? 'ERROR' : 'INFO'
+  return event('device', action, device, priority, versioned('DeviceCleanPayload', data), at)
 }
 
 /** `accelerator.arq.<action>`; `reason` says why a bind or an unbind failed. */

@@ -48,7 +48,7 @@ export interface ExplainCandidate {
   /** The last beat of the host's agent, or null when none ever beat (then the lease is not judged). */
   agentLastSeen: string | null
   /** Its attach handles; left out when the caller claims one itself (the bind). */
-  handles?: { total: number; free: number }
+  handles?: { total: number; free: number; cleaning?: number }
 }
 
 /** One request group as the rules see it: a resource class (null: any) and traits. */
@@ -98,8 +98,14 @@ function lifecycleReason(c: ExplainCandidate): string {
   }
 }
 
-function handleReason(c: ExplainCandidate, handles: { total: number; free: number }): string {
+function handleReason(
+  c: ExplainCandidate,
+  handles: { total: number; free: number; cleaning?: number },
+): string {
   if (handles.total === 0) return `${c.name} has no attach handle (no_free_handle)`
+  const cleaning = handles.cleaning ?? 0
+  if (cleaning > 0)
+    return `no free attach handle on ${c.name} (no_free_handle): ${handles.total - cleaning} of ${handles.total} in use and ${cleaning} released but not yet cleaned (docs/cleaning.md)`
   return `no free attach handle on ${c.name} (no_free_handle): all ${handles.total} are in use; unbind or delete a request that holds one`
 }
 

@@ -10,6 +10,8 @@
  *   (`[conductor] health_recovery_reports`). The count is kept in `healthy_reports`; the caller
  *   must not keep the report's hash while a device is recovering, so that the next report is
  *   diffed again even when it is unchanged.
+ * - A failed clean (`clean failed: …`, set by the conductor) stays until a clean succeeds or an
+ *   operator forces the unit back in service (docs/cleaning.md); reports do not lift it.
  * - A change of reason alone (a counter that grew) updates the reason and its time, but is not a
  *   transition: transitions are changes of state, logged once and recorded.
  */
@@ -28,6 +30,14 @@ export function silentAgentReason(binary: string, host: string, lastSeen: string
 /** Whether a health reason is a lease fence's (set by the conductor's sweep, not by a driver). */
 export function isSilentAgentReason(reason: string | null | undefined): boolean {
   return reason != null && reason.startsWith('agent ') && SILENT.test(reason)
+}
+
+/** The health reason a failed clean sets (docs/cleaning.md): it stays until a clean or an override. */
+export const CLEAN_FAILED_PREFIX = 'clean failed: '
+
+/** Whether a health reason is a failed clean's (set by the conductor, not by a driver). */
+export function isCleanFailedReason(reason: string | null | undefined): boolean {
+  return reason != null && reason.startsWith(CLEAN_FAILED_PREFIX)
 }
 
 /** Whether a health state is fenced (not offered). */
@@ -72,6 +82,8 @@ export function nextHealth(
     if (marked) return { recovering: false }
     return change(cur, 'failed', MISSING_REASON, { lifecycleReason: MISSING_REASON })
   }
+  // A failed clean fences the device until an operator re-cleans or overrides: reports leave it.
+  if (cur.health === 'failed' && isCleanFailedReason(cur.healthReason)) return { recovering: false }
   const state = reported?.state ?? 'ok'
   const reason = state === 'ok' ? null : (reported?.reason ?? null)
   const damped =

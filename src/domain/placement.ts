@@ -33,7 +33,10 @@ export interface ProviderState {
   name: string
   resourceClass: string
   total: number
-  /** `total` while the device is not offered (not active, disabled, unhealthy, pending removal). */
+  /**
+   * `total` while the device is not offered (not active, disabled, unhealthy, pending removal);
+   * else the units out of service for their clean (docs/cleaning.md).
+   */
   reserved: number
   /** Sorted, without duplicates, always with OWNER_CYBORG. */
   traits: string[]
@@ -46,6 +49,8 @@ export interface DeployableForPlacement {
   attributes: readonly { key: string; value: string }[]
   /** Active, enabled, healthy and not pending removal: its accelerators may be allocated. */
   offered: boolean
+  /** Units released but not yet cleaned (`cleaning` or a failed clean): reserved. @default 0 */
+  cleaning?: number
 }
 
 /**
@@ -73,7 +78,7 @@ export function desiredProvider(
       name: dep.name,
       resourceClass: rc,
       total,
-      reserved: dep.offered ? 0 : total,
+      reserved: dep.offered ? Math.min(total, dep.cleaning ?? 0) : total,
       traits: [...traits].sort(),
     },
     skipped,

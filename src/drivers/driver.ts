@@ -4,13 +4,36 @@
  */
 import type { DeviceType, DiscoveredDevice } from '../domain/inventory.js'
 import { isCanonicalUuid } from '../domain/ids.js'
+import type { Logger } from '../domain/logger.js'
 import type {
   CleanCallOptions,
+  CleanPolicy,
   CleanResult,
   CleanSettings,
   CleanTarget,
   VerifyResult,
 } from './clean-types.js'
+
+export type { CleanTarget } from './clean-types.js'
+
+/** What one clean of a unit did (clean.ts's `CleanReport`). */
+export interface CleanRun {
+  policy: CleanPolicy
+  method: string
+  evidence: string
+  verifyEvidence?: string
+  durationMs: number
+}
+
+/**
+ * Runs a driver's clean and verify under its policy and time limit: clean.ts's `runClean`, which
+ * src/main passes to the agent (the agent sees only this port).
+ */
+export type CleanRunner = (
+  driver: AcceleratorDriver,
+  target: CleanTarget,
+  options: { signal?: AbortSignal; log?: Logger },
+) => Promise<CleanRun>
 
 /** The narrow view of the host that drivers may use. Paths are absolute (`/sys/...`). */
 export interface HostProbe {

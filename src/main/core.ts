@@ -14,6 +14,7 @@ import { createAgent, type Agent, type AgentCache } from '../agent/agent.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import { createFileAgentCache } from '../agent/local-cache.js'
 import { createDrivers, DRIVER_REGISTRY } from '../drivers/index.js'
+import { runClean } from '../drivers/clean.js'
 import { createNodeHostProbe } from '../drivers/node-host-probe.js'
 import { createCachingHostProbe } from '../drivers/caching-host-probe.js'
 import type { HostProbe } from '../drivers/driver.js'
@@ -111,7 +112,9 @@ export async function startCore(options: CoreOptions): Promise<Core> {
   let agent: Agent | undefined
   let deviceGauges: { stop(): Promise<void> } | undefined
 
+  const cleanAsks = new AbortController()
   const stop = async () => {
+    cleanAsks.abort(new Error('stopping'))
     await agent?.stop()
     await deviceGauges?.stop()
     await server?.unsubscribe()
@@ -122,6 +125,11 @@ export async function startCore(options: CoreOptions): Promise<Core> {
     if (conductorOptions !== false) {
       if (!db) throw new TypeError('startCore: a conductor needs options.db')
       const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: rpcTimeoutMs })
+      // A clean may take an hour: its ask waits that long, and is given up when this core stops
+      // (the unit stays cleaning; any conductor asks again).
+      const cleanTimeoutMs = (conductorOptions.cleaning || undefined)?.rpcTimeoutMs ?? 7_200_000
+      const cleanAgentFor = (host: string) =>
+        createAgentClient(bus, host, { timeoutMs: cleanTimeoutMs, signal: cleanAsks.signal })
       // Loaded only where a conductor runs: an agent process never loads the database modules.
       const { createConductor } = await import('../conductor/conductor.js')
       conductor = createConductor(
@@ -132,6 +140,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           placement: options.placement,
           nova: options.nova,
           agentFor,
+          cleanAgentFor,
           metrics: options.metrics,
           eventSinks: options.eventSinks,
           quota: options.quota,
@@ -180,6 +189,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           drivers,
           driverOptions,
           driverRegistry: DRIVER_REGISTRY,
+          runClean,
           log,
           clock,
           bus,

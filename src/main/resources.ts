@@ -128,6 +128,10 @@ export function conductorOptions(config: Config): ConductorOptions {
     healthRecoveryReports: config.conductor.health_recovery_reports,
     fleetRefreshMs: config.metrics.fleet_refresh_seconds * 1000,
     events: { retentionHours: config.events.retention_hours },
+    cleaning: {
+      retryIntervalMs: config.conductor.clean_retry_interval * 1000,
+      rpcTimeoutMs: config.conductor.clean_rpc_timeout * 1000,
+    },
     custody: {
       retainDays: config.custody.retain_days,
       signingKey: loadCustodySigningKey(custodyKeyPath(config)),

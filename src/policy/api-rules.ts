@@ -163,6 +163,12 @@ export const API_RULES: readonly RuleDefault[] = [
     'Mark a device ready (the operator lifecycle); the same operation as cyborg:v1_accelerator:ready.',
     [['POST', '/v2/devices/{device_uuid}/ready']],
   ),
+  rule(
+    'cyborg:device:clean',
+    ADMIN,
+    "Re-run the clean of a device's released units (left cleaning, or whose clean failed), or with force_in_service put them back in service without one (recorded in the custody ledger).",
+    [['POST', '/v2/devices/{device_uuid}/clean']],
+  ),
 
   rule(
     'cyborg:deployable:get_all',

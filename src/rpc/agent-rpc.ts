@@ -4,7 +4,7 @@
  *
  * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
  * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`;
- * 1.4 adds the driver listing and the remote backend's registration (issue 5). An older agent
+ * 1.4 adds the driver listing and the remote backend's registration (issue 5); 1.5 `cleanUnit` (issue 18). An older agent
  * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { Metrics } from '../domain/metrics.js'
@@ -16,7 +16,7 @@ import { cleanDeviceSamples, type DeviceSample } from '../domain/device-telemetr
 
 export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
 
-export const AGENT_RPC_VERSION = '1.4'
+export const AGENT_RPC_VERSION = '1.5'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -106,6 +106,31 @@ export interface DeviceActionResult {
   address: string
 }
 
+/** What `cleanUnit` is asked to clean: a released unit, by its attach handle as discovered. */
+export interface CleanUnitRequest {
+  handle: { type: string; info: Record<string, string> }
+  /** An `MDEV` unit's mdev (created at bind time under the handle's uuid). */
+  mdevUuid?: string
+  /**
+   * The release this clean is for: an ask for the release last cleaned is answered without a new
+   * clean, and one for a newer release never joins an older clean (src/agent/unit-clean.ts).
+   */
+  ticket?: string
+}
+
+/** The answer of `cleanUnit`: what the custody ledger records (docs/cleaning.md). */
+export interface CleanUnitResult {
+  /** The driver that owns the unit. */
+  driver: string
+  /** `auto`, or `none` (not cleaned: the operator's choice, recorded). */
+  policy: 'auto' | 'none'
+  /** How it was cleaned (`pci-flr`, `nvme-sanitize`, …, `none`). */
+  method: string
+  /** sha256 (hex) of the clean's and the verify's evidence. */
+  evidenceSha256: string
+  durationMs: number
+}
+
 export interface AgentRpc {
   /** Discover now and report; resolves with the conductor's answer. */
   discover(req: Record<string, never>): Promise<InventoryReportResult>
@@ -166,6 +191,12 @@ export interface AgentRpc {
     name: string
     uuid: string
   }): Promise<{ uuid: string; report: InventoryReportResult }>
+  /**
+   * (1.5) Cleans a released unit with its driver's clean and verify steps (docs/cleaning.md).
+   * Idempotent; a request for a unit being cleaned joins that clean.
+   * @throws NotFoundError (UNIT_NOT_ON_HOST); DriverError with a CLEAN_* or VERIFY_FAILED code
+   */
+  cleanUnit(req: CleanUnitRequest): Promise<CleanUnitResult>
 }
 
 export function createAgentClient(
@@ -195,6 +226,7 @@ const AGENT_METHODS = Object.keys({
   updateDriverOptions: true,
   listDrivers: true,
   registerRemote: true,
+  cleanUnit: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */

@@ -97,6 +97,14 @@ export const DeviceStatusRequest = Type.Object({
   status: OneOf(Object.values(DeviceStatus)),
 })
 
+/** `cleanDevice`. */
+export const DeviceCleanRequest = Type.Object({
+  uuid: Uuid(),
+  force: Type.Optional(Type.Boolean()),
+  userId: Type.Optional(Nullable(Text())),
+  projectId: Type.Optional(Nullable(Text())),
+})
+
 /** `createArqs`, fields named as in the v2 API. */
 export const ArqCreate = Type.Object({
   deviceProfileName: Text({ field: 'device_profile_name' }),

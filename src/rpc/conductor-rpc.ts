@@ -21,11 +21,20 @@ import type {
 
 export type { InventoryReportResult } from './admin-types.js'
 
+/** What `cleanDevice` did. */
+export interface DeviceCleanOutcome {
+  device: string
+  /** The units (attach handle uuids) asked to clean again, or put back in service with `force`. */
+  units: string[]
+  forced: boolean
+}
+
 export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
- * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain). */
-export const CONDUCTOR_RPC_VERSION = '1.6'
+ * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain);
+ * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md). */
+export const CONDUCTOR_RPC_VERSION = '1.7'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -83,6 +92,18 @@ export interface ConductorRpc {
    * @throws NotFoundError, ConflictError (DEVICE_LIFECYCLE_CONFLICT) for any other lifecycle
    */
   markDeviceReady(req: { uuid: string }): Promise<Device>
+  /**
+   * (1.7) An operator's clean of a device's units left cleaning or failed (docs/cleaning.md): asks
+   * its agent again now, or with `force` puts them back in service without a clean, recorded in
+   * the custody ledger as an override by `userId` / `projectId`.
+   * @throws NotFoundError (DEVICE_NOT_FOUND); UnavailableError when this conductor reaches no agents
+   */
+  cleanDevice(req: {
+    uuid: string
+    force?: boolean
+    userId?: string | null
+    projectId?: string | null
+  }): Promise<DeviceCleanOutcome>
   /**
    * (1.3) Creates one ARQ per requested unit of each group of the device profile, all in one write.
    * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
@@ -224,6 +245,7 @@ const CONDUCTOR_METHODS = Object.keys({
   deleteAttribute: true,
   setDeviceStatus: true,
   markDeviceReady: true,
+  cleanDevice: true,
   createArqs: true,
   bindArqs: true,
   unbindArqs: true,

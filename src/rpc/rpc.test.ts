@@ -26,6 +26,7 @@ void describe('typed RPC', () => {
           'deleteAttribute',
           'setDeviceStatus',
           'markDeviceReady',
+          'cleanDevice',
           'createArqs',
           'bindArqs',
           'unbindArqs',

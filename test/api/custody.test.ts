@@ -75,6 +75,8 @@ void describe('v2 custody', () => {
       })
       assert.equal(out!.state, 'Bound', out!.reason ?? '')
       await c.unbindArqs({ uuids: [arq!.uuid] })
+      // Each release is cleaned before the next (docs/cleaning.md): interval, clean, interval, …
+      await s.core.conductor!.cleaningIdle()
     }
     await s.core.conductor!.drainCustody()
   })
@@ -90,28 +92,33 @@ void describe('v2 custody', () => {
       if (version) assert.match(fault(res), /2\.8/)
     }
     const all = await list()
-    assert.equal(all.length, 3)
     assert.deepEqual(
       all.map((r) => [r.seq, r.kind, r.project_id, r.instance_uuid]),
       [
         [1, 'allocation', 'p1', INSTANCE(1)],
-        [2, 'allocation', 'p2', INSTANCE(2)],
-        [3, 'allocation', 'p1', INSTANCE(3)],
+        [2, 'clean', 'p1', INSTANCE(1)],
+        [3, 'allocation', 'p2', INSTANCE(2)],
+        [4, 'clean', 'p2', INSTANCE(2)],
+        [5, 'allocation', 'p1', INSTANCE(3)],
+        [6, 'clean', 'p1', INSTANCE(3)],
       ],
     )
   })
 
-  it('filters by project, instance, device, time; pages; shows one', async () => {
-    assert.equal((await list('?project_id=p1')).length, 2)
+  it('filters by project, instance, device, kind, time; pages; shows one', async () => {
+    assert.equal((await list('?project_id=p1&kind=allocation')).length, 2)
     assert.deepEqual(
-      (await list(`?instance_uuid=${INSTANCE(2)}`)).map((r) => r.project_id),
-      ['p2'],
+      (await list(`?instance_uuid=${INSTANCE(2)}`)).map((r) => [r.kind, r.project_id]),
+      [
+        ['allocation', 'p2'],
+        ['clean', 'p2'],
+      ],
     )
-    const all = await list()
-    assert.equal((await list(`?device_uuid=${all[0]!.device_uuid}`)).length, 3)
+    const all = await list('?kind=allocation')
+    assert.equal((await list(`?device_uuid=${all[0]!.device_uuid}`)).length, 6)
     assert.equal((await list('?since=2999-01-01')).length, 0)
-    assert.equal((await list('?until=2999-01-01')).length, 3)
-    const page = await list(`?limit=1&marker=${all[0]!.uuid}`)
+    assert.equal((await list('?until=2999-01-01&kind=clean')).length, 3)
+    const page = await list(`?kind=allocation&limit=1&marker=${all[0]!.uuid}`)
     assert.deepEqual(
       page.map((r) => r.uuid),
       [all[1]!.uuid],
@@ -154,11 +161,14 @@ void describe('v2 custody', () => {
     assert.equal(mine.statusCode, 200, mine.body)
     const records = (mine.json() as { custody_records: Rec[] }).custody_records
     assert.deepEqual(
-      records.map((r) => r.project_id),
-      ['p2'],
+      records.map((r) => [r.kind, r.project_id]),
+      [
+        ['allocation', 'p2'],
+        ['clean', 'p2'],
+      ],
     )
     assert.equal((await get('/v2/custody?project_id=p1')).statusCode, 403)
-    const all = await list()
+    const all = await list('?kind=allocation')
     assert.equal((await get(`/v2/custody/${all[0]!.uuid}`)).statusCode, 404)
     assert.equal((await get(`/v2/custody/${all[1]!.uuid}`)).statusCode, 200)
     const none = await createApp(
@@ -181,7 +191,7 @@ void describe('v2 custody', () => {
     const listed = await cyborg(['custody', 'list', '--project', 'p1'], env)
     assert.equal(listed.code, 0, listed.stderr)
     assert.match(listed.stdout, /Seq\s+Kind\s+Device/)
-    const all = await list()
+    const all = await list('?kind=allocation')
     assert.ok(listed.stdout.includes(all[0]!.uuid) && listed.stdout.includes(all[2]!.uuid))
     assert.ok(!listed.stdout.includes(all[1]!.uuid), 'p2 is not listed')
     const shown = await cyborg(['custody', 'show', all[2]!.uuid, '--format', 'json'], env)
@@ -192,7 +202,7 @@ void describe('v2 custody', () => {
     const lines = exported.stdout.trimEnd().split('\n')
     assert.deepEqual(
       lines.map((l) => (JSON.parse(l) as Rec).seq),
-      [1, 2, 3],
+      [1, 2, 3, 4, 5, 6],
     )
   })
 })

@@ -13,6 +13,8 @@ import { sampleDevice } from '../support/sample-inventory.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
+import { serveAgent, type AgentRpc, type CleanUnitResult } from '../../src/rpc/agent-rpc.js'
+import type { MessageBus } from '../../src/bus/bus.js'
 
 export const HOST = 'api.test:6666'
 
@@ -20,6 +22,7 @@ export interface Stack {
   app: FastifyInstance
   db: TestDatabase
   core: Core
+  bus: MessageBus
   /** `app.inject` with `Host: api.test:6666` and, when given, a microversion. */
   request(options: InjectOptions & { version?: string }): Promise<LightMyRequestResponse>
   close(): Promise<void>
@@ -55,6 +58,7 @@ export async function startStack({
     app,
     db,
     core,
+    bus,
     request: ({ version, headers, ...rest }) =>
       app.inject({
         ...rest,
@@ -92,4 +96,29 @@ export function fault(res: LightMyRequestResponse): string {
   return (
     JSON.parse((res.json() as { error_message: string }).error_message) as { faultstring: string }
   ).faultstring
+}
+
+/**
+ * Serves, on the stack's bus, a stand-in agent for `host` (a host reported straight to the
+ * conductor, with no agent of its own) that answers `cleanUnit` at once, as the fake driver does,
+ * so that units released there come back in service (docs/cleaning.md). Its other methods fail.
+ */
+export async function serveCleaningAgent(stack: Stack, host: string): Promise<void> {
+  const cleanUnit = async (): Promise<CleanUnitResult> => ({
+    driver: 'fake',
+    policy: 'auto',
+    method: 'fake',
+    evidenceSha256: '0'.repeat(64),
+    durationMs: 0,
+  })
+  const agent = new Proxy(
+    { cleanUnit },
+    {
+      get: (target, method) =>
+        method === 'cleanUnit'
+          ? target.cleanUnit
+          : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`)),
+    },
+  )
+  await serveAgent(stack.bus, host, agent as unknown as AgentRpc)
 }

@@ -108,6 +108,7 @@ void describe('v1 administration endpoints', () => {
       ),
     )
     await c.deleteArqs({ uuids: [arq!.uuid] })
+    await stack.core.conductor!.cleaningIdle() // the released unit is cleaned first
     const done = await call('POST', '/v1/drivers/fake/uninstall', { hostname: 'node1' })
     assert.deepEqual(
       [done.status, done.body!.hosts[0].status, done.body!.hosts[0].enabled],

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { STORM_HOST, stormDevices } from '../support/storm-inventory.js'
-import { fault, startStack, type Stack } from './stack.js'
+import { fault, serveCleaningAgent, startStack, type Stack } from './stack.js'
 
 const json = { 'content-type': 'application/json' }
 const vm = (n: number) => `7e571000-0000-4000-8000-${String(n).padStart(12, '0')}`
@@ -40,10 +40,16 @@ void describe('v1 accelerators (writes)', () => {
       headers: { ...json, ...headers },
       payload: JSON.stringify(body),
     })
-  const del = (url: string) => s.request({ method: 'DELETE', url })
+  /** A detach; it returns once the released unit's clean has run (docs/cleaning.md). */
+  const del = async (url: string) => {
+    const res = await s.request({ method: 'DELETE', url })
+    await s.core.conductor!.cleaningIdle()
+    return res
+  }
 
   before(async () => {
     s = await startStack({ autoActivate: false })
+    await serveCleaningAgent(s, STORM_HOST)
     // One accelerator of one unit (a TEST_PCI handle), active: what two attaches race for.
     const list = stormDevices(1, 1)
     await s.core.conductorClient.reportInventory({

@@ -13,8 +13,10 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
   const rig = useArqRig()
   const { batches, create } = rig
   const c = () => rig.core.conductorClient
-  const inUse = async () =>
-    Number(
+  // A released unit is in use until the fake driver's clean has run (docs/cleaning.md).
+  const inUse = async () => {
+    await rig.core.conductor!.cleaningIdle()
+    return Number(
       (
         await rig.db.db
           .selectFrom('attach_handles')
@@ -23,6 +25,7 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
           .executeTakeFirstOrThrow()
       ).n,
     )
+  }
 
   void it('creates one ARQ per unit; refuses an unknown profile and a huge amount, naming them', async () => {
     const arqs = await create('two-fpgas')
@@ -178,6 +181,7 @@ void describe('accelerator requests through the conductor (sqlite, fake agent, r
   void it('a v1 attach to an instance tells Nova like a bind (the Nova path); one to a host does not', async () => {
     const acc = (await rig.db.db.selectFrom('deployables').select('uuid').executeTakeFirstOrThrow())
       .uuid
+    await rig.core.conductor!.cleaningIdle()
     batches.length = 0
     const attached = await c().attachAccelerator({
       uuid: acc,

@@ -2,8 +2,8 @@
  * The custody ledger through the conductor over the in-process bus, on every database (a core
  * with the fake driver's agent on node1, Nova's side stubbed): each release path closes one
  * allocation interval with one record (v2 unbind, v2 delete of a bound request, Nova deleting an
- * instance's requests, v1 detach); a request that never got bound leaves none; the sealed chain
- * verifies.
+ * instance's requests, v1 detach); a request that never got bound leaves none; each interval's unit
+ * is cleaned by the fake driver, with its clean record; the sealed chain verifies.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -141,16 +141,26 @@ for (const dialect of await testDialects()) {
         assert.equal(records[0]!.deployableUuid, deployableUuid)
       })
 
-      it('the sealed chain verifies', async () => {
+      it('each interval is followed by the clean of its unit; the sealed chain verifies', async () => {
+        await core.conductor!.cleaningIdle()
         await core.conductor!.drainCustody()
         const all = await listCustody(db.db)
-        assert.equal(all.length, 4)
+        const intervals = all.filter((r) => r.kind === 'allocation')
+        assert.equal(intervals.length, 4)
+        for (const interval of intervals) {
+          const clean = all.find((r) => r.kind === 'clean' && r.allocationUuid === interval.uuid)
+          assert.equal(clean?.cleanResult, 'ok', `interval ${interval.uuid} has its clean`)
+          assert.equal(clean.cleanMethod, 'fake')
+          assert.equal(clean.handleUuid, interval.handleUuid)
+          assert.match(clean.cleanEvidenceSha256 ?? '', /^[0-9a-f]{64}$/)
+        }
+        assert.equal(all.length, 8)
         assert.ok(all.every((r) => r.seq !== null && r.hash !== null))
         const v = createCustodyVerifier({ anchor: await getLatestCheckpoint(db.db) })
         for await (const page of streamSealedCustody(db.db)) v.push(page)
         const result = v.result()
         assert.equal(result.ok, true, result.broken?.message)
-        assert.equal(result.records, 4)
+        assert.equal(result.records, 8)
       })
     },
   )

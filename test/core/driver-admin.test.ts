@@ -166,6 +166,8 @@ for (const dialect of await testDialects()) {
         assert.equal((await driversOf('node1'))[0]!.enabled, true, 'nothing was changed')
 
         await c().deleteArqs({ uuids: [arq!.uuid] })
+        // The released unit is in use until its clean has run (docs/cleaning.md).
+        await core.conductor!.cleaningIdle()
         const done = await c().uninstallDriver({ driver: 'fake', hostname: 'node1' })
         assert.deepEqual(
           done.hosts.map((h) => [h.hostname, h.status, h.state?.enabled]),

@@ -92,6 +92,8 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
     )
     await c.detachAccelerator({ uuid: acc })
     assert.deepEqual((await placement.client.getAllocations(attached.attachment)).allocations, {})
+    // The released unit is reserved in Placement while it is cleaned, then offered again.
+    await core.conductor!.cleaningIdle()
     // Someone else (Nova's scheduler) holds every unit: Placement refuses, and nothing is left held.
     const other = '7a11c0c0-0000-4000-8000-0000000000ff'
     await placement.client.setAllocations(other, {

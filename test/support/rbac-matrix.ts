@@ -319,4 +319,12 @@ export const rbacRows = (arq: string): Row[] => [
     '                           404 404 404 404 403 404 404 401 401',
     V28,
   ],
+  // Clean before reuse by hand (2.8): admin only; an unknown device is a 404 and changes nothing.
+  [
+    'POST',
+    `/v2/devices/${MISSING}/clean`,
+    {},
+    '                    404 403 403 403 403 403 403 401 401',
+    V28,
+  ],
 ]

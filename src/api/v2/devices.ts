@@ -2,10 +2,19 @@
  * Devices: `GET /devices` (filters type, vendor, hostname, from 2.5 health; limit, marker, sort_key, sort_dir),
  * `GET /devices/{uuid}`, `POST /devices/{uuid}/disable|enable` (200, no body), and from 2.4
  * `POST /devices/{uuid}/ready` (the operator lifecycle: inactive|error → ready → installed by the
- * host's agent → active | error; 200 with the device as it ended).
+ * host's agent → active | error; 200 with the device as it ended), and from 2.8
+ * `POST /devices/{uuid}/clean` (body `{force_in_service?}`, docs/cleaning.md): the conductor asks
+ * again for the clean of the device's units left cleaning or failed, or puts them back in service
+ * without one (an override in the custody ledger, by the caller); 202 with `{device, units, forced}`.
  * A malformed uuid is answered 404 like an unknown one, without a database round trip.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Static } from '@sinclair/typebox'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  preValidationHookHandler,
+} from 'fastify'
 import type { DEVICE_SORT_KEYS } from '../../db/devices.js'
 import { getDevice, listDevices } from '../../db/devices.js'
 import { NotFoundError } from '../../domain/errors.js'
@@ -20,6 +29,15 @@ import * as docs from './schemas/devices.js'
 
 const notFound = (uuid: string) =>
   new NotFoundError(`device ${uuid} not found`, { details: { uuid } })
+
+/**
+ * Before the body is validated (and after the microversion gate, `since`): an absent body (or
+ * `null`, or `""`) is `{}`, since every field is optional (as explain's).
+ */
+const emptyBodyIsEmptyObject: preValidationHookHandler = (request, _reply, done) => {
+  if (request.body === undefined || request.body === null || request.body === '') request.body = {}
+  done()
+}
 
 export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
   resource(app, '/devices', {
@@ -91,6 +109,29 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
           baseUrl(request),
           request.apiMinor,
         )
+      },
+    },
+  })
+  resource(app, '/devices/:uuid/clean', {
+    POST: {
+      policy: 'cyborg:device:clean',
+      doc: docs.cleanDevice,
+      since: 8,
+      preValidation: emptyBodyIsEmptyObject,
+      schema: { body: docs.CleanDeviceBody },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const { uuid } = request.params as { uuid: string }
+        if (!isUuidLike(uuid)) throw notFound(uuid)
+        const body = request.body as Static<typeof docs.CleanDeviceBody>
+        const outcome = await conductor.cleanDevice({
+          uuid,
+          force: body.force_in_service ?? false,
+          userId: request.ctx.userId,
+          projectId: request.ctx.projectId,
+        })
+        return reply
+          .code(202)
+          .send({ device: outcome.device, units: outcome.units, forced: outcome.forced })
       },
     },
   })

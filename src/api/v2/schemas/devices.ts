@@ -2,8 +2,10 @@
 import { Type } from '@sinclair/typebox'
 import { DEVICE_SORT_KEYS } from '../../../db/devices.js'
 import { DeviceType, Health, Lifecycle } from '../../../domain/inventory.js'
+import { withProblem } from '../../validation-errors.js'
 import {
   guarded,
+  guardedWrite,
   Links,
   NoBody,
   NullableString,
@@ -80,4 +82,42 @@ export const readyDevice: RouteDoc = {
   tags,
   params: UuidParams,
   response: { 200: Device, ...guarded(404, 406, 409) },
+}
+
+/**
+ * The body of `POST /devices/{uuid}/clean` (validating: the route's `schema.body`); an absent body
+ * counts as `{}`. Unknown fields are refused.
+ */
+export const CleanDeviceBody = Type.Object(
+  {
+    force_in_service: Type.Optional(
+      withProblem(
+        Type.Boolean({
+          description:
+            'Put the units back in service without a clean, recorded in the custody ledger as an override by the caller; default false',
+        }),
+        'must be true or false, got {value}',
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const cleanDevice: RouteDoc = {
+  summary: "Clean a device's released units again, or put them back in service (2.8)",
+  description:
+    "Re-runs the clean of the device's units left cleaning or whose clean failed (the host's agent is asked again now), or with force_in_service puts them back in service without one, recorded in the custody ledger as an override by the caller (docs/cleaning.md). The body is optional. 202: the clean was asked for (or the units were put back); its result is in the custody ledger. Below 2.8 the route answers 404 naming the microversion it needs.",
+  tags,
+  params: UuidParams,
+  response: {
+    202: Type.Object({
+      device: Uuid,
+      units: Type.Array(Uuid, {
+        description:
+          'The units (attach handle uuids) asked to clean again, or put back in service with force_in_service',
+      }),
+      forced: Type.Boolean({ description: 'Whether force_in_service was given' }),
+    }),
+    ...guardedWrite(404, 406),
+  },
 }

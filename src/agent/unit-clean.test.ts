@@ -1,0 +1,120 @@
+/**
+ * The agent's `cleanUnit` (unit-clean.ts) over the real fake driver: it finds the driver by the
+ * unit's handle, runs clean and verify, answers with a digest of the evidence; a second request
+ * for a unit being cleaned joins the first; an unknown unit or a malformed request is refused by
+ * name; `clean = none` answers without cleaning; the agent's stop aborts a clean.
+ */
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHash } from 'node:crypto'
+import { createFakeDriver, fakeHandleAddress } from '../drivers/fake.js'
+import { createMemoryHostProbe } from '../drivers/driver-contract.case.js'
+import type { AcceleratorDriver } from '../drivers/driver.js'
+import { noopLogger } from '../domain/logger.js'
+import { runClean } from '../drivers/clean.js'
+import { createUnitCleaner } from './unit-clean.js'
+
+const cleanerOver = async (
+  options: Record<string, string>,
+  controller = new AbortController(),
+  counted: { runs: number } = { runs: 0 },
+) => {
+  const driver: AcceleratorDriver = createFakeDriver(
+    { host: createMemoryHostProbe({}), hostname: 'h1' },
+    options,
+  )
+  const devices = await driver.discover()
+  return createUnitCleaner({
+    owner: async (match) => {
+      const device = devices.find(match)
+      return device && { driver, device }
+    },
+    runClean: (...args) => {
+      counted.runs++
+      return runClean(...args)
+    },
+    signal: controller.signal,
+    log: noopLogger,
+  })
+}
+/** The fake device's units are numbered from 1. */
+const unit = (n: number) => ({
+  handle: { type: 'TEST_PCI', info: { ...fakeHandleAddress(n + 1) } },
+})
+const sha = (text: string) => createHash('sha256').update(text).digest('hex')
+
+void describe('agent: cleanUnit', () => {
+  void it('cleans with the owning driver and answers a digest of clean and verify evidence', async () => {
+    const cleaner = await cleanerOver({})
+    const answer = await cleaner.cleanUnit(unit(1))
+    assert.equal(answer.driver, 'fake')
+    assert.equal(answer.policy, 'auto')
+    assert.equal(answer.method, 'fake')
+    assert.equal(
+      answer.evidenceSha256,
+      sha('fake clean of 0000:0c:00:2\n--- verify\nfake verify of 0000:0c:00:2'),
+    )
+  })
+
+  void it('joins a clean of the same unit that is running, and runs other units side by side', async () => {
+    const cleaner = await cleanerOver({ clean_delay_ms: '50' })
+    const started = Date.now()
+    const [a, b, c] = await Promise.all([
+      cleaner.cleanUnit(unit(0)),
+      cleaner.cleanUnit(unit(0)),
+      cleaner.cleanUnit(unit(1)),
+    ])
+    assert.equal(a, b, 'the same answer object: one clean')
+    assert.notEqual(a, c)
+    assert.ok(Date.now() - started < 1000)
+  })
+
+  void it('answers a late ask for a release already cleaned without cleaning again; a newer release waits for, then follows, a running clean', async () => {
+    const counted = { runs: 0 }
+    const cleaner = await cleanerOver({ clean_delay_ms: '30' }, new AbortController(), counted)
+    const first = await cleaner.cleanUnit({ ...unit(0), ticket: 'release-1' })
+    assert.equal(await cleaner.cleanUnit({ ...unit(0), ticket: 'release-1' }), first)
+    assert.equal(counted.runs, 1, 'the late ask cleaned nothing')
+    const second = cleaner.cleanUnit({ ...unit(0), ticket: 'release-2' })
+    const third = cleaner.cleanUnit({ ...unit(0), ticket: 'release-3' })
+    await Promise.all([second, third])
+    assert.equal(counted.runs, 3, 'each newer release has its own clean, one after the other')
+    assert.notEqual(await second, first)
+    await assert.rejects(cleaner.cleanUnit({ ...unit(0), ticket: '' }), {
+      details: { field: 'ticket' },
+    })
+  })
+
+  void it('answers clean = none without cleaning, as the operator chose', async () => {
+    const cleaner = await cleanerOver({ clean: 'none' })
+    const answer = await cleaner.cleanUnit(unit(0))
+    assert.deepEqual([answer.policy, answer.method], ['none', 'none'])
+  })
+
+  void it('passes the driver failures on by code', async () => {
+    const failing = await cleanerOver({ clean_outcome: 'fail' })
+    await assert.rejects(failing.cleanUnit(unit(0)), { code: 'CLEAN_FAILED' })
+    const refusing = await cleanerOver({ clean_outcome: 'unsupported' })
+    await assert.rejects(refusing.cleanUnit(unit(0)), { code: 'CLEAN_UNSUPPORTED' })
+  })
+
+  void it('refuses a unit no driver reported, and a malformed request, by name', async () => {
+    const cleaner = await cleanerOver({})
+    await assert.rejects(cleaner.cleanUnit(unit(99)), { code: 'UNIT_NOT_ON_HOST' })
+    await assert.rejects(cleaner.cleanUnit({ handle: { type: 'NOPE', info: {} } } as never), {
+      code: 'CLEAN_TARGET_INVALID',
+      details: { field: 'handle' },
+    })
+    await assert.rejects(cleaner.cleanUnit({ ...unit(0), mdevUuid: 'x' }), {
+      code: 'UUID_INVALID',
+    })
+  })
+
+  void it('aborts a running clean when the agent stops (the conductor asks again later)', async () => {
+    const controller = new AbortController()
+    const cleaner = await cleanerOver({ clean_delay_ms: '10000' }, controller)
+    const running = cleaner.cleanUnit(unit(0))
+    setTimeout(() => controller.abort(new Error('stopping')), 20)
+    await assert.rejects(running, { code: 'CLEAN_ABORTED' })
+  })
+})
