@@ -74,6 +74,39 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, { [rp]: { FPGA: 1 } })
     await c.deleteArqs({ instanceUuid: VM })
     assert.deepEqual((await placement.client.getAllocations(VM)).allocations, {})
+    await core.conductor!.cleaningIdle()
+  })
+
+  void it('a released unit is reserved in Placement while its agent cleans it, then offered again', async () => {
+    const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow())
+      .rp_uuid!
+    const c = core.conductorClient
+    const reserved = async () => (await placement.client.getInventories(rp)).FPGA!.reserved
+    await c.updateDriver({
+      driver: 'fake',
+      hostname: 'alloc-1',
+      options: { clean_delay_ms: '1500' },
+    })
+    try {
+      const [a] = await c.createArqs({ deviceProfileName: 'fpga2', projectId: 'p1', maxArqs: 64 })
+      await c.bindArqs({ bindings: { [a!.uuid]: { hostname: 'alloc-1', instanceUuid: VM } } })
+      assert.equal(await reserved(), 0)
+      await c.unbindArqs({ uuids: [a!.uuid] })
+      // The conductor syncs the host before it asks the agent: poll for that write.
+      const deadline = Date.now() + 1000
+      while ((await reserved()) !== 1 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20))
+      assert.equal(await reserved(), 1, 'reserved while cleaning')
+      await core.conductor!.cleaningIdle()
+      assert.equal(await reserved(), 0, 'offered again once clean')
+      await c.deleteArqs({ instanceUuid: VM })
+    } finally {
+      await c.updateDriver({
+        driver: 'fake',
+        hostname: 'alloc-1',
+        options: { clean_delay_ms: '0' },
+      })
+    }
   })
   void it('a v1 attachment is its own consumer of one unit; detach takes it back; a full provider refuses the attach', async () => {
     const { rp_uuid: rp, uuid: acc } = await db.db
