@@ -80,6 +80,32 @@ export async function appendCustodyRecords(
   written.add(db)
 }
 
+/**
+ * Appends a record that follows an allocation interval (a clean or an override): its `project_id`
+ * and `instance_uuid` are the interval's, read by the INSERT itself (one statement).
+ */
+export async function appendFollowUpRecord(
+  db: Kysely<Database>,
+  record: Omit<CustodyFields, 'projectId' | 'instanceUuid'>,
+): Promise<void> {
+  const interval = record.allocationUuid
+  await db
+    .insertInto('custody_records')
+    .values((eb) => ({
+      ...toRow({ ...record, projectId: null, instanceUuid: null }),
+      project_id: eb
+        .selectFrom('custody_records as a')
+        .select('a.project_id')
+        .where('a.uuid', '=', interval ?? ''),
+      instance_uuid: eb
+        .selectFrom('custody_records as a')
+        .select('a.instance_uuid')
+        .where('a.uuid', '=', interval ?? ''),
+    }))
+    .execute()
+  written.add(db)
+}
+
 /** Whether `trx` appended records since the last call (and forgets it). */
 export function takeCustodyWritten(trx: object): boolean {
   return written.delete(trx)

@@ -12,7 +12,7 @@ import type { Database } from './schema.js'
 import { CustodyKind, type CustodyFields } from '../domain/custody.js'
 import { deviceCleanEvent, type NewEvent } from '../domain/events.js'
 import { CLEAN_FAILED_PREFIX, isCleanFailedReason } from '../domain/health-diff.js'
-import { appendCustodyRecords } from './custody.js'
+import { appendFollowUpRecord } from './custody.js'
 import { deviceFacts } from './device-events.js'
 import { insertEvents } from './events.js'
 import { recordHealthChanges } from './health-transitions.js'
@@ -195,22 +195,8 @@ export async function settleClean(
       : update.where('clean_state', '=', 'pending')
   ).executeTakeFirst()
   if (Number(res.numUpdatedRows) !== 1) return undefined
-  // The clean belongs to the interval's tenant: their project reads it with the interval.
-  const interval =
-    unit.allocationUuid === null
-      ? undefined
-      : await db
-          .selectFrom('custody_records')
-          .select(['project_id', 'instance_uuid'])
-          .where('uuid', '=', unit.allocationUuid)
-          .executeTakeFirst()
-  await appendCustodyRecords(db, [
-    custodyRecord(unit, outcome, {
-      ...options,
-      projectId: interval?.project_id ?? null,
-      instanceUuid: interval?.instance_uuid ?? null,
-    }),
-  ])
+  // The clean belongs to the interval's tenant: it carries the interval's project and instance.
+  await appendFollowUpRecord(db, custodyRecord(unit, outcome, options))
 
   const device = await db
     .selectFrom('devices')
@@ -280,13 +266,8 @@ export async function settleClean(
 function custodyRecord(
   unit: CleaningUnit,
   outcome: CleanSettlement,
-  options: {
-    now: string
-    recordUuid: string
-    projectId: string | null
-    instanceUuid: string | null
-  },
-): CustodyFields {
+  options: { now: string; recordUuid: string },
+): Omit<CustodyFields, 'projectId' | 'instanceUuid'> {
   const override = outcome.kind === 'override'
   // An override's operator: `user_id`, and their project in `detail` (project_id is the tenant's).
   const detail =
@@ -307,9 +288,7 @@ function custodyRecord(
     handleUuid: unit.handleUuid,
     deviceSerial: unit.deviceSerial,
     hostname: unit.hostname,
-    projectId: options.projectId,
     userId: override ? outcome.userId : null,
-    instanceUuid: options.instanceUuid,
     allocatedVia: null,
     boundAt: null,
     releasedAt: unit.since,

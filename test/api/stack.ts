@@ -13,7 +13,8 @@ import { sampleDevice } from '../support/sample-inventory.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
-import { serveAgent, type AgentRpc, type CleanUnitResult } from '../../src/rpc/agent-rpc.js'
+import type { CleanUnitResult } from '../../src/rpc/agent-rpc.js'
+import { serveStandInAgent } from '../support/stand-in-agent.js'
 import type { MessageBus } from '../../src/bus/bus.js'
 
 export const HOST = 'api.test:6666'
@@ -111,14 +112,5 @@ export async function serveCleaningAgent(stack: Stack, host: string): Promise<vo
     evidenceSha256: '0'.repeat(64),
     durationMs: 0,
   })
-  const agent = new Proxy(
-    { cleanUnit },
-    {
-      get: (target, method) =>
-        method === 'cleanUnit'
-          ? target.cleanUnit
-          : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`)),
-    },
-  )
-  await serveAgent(stack.bus, host, agent as unknown as AgentRpc)
+  await serveStandInAgent(stack.bus, host, { cleanUnit })
 }

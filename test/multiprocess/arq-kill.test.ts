@@ -22,7 +22,7 @@ import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
 import { createConductor } from '../../src/conductor/conductor.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { STORM_HOST, seedStorm } from '../support/storm-inventory.js'
-import { serveAgent, type AgentRpc } from '../../src/rpc/agent-rpc.js'
+import { serveStandInAgent } from '../support/stand-in-agent.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 import {
   assertConverged,
@@ -62,17 +62,8 @@ async function standInAgent(vhostUrl: string): Promise<() => Promise<void>> {
     return { address, changed: true }
   }
   // Every other method of the agent fails: a bind of PCI handles needs only `prepare`.
-  const agent = new Proxy(
-    { prepare },
-    {
-      get: (target, method) =>
-        method === 'prepare'
-          ? target.prepare
-          : () => Promise.reject(new Error(`the stand-in agent does not serve ${String(method)}`)),
-    },
-  )
   // A bus left open would keep this test file from ever exiting.
-  await serveAgent(bus, STORM_HOST, agent as unknown as AgentRpc).catch(async (err: unknown) => {
+  await serveStandInAgent(bus, STORM_HOST, { prepare }).catch(async (err: unknown) => {
     await bus.close()
     throw err
   })
