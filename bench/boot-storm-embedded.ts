@@ -1,7 +1,10 @@
 /**
  * The embedded server of bench/boot-storm.ts, in its own process: what `cyborg up` runs (SQLite
  * file, in-process bus, conductor, HTTP API), with the storm host reported in place of the fake
- * agent. Prints "ready <url>" on stdout. Usage: boot-storm-embedded.ts <state dir> <port>
+ * agent. Released units are cleaned before reuse (issue 18) by the storm host's stand-in agent
+ * (bench/storm-clean-agent.ts, fake clean of STORM_CLEAN_DELAY_MS, default 0) on the same bus;
+ * STORM_CLEANING=0 starts the conductor with `cleaning: false` instead (units go straight back),
+ * the baseline. Prints "ready <url>" on stdout. Usage: boot-storm-embedded.ts <state dir> <port>
  */
 import { loadConfig } from '../src/config/config.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
@@ -11,8 +14,10 @@ import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { seedStorm } from '../test/support/storm-inventory.js'
+import { serveStormCleanAgent } from './storm-clean-agent.js'
 
 const [stateDir, port] = process.argv.slice(2)
+const cleaning = process.env.STORM_CLEANING !== '0'
 const config = loadConfig({
   files: [],
   env: {
@@ -29,11 +34,18 @@ const config = loadConfig({
 const log = createLogger(config, { service: 'bench-embedded', env: { CYBORG_LOG_LEVEL: 'warn' } })
 const db = await openConfiguredDatabase(config)
 await migrateDatabase(db)
+const bus = createInProcessBus()
+const agent = cleaning
+  ? await serveStormCleanAgent(bus, {
+      cleanDelayMs: Number(process.env.STORM_CLEAN_DELAY_MS ?? 0),
+      log,
+    })
+  : undefined
 const core = await startCore({
   db,
-  bus: createInProcessBus(),
+  bus,
   log,
-  conductor: conductorOptions(config),
+  conductor: { ...conductorOptions(config), ...(cleaning ? {} : { cleaning: false }) },
   agent: false,
 })
 await seedStorm(core.conductorClient)
@@ -43,6 +55,12 @@ process.on('SIGTERM', () => {
   void api.app
     .close()
     .then(() => core.stop())
+    .then(() => agent?.stop())
+    .then(() => {
+      // Write transactions (batches) and writes of the whole run, and the cleans answered.
+      const stats = { cleaning, conductor: core.conductor?.stats(), cleans: agent?.stats() }
+      process.stderr.write(`storm embedded: ${JSON.stringify(stats)}\n`)
+    })
     .then(() => db.close())
     .then(() => process.exit(0))
 })

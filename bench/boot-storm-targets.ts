@@ -1,4 +1,9 @@
-/** The servers bench/boot-storm.ts storms: the bare ceiling, the embedded one, and api + N conductors. */
+/**
+ * The servers bench/boot-storm.ts storms: the bare ceiling, the embedded one (with or without
+ * cleaning), and api + N conductors. Where cleaning is on, the storm host's stand-in agent
+ * (bench/storm-clean-agent.ts) answers `cleanUnit`: in the embedded process on its bus, and here
+ * on the vhost's RabbitMQ for api + N conductors.
+ */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -17,6 +22,7 @@ import {
   type RunningService,
 } from '../test/support/service.js'
 import { STORM_HOST, seedStorm } from '../test/support/storm-inventory.js'
+import { serveStormCleanAgent } from './storm-clean-agent.js'
 
 export interface StormTarget {
   url: string
@@ -36,9 +42,11 @@ async function startChild(
   script: string,
   args: string[],
   cleanup = async () => {},
+  env: Record<string, string> = {},
 ): Promise<StormTarget> {
   const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench', script), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ...env },
   })
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
@@ -63,10 +71,14 @@ export async function startBare(): Promise<StormTarget> {
   return startChild('boot-storm-bare.ts', [String(await freePort())])
 }
 
-export async function startEmbedded(): Promise<StormTarget> {
+/** `cyborg up`'s composition; `cleaning` false starts its conductor with `cleaning: false`. */
+export async function startEmbedded(cleaning = true): Promise<StormTarget> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-storm-'))
-  return startChild('boot-storm-embedded.ts', [dir, String(await freePort())], () =>
-    rm(dir, { recursive: true, force: true }),
+  return startChild(
+    'boot-storm-embedded.ts',
+    [dir, String(await freePort())],
+    () => rm(dir, { recursive: true, force: true }),
+    { STORM_CLEANING: cleaning ? '1' : '0' },
   )
 }
 
@@ -101,12 +113,16 @@ export async function startMulti(conductors: number): Promise<StormTarget> {
   started.push(api)
   const bus = await createRabbitMqBus({ url: vhost.url })
   await seedStorm(createConductorClient(bus, { timeoutMs: 30_000 }))
-  await bus.close()
+  // The conductors clean released units through the storm host's agent: this stands in for it.
+  const agent = await serveStormCleanAgent(bus)
   return {
     url: api.url,
     rps: await providers(api.url),
     async stop() {
       await Promise.all(started.map((s) => s.stop()))
+      await agent.stop()
+      await bus.close()
+      process.stderr.write(`storm clean agent (multi): ${JSON.stringify(agent.stats())}\n`)
       await vhost.drop()
       await db.close()
     },

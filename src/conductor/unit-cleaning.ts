@@ -3,7 +3,8 @@
  * handle `cleaning` (src/db/attach-handles.ts); here the conductor:
  *
  * 1. brings Placement in step with the host (the unit shows reserved), then asks the host's agent
- *    to clean the unit (`cleanUnit`, AgentRpc 1.5), stamping the ask in the database first;
+ *    to clean the unit (`cleanUnit`, AgentRpc 1.5); the ask is stamped in the database (by the
+ *    release itself for the first ask, else by `claimCleanAttempt` first);
  * 2. settles the answer in one transaction (src/db/handle-cleaning.ts): cleaned → back in service;
  *    a refusal or failure (CLEAN_UNSUPPORTED, CLEAN_FAILED, VERIFY_FAILED, CLEAN_TIMEOUT, the unit
  *    gone from the host) → `failed`, the device fenced (health `failed`, `clean failed: …`); each
@@ -63,8 +64,6 @@ export interface UnitCleaningOptions {
   retryIntervalMs?: number
   /** How often the sweep looks for units to ask again; 0 for never. @default retryIntervalMs / 2 */
   sweepIntervalMs?: number
-  /** `[conductor] clean_rpc_timeout` in ms: how long one ask may take (the composition root applies it). */
-  rpcTimeoutMs?: number
 }
 
 export interface UnitCleaning {
@@ -119,10 +118,13 @@ export function createUnitCleaning(
   }
 
   /** Asks the agent to clean one unit and settles its answer; leaves it pending when there is none. */
-  const cleanOne = async (unit: CleaningUnit) => {
-    const claimed = await committer.run((trx) =>
-      claimCleanAttempt(trx, unit.handleId, { now: now(), staleBefore: staleBefore() }),
-    )
+  /** `stamped`: the ask is already stamped (the release did it); else it is claimed first. */
+  const cleanOne = async (unit: CleaningUnit, stamped: boolean) => {
+    const claimed =
+      stamped ||
+      (await committer.run((trx) =>
+        claimCleanAttempt(trx, unit.handleId, { now: now(), staleBefore: staleBefore() }),
+      ))
     if (!claimed) return
     let answer: CleanUnitResult
     try {
@@ -152,12 +154,12 @@ export function createUnitCleaning(
   }
 
   /** Syncs each host once (the units show reserved), then cleans the units side by side. */
-  const dispatch = (units: readonly CleaningUnit[]) => {
+  const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
     if (units.length === 0 || stopped) return
     const hosts = new Set(units.map((u) => u.hostname))
     const run = (async () => {
       await Promise.all([...hosts].map((h) => syncPlacement(h)))
-      await Promise.all(units.map((u) => cleanOne(u)))
+      await Promise.all(units.map((u) => cleanOne(u, stamped)))
     })().catch((err: unknown) => log.warn({ err }, 'cleaning dispatch failed; the sweep retries'))
     track(run)
   }
@@ -174,7 +176,7 @@ export function createUnitCleaning(
   return {
     cleanReleased(handleIds) {
       const read = listCleaningUnits(db.db, { handleIds, states: ['pending'] }).then(
-        dispatch,
+        (units) => dispatch(units, true),
         (err: unknown) => log.warn({ err }, 'could not read released units; the sweep retries'),
       )
       track(read)

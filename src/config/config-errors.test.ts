@@ -121,7 +121,7 @@ void describe('errors: one line naming where, section, option, value and the exp
     const w = file('[conductor]\nsecret_sauce = 1\n')
     rejects(
       { files: [w] },
-      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, clean_rpc_timeout`,
+      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval`,
     )
     rejects(
       { env: { CYBORG_API__NOPE: '1' } },

@@ -44,7 +44,6 @@ void describe('defaults', () => {
       max_batch: 64,
       health_recovery_reports: 2,
       clean_retry_interval: 60,
-      clean_rpc_timeout: 7200,
     })
     assert.equal(c.nvidia_gpu.ecc_uncorrectable_failed, undefined, "unset: the driver's default")
     assert.equal(c.placement.auth_type, 'none')

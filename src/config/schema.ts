@@ -192,12 +192,7 @@ export const schema = {
     clean_retry_interval: int({
       default: 60,
       min: 1,
-      help: "Seconds after which the conductor asks a host's agent again to clean a released unit that is still cleaning (docs/cleaning.md): the agent was silent, restarting or busy, or a conductor died mid-clean. A clean still running on the agent is joined, not started twice. The unit stays out of service until its agent answers.",
-    }),
-    clean_rpc_timeout: int({
-      default: 7200,
-      min: 1,
-      help: "Seconds the conductor waits for an agent's answer to one clean (longer than any driver's clean_timeout: an NVMe sanitize may take an hour). The unit stays cleaning meanwhile, and is asked again every clean_retry_interval.",
+      help: "Seconds after which the conductor asks a host's agent again to clean a released unit that is still cleaning (docs/cleaning.md): the agent was silent, restarting or busy, or a conductor died mid-clean. A clean still running on the agent is joined, not started twice, and one already done is answered from memory. Each ask waits twice this long for its answer (and expires from the agent's queue then). The unit stays out of service until its agent answers.",
     }),
   },
   events: {

@@ -91,7 +91,7 @@ export async function claimAttachHandle(
  * Marks a handle free again, unless an accelerator request still names it (so a late release can
  * never free a handle that another request has claimed meanwhile). With `clean`, the handle stays
  * out of service in `clean_state = pending` (still `in_use`, so no claim takes it) until its clean
- * is settled (src/db/handle-cleaning.ts). Returns false when it was not in use, does not exist,
+ * is settled (src/db/handle-cleaning.ts), stamped as asked now: the releasing conductor asks. Returns false when it was not in use, does not exist,
  * is already cleaning, or is still named.
  */
 export async function releaseAttachHandle(
@@ -106,7 +106,8 @@ export async function releaseAttachHandle(
         ...stamp,
         clean_state: 'pending',
         clean_since: now ?? null,
-        clean_attempt_at: null,
+        // The releasing conductor asks at once (its first ask needs no stamp of its own).
+        clean_attempt_at: now ?? null,
         clean_allocation_uuid: clean.allocationUuid,
       }
     : { ...stamp, in_use: 0 }

@@ -81,27 +81,25 @@ export async function appendCustodyRecords(
 }
 
 /**
- * Appends a record that follows an allocation interval (a clean or an override): its `project_id`
- * and `instance_uuid` are the interval's, read by the INSERT itself (one statement).
+ * Appends a record that follows an allocation interval (a clean or an override): its
+ * `device_serial`, `project_id` and `instance_uuid` are the interval's, read by the INSERT itself
+ * (one statement).
  */
 export async function appendFollowUpRecord(
   db: Kysely<Database>,
-  record: Omit<CustodyFields, 'projectId' | 'instanceUuid'>,
+  record: Omit<CustodyFields, 'projectId' | 'instanceUuid' | 'deviceSerial'>,
 ): Promise<void> {
-  const interval = record.allocationUuid
+  const interval = record.allocationUuid ?? ''
+  const of = (column: 'device_serial' | 'project_id' | 'instance_uuid') =>
+    db.selectFrom('custody_records as a').select(`a.${column}`).where('a.uuid', '=', interval)
   await db
     .insertInto('custody_records')
-    .values((eb) => ({
-      ...toRow({ ...record, projectId: null, instanceUuid: null }),
-      project_id: eb
-        .selectFrom('custody_records as a')
-        .select('a.project_id')
-        .where('a.uuid', '=', interval ?? ''),
-      instance_uuid: eb
-        .selectFrom('custody_records as a')
-        .select('a.instance_uuid')
-        .where('a.uuid', '=', interval ?? ''),
-    }))
+    .values({
+      ...toRow({ ...record, deviceSerial: null, projectId: null, instanceUuid: null }),
+      device_serial: of('device_serial'),
+      project_id: of('project_id'),
+      instance_uuid: of('instance_uuid'),
+    })
     .execute()
   written.add(db)
 }

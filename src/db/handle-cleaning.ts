@@ -32,7 +32,6 @@ export interface CleaningUnit {
   deployableUuid: string
   deviceId: number
   deviceUuid: string
-  deviceSerial: string | null
   hostname: string
 }
 
@@ -67,14 +66,6 @@ export async function listCleaningUnits(
       'dev.uuid as device_uuid',
       'dev.hostname',
     ])
-    .select((eb) =>
-      eb
-        .selectFrom('device_identities as di')
-        .select((e) => e.fn.max(e.fn('substr', ['di.identity_key', e.lit(8)])).as('s'))
-        .whereRef('di.device_uuid', '=', 'dev.uuid')
-        .where('di.identity_key', 'like', 'serial:%')
-        .as('serial'),
-    )
     .where('h.clean_state', 'in', [...(filter.states ?? ['pending', 'failed'])])
   if (filter.hostname !== undefined) q = q.where('dev.hostname', '=', filter.hostname)
   if (filter.deviceUuid !== undefined) q = q.where('dev.uuid', '=', filter.deviceUuid)
@@ -104,7 +95,6 @@ export async function listCleaningUnits(
     deployableUuid: r.deployable_uuid,
     deviceId: r.device_id,
     deviceUuid: r.device_uuid,
-    deviceSerial: (r.serial as string | null) ?? null,
     hostname: r.hostname,
   }))
 }
@@ -232,11 +222,14 @@ export async function settleClean(
       .where('id', '=', unit.deviceId)
       .execute()
   }
-  const saved = await db
-    .selectFrom('devices')
-    .selectAll()
-    .where('id', '=', unit.deviceId)
-    .executeTakeFirstOrThrow()
+  const saved =
+    fence || lift || failed
+      ? await db
+          .selectFrom('devices')
+          .selectAll()
+          .where('id', '=', unit.deviceId)
+          .executeTakeFirstOrThrow()
+      : device
   const action = failed
     ? 'clean_failed'
     : outcome.kind === 'override'
@@ -267,7 +260,7 @@ function custodyRecord(
   unit: CleaningUnit,
   outcome: CleanSettlement,
   options: { now: string; recordUuid: string },
-): Omit<CustodyFields, 'projectId' | 'instanceUuid'> {
+): Omit<CustodyFields, 'projectId' | 'instanceUuid' | 'deviceSerial'> {
   const override = outcome.kind === 'override'
   // An override's operator: `user_id`, and their project in `detail` (project_id is the tenant's).
   const detail =
@@ -286,7 +279,6 @@ function custodyRecord(
     deviceUuid: unit.deviceUuid,
     deployableUuid: unit.deployableUuid,
     handleUuid: unit.handleUuid,
-    deviceSerial: unit.deviceSerial,
     hostname: unit.hostname,
     userId: override ? outcome.userId : null,
     allocatedVia: null,

@@ -125,9 +125,11 @@ export async function startCore(options: CoreOptions): Promise<Core> {
     if (conductorOptions !== false) {
       if (!db) throw new TypeError('startCore: a conductor needs options.db')
       const agentFor = (host: string) => createAgentClient(bus, host, { timeoutMs: rpcTimeoutMs })
-      // A clean may take an hour: its ask waits that long, and is given up when this core stops
-      // (the unit stays cleaning; any conductor asks again).
-      const cleanTimeoutMs = (conductorOptions.cleaning || undefined)?.rpcTimeoutMs ?? 7_200_000
+      // An ask waits two retry intervals, then expires (also from the agent's queue): a clean that
+      // takes longer (a sanitize) is joined by the next ask, or answered from the agent's memory
+      // once done. Asks are given up when this core stops (the unit stays cleaning).
+      const cleanTimeoutMs =
+        2 * ((conductorOptions.cleaning || undefined)?.retryIntervalMs ?? 60_000)
       const cleanAgentFor = (host: string) =>
         createAgentClient(bus, host, { timeoutMs: cleanTimeoutMs, signal: cleanAsks.signal })
       // Loaded only where a conductor runs: an agent process never loads the database modules.

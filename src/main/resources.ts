@@ -130,7 +130,6 @@ export function conductorOptions(config: Config): ConductorOptions {
     events: { retentionHours: config.events.retention_hours },
     cleaning: {
       retryIntervalMs: config.conductor.clean_retry_interval * 1000,
-      rpcTimeoutMs: config.conductor.clean_rpc_timeout * 1000,
     },
     custody: {
       retainDays: config.custody.retain_days,
