@@ -75,12 +75,28 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     { ticket: string | undefined; run: Promise<CleanUnitResult>; done: boolean }
   >()
 
-  const clean = async (req: CleanUnitRequest, info: string): Promise<CleanUnitResult> => {
+  /** Where each unit was last found: checked by reference first (cheap), rescanned when stale. */
+  const located = new Map<string, { driver: AcceleratorDriver; device: DiscoveredDevice }>()
+  const locate = async (req: CleanUnitRequest, info: string, key: string) => {
+    const known = located.get(key)
+    const same = known && (await owner((d) => d === known.device))
+    if (same) return same
     const hit = await owner((d) =>
       d.deployables.some((dep) =>
         dep.attachHandles.some((h) => h.type === req.handle.type && canonicalJson(h.info) === info),
       ),
     )
+    if (hit) located.set(key, hit)
+    else located.delete(key)
+    return hit
+  }
+
+  const clean = async (
+    req: CleanUnitRequest,
+    info: string,
+    key: string,
+  ): Promise<CleanUnitResult> => {
+    const hit = await locate(req, info, key)
     if (!hit) {
       throw new NotFoundError(
         `no enabled driver on this host reported the ${req.handle.type} unit ${info}`,
@@ -130,7 +146,11 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
       if (last && (last.ticket === req.ticket || (!last.done && req.ticket === undefined)))
         return last.run
       const before = last && !last.done ? last.run.catch(() => undefined) : Promise.resolve()
-      const entry = { ticket: req.ticket, run: before.then(() => clean(req, info)), done: false }
+      const entry = {
+        ticket: req.ticket,
+        run: before.then(() => clean(req, info, key)),
+        done: false,
+      }
       units.set(key, entry)
       entry.run.then(
         () => (entry.done = true),

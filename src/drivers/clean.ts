@@ -178,8 +178,11 @@ export async function runClean(
     throw cleanError(driver.name, CleanErrorCode.UNSUPPORTED, 'driver has no clean step')
   }
   throwIfCleanAborted(driver.name, outer)
+  // One controller for the time limit and the caller's abort (cheaper per clean than AbortSignal.any).
   const timer = new AbortController()
-  const signal = outer ? AbortSignal.any([outer, timer.signal]) : timer.signal
+  const signal = timer.signal
+  const forward = () => timer.abort(outer?.reason)
+  outer?.addEventListener('abort', forward, { once: true })
   let onAbort: (() => void) | undefined
   const aborted = new Promise<never>((_, reject) => {
     onAbort = () =>
@@ -215,6 +218,7 @@ export async function runClean(
     ])
   } finally {
     clearTimeout(handle)
+    outer?.removeEventListener('abort', forward)
     if (onAbort) signal.removeEventListener('abort', onAbort)
   }
 }
