@@ -165,6 +165,11 @@ for (const dialect of await testDialects()) {
       await settled()
       assert.equal((await handles())[0]!.clean_state, null)
       assert.deepEqual(await health(), { health: 'ok', health_reason: null })
+      const hashes = await db.db.selectFrom('services').select('report_hash').execute()
+      assert.ok(
+        hashes.length > 0 && hashes.every((h) => h.report_hash === null),
+        "the host's next report is diffed in full: the driver's own health applies again",
+      )
 
       // A silent agent: the unit stays cleaning; the sweep asks again only after the interval.
       answer = async () => {

@@ -50,7 +50,7 @@ const FINAL_CODES = new Set([
 export interface UnitCleaningDeps {
   db: DatabaseHandle
   committer: Pick<GroupCommitter, 'run'>
-  /** The host's agent, with a time limit long enough for a clean. */
+  /** The host's agent; an ask's time limit is the composition root's (two retry intervals). */
   agentFor: (host: string) => Pick<AgentRpc, 'cleanUnit'>
   /** Brings Placement in step with a host (the conductor's; a no-op without Placement). */
   syncPlacement: (host: string) => Promise<unknown>

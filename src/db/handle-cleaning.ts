@@ -16,6 +16,7 @@ import { appendFollowUpRecord } from './custody.js'
 import { deviceFacts } from './device-events.js'
 import { insertEvents } from './events.js'
 import { recordHealthChanges } from './health-transitions.js'
+import { deleteReportHashes } from './services.js'
 
 export type CleanState = 'pending' | 'failed'
 
@@ -214,6 +215,8 @@ export async function settleClean(
       [{ deviceId: unit.deviceId, from: device.health, to, reason }],
       now,
     )
+    // Lifted: the host's next report is diffed in full, so that the driver's own health applies.
+    if (lift) await deleteReportHashes(db, [unit.hostname])
   } else if (failed && !isCleanFailedReason(device.health_reason)) {
     // Already failed for another reason: the clean's reason takes over, so that it stays fenced.
     await db
