@@ -11,6 +11,7 @@ import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { STORM_PROFILE } from '../test/support/storm-inventory.js'
 import { startEmbedded } from './boot-storm-targets.js'
+import { call } from './boot-storm-client.js'
 
 const { values } = parseArgs({
   options: {
@@ -20,21 +21,6 @@ const { values } = parseArgs({
 })
 const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
-const json = { 'content-type': 'application/json' }
-
-async function call(
-  method: string,
-  url: string,
-  body?: unknown,
-): Promise<{ status: number; data: unknown }> {
-  const res = await fetch(url, {
-    method,
-    headers: body === undefined ? {} : json,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, data: text ? (JSON.parse(text) as unknown) : null }
-}
 
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return null
