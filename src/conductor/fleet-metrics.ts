@@ -30,10 +30,7 @@ export async function refreshFleetGauges(
   )
   metrics.replace(
     'cyborg_attach_handles',
-    c.handles.map(({ host, inUse, n }) => ({
-      labels: { host, state: inUse ? 'in_use' : 'free' },
-      value: n,
-    })),
+    c.handles.map(({ host, state, n }) => ({ labels: { host, state }, value: n })),
   )
   metrics.replace(
     'cyborg_arqs',

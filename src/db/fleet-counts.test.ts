@@ -19,6 +19,11 @@ for (const dialect of await testDialects()) {
       })
       await ingestSnapshot(db.db, sampleSnapshot('h2', 1), { autoActivate: false, now: T0 })
       await db.db.updateTable('attach_handles').set({ in_use: 1 }).where('id', '=', 1).execute()
+      await db.db
+        .updateTable('attach_handles')
+        .set({ in_use: 1, clean_state: 'pending' })
+        .where('id', '=', 2)
+        .execute()
       await updateHeartbeat(db.db, { host: 'h1', binary: 'cyborg-agent', version: '1' }, T1)
       await updateHeartbeat(db.db, { host: 'h2', binary: 'cyborg-agent', version: '1' }, T0)
       const c = await getFleetCounts(db.db, '2026-11-25T06:04:00.000000+00:00')
@@ -41,10 +46,11 @@ for (const dialect of await testDialects()) {
         { h1: 2, h2: 1 },
       )
       assert.deepEqual(
-        sum(c.handles, (h) => `${h.host} ${h.inUse ? 'in_use' : 'free'}`),
+        sum(c.handles, (h) => `${h.host} ${h.state}`),
         {
-          'h1 free': 3,
+          'h1 free': 2,
           'h1 in_use': 1,
+          'h1 cleaning': 1,
           'h2 free': 2, // sampleSnapshot's default: 2 handles per deployable
         },
       )

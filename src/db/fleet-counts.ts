@@ -16,7 +16,8 @@ export interface FleetCounts {
     n: number
   }[]
   deployables: { host: string; removalPending: boolean; n: number }[]
-  handles: { host: string; inUse: boolean; n: number }[]
+  /** `state`: `in_use` (flagged or held by a request), `cleaning` (released, not yet cleaned) or `free`. */
+  handles: { host: string; state: 'in_use' | 'cleaning' | 'free'; n: number }[]
   arqs: { state: string; n: number }[]
   /** Agents whose last beat is at or after `cutoff` (up), and before it (down). */
   agents: { up: number; down: number }
@@ -37,18 +38,17 @@ export async function getFleetCounts(db: ReadDb, cutoff: string): Promise<FleetC
     .select(['d.hostname', 'p.removal_pending', n.as('n')])
     .groupBy(['d.hostname', 'p.removal_pending'])
     .execute()
-  // A handle is in use when flagged or named by a request (v2 and v1 alike).
+  // A handle is in use when named by a request (v2 and v1 alike) or flagged, unless it is flagged
+  // only for its clean (docs/cleaning.md).
+  const state = sql<string>`case when a.id is not null then 'in_use'
+    when h.clean_state is not null then 'cleaning' when h.in_use = 1 then 'in_use' else 'free' end`
   const handles = await db
     .selectFrom('attach_handles as h')
     .innerJoin('deployables as p', 'p.id', 'h.deployable_id')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
     .leftJoin('accelerator_requests as a', 'a.attach_handle_id', 'h.id')
-    .select([
-      'd.hostname',
-      sql<number>`case when h.in_use = 1 or a.id is not null then 1 else 0 end`.as('busy'),
-      n.as('n'),
-    ])
-    .groupBy(['d.hostname', sql`case when h.in_use = 1 or a.id is not null then 1 else 0 end`])
+    .select(['d.hostname', state.as('state'), n.as('n')])
+    .groupBy(['d.hostname', state])
     .execute()
   const arqs = await db
     .selectFrom('accelerator_requests')
@@ -80,7 +80,7 @@ export async function getFleetCounts(db: ReadDb, cutoff: string): Promise<FleetC
     })),
     handles: handles.map((r) => ({
       host: r.hostname,
-      inUse: Number(r.busy) === 1,
+      state: r.state as 'in_use' | 'cleaning' | 'free',
       n: Number(r.n),
     })),
     arqs: arqs.map((r) => ({ state: r.state, n: Number(r.n) })),

@@ -105,7 +105,7 @@ export const METRICS = {
   },
   cyborg_attach_handles: {
     type: 'gauge',
-    help: 'Attach handles by host and state (free, in_use) (conductor, from the database).',
+    help: 'Attach handles by host and state (free, in_use, cleaning: released and not yet cleaned) (conductor, from the database).',
     labels: ['host', 'state'],
   },
   cyborg_arqs: {
