@@ -11,12 +11,14 @@
 #     each test run starts its own on a free loopback port with scripts/placement.sh;
 #   - real OpenStack Glance (Debian's glance-api), installed but not started (scripts/glance.sh);
 #   - real OpenStack Keystone (Debian's keystone), installed but not started (scripts/keystone.sh);
+#   - real OpenStack Barbican (Debian's barbican-api), installed but not started (scripts/barbican.sh),
+#     with openssl and Debian's python3-cursive, which the signed-image tests cross-check against;
 #   - Prometheus and promtool (Debian's prometheus), installed but not started: the metrics tests
 #     start their own on a free loopback port (scripts/prometheus.sh);
 #   - oslo.messaging (Debian's python3-oslo.messaging), whose notification listener the tests run.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
-# starting their own services). Run as root: `bash scripts/ci-services.sh`. Used by .ci/run.
+# starting their own services). Run as root: `bash scripts/ci-services.sh` (or name some: `… barbican`). Used by .ci/run.
 # Prints no secrets: the only credentials involved are the empty/trust/guest ones above.
 set -euo pipefail
 
@@ -231,6 +233,26 @@ ensure_keystone() {
   log "Keystone: $(dpkg-query -W -f='${Version}' keystone) installed (started per test run)"
 }
 
+# ---------------------------------------------------------------- Barbican
+ensure_barbican() {
+  local p missing=()
+  for p in barbican-api python3-cursive openssl uwsgi-plugin-python3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    # No dbconfig database, no RabbitMQ, no keystone_authtoken and no endpoint registration:
+    # scripts/barbican.sh writes its own configuration per run.
+    printf '%s\n' \
+      'barbican-common barbican/configure_db boolean false' \
+      'barbican-common barbican/configure_rabbit boolean false' \
+      'barbican-common barbican/configure_ksat boolean false' \
+      'barbican-api barbican/configure_api-endpoint boolean false' | debconf-set-selections
+    apt_install "${missing[@]}"
+  fi
+  [ -x /usr/bin/barbican-wsgi-api ] || die "/usr/bin/barbican-wsgi-api is still missing"
+  log "Barbican: $(dpkg-query -W -f='${Version}' barbican-api) installed (started per test run)"
+}
+
 # ---------------------------------------------------------------- Prometheus, oslo.messaging
 ensure_observers() {
   local p missing=()
@@ -243,12 +265,21 @@ ensure_observers() {
   log "oslo.messaging: python3-oslo.messaging $(dpkg-query -W -f='${Version}' python3-oslo.messaging)"
 }
 
-ensure_postgres
-ensure_mariadb
-ensure_rabbitmq
-ensure_openstack_clients
-ensure_placement
-ensure_glance
-ensure_keystone
-ensure_observers
+# With arguments, only those: `bash scripts/ci-services.sh barbican glance`.
+if [ $# -gt 0 ]; then
+  for what in "$@"; do
+    declare -F "ensure_$what" >/dev/null || die "unknown service $what"
+    "ensure_$what"
+  done
+else
+  ensure_postgres
+  ensure_mariadb
+  ensure_rabbitmq
+  ensure_openstack_clients
+  ensure_placement
+  ensure_glance
+  ensure_keystone
+  ensure_barbican
+  ensure_observers
+fi
 rm -rf "$LOG_DIR"

@@ -7,8 +7,8 @@
  * With a cache (local-cache.ts) every snapshot is saved before it is sent and stays in the outbox
  * until the conductor acknowledges it; `start()` replays the outbox before its first discovery.
  * With a bus the agent serves AgentRpc (discover, the device operations of device-ops.ts over
- * `deps.hostProbe`, and install, FPGA programming and runtime driver management of
- * driver-admin.ts) and publishes telemetry on `cyborg.telemetry` every period.
+ * `deps.hostProbe`, install, FPGA programming and runtime driver management of driver-admin.ts,
+ * re-partitioning of device-configure.ts) and publishes telemetry on `cyborg.telemetry` every period.
  */
 import { noopMetrics } from '../domain/metrics.js'
 import type { Subscription } from '../bus/bus.js'
@@ -28,6 +28,7 @@ import type {
 import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin } from './driver-admin.js'
 import { createUnitCleaner } from './unit-clean.js'
+import { createDeviceConfigurer } from './device-configure.js'
 import type { CleanRunner } from '../drivers/driver.js'
 import { createDriverListing } from './driver-list.js'
 import { createFpgaImages } from './fpga-images.js'
@@ -108,6 +109,14 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
   const cleaner = createUnitCleaner({
     owner: admin.owner,
     runClean: deps.runClean ?? noCleaner,
+    signal: controller.signal,
+    log,
+  })
+  const configurer = createDeviceConfigurer({
+    owner: admin.owner,
+    updateDriverOptions: admin.updateDriverOptions,
+    rediscover: () => discoverNow(),
+    freshReads: deps.beforeDiscovery,
     signal: controller.signal,
     log,
   })
@@ -334,6 +343,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
             listDrivers: () => listing.listDrivers(),
             registerRemote: (req) => remote.registerRemote(req),
             cleanUnit: (req) => cleaner.cleanUnit(req),
+            configureDevice: (req) => configurer.configureDevice(req),
           },
           deps.metrics,
         )

@@ -9,6 +9,7 @@ import type { Command } from 'commander'
 import { apiRequest, CliError } from './http.js'
 import { print } from './output.js'
 import { action, client, col, query, type ClientFlags, type Row } from './client.js'
+import { registerConfigure } from './reconfig-commands.js'
 
 const ACCELERATOR_COLUMNS = [
   col('UUID', 'uuid'),
@@ -161,4 +162,5 @@ export function registerClientCommands(program: Command): void {
       else process.stdout.write(`${cleanSummary(result)}\n`)
     }),
   )
+  registerConfigure(device)
 }

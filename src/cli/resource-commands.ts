@@ -16,6 +16,7 @@ import {
 } from './client.js'
 import { apiRequest, CliError } from './http.js'
 import { print } from './output.js'
+import { registerProgram } from './reconfig-commands.js'
 
 const DEPLOYABLE_COLUMNS = [
   col('UUID', 'uuid'),
@@ -64,6 +65,7 @@ function registerDeployables(program: Command): void {
       ),
     ),
   )
+  registerProgram(deployable)
 }
 
 function registerDeviceProfiles(program: Command): void {

@@ -19,6 +19,7 @@ import type { WebhookDispatcherOptions } from './webhook-dispatcher.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
 import type { UnitCleaningOptions } from './unit-cleaning.js'
+import type { ReconfigSweepOptions } from './reconfig-sweep.js'
 
 export interface ConductorDeps {
   db: DatabaseHandle
@@ -46,12 +47,19 @@ export interface ConductorDeps {
     | 'discover'
     | 'registerRemote'
     | 'cleanUnit'
+    | 'configureDevice'
   >
   /**
    * The host's agent for cleans (docs/cleaning.md), with a time limit long enough for one (an
    * NVMe sanitize takes up to an hour). @default agentFor
    */
   cleanAgentFor?: ((host: string) => Pick<AgentRpc, 'cleanUnit'>) | undefined
+  /**
+   * The host's agent for programs and configures (docs/fpga.md), with the time limit of one
+   * (`[conductor] reconfigure_timeout`: flashing a card takes minutes). @default agentFor
+   */
+  reconfigAgentFor?:
+    ((host: string) => Pick<AgentRpc, 'programFpgaImage' | 'configureDevice'>) | undefined
   /** Nova, told when accelerator requests resolve; absent without `[nova]`. */
   nova?: NovaClient
   /** Placement to keep in step; absent in embedded mode. */
@@ -111,6 +119,8 @@ export interface ConductorOptions {
    * released units go straight back in service.
    */
   cleaning?: UnitCleaningOptions | false
+  /** Programs and configures: when the sweep takes over a fence left by one (docs/fpga.md). */
+  reconfig?: ReconfigSweepOptions
   /**
    * `[webhooks]` (docs/webhooks.md): the webhook sink is among the event sinks and the dispatcher
    * runs, whether or not any endpoint is registered; `false` for neither. @default {}
@@ -126,6 +136,8 @@ export interface Conductor extends ConductorRpc {
   stats(): { batches: number; ops: number }
   /** Delivers the events written so far to the sinks (tests, shutdown); resolves with how many. */
   drainEvents(): Promise<number>
+  /** One sweep of reconfiguration fences left behind (reconfig-sweep.ts); how many were lifted. */
+  sweepReconfig(): Promise<number>
   /** Seals the custody records appended so far (tests); resolves with how many. */
   drainCustody(): Promise<number>
   /** Resolves once every clean this conductor started has settled (tests). */

@@ -13,6 +13,9 @@ import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createLifecycle } from './lifecycle.js'
 import { UnavailableError } from '../domain/errors.js'
 import { createPlacementSync, type RootHint } from './placement-sync.js'
+import { createDeployableProgram } from './deployable-program.js'
+import { createDeviceConfigure } from './device-configure.js'
+import { createReconfigSweep } from './reconfig-sweep.js'
 import { createArqService } from './arqs.js'
 import { createRemoteAcceleratorService } from './remote-accelerators.js'
 import { createV1AcceleratorService } from './v1-accelerators.js'
@@ -180,6 +183,48 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     options.remote,
   )
 
+  // Programs and configures (docs/fpga.md): deployable-program.ts, reconfig-sweep.ts.
+  const reconfigMs = options.reconfig?.timeoutMs ?? 2_400_000
+  const programDeployable =
+    deps.agentFor &&
+    createDeployableProgram({
+      db,
+      committer,
+      agentFor: deps.agentFor,
+      programAgentFor: deps.reconfigAgentFor ?? deps.agentFor,
+      syncPlacement: (host) => syncPlacement(host),
+      log,
+      now,
+      uuid,
+    })
+  const configureDevice =
+    deps.agentFor &&
+    createDeviceConfigure({
+      db,
+      committer,
+      agentFor: deps.agentFor,
+      reconfigAgentFor: deps.reconfigAgentFor ?? deps.agentFor,
+      placement: deps.placement?.client,
+      syncPlacement: (host) => syncPlacement(host),
+      log,
+      now,
+      uuid,
+    })
+  const reconfigSweep =
+    deps.agentFor &&
+    createReconfigSweep(
+      {
+        db,
+        committer,
+        agentFor: deps.agentFor,
+        syncPlacement: (host) => syncPlacement(host),
+        log,
+        now,
+        staleBefore: () => formatTimestamp(new Date(clock.now().getTime() - reconfigMs)),
+      },
+      options.reconfig,
+    )
+
   const { bindTimeoutMs = 60_000 } = options
   const reapIntervalMs = options.reapIntervalMs ?? bindTimeoutMs / 4
   const reap = async () => {
@@ -241,6 +286,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   relay.start()
   sealer.start()
   cleaning?.start()
+  reconfigSweep?.start()
   dispatcher?.start()
   const webhooks = createWebhookWrites({ committer, log, now, uuid })
   const placementReads = createPlacementExplain(deps.placement?.client)
@@ -256,6 +302,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     setDeviceStatus: writes.setDeviceStatus, // resource-writes.ts
     markDeviceReady: async (req) => (lifecycle ? lifecycle.markDeviceReady(req?.uuid) : noAgents()), // lifecycle.ts
     cleanDevice: async (req) => (cleaning ? cleaning.cleanDevice(req) : noAgents()), // unit-cleaning.ts
+    programDeployable: async (req) => (programDeployable ?? noAgents)(req), // deployable-program.ts
+    configureDevice: async (req) => (configureDevice ?? noAgents)(req), // device-configure.ts
     createArqs: arqs.createArqs, // arqs.ts
     bindArqs: arqs.bindArqs, // arqs.ts (claim: arq-claim.ts)
     unbindArqs: arqs.unbindArqs, // arqs.ts → arq-release.ts unbindOne
@@ -282,6 +330,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       clearInterval(reaper)
       clearInterval(sweeper)
       await cleaning?.stop()
+      await reconfigSweep?.stop()
       await heartbeats?.close()
       await committer.close()
       await relay.stop()
@@ -294,6 +343,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
     drainCustody: () => sealer.drain(),
     cleaningIdle: async () => cleaning?.idle(),
     sweepCleaning: async () => cleaning?.sweep() ?? 0,
+    sweepReconfig: async () => reconfigSweep?.sweep() ?? 0,
     pruneCustody: () => sealer.prune(),
   }
 }

@@ -162,6 +162,13 @@ for (const dialect of await testDialects()) {
         rp_uuid: fpga!.rp_uuid,
         driver_name: 'intel-fpga',
         bitstream_id: IMAGE,
+        // DeployablePayload 1.1: the program API's fields, null for a bind's program.
+        operation_uuid: null,
+        image_uuid: null,
+        user_id: null,
+        project_id: null,
+        reason: null,
+        custody_record_uuid: null,
       })
 
       // v1: an attach is a request created and bound; a detach, unbound and deleted.

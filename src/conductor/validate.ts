@@ -15,6 +15,7 @@ import { inventoryHash } from '../rpc/inventory-hash.js'
 import { compilePayload, invalid } from '../rpc/payload-check.js'
 import { Uuid } from '../rpc/payload-types.js'
 import * as P from '../rpc/conductor-payloads.js'
+import { parseDeviceConfigChange } from '../domain/device-config.js'
 
 export { invalid }
 
@@ -25,6 +26,13 @@ export const checkAttributeCreate = compilePayload(P.AttributeCreate)
 export const checkUuidRequest = compilePayload(P.UuidRequest)
 export const checkDeviceStatus = compilePayload(P.DeviceStatusRequest)
 export const checkDeviceClean = compilePayload(P.DeviceCleanRequest)
+export const checkDeployableProgram = compilePayload(P.DeployableProgramRequest)
+const checkConfigurePayload = compilePayload(P.DeviceConfigureRequest)
+/** `configureDevice`'s request, its change checked field by field. */
+export const checkDeviceConfigure = (req: unknown) => {
+  const checked = checkConfigurePayload(req)
+  return { ...checked, change: parseDeviceConfigChange(checked.change) }
+}
 export const checkArqCreate = compilePayload(P.ArqCreate)
 export const checkArqsOfInstance = compilePayload(P.ArqsOfInstance)
 export const checkV1Detach = compilePayload(P.V1Detach)

@@ -114,14 +114,14 @@ void describe('errors: one line naming where, section, option, value and the exp
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
     rejects(
       { files: [s] },
-      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, glance, nova, service_user, keystone_authtoken, oslo_messaging_notifications, oslo_policy, ssl, webhooks, quota, oslo_limit`,
+      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, oslo_policy, ssl, webhooks, quota, oslo_limit`,
     )
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')
     rejects(
       { files: [w] },
-      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval`,
+      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, reconfigure_timeout`,
     )
     rejects(
       { env: { CYBORG_API__NOPE: '1' } },

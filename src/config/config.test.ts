@@ -44,10 +44,17 @@ void describe('defaults', () => {
       max_batch: 64,
       health_recovery_reports: 2,
       clean_retry_interval: 60,
+      reconfigure_timeout: 2400,
     })
     assert.equal(c.nvidia_gpu.ecc_uncorrectable_failed, undefined, "unset: the driver's default")
     assert.equal(c.placement.auth_type, 'none')
     assert.equal(c.placement.password, undefined)
+    // Signed images are verified when signed; unsigned ones pass; no CA bundle, no Barbican.
+    assert.equal(c.glance.verify_image_signatures, true)
+    assert.equal(c.glance.require_signed_images, false)
+    assert.equal(c.glance.trusted_ca_file, undefined)
+    assert.equal(c.barbican.auth_type, 'none')
+    assert.equal(c.barbican.timeout, 30)
     assert.deepEqual(c.keystone_authtoken.service_token_roles, ['service'])
     assert.deepEqual(c.keystone_authtoken.memcached_servers, [])
     assert.equal(optionSource(c, 'api', 'port'), 'built-in default')

@@ -21,8 +21,9 @@ import {
 import { driverSections } from './driver-sections.js'
 import { webhookOptions } from './webhook-options.js'
 import { osloLimitOptions, quotaOptions } from './quota-options.js'
+import { barbicanOptions, glanceOptions } from './image-options.js'
 
-/** keystoneauth-style options for an outbound client ([placement], [nova], [glance]); docs/auth-outbound.md. */
+/** keystoneauth-style options for an outbound client ([placement], [nova], [glance], [barbican]); docs/auth-outbound.md. */
 function keystoneClient(service: string) {
   return {
     auth_type: enumOf(['none', 'admin_token', 'password'] as const, {
@@ -194,6 +195,11 @@ export const schema = {
       min: 1,
       help: "Seconds after which the conductor asks a host's agent again to clean a released unit that is still cleaning (docs/cleaning.md): the agent was silent, restarting or busy, or a conductor died mid-clean. A clean still running on the agent is joined, not started twice, and one already done is answered from memory. Each ask waits twice this long for its answer (and expires from the agent's queue then). The unit stays out of service until its agent answers.",
     }),
+    reconfigure_timeout: int({
+      default: 2400,
+      min: 1,
+      help: "Seconds one program (`openstack accelerator deployable program`) or configure (`cyborg device configure`) may take on its agent, download and flash included (docs/fpga.md). The units are out of service meanwhile. A fence older than this (its conductor died, or the agent never answered) is taken over by any conductor's sweep, which lifts it only once the agent has rediscovered the device.",
+    }),
   },
   events: {
     retention_hours: int({
@@ -234,14 +240,8 @@ export const schema = {
     }),
     timeout: int({ default: 30, min: 1, help: 'Seconds to wait for one Placement answer.' }),
   },
-  glance: {
-    ...keystoneClient('Glance'),
-    timeout: int({
-      default: 30,
-      min: 1,
-      help: 'Seconds to wait for one Glance answer (downloads get ten times as long).',
-    }),
-  },
+  glance: glanceOptions(keystoneClient('Glance')),
+  barbican: barbicanOptions(keystoneClient('Barbican')),
   nova: {
     ...keystoneClient('Nova'),
     service_token: optionalStr({

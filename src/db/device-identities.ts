@@ -122,3 +122,15 @@ export async function updateDeviceIdentities(
       .execute()
   }
 }
+
+/** The serial of device `deviceUuid` when its identity is one (`serial:…`), for the custody ledger. */
+export async function deviceSerialOf(db: ReadDb, deviceUuid: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('device_identities')
+    .select('identity_key')
+    .where('device_uuid', '=', deviceUuid)
+    .where('identity_key', 'like', 'serial:%')
+    .orderBy('identity_key', 'desc')
+    .executeTakeFirst()
+  return row ? row.identity_key.slice('serial:'.length) : null
+}

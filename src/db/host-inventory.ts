@@ -118,7 +118,8 @@ export async function getHostInventory(db: ReadDb, host: string): Promise<Curren
       id: h.id,
       type: h.attach_type,
       info: h.attach_info,
-      inUse: Number(h.in_use) === 1 || heldHandles.has(h.id),
+      // A unit held by a program or configure is not a tenant's: the report may change or remove it.
+      inUse: (Number(h.in_use) === 1 && h.reconfig_uuid === null) || heldHandles.has(h.id),
     })
   }
   return out

@@ -16,6 +16,7 @@ import { quotaProjectsMigration } from './migrations/0011-quota-projects.js'
 import { deviceIdentitiesMigration } from './migrations/0012-device-identities.js'
 import { custodyMigration } from './migrations/0013-custody.js'
 import { handleCleaningMigration } from './migrations/0014-handle-cleaning.js'
+import { reconfigFenceMigration } from './migrations/0015-reconfig-fence.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -33,6 +34,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0012-device-identities': deviceIdentitiesMigration(handle.dialect),
     '0013-custody': custodyMigration(handle.dialect),
     '0014-handle-cleaning': handleCleaningMigration(handle.dialect),
+    '0015-reconfig-fence': reconfigFenceMigration(handle.dialect),
   }
 }
 

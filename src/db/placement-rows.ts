@@ -15,7 +15,10 @@ export interface PlacementRow {
   removalPending: boolean
   /** An ARQ names this deployable or holds one of its handles, or a handle is marked in use. */
   held: boolean
-  /** Handles out of service for their clean (clean_state pending or failed). */
+  /**
+   * Handles out of service: for their clean (clean_state pending or failed), or held by a program
+   * or configure (reconfig_uuid). Placement shows them reserved.
+   */
   cleaning: number
   device: { uuid: string; hostname: string; lifecycle: string; status: string; health: string }
   attributes: { key: string; value: string }[]
@@ -58,17 +61,17 @@ export async function listPlacementRows(db: ReadDb, host: string): Promise<Place
     .execute()
   const inUse = await db
     .selectFrom('attach_handles')
-    .select(['deployable_id', 'clean_state'])
+    .select(['deployable_id', 'clean_state', 'reconfig_uuid'])
     .where('deployable_id', 'in', ids)
     .where('in_use', '=', 1)
     .execute()
   const cleaning = new Map<number, number>()
   for (const h of inUse)
-    if (h.clean_state !== null)
+    if (h.clean_state !== null || h.reconfig_uuid !== null)
       cleaning.set(h.deployable_id, (cleaning.get(h.deployable_id) ?? 0) + 1)
   const held = new Set<number | null>([
     ...heldByArq.flatMap((a) => [a.deployable_id, a.handle_deployable_id]),
-    ...inUse.map((h) => h.deployable_id),
+    ...inUse.filter((h) => h.reconfig_uuid === null).map((h) => h.deployable_id),
   ])
   const attrs = new Map<number, { key: string; value: string }[]>()
   for (const a of attributes) {

@@ -90,6 +90,11 @@ export interface AttachHandlesTable {
   clean_since: ColumnType<string | null, string | null | undefined, string | null>
   clean_attempt_at: ColumnType<string | null, string | null | undefined, string | null>
   clean_allocation_uuid: ColumnType<string | null, string | null | undefined, string | null>
+  /** The program or configure holding the unit out of service (migration 0015); in_use stays 1 while set. */
+  reconfig_uuid: ColumnType<string | null, string | null | undefined, string | null>
+  /** program | configure */
+  reconfig_kind: ColumnType<string | null, string | null | undefined, string | null>
+  reconfig_since: ColumnType<string | null, string | null | undefined, string | null>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

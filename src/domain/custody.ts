@@ -24,6 +24,10 @@ export const CustodyKind = {
   Clean: 'clean',
   /** An operator put the unit back in service without a clean (`--force-in-service`). */
   Override: 'override',
+  /** An operator programmed a deployable (`detail`: image, operation, result). Issue 19. */
+  Program: 'program',
+  /** An operator re-partitioned a device (`detail`: the change, before and after, result). */
+  Configure: 'configure',
   /** Pruning: the signed hash of the last record deleted (`detail`). */
   Checkpoint: 'checkpoint',
 } as const

@@ -22,11 +22,12 @@ export interface VersionedPayload {
 export const PAYLOAD_VERSIONS = {
   DevicePayload: '1.0',
   DeviceHealthPayload: '1.0',
-  DeployablePayload: '1.0',
+  DeployablePayload: '1.1',
   ArqPayload: '1.0',
   DriverPayload: '1.0',
   AgentPayload: '1.0',
   DeviceCleanPayload: '1.0',
+  DeviceConfigurePayload: '1.0',
 } as const
 export type PayloadName = keyof typeof PAYLOAD_VERSIONS
 
@@ -131,14 +132,14 @@ export interface AgentFacts {
 
 export type AgentAction = 'lease_lost' | 'lease_regained'
 
-const versioned = (name: PayloadName, data: Record<string, unknown>): VersionedPayload => ({
+export const versioned = (name: PayloadName, data: Record<string, unknown>): VersionedPayload => ({
   'cyborg_object.name': name,
   'cyborg_object.namespace': 'cyborg',
   'cyborg_object.version': PAYLOAD_VERSIONS[name],
   'cyborg_object.data': data,
 })
 
-const event = (
+export const event = (
   resourceType: EventResourceType,
   action: string,
   resource: { uuid: string; projectId?: string | null },
@@ -156,7 +157,7 @@ const event = (
   createdAt: at,
 })
 
-const deviceData = (d: DeviceFacts) => ({
+export const deviceData = (d: DeviceFacts) => ({
   uuid: d.uuid,
   hostname: d.hostname,
   type: d.type,
@@ -265,8 +266,28 @@ export function arqEvent(
   return event('arq', action, arq, priority, versioned('ArqPayload', data), at)
 }
 
-/** `accelerator.deployable.programmed`: the deployable as saved. */
-export function deployableEvent(action: 'programmed', d: DeployableFacts, at: string): NewEvent {
+/** Who programmed a deployable through the program API, with what, and how it ended. */
+export interface ProgramFacts {
+  operationUuid: string
+  imageUuid: string
+  userId: string | null
+  projectId: string | null
+  /** Why it failed; null when it worked. */
+  reason: string | null
+  /** The custody ledger's `program` record; null when the card was not touched. */
+  custodyRecordUuid: string | null
+}
+
+/**
+ * `accelerator.deployable.programmed` (INFO) or `.program_failed` (ERROR): the deployable as saved.
+ * DeployablePayload 1.1 adds the program API's fields, null for a program made by a bind.
+ */
+export function deployableEvent(
+  action: 'programmed' | 'program_failed',
+  d: DeployableFacts,
+  at: string,
+  program?: ProgramFacts,
+): NewEvent {
   const data = {
     uuid: d.uuid,
     name: d.name,
@@ -276,8 +297,15 @@ export function deployableEvent(action: 'programmed', d: DeployableFacts, at: st
     rp_uuid: d.rpUuid,
     driver_name: d.driverName,
     bitstream_id: d.bitstreamId,
+    operation_uuid: program?.operationUuid ?? null,
+    image_uuid: program?.imageUuid ?? null,
+    user_id: program?.userId ?? null,
+    project_id: program?.projectId ?? null,
+    reason: program?.reason ?? null,
+    custody_record_uuid: program?.custodyRecordUuid ?? null,
   }
-  return event('deployable', action, d, 'INFO', versioned('DeployablePayload', data), at)
+  const priority = action === 'program_failed' ? 'ERROR' : 'INFO'
+  return event('deployable', action, d, priority, versioned('DeployablePayload', data), at)
 }
 
 /** `accelerator.driver.<action>`: the driver's state on its agent after the change. */

@@ -40,6 +40,17 @@ export function isCleanFailedReason(reason: string | null | undefined): boolean 
   return reason != null && reason.startsWith(CLEAN_FAILED_PREFIX)
 }
 
+/**
+ * The health reason a configure that could not put the old layout back sets (docs/drivers.md):
+ * it stays until a configure succeeds.
+ */
+export const CONFIGURE_FAILED_PREFIX = 'configure failed: '
+
+/** Whether a health reason is a conductor's fence that reports do not lift (clean or configure). */
+export function isConductorFenceReason(reason: string | null | undefined): boolean {
+  return isCleanFailedReason(reason) || (reason?.startsWith(CONFIGURE_FAILED_PREFIX) ?? false)
+}
+
 /** Whether a health state is fenced (not offered). */
 export const isFencedHealth = (health: string): boolean => health !== 'ok' && health !== 'degraded'
 
@@ -82,8 +93,10 @@ export function nextHealth(
     if (marked) return { recovering: false }
     return change(cur, 'failed', MISSING_REASON, { lifecycleReason: MISSING_REASON })
   }
-  // A failed clean fences the device until an operator re-cleans or overrides: reports leave it.
-  if (cur.health === 'failed' && isCleanFailedReason(cur.healthReason)) return { recovering: false }
+  // A failed clean (or a configure that could not restore the old layout) fences the device until
+  // an operator re-cleans, overrides or configures it again: reports leave it.
+  if (cur.health === 'failed' && isConductorFenceReason(cur.healthReason))
+    return { recovering: false }
   const state = reported?.state ?? 'ok'
   const reason = state === 'ok' ? null : (reported?.reason ?? null)
   const damped =

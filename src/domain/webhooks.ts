@@ -106,8 +106,14 @@ void complete
 export const EVENT_TYPES: readonly string[] = [
   ...DEVICE_ACTIONS.map((a) => `accelerator.device.${a}`),
   'accelerator.device.health_changed',
+  'accelerator.device.cleaned',
+  'accelerator.device.clean_failed',
+  'accelerator.device.clean_overridden',
+  'accelerator.device.configured',
+  'accelerator.device.configure_failed',
   ...ARQ_ACTIONS.map((a) => `accelerator.arq.${a}`),
   'accelerator.deployable.programmed',
+  'accelerator.deployable.program_failed',
   ...DRIVER_ACTIONS.map((a) => `accelerator.driver.${a}`),
   ...AGENT_ACTIONS.map((a) => `accelerator.agent.${a}`),
 ]

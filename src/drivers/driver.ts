@@ -3,6 +3,7 @@
  * driver runs in tests against recorded fixtures (a sysfs subtree and command outputs).
  */
 import type { DeviceType, DiscoveredDevice } from '../domain/inventory.js'
+import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 import { isCanonicalUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import type {
@@ -15,6 +16,23 @@ import type {
 } from './clean-types.js'
 
 export type { CleanTarget } from './clean-types.js'
+export type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
+
+/** What {@link AcceleratorDriver.configure} did. */
+export interface ConfigureOutcome {
+  /** False when the device already had the asked layout: nothing was written. */
+  changed: boolean
+  /** The layout before the change. */
+  previous: DeviceLayout
+  /** The layout now. */
+  applied: DeviceLayout
+  /**
+   * Driver options that hold the new layout (nvidia-gpu's `vgpu_type_by_address`): the agent merges
+   * them into the driver's overrides, saves them and rebuilds the driver, so that the layout
+   * survives a restart. Absent when the host keeps the layout itself (sysfs `sriov_numvfs`).
+   */
+  options?: Record<string, string>
+}
 
 /** What one clean of a unit did (clean.ts's `CleanReport`). */
 export interface CleanRun {
@@ -100,6 +118,21 @@ export interface AcceleratorDriver {
     cleaned: CleanResult,
     options: CleanCallOptions,
   ): Promise<VerifyResult>
+  /**
+   * Optional: re-partitions `device` (found by this driver's last discovery) by one change: its
+   * SR-IOV VF count or its vGPU type (docs/drivers.md, "Configure"). Never called under an
+   * allocation (the conductor checks). The agent rediscovers afterwards. `signal` is honoured
+   * before the first write only: a change once begun is finished or undone.
+   * @throws InvalidInputError naming the field in `details.field` (`sriov_numvfs`, `vgpu_type`):
+   *   out of range, unknown type, or CONFIGURE_UNSUPPORTED for a change this driver cannot make;
+   *   DriverError CONFIGURE_FAILED when the host refused part-way, with `details.restored` true
+   *   when the previous layout was put back
+   */
+  configure?(
+    device: DiscoveredDevice,
+    change: DeviceConfigChange,
+    options?: { signal?: AbortSignal },
+  ): Promise<ConfigureOutcome>
   /** The driver's `clean` / `clean_timeout` options, parsed (the defaults of `runClean`). */
   readonly cleanSettings?: CleanSettings
   /**

@@ -1,7 +1,8 @@
 /**
  * The fake driver: one static FPGA with 16 TEST_PCI attach handles, matching OpenStack Cyborg's
  * `fake_driver` field for field, so device profiles written for real Cyborg's CI
- * (`resources:FPGA=1`, `trait:CUSTOM_FAKE_DEVICE=required`) work unchanged. It never touches the host.
+ * (`resources:FPGA=1`, `trait:CUSTOM_FAKE_DEVICE=required`) work unchanged. It never touches the
+ * host, but for reading the image it programs (fake-program.ts).
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import {
@@ -16,6 +17,7 @@ import type { DeviceStatsCapability } from '../domain/device-telemetry.js'
 import { fakeSampleValues } from './fake-telemetry.js'
 import { cleanSettings } from './clean.js'
 import { createFakeCleanSteps } from './fake-clean.js'
+import { createFakeProgrammer } from './fake-program.js'
 
 /** Number of accelerators (and TEST_PCI handles) on the fake device. */
 export const FAKE_ACCELERATORS = 16
@@ -50,7 +52,8 @@ export function fakeHandleAddress(fn: number): PciAddress {
  * reports (its identity, docs/identity.md; default none: the control path is); `sample_<value>`
  * and `sample_counter_<name>`, the telemetry it reports (fake-telemetry.ts); `clean`, `clean_timeout`
  * (default 60 s), `clean_delay_ms`, `clean_outcome`, `clean_evidence` and `clean_verify`, what its
- * clean step does (fake-clean.ts, docs/cleaning.md).
+ * clean step does (fake-clean.ts, docs/cleaning.md); `program_delay_ms` and `program_outcome`, what
+ * its program step does (fake-program.ts, docs/fpga.md).
  */
 export function createFakeDriver(
   deps: DriverDeps,
@@ -62,6 +65,7 @@ export function createFakeDriver(
   const sample = fakeSampleValues(options)
   const { domain, bus, device, function: fn } = FAKE_CONTROL_PATH
   const controlPath = `${domain}:${bus}:${device}.${fn}`
+  const programmer = createFakeProgrammer(deps.host, options)
   return {
     name: 'fake',
     deviceType: DeviceType.FPGA,
@@ -92,6 +96,7 @@ export function createFakeDriver(
             attributes: [
               { key: 'rc', value: 'FPGA' },
               { key: 'trait0', value: 'CUSTOM_FAKE_DEVICE' },
+              ...programmer.attributes(),
             ],
             attachHandles: Array.from({ length: FAKE_ACCELERATORS }, (_, i) => ({
               type: AttachType.TEST_PCI,
@@ -102,8 +107,7 @@ export function createFakeDriver(
       }
       return [device]
     },
-    /** Programming the fake FPGA does nothing (and records nothing): it exercises the agent's path. */
-    async program() {},
+    program: programmer.program,
     /** The values of the `sample_*` options, as its device's usage; none without them. */
     deviceStats: async () => (sample ? [{ controlPath, values: structuredClone(sample) }] : []),
   }

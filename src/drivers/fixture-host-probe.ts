@@ -10,17 +10,21 @@
  * - a command line given in `options.outputs` answers that text (for commands that change the
  *   host, such as FPGA programming tools, whose output is not worth a recording);
  * - every `exec` is recorded in `execs` (answered or not), with its options;
- * - writes are recorded in `writes` and read back, never written to the fixture.
+ * - writes are recorded in `writes` and read back, never written to the fixture;
+ * - a count written into `<pf>/sriov_numvfs` of a PF whose fixture has `sriov_totalvfs` makes its
+ *   VFs appear or go as the kernel would (fixture-sriov.ts);
+ * - `options.failWrite` makes chosen writes fail, to test what a driver does then.
  */
 import path from 'node:path'
 import type { ExecOptions, HostProbe } from './driver.js'
 import { createNodeHostProbe } from './node-host-probe.js'
+import { createSriovTree } from './fixture-sriov.js'
 import { DriverError } from '../domain/errors.js'
 
 /** A HostProbe over a fixture directory, with the writes drivers made. */
 export interface FixtureHostProbe extends HostProbe {
-  /** Every `writeFile`, in order. */
-  readonly writes: readonly { path: string; data: string }[]
+  /** Every `writeFile`, in order; one that failed is marked `failed`. */
+  readonly writes: readonly { path: string; data: string; failed?: true }[]
   /** Every `exec`, in order, including the ones that failed. */
   readonly execs: readonly { command: string; args: string[]; options?: ExecOptions }[]
 }
@@ -31,6 +35,11 @@ export interface FixtureHostProbeOptions {
   commands?: Record<string, string>
   /** Command line → its stdout, answered without a recording file. @default {} */
   outputs?: Record<string, string>
+  /**
+   * Called before every write takes effect: `true` fails it with an I/O error (DriverError
+   * `HOST_IO_ERROR`, as the node probe's), an Error fails it with that error. @default none fails
+   */
+  failWrite?: (path: string, data: string) => boolean | Error
 }
 
 /** The file name a command line replays from: `nvidia-smi -q -x` → `nvidia-smi-q-x`. */
@@ -49,7 +58,7 @@ export function createFixtureHostProbe(
   const root = path.resolve(dir)
   const real = createNodeHostProbe({ execTimeoutMs: 5000 })
   const overlay = new Map<string, string>()
-  const writes: { path: string; data: string }[] = []
+  const writes: { path: string; data: string; failed?: true }[] = []
   const execs: { command: string; args: string[]; options?: ExecOptions }[] = []
   let commands: Promise<Record<string, string>> | undefined
 
@@ -71,9 +80,7 @@ export function createFixtureHostProbe(
     return { ...recorded, ...options.commands }
   }
 
-  return {
-    writes,
-    execs,
+  const tree = createSriovTree({
     async readFile(hostPath) {
       const written = overlay.get(path.posix.normalize(hostPath))
       return written ?? real.readFile(inFixture(hostPath))
@@ -84,9 +91,29 @@ export function createFixtureHostProbe(
     async exists(hostPath) {
       return overlay.has(path.posix.normalize(hostPath)) || real.exists(inFixture(hostPath))
     },
+  })
+
+  return {
+    writes,
+    execs,
+    readFile: (hostPath) => tree.readFile(hostPath),
+    readDir: (hostPath) => tree.readDir(hostPath),
+    exists: (hostPath) => tree.exists(hostPath),
     async writeFile(hostPath, data) {
       inFixture(hostPath)
-      overlay.set(path.posix.normalize(hostPath), data)
+      try {
+        const failure = options.failWrite?.(hostPath, data)
+        if (failure instanceof Error) throw failure
+        if (failure === true)
+          throw new DriverError(`cannot write ${hostPath}: EIO`, {
+            code: 'HOST_IO_ERROR',
+            details: { path: hostPath },
+          })
+        if (!(await tree.write(hostPath, data))) overlay.set(path.posix.normalize(hostPath), data)
+      } catch (err) {
+        writes.push({ path: hostPath, data, failed: true })
+        throw err
+      }
       writes.push({ path: hostPath, data })
     },
     async exec(command, args, execOptions) {

@@ -13,6 +13,8 @@
  *   an unmapped port may be the host's own uplink and must not be handed to a VM.
  * - `function_device_mappings`: `GTPV1:eth3|eth2,FOO:eth4`: NIC functions (loaded DDP profiles) per port,
  *   reported as `CUSTOM_<FUNCTION>` traits.
+ *
+ * Configure: a port's VF count, through `sriov_numvfs` (sriov-configure.ts).
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import { AttachType, DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
@@ -29,6 +31,7 @@ import { rcAndTraits, traitSegment } from './traits.js'
 import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'
 import { cleanSettings, FLR_CLEAN_TIMEOUT_S, type CleanOptions } from './clean.js'
 import { flrCleanSteps } from './pci-clean.js'
+import { createSriovConfigure } from './sriov-configure.js'
 
 /** Intel Ethernet PF device ids (vendor 8086) → model (drivers/net/ethernet/intel/{i40e,ice}). */
 export const INTEL_NIC_PF_MODELS: Readonly<Record<string, string>> = {
@@ -157,6 +160,7 @@ export function createIntelNicDriver(
     name: 'intel-nic',
     cleanSettings: settings,
     ...flrCleanSteps(host, 'intel-nic'),
+    configure: createSriovConfigure(host, 'intel-nic'),
     deviceType: DeviceType.NIC,
     async discover(opts = {}) {
       throwIfAborted('intel-nic', opts.signal)

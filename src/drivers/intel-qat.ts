@@ -15,6 +15,8 @@
  *
  * Health (issue 15): the worst of the PF's PCIe finding (pci-health.ts) and its `qat/state`
  * (qat-health.ts); a device's VF deployables share it.
+ *
+ * Configure: the PF's VF count, through `sriov_numvfs` (sriov-configure.ts).
  */
 import type { AcceleratorDriver, DriverDeps } from './driver.js'
 import {
@@ -40,6 +42,7 @@ import { pciHealth, pciHealthThresholds, type PciHealthOptions } from './pci-hea
 import { qatStateHealth } from './qat-health.js'
 import { cleanSettings, FLR_CLEAN_TIMEOUT_S, type CleanOptions } from './clean.js'
 import { flrCleanSteps } from './pci-clean.js'
+import { createSriovConfigure } from './sriov-configure.js'
 
 /** QAT PF device ids (vendor 8086) → model, from the kernel's drivers/crypto/intel/qat. */
 export const QAT_PF_MODELS: Readonly<Record<string, string>> = {
@@ -155,6 +158,7 @@ export function createIntelQatDriver(
     deviceType: DeviceType.QAT,
     cleanSettings: settings,
     ...flrCleanSteps(host, 'intel-qat'),
+    configure: createSriovConfigure(host, 'intel-qat'),
     async discover({ signal } = {}) {
       throwIfAborted('intel-qat', signal)
       const all = await listPciFunctions(host, {

@@ -11,6 +11,9 @@
  *   (`<gpu id=…>`, `<product_name>`, `<mig_mode><current_mig>`, `<mig_devices><mig_device>`),
  *   read in nvidia-smi.ts; health (ECC, retired pages, row remapping, lost GPUs, PCIe) in
  *   nvidia-health.ts.
+ *
+ * Configure: an operator may pick one pGPU's vGPU type (nvidia-vgpu-config.ts, option
+ * `vgpu_type_by_address`); that pGPU then offers that type only.
  */
 import type { AcceleratorDriver, DriverDeps, HostProbe } from './driver.js'
 import {
@@ -26,8 +29,6 @@ import {
   listPciFunctions,
   parsePciAddress,
   pciHandleInfo,
-  readDirOptional,
-  readOptional,
   throwIfAborted,
   type PciFunction,
 } from './pci-sysfs.js'
@@ -45,7 +46,11 @@ import {
   type NvidiaHealthOptions,
 } from './nvidia-health.js'
 
+import { readMdevTypes, type MdevType } from './mdev-types.js'
+import { parseVgpuTypeByAddress, createVgpuConfigure } from './nvidia-vgpu-config.js'
+
 export { parseNvidiaSmiXml, type NvidiaSmiGpu, type NvidiaSmiMigDevice } from './nvidia-smi.js'
+export { parseCount, type MdevType } from './mdev-types.js'
 
 /** NVIDIA's PCI vendor id. */
 export const NVIDIA_VENDOR_ID = '10de'
@@ -91,16 +96,6 @@ export function lspciModel(description: string): string {
   return (bracket ? bracket[1]! : description.replace(/^NVIDIA Corporation\s+/, '')).trim()
 }
 
-/** One mediated device type of a PCI function. */
-export interface MdevType {
-  /** Directory name, e.g. `nvidia-471`. */
-  id: string
-  /** The `name` file, e.g. `GRID A100-4C`; undefined if unreadable. */
-  name?: string
-  /** `available_instances` + entries of `devices/`. */
-  total: number
-}
-
 /**
  * The vGPU trait of an mdev type: `CUSTOM_NVIDIA_VGPU_<NAME>`, NAME being the `name` file's
  * last word (`GRID A100-4C` → `A100_4C`), or, without a usable name, the type id (`NVIDIA_471`).
@@ -109,32 +104,6 @@ export function vgpuTrait(type: Pick<MdevType, 'id' | 'name'>): string {
   const words = (type.name ?? '').trim().split(/\s+/)
   const fromName = traitSegment(words[words.length - 1] ?? '')
   return `CUSTOM_NVIDIA_VGPU_${fromName === '' ? traitSegment(type.id) : fromName}`
-}
-
-/** A non-negative integer file; undefined if it is not one. */
-export function parseCount(text: string): number | undefined {
-  const m = /^\s*(\d{1,9})\s*$/.exec(text)
-  return m ? Number(m[1]) : undefined
-}
-
-async function readMdevTypes(host: HostProbe, dir: string): Promise<MdevType[]> {
-  const out: MdevType[] = []
-  for (const id of (await readDirOptional(host, `${dir}/mdev_supported_types`)).sort()) {
-    if (!/^[A-Za-z0-9_.-]+$/.test(id)) continue
-    const base = `${dir}/mdev_supported_types/${id}`
-    const [name, available, devices] = await Promise.all([
-      readOptional(host, `${base}/name`),
-      readOptional(host, `${base}/available_instances`),
-      readDirOptional(host, `${base}/devices`),
-    ])
-    const free = available === undefined ? undefined : parseCount(available)
-    if (free === undefined) continue
-    const type: MdevType = { id, total: free + devices.length }
-    const trimmed = name?.trim()
-    if (trimmed) type.name = trimmed
-    out.push(type)
-  }
-  return out
 }
 
 /** What discover() gathered for one NVIDIA display function. */
@@ -153,6 +122,8 @@ export interface NvidiaHostFacts {
 export interface NvidiaBuildOptions {
   /** mdev type ids to offer; undefined offers every type. */
   vgpuTypes?: ReadonlySet<string>
+  /** The one mdev type a pGPU offers, by its control path (`dddd:bb:dd.f`); wins over `vgpuTypes`. */
+  vgpuTypeByAddress?: ReadonlyMap<string, string>
 }
 
 /** The traits of a pGPU or VF deployable. */
@@ -161,20 +132,18 @@ export function pgpuTraits(productId: string): string[] {
 }
 
 /**
- * Deployables for one function that a VM can get. A function with offered mdev types (all, or
- * those in `vgpu_types`) gives one VGPU deployable per type with instances (`<host>_<addr>_<type>`;
- * a type with 0 instances is left out, Placement refuses a total of 0); any other function is
- * offered whole (PGPU, `<host>_<addr>`).
+ * Deployables for one function that a VM can get. A function with offered mdev types (`offer`:
+ * the pGPU's chosen type, else those in `vgpu_types`, else all) gives one VGPU deployable per type
+ * with instances (`<host>_<addr>_<type>`; a type with 0 instances is left out, Placement refuses a
+ * total of 0); any other function is offered whole (PGPU, `<host>_<addr>`).
  */
 function functionDeployables(
   hostname: string,
   fn: NvidiaFunction,
   productId: string,
-  options: NvidiaBuildOptions,
+  offer: ReadonlySet<string> | undefined,
 ): DiscoveredDeployable[] {
-  const types = fn.mdevTypes.filter(
-    (t) => options.vgpuTypes === undefined || options.vgpuTypes.has(t.id),
-  )
+  const types = fn.mdevTypes.filter((t) => offer === undefined || offer.has(t.id))
   if (types.length > 0)
     return types.filter((t) => t.total > 0).map((t) => vgpuDeployable(hostname, fn, productId, t))
   return [
@@ -243,9 +212,9 @@ export function buildNvidiaDevices(
     const model = gpu?.productName ?? (lspciEntry ? lspciModel(lspciEntry.description) : productId)
     // A PF with VFs offers its VFs, never itself as well.
     const offered = vfs.length > 0 ? vfs : [first]
-    const deployables = offered.flatMap((fn) =>
-      functionDeployables(hostname, fn, productId, options),
-    )
+    const chosen = options.vgpuTypeByAddress?.get(address)
+    const offer = chosen === undefined ? options.vgpuTypes : new Set([chosen])
+    const deployables = offered.flatMap((fn) => functionDeployables(hostname, fn, productId, offer))
     const vendorBoardInfo: Record<string, unknown> = {}
     if (gpu?.productName !== undefined) vendorBoardInfo.product_name = gpu.productName
     if (gpu?.uuid !== undefined) vendorBoardInfo.uuid = gpu.uuid
@@ -291,6 +260,8 @@ export interface NvidiaGpuDriverOptions
   extends PciHealthOptions, NvidiaHealthOptions, CleanOptions {
   /** Comma-separated mdev type ids to offer as VGPU (e.g. `nvidia-471,nvidia-472`); `*` offers all. @default '*' */
   vgpu_types?: string
+  /** `0000:3b:00.0=nvidia-471,…`: one pGPU's only type, set by configure (nvidia-vgpu-config.ts). @default '' */
+  vgpu_type_by_address?: string
   /** Run `lspci -nnD` for model names (`true`/`false`). @default 'true' */
   lspci?: string
   /** Run `nvidia-smi -q -x` for product names and MIG (`true`/`false`). @default 'true' */
@@ -328,7 +299,11 @@ export function createNvidiaGpuDriver(
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '')
-  const build: NvidiaBuildOptions = types.includes('*') ? {} : { vgpuTypes: new Set(types) }
+  const byAddress = parseVgpuTypeByAddress(options.vgpu_type_by_address ?? '')
+  const build: NvidiaBuildOptions = {
+    ...(types.includes('*') ? {} : { vgpuTypes: new Set(types) }),
+    vgpuTypeByAddress: byAddress,
+  }
   const pci = pciHealthThresholds('nvidia-gpu', options, NVIDIA_PCI_HEALTH)
   const nvidia = nvidiaHealthThresholds(options)
   const sampler = createNvidiaSampler(deps.host, nvidiaSmi !== 'false')
@@ -342,6 +317,7 @@ export function createNvidiaGpuDriver(
       useNvidiaSmi: nvidiaSmi !== 'false',
       timeoutMs: settings.timeoutMs,
     }),
+    configure: createVgpuConfigure(deps.host, { root, vgpuTypes: build.vgpuTypes, byAddress }),
     async discover({ signal } = {}) {
       throwIfAborted('nvidia-gpu', signal)
       const found = await listPciFunctions(deps.host, { root, signal, filter: isDisplayNvidia })

@@ -132,6 +132,9 @@ export async function startCore(options: CoreOptions): Promise<Core> {
         2 * ((conductorOptions.cleaning || undefined)?.retryIntervalMs ?? 60_000)
       const cleanAgentFor = (host: string) =>
         createAgentClient(bus, host, { timeoutMs: cleanTimeoutMs, signal: cleanAsks.signal })
+      const reconfigTimeoutMs = conductorOptions.reconfig?.timeoutMs ?? 2_400_000
+      const reconfigAgentFor = (host: string) =>
+        createAgentClient(bus, host, { timeoutMs: reconfigTimeoutMs, signal: cleanAsks.signal })
       // Loaded only where a conductor runs: an agent process never loads the database modules.
       const { createConductor } = await import('../conductor/conductor.js')
       conductor = createConductor(
@@ -143,6 +146,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           nova: options.nova,
           agentFor,
           cleanAgentFor,
+          reconfigAgentFor,
           metrics: options.metrics,
           eventSinks: options.eventSinks,
           quota: options.quota,

@@ -3,7 +3,7 @@
  * the option objects of the core. Only src/main constructs adapters (docs/ARCHITECTURE.md).
  */
 import type { Metrics } from '../domain/metrics.js'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync } from 'node:fs'
 import { optionError, type Config } from '../config/config.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
@@ -19,6 +19,12 @@ import { ConfigError } from '../domain/errors.js'
 import { createPlacementClient, placementSettings } from '../openstack/placement.js'
 import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
 import { createGlanceClient, type GlanceClient } from '../openstack/glance.js'
+import { createBarbicanClient, type BarbicanSettings } from '../openstack/barbican.js'
+import { parseCaBundle } from '../openstack/certificate-chain.js'
+import {
+  createImageSignatureCheck,
+  type ImageSignatureCheck,
+} from '../openstack/image-signature-check.js'
 import { keystoneSettings } from '../openstack/service-auth.js'
 import { createUnifiedLimits } from '../openstack/unified-limits.js'
 import type { LimitSource } from '../domain/quota.js'
@@ -131,6 +137,7 @@ export function conductorOptions(config: Config): ConductorOptions {
     cleaning: {
       retryIntervalMs: config.conductor.clean_retry_interval * 1000,
     },
+    reconfig: { timeoutMs: config.conductor.reconfigure_timeout * 1000 },
     custody: {
       retainDays: config.custody.retain_days,
       signingKey: loadCustodySigningKey(custodyKeyPath(config)),
@@ -153,7 +160,7 @@ export function conductorOptions(config: Config): ConductorOptions {
  */
 function serviceSettings<T>(
   config: Config,
-  section: 'placement' | 'glance' | 'nova' | 'oslo_limit',
+  section: 'placement' | 'glance' | 'barbican' | 'nova' | 'oslo_limit',
   read: () => T,
 ): T {
   try {
@@ -161,7 +168,7 @@ function serviceSettings<T>(
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     // The message may name another section ([service_user] for Nova).
-    const prefix = /^\[(placement|glance|nova|service_user|oslo_limit)\] (\w+) /
+    const prefix = /^\[(placement|glance|barbican|nova|service_user|oslo_limit)\] (\w+) /
     const [, named = section, option = 'endpoint_override'] = prefix.exec(err.message) ?? []
     throw optionError(
       config,
@@ -183,20 +190,76 @@ export function placementOptions(config: Config, metrics?: Metrics): CorePlaceme
 }
 
 /** FPGA bitstreams from Glance (`[glance]`), for the agent; undefined without `endpoint_override`. */
-export function glanceImages(config: Config): ImageSource | undefined {
+export function glanceImages(config: Config, metrics?: Metrics): ImageSource | undefined {
   const settings = serviceSettings(config, 'glance', () =>
     keystoneSettings('glance', config.glance, 'image'),
   )
   if (!settings) return undefined
-  return glanceImageSource(createGlanceClient(settings))
+  return glanceImageSource(createGlanceClient(settings), imageSignatureCheck(config, metrics))
 }
 
-/** The agent's image port, served by Glance: resolve the image, then download and verify it. */
-export function glanceImageSource(glance: GlanceClient): ImageSource {
+/**
+ * The signature policy of `[glance]` with certificates from `[barbican]` (docs/fpga.md).
+ * @throws ConfigError for require_signed_images without what it needs, or an unusable trusted_ca_file
+ */
+export function imageSignatureCheck(config: Config, metrics?: Metrics): ImageSignatureCheck {
+  const g = config.glance
+  if (g.require_signed_images && !g.verify_image_signatures)
+    throw optionError(
+      config,
+      'glance',
+      'require_signed_images',
+      'needs verify_image_signatures = true',
+    )
+  const barbican = serviceSettings(config, 'barbican', () =>
+    keystoneSettings('barbican', config.barbican, 'key-manager'),
+  )
+  let trusted: { file: string; certificates: ReturnType<typeof parseCaBundle> } | undefined
+  if (g.trusted_ca_file !== undefined) {
+    try {
+      const certificates = parseCaBundle(readFileSync(g.trusted_ca_file, 'utf8'))
+      trusted = { file: g.trusted_ca_file, certificates }
+    } catch (err) {
+      throw optionError(config, 'glance', 'trusted_ca_file', `unusable: ${errorCode(err)}`)
+    }
+  }
+  if (g.require_signed_images && !trusted)
+    throw optionError(
+      config,
+      'glance',
+      'trusted_ca_file',
+      'is required when require_signed_images = true: without it no signed image can be trusted',
+    )
+  if (g.require_signed_images && !barbican)
+    throw optionError(
+      config,
+      'barbican',
+      'auth_type',
+      'require_signed_images = true reads signing certificates from Barbican: set auth_type = password (or endpoint_override)',
+    )
+  return createImageSignatureCheck({
+    verify: g.verify_image_signatures,
+    require: g.require_signed_images,
+    trusted,
+    barbican: barbican
+      ? createBarbicanClient(counted<BarbicanSettings>(barbican, 'barbican', metrics))
+      : undefined,
+  })
+}
+
+/**
+ * The agent's image port, served by Glance: resolve the image, check what its signature needs
+ * (`signatures`, when given), then download and verify it: hash, and signature as it streams.
+ */
+export function glanceImageSource(
+  glance: GlanceClient,
+  signatures?: ImageSignatureCheck,
+): ImageSource {
   return {
     async fetch(ref, dest) {
       const image = await glance.resolve(ref)
-      await glance.download(image, dest)
+      const verifier = await signatures?.prepare(image)
+      await glance.download(image, dest, verifier)
       return { id: image.id }
     },
   }

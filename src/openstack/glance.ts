@@ -2,7 +2,9 @@
  * The Glance client of FPGA programming: find a bitstream image by id, or by its `accel:function_id`
  * property (exactly one active image must carry it), and download it to a file while hashing it.
  * The file is kept only when its hash matches the one Glance recorded at upload
- * (`os_hash_algo` / `os_hash_value`: sha512 by default, sha256 if Glance is so configured).
+ * (`os_hash_algo` / `os_hash_value`: sha512 by default, sha256 if Glance is so configured) and,
+ * when a verifier is given, the image's signature matches (image-signature.ts): the verifier sees
+ * every chunk as it streams to the file, and is checked at the end, before the file is kept.
  */
 import { createHash } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
@@ -11,6 +13,11 @@ import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
 import { requestJson, resolveTarget, type RequestAuth, type ServiceEndpoint } from './http.js'
+import {
+  SIGNATURE_PROPERTIES,
+  type ChunkVerifier,
+  type SignatureProperties,
+} from './image-signature.js'
 
 export interface GlanceSettings {
   endpoint: string
@@ -27,20 +34,37 @@ export interface ImageRef {
   functionId?: string
 }
 
-export interface GlanceClient {
-  /** The image `ref` names. @throws NotFoundError, InvalidInputError (ambiguous or both given) */
-  resolve(ref: ImageRef): Promise<{ id: string; hashAlgo: string; hashValue: string; size: number }>
-  /** Downloads image `id` to `dest`; a hash mismatch deletes the file and throws InvalidInputError. */
-  download(image: { id: string; hashAlgo: string; hashValue: string }, dest: string): Promise<void>
+/** An active image with a recorded hash, as `resolve` finds it. */
+export interface ResolvedImage {
+  id: string
+  hashAlgo: string
+  hashValue: string
+  size: number
+  /** Its img_signature* properties (absent ones undefined): see image-signature.ts. */
+  signature: SignatureProperties
 }
 
-interface RawImage {
+export interface GlanceClient {
+  /** The image `ref` names. @throws NotFoundError, InvalidInputError (ambiguous or both given) */
+  resolve(ref: ImageRef): Promise<ResolvedImage>
+  /**
+   * Downloads image `id` to `dest`, feeding every chunk to `verifier` too. A hash mismatch, or a
+   * signature `verifier.verify()` refuses, deletes the file and throws InvalidInputError.
+   */
+  download(
+    image: { id: string; hashAlgo: string; hashValue: string },
+    dest: string,
+    verifier?: ChunkVerifier,
+  ): Promise<void>
+}
+
+type RawImage = {
   id: string
   status: string
   os_hash_algo?: string | null
   os_hash_value?: string | null
   size?: number | null
-}
+} & SignatureProperties
 
 export function createGlanceClient(settings: GlanceSettings): GlanceClient {
   const headers: Record<string, string> =
@@ -68,6 +92,9 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
       hashAlgo: raw.os_hash_algo,
       hashValue: raw.os_hash_value,
       size: raw.size ?? 0,
+      signature: Object.fromEntries(
+        SIGNATURE_PROPERTIES.filter((p) => typeof raw[p] === 'string').map((p) => [p, raw[p]]),
+      ),
     }
   }
   return {
@@ -105,7 +132,7 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
       }
       return usable(images[0]!)
     },
-    async download(image, dest) {
+    async download(image, dest, verifier) {
       let res: Response
       try {
         // resolve() just ran with the same token, so a 401 here is not retried.
@@ -126,6 +153,7 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
       const tap = new Transform({
         transform(chunk: Buffer, _enc, done) {
           hash.update(chunk)
+          verifier?.update(chunk)
           done(null, chunk)
         },
       })
@@ -141,6 +169,12 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
           `image ${image.id} failed verification: its ${image.hashAlgo} is ${got.slice(0, 16)}…, Glance recorded ${image.hashValue.slice(0, 16)}…`,
           { code: 'IMAGE_HASH_MISMATCH', details: { field: 'image', image: image.id } },
         )
+      }
+      try {
+        verifier?.verify()
+      } catch (err) {
+        await rm(dest, { force: true })
+        throw err
       }
     },
   }

@@ -83,6 +83,8 @@ export interface PlacementClient {
   knownTraits(names: string[]): Promise<string[]>
   /** Inventories, usages and traits of a provider; null when Placement has no such provider. */
   getProviderView(uuid: string): Promise<ProviderView | null>
+  /** Resource class → amount allocated on a provider; null when Placement has no such provider. */
+  getUsages(uuid: string): Promise<Record<string, number> | null>
 }
 
 export interface AllocationCandidatesQuery {
@@ -292,6 +294,15 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
       const { body } = await call('GET', `/traits?name=in:${names.map(enc).join(',')}`)
       return (body as { traits: string[] }).traits
     },
+    getUsages: (uuid) =>
+      orNull(
+        async () =>
+          (
+            (await call('GET', `/resource_providers/${enc(uuid)}/usages`)).body as {
+              usages: Record<string, number>
+            }
+          ).usages,
+      ),
     getProviderView: (uuid) =>
       orNull(async () => {
         const base = `/resource_providers/${enc(uuid)}`

@@ -169,6 +169,12 @@ export const API_RULES: readonly RuleDefault[] = [
     "Re-run the clean of a device's released units (left cleaning, or whose clean failed), or with force_in_service put them back in service without one (recorded in the custody ledger).",
     [['POST', '/v2/devices/{device_uuid}/clean']],
   ),
+  rule(
+    'cyborg:device:configure',
+    ADMIN,
+    'Re-partition a device (its SR-IOV VF count or vGPU type); refused while any unit is allocated or cleaning.',
+    [['POST', '/v2/devices/{device_uuid}/configure']],
+  ),
 
   rule(
     'cyborg:deployable:get_all',

@@ -4,8 +4,9 @@
  *
  * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
  * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`;
- * 1.4 adds the driver listing and the remote backend's registration (issue 5); 1.5 `cleanUnit` (issue 18). An older agent
- * answers a newer method with RPC_NO_METHOD (the server checks only the major version).
+ * 1.4 adds the driver listing and the remote backend's registration (issue 5); 1.5 `cleanUnit` (issue 18);
+ * 1.6 `configureDevice` (re-partitioning: SR-IOV VF count, vGPU type). An older agent answers a
+ * newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
@@ -13,10 +14,12 @@ import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from '.
 import type { AgentDriverInfo, DriverAdminState, InventoryReportResult } from './admin-types.js'
 import type { PciAddress } from '../domain/inventory.js'
 import { cleanDeviceSamples, type DeviceSample } from '../domain/device-telemetry.js'
+import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 
 export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
+export type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 
-export const AGENT_RPC_VERSION = '1.5'
+export const AGENT_RPC_VERSION = '1.6'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -131,6 +134,32 @@ export interface CleanUnitResult {
   durationMs: number
 }
 
+/** What `configureDevice` is asked: the device, by its control path, and one change. */
+export interface ConfigureDeviceRequest {
+  /** The device's control path (its PF), as `install` takes it. */
+  controlPath: PciAddress
+  /** Exactly one of `sriovNumvfs` and `vgpuType`. */
+  change: DeviceConfigChange
+}
+
+/** The answer of `configureDevice`. */
+export interface ConfigureDeviceResult {
+  /** The driver that owns the device. */
+  driver: string
+  /** The device's control path, `dddd:bb:dd.f`. */
+  address: string
+  /** False when the device already had the asked layout: nothing was changed. */
+  changed: boolean
+  /** The layout before the change, and now. */
+  previous: DeviceLayout
+  applied: DeviceLayout
+  /**
+   * The rediscovery run after the change: the conductor's answer to the new inventory (ingested
+   * before this answer), or why it failed (the change stands; the next period reports again).
+   */
+  report: DriverAdminState['report']
+}
+
 export interface AgentRpc {
   /** Discover now and report; resolves with the conductor's answer. */
   discover(req: Record<string, never>): Promise<InventoryReportResult>
@@ -197,6 +226,15 @@ export interface AgentRpc {
    * @throws NotFoundError (UNIT_NOT_ON_HOST); DriverError with a CLEAN_* or VERIFY_FAILED code
    */
   cleanUnit(req: CleanUnitRequest): Promise<CleanUnitResult>
+  /**
+   * (1.6) Re-partitions a device through the driver that reported it (its SR-IOV VF count, or its
+   * vGPU type), then rediscovers and reports at once (docs/agent.md, "Configure"). Never under an
+   * allocation: the conductor checks that before it asks.
+   * @throws InvalidInputError naming the field (`controlPath`, `change`, `sriov_numvfs`,
+   *   `vgpu_type`), CONFIGURE_UNSUPPORTED when the driver cannot make the change; NotFoundError
+   *   (DEVICE_NOT_ON_HOST); DriverError CONFIGURE_FAILED with `details.restored`
+   */
+  configureDevice(req: ConfigureDeviceRequest): Promise<ConfigureDeviceResult>
 }
 
 export function createAgentClient(
@@ -227,6 +265,7 @@ const AGENT_METHODS = Object.keys({
   listDrivers: true,
   registerRemote: true,
   cleanUnit: true,
+  configureDevice: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 
 /** Serves `impl` on the host's agent topic; only the contract's methods are reachable. */

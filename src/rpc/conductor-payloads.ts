@@ -105,6 +105,22 @@ export const DeviceCleanRequest = Type.Object({
   projectId: Type.Optional(Nullable(Text())),
 })
 
+/** `programDeployable`. */
+export const DeployableProgramRequest = Type.Object({
+  uuid: Uuid(),
+  imageUuid: Uuid('image_uuid'),
+  userId: Type.Optional(Nullable(Text())),
+  projectId: Type.Optional(Nullable(Text())),
+})
+
+/** `configureDevice`; the change is checked by parseDeviceConfigChange (src/domain/device-config.ts). */
+export const DeviceConfigureRequest = Type.Object({
+  uuid: Uuid(),
+  change: Type.Unknown(),
+  userId: Type.Optional(Nullable(Text())),
+  projectId: Type.Optional(Nullable(Text())),
+})
+
 /** `createArqs`, fields named as in the v2 API. */
 export const ArqCreate = Type.Object({
   deviceProfileName: Text({ field: 'device_profile_name' }),

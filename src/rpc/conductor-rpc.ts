@@ -11,6 +11,7 @@ import type { Arq, ArqState } from '../domain/arq.js'
 import type { AttachTarget } from '../domain/v1-accelerator.js'
 import type { CreatedWebhook, NewWebhook, Webhook, WebhookChanges } from '../domain/webhooks.js'
 import type { PlacementExplainResult, PlacementGroupQuery } from '../domain/placement-explain.js'
+import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type {
   DriverActionOutcome,
@@ -20,6 +21,25 @@ import type {
 } from './admin-types.js'
 
 export type { InventoryReportResult } from './admin-types.js'
+
+/** What `programDeployable` did. */
+export interface ProgramOutcome {
+  deployable: string
+  imageUuid: string
+  /** The operation's uuid, in its events and custody record. */
+  operation: string
+}
+
+/** What `configureDevice` did. */
+export interface ConfigureOutcome {
+  device: string
+  /** The operation's uuid, in its event and custody record. */
+  operation: string
+  /** False when the device already had that layout. */
+  changed: boolean
+  previous: DeviceLayout
+  applied: DeviceLayout
+}
 
 /** What `cleanDevice` did. */
 export interface DeviceCleanOutcome {
@@ -33,8 +53,9 @@ export const CONDUCTOR_TOPIC = 'cyborg.conductor'
 /** 1.0; 1.1 adds `markDeviceReady`; 1.2 adds `inventoryHash` to `heartbeat`; 1.3 adds the ARQ methods;
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
  * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain);
- * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md). */
-export const CONDUCTOR_RPC_VERSION = '1.7'
+ * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md); 1.8 adds `programDeployable` and
+ * `configureDevice` (docs/fpga.md, docs/drivers.md). */
+export const CONDUCTOR_RPC_VERSION = '1.8'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -104,6 +125,36 @@ export interface ConductorRpc {
     userId?: string | null
     projectId?: string | null
   }): Promise<DeviceCleanOutcome>
+  /**
+   * (1.8) An operator's program of an FPGA deployable with a Glance image (docs/fpga.md): its units
+   * are taken out of service, its agent programs the card and rediscovers it, Placement gets the
+   * new traits, and then the units come back; an event and a custody record say who and what.
+   * @throws NotFoundError (deployable); ConflictError (RECONFIG_UNITS_HELD) while a unit is
+   *   allocated, cleaning or reconfigured; InvalidInputError for an image refused before the card
+   *   was touched (not found, hash or signature); DriverError when programming failed;
+   *   UnavailableError when the agent did not answer (the units stay out until it does)
+   */
+  programDeployable(req: {
+    uuid: string
+    imageUuid: string
+    userId?: string | null
+    projectId?: string | null
+  }): Promise<ProgramOutcome>
+  /**
+   * (1.8) An operator's re-partition of a device (docs/drivers.md, "Configure"): its SR-IOV VF
+   * count or vGPU type, through its agent, with Placement's providers and inventories brought in
+   * step before the answer; an event and a custody record say who and what.
+   * @throws NotFoundError; ConflictError (RECONFIG_UNITS_HELD) while a unit is allocated, cleaning
+   *   or reconfigured, or Placement has allocations against the device; InvalidInputError naming
+   *   the field (out of range, unknown type, CONFIGURE_UNSUPPORTED); DriverError CONFIGURE_FAILED;
+   *   UnavailableError when the agent did not answer (the units stay out until it does)
+   */
+  configureDevice(req: {
+    uuid: string
+    change: DeviceConfigChange
+    userId?: string | null
+    projectId?: string | null
+  }): Promise<ConfigureOutcome>
   /**
    * (1.3) Creates one ARQ per requested unit of each group of the device profile, all in one write.
    * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
@@ -246,6 +297,8 @@ const CONDUCTOR_METHODS = Object.keys({
   setDeviceStatus: true,
   markDeviceReady: true,
   cleanDevice: true,
+  programDeployable: true,
+  configureDevice: true,
   createArqs: true,
   bindArqs: true,
   unbindArqs: true,

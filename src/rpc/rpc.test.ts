@@ -27,6 +27,8 @@ void describe('typed RPC', () => {
           'setDeviceStatus',
           'markDeviceReady',
           'cleanDevice',
+          'programDeployable',
+          'configureDevice',
           'createArqs',
           'bindArqs',
           'unbindArqs',

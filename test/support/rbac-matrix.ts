@@ -171,6 +171,12 @@ export const rbacRows = (arq: string): Row[] => [
     '                        404 404 403 403 403 403 403 401 401',
   ],
   [
+    'PATCH',
+    `/v2/deployables/${MISSING}/program`,
+    [{ path: '/program', op: 'replace', value: [{ image_uuid: MISSING }] }],
+    '404 403 403 403 403 403 403 401 401',
+  ],
+  [
     'GET',
     '/v2/attributes',
     undefined,
@@ -325,6 +331,13 @@ export const rbacRows = (arq: string): Row[] => [
     `/v2/devices/${MISSING}/clean`,
     {},
     '                    404 403 403 403 403 403 403 401 401',
+    V28,
+  ],
+  [
+    'POST',
+    `/v2/devices/${MISSING}/configure`,
+    { sriov_numvfs: 4 },
+    '404 403 403 403 403 403 403 401 401',
     V28,
   ],
 ]

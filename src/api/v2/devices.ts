@@ -6,6 +6,8 @@
  * `POST /devices/{uuid}/clean` (body `{force_in_service?}`, docs/cleaning.md): the conductor asks
  * again for the clean of the device's units left cleaning or failed, or puts them back in service
  * without one (an override in the custody ledger, by the caller); 202 with `{device, units, forced}`.
+ * From 2.8 also `POST /devices/{uuid}/configure` (body `{sriov_numvfs}` or `{vgpu_type}`;
+ * docs/drivers.md): the conductor re-partitions it; 200 with the layouts before and after.
  * A malformed uuid is answered 404 like an unknown one, without a database round trip.
  */
 import type { Static } from '@sinclair/typebox'
@@ -17,7 +19,9 @@ import type {
 } from 'fastify'
 import type { DEVICE_SORT_KEYS } from '../../db/devices.js'
 import { getDevice, listDevices } from '../../db/devices.js'
-import { NotFoundError } from '../../domain/errors.js'
+import { DriverError, invalidField, NotFoundError } from '../../domain/errors.js'
+import { layoutView } from '../../domain/configure-events.js'
+import { ApiError } from '../errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import type { DeviceStatus } from '../../domain/inventory.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
@@ -132,6 +136,44 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
         return reply
           .code(202)
           .send({ device: outcome.device, units: outcome.units, forced: outcome.forced })
+      },
+    },
+  })
+  resource(app, '/devices/:uuid/configure', {
+    POST: {
+      policy: 'cyborg:device:configure',
+      doc: docs.configureDevice,
+      since: 8,
+      schema: { body: docs.ConfigureDeviceBody },
+      handler: async (request: FastifyRequest) => {
+        const { uuid } = request.params as { uuid: string }
+        if (!isUuidLike(uuid)) throw notFound(uuid)
+        const body = request.body as Static<typeof docs.ConfigureDeviceBody>
+        if ((body.sriov_numvfs === undefined) === (body.vgpu_type === undefined))
+          throw invalidField('body', 'give exactly one of sriov_numvfs and vgpu_type')
+        const change =
+          body.sriov_numvfs !== undefined
+            ? { sriovNumvfs: body.sriov_numvfs }
+            : { vgpuType: body.vgpu_type! }
+        const out = await conductor
+          .configureDevice({
+            uuid,
+            change,
+            userId: request.ctx.userId,
+            projectId: request.ctx.projectId,
+          })
+          .catch((err: unknown) => {
+            // The host refused part-way (not this service): a bad gateway, as a failed upstream is.
+            if (err instanceof DriverError) throw new ApiError(502, err.message)
+            throw err
+          })
+        return {
+          device: out.device,
+          operation: out.operation,
+          changed: out.changed,
+          previous: layoutView(out.previous),
+          applied: layoutView(out.applied),
+        }
       },
     },
   })

@@ -121,3 +121,50 @@ export const cleanDevice: RouteDoc = {
     ...guardedWrite(404, 406),
   },
 }
+
+export const ConfigureDeviceBody = Type.Object(
+  {
+    sriov_numvfs: Type.Optional(
+      withProblem(
+        Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          description: "The PF's SR-IOV VF count (0 to its sriov_totalvfs)",
+        }),
+        'must be an integer from 0 to 65535, got {value}',
+      ),
+    ),
+    vgpu_type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'The mdev type every vGPU of this pGPU uses (nvidia-471), or * for any',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const Layout = Type.Object({
+  sriov_numvfs: Type.Optional(Type.Integer()),
+  vgpu_type: Type.Optional(Type.String()),
+  vgpu_types: Type.Optional(Type.Array(Type.String())),
+})
+
+export const configureDevice: RouteDoc = {
+  summary: 'Re-partition a device: its SR-IOV VF count or vGPU type (2.8)',
+  description:
+    'Changes how the device is divided, through its host\'s agent and driver (docs/drivers.md, "Configure"): exactly one of sriov_numvfs and vgpu_type. Admin only. Every unit is taken out of service meanwhile; the agent rediscovers the device, and Placement\'s providers and inventories match the new layout before the answer. 409 naming the holders while any unit is allocated or cleaning (or Placement has allocations against the device); 400 naming the field for a value the device cannot take; 502 when the host refused the change part-way (the old layout is put back, or the device is fenced with the reason); 503 when the agent did not answer. Below 2.8 the route answers 404 naming the microversion it needs.',
+  tags,
+  params: UuidParams,
+  response: {
+    200: Type.Object({
+      device: Uuid,
+      operation: Uuid,
+      changed: Type.Boolean({ description: 'False when the device already had that layout' }),
+      previous: Layout,
+      applied: Layout,
+    }),
+    ...guardedWrite(403, 404, 406, 409, 502, 503),
+  },
+}

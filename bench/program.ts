@@ -1,0 +1,103 @@
+/**
+ * Program to Placement (issue 19): the time from an operator's program call to the answer, by
+ * which the conductor has put the card's new function trait into Placement (a real one, Debian's
+ * placement-api), with the fake programmer and images from a real Glance. Each round programs the
+ * other of two images, so that every round changes the trait; the trait is read back after each
+ * round (outside the timing) to check it. Side by side: the fake flash at `--delays` ms (0: the
+ * path's own cost: fence, download and hash, rediscovery, Placement writes, ledger and event).
+ * Usage: node --import tsx bench/program.ts [--rounds 200] [--delays 0,50]
+ */
+import { parseArgs } from 'node:util'
+import { createInProcessBus } from '../src/bus/in-process-bus.js'
+import { noopLogger } from '../src/domain/logger.js'
+import { fakeFunctionId } from '../src/drivers/fake-program.js'
+import { startCore } from '../src/main/core.js'
+import { glanceImageSource } from '../src/main/resources.js'
+import { createGlanceClient } from '../src/openstack/glance.js'
+import { testDialects } from '../test/support/db.js'
+import { startGlance } from '../test/support/glance.js'
+import { startPlacement } from '../test/support/placement.js'
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '200' },
+    delays: { type: 'string', default: '0,50' },
+  },
+})
+const rounds = Number(values.rounds)
+const delays = values.delays.split(',').map(Number)
+const HOST = 'bench-prog'
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+const ms = (n: number) => Math.round(n * 10) / 10
+
+const [glance, placement] = await Promise.all([startGlance(), startPlacement()])
+const texts = ['function_id=aes\nbitstream aes\n', 'function_id=sha\nbitstream sha\n']
+const images = await Promise.all(texts.map((t) => glance.upload(Buffer.from(t))))
+const traitOf = (i: number) => `CUSTOM_FPGA_FUNCTION_ID_FAKE_${fakeFunctionId(texts[i]!)}`
+const results: Record<string, unknown>[] = []
+try {
+  for (const delayMs of delays) {
+    const db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
+    const core = await startCore({
+      db,
+      bus: createInProcessBus(),
+      log: noopLogger,
+      agent: {
+        host: HOST,
+        enabledDrivers: ['fake'],
+        autoActivate: true,
+        periodicIntervalMs: 3_600_000,
+        images: glanceImageSource(createGlanceClient({ endpoint: glance.url, timeoutMs: 10_000 })),
+      },
+      placement: { client: placement.client, createRootProvider: true },
+    })
+    try {
+      await core.agent!.discoverNow()
+      await core.conductorClient.updateDriver({
+        hostname: HOST,
+        driver: 'fake',
+        options: { program_delay_ms: String(delayMs) },
+      })
+      const dep = await db.db
+        .selectFrom('deployables')
+        .select(['uuid', 'rp_uuid'])
+        .executeTakeFirstOrThrow()
+      const times: number[] = []
+      for (let i = 0; i < rounds + 10; i++) {
+        const t0 = performance.now()
+        await core.conductorClient.programDeployable({
+          uuid: dep.uuid,
+          imageUuid: images[i % 2]!,
+          userId: 'bench',
+          projectId: null,
+        })
+        const dt = performance.now() - t0
+        if (!(await placement.client.getTraits(dep.rp_uuid!)).includes(traitOf(i % 2)))
+          throw new Error(`round ${i}: Placement does not have ${traitOf(i % 2)}`)
+        if (i >= 10) times.push(dt)
+      }
+      times.sort((a, b) => a - b)
+      const p99 = quantile(times, 0.99)
+      results.push({
+        target: 'embedded-sqlite',
+        programDelayMs: delayMs,
+        rounds,
+        p50Ms: ms(quantile(times, 0.5)),
+        p90Ms: ms(quantile(times, 0.9)),
+        p99Ms: ms(p99),
+        maxMs: ms(times.at(-1)!),
+        p99OverProgramMs: ms(p99 - delayMs),
+      })
+    } finally {
+      await core.stop()
+      await db.close()
+    }
+  }
+} finally {
+  await Promise.all([glance.stop(), placement.stop()])
+}
+console.log(
+  JSON.stringify({ bench: 'program', goal: 'p99 - programming time < 100 ms', results }, null, 2),
+)
