@@ -3,7 +3,12 @@
  * (their desired state differs from the hash last confirmed in Placement) and which to delete
  * (pending removal, no longer held in Cyborg, and still in Placement).
  */
-import { desiredProvider, providerHash, type ProviderState } from '../domain/placement.js'
+import {
+  desiredProvider,
+  providerHash,
+  providerHashChanges,
+  type ProviderState,
+} from '../domain/placement.js'
 import type { PlacementRow } from '../db/placement-rows.js'
 import { isOffered } from '../domain/inventory.js'
 
@@ -13,6 +18,8 @@ export interface ProviderWrite {
   hash: string
   /** Not in Placement as far as the database knows: create it first. */
   create: boolean
+  /** What differs from the state last confirmed written (both for a new provider). */
+  changes: { inventory: boolean; traits: boolean }
 }
 
 export interface HostPlan {
@@ -74,5 +81,11 @@ function desiredWrite(
   }
   const hash = providerHash(desired.state)
   if (hash === row.placementHash) return undefined
-  return { id: row.id, state: desired.state, hash, create: row.placementHash === null }
+  return {
+    id: row.id,
+    state: desired.state,
+    hash,
+    create: row.placementHash === null,
+    changes: providerHashChanges(row.placementHash, hash),
+  }
 }

@@ -4,7 +4,8 @@
  * while a device is not offered, traits, and custom classes and traits created as needed.
  *
  * - Only what changed is sent: each deployable keeps the hash of the provider state last
- *   confirmed written (`placement_hash`); a host whose hashes all match costs no call.
+ *   confirmed written (`placement_hash`, in two halves: inventory, traits); a host whose hashes all
+ *   match costs no call, and a provider whose traits alone changed gets no inventory write.
  * - Writes carry the provider generation; a 409 re-reads it and retries.
  * - A provider is deleted only when nothing in Cyborg holds its deployable; Placement refuses
  *   while allocations remain (409), and the deletion waits for a later sync.
@@ -153,10 +154,13 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
       }
     }
     for (const w of writes) {
+      if (!w.changes.traits) continue
       await withGeneration(w.state.uuid, (g) =>
         placement.setTraits(w.state.uuid, g, w.state.traits),
       )
     }
+    writes = writes.filter((w) => w.changes.inventory)
+    if (writes.length === 0) return
     if (writes.length === 1) {
       const [w] = writes as [ProviderWrite]
       await withGeneration(w.state.uuid, (g) =>

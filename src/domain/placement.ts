@@ -87,13 +87,23 @@ export function desiredProvider(
 
 /** A short stable digest of a provider state (stored in `deployables.placement_hash`). */
 export function providerHash(state: ProviderState): string {
-  const canonical = JSON.stringify([
-    state.uuid,
-    state.name,
-    state.resourceClass,
-    state.total,
-    state.reserved,
-    state.traits,
-  ])
-  return createHash('sha256').update(canonical).digest('hex')
+  const part = (value: unknown) =>
+    createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 32)
+  // Two halves, so that a sync writes only the half that changed (traits, or the inventory).
+  return (
+    part([state.uuid, state.name, state.resourceClass, state.total, state.reserved]) +
+    part(state.traits)
+  )
+}
+
+/** Which halves of two provider hashes differ; a hash of another form differs in both. */
+export function providerHashChanges(
+  from: string | null,
+  to: string,
+): { inventory: boolean; traits: boolean } {
+  if (from === null || from.length !== to.length) return { inventory: true, traits: true }
+  return {
+    inventory: from.slice(0, 32) !== to.slice(0, 32),
+    traits: from.slice(32) !== to.slice(32),
+  }
 }

@@ -146,8 +146,11 @@ void describe('placement sync against real Placement', { skip }, () => {
     await setActive('pl-c')
     const rp = rpOf('pl-c', 0)
     // Someone else bumps the generation (e.g. Nova allocating): the conductor's cached one is stale.
+    // (Two trait writes that end where they began: only the generation moves.)
     const p = (await reader().getProvider(rp))!
-    await reader().setTraits(rp, p.generation, ['OWNER_CYBORG'])
+    const traits = await reader().getTraits(rp)
+    const g = await reader().setTraits(rp, p.generation, ['OWNER_CYBORG'])
+    await reader().setTraits(rp, g, traits)
     const [device] = await db.db
       .selectFrom('devices')
       .select('uuid')
