@@ -2,7 +2,9 @@
  * FPGA programming during a bind: when the request group names a bitstream (`accel:bitstream_id`,
  * a Glance image id) or a function (`accel:function_id`), the host's agent downloads the image,
  * checks it against Glance's hash and programs it, unless the FPGA already runs that image. The
- * new image is recorded with `accelerator.deployable.programmed` in one transaction.
+ * new image is recorded with `accelerator.deployable.programmed` in one transaction, and the agent
+ * is asked to rediscover the card at once (its new function traits reach Placement without
+ * waiting for the periodic discovery; the bind does not wait for that).
  */
 import type { GroupCommitter } from '../db/group-commit.js'
 import { type BindTarget } from '../db/arq-targets.js'
@@ -20,7 +22,9 @@ export const pciAddress = (info: Record<string, string>) =>
   `${info.domain}:${info.bus}:${info.device}.${info.function}`
 
 export interface ProgrammerDeps {
-  agentFor?: ((host: string) => Pick<AgentRpc, 'programFpgaImage'>) | undefined
+  agentFor?:
+    | ((host: string) => Pick<AgentRpc, 'programFpgaImage'> & Partial<Pick<AgentRpc, 'discover'>>)
+    | undefined
   committer: Pick<GroupCommitter, 'run'>
   log: Logger
   now: () => string
@@ -50,6 +54,13 @@ export function createFpgaProgrammer(deps: ProgrammerDeps) {
         if (programmed) await insertEvents(trx, [deployableEvent('programmed', programmed, at)])
       })
       deps.log.info({ deployable: target.name, image: done.imageId }, 'FPGA programmed for a bind')
+      // The card's new function goes to Placement now, not at the next periodic discovery; the
+      // bind does not wait for it (its own unit is already held).
+      const { discover } = deps.agentFor(host)
+      if (discover)
+        void discover({}).catch((err: unknown) =>
+          deps.log.warn({ err, host }, 'rediscovery after a bind-time program failed'),
+        )
       return undefined
     } catch (err) {
       return `programming ${target.name} failed: ${errorMessage(err)}`

@@ -207,4 +207,27 @@ void describe('programming a deployable, with real Glance and Placement', { skip
     )
     await setFake({ program_outcome: 'ok' })
   })
+
+  void it('a bind that programs the card brings its function trait to Placement without waiting for discovery', async () => {
+    await core.conductorClient.createDeviceProfile({
+      name: 'fpga-gzip',
+      description: null,
+      groups: [{ 'resources:FPGA': '1', 'accel:bitstream_id': gzip }],
+    })
+    const [arq] = await core.conductorClient.createArqs({
+      deviceProfileName: 'fpga-gzip',
+      projectId: null,
+      maxArqs: 1,
+    })
+    const [bound] = await core.conductorClient.bindArqs({
+      bindings: {
+        [arq!.uuid]: { hostname: HOST, instanceUuid: '0f9b0000-0000-4000-8000-000000000002' },
+      },
+    })
+    assert.equal(bound!.state, 'Bound', bound!.reason ?? '')
+    const want = `CUSTOM_FPGA_FUNCTION_ID_FAKE_${fakeFunctionId('function_id=gzip')}`
+    for (let i = 0; i < 100 && !(await traits()).includes(want); i++)
+      await new Promise((r) => setTimeout(r, 50))
+    assert.ok((await traits()).includes(want), 'the trait is in Placement')
+  })
 })
