@@ -15,7 +15,8 @@
 #     with openssl and Debian's python3-cursive, which the signed-image tests cross-check against;
 #   - Prometheus and promtool (Debian's prometheus), installed but not started: the metrics tests
 #     start their own on a free loopback port (scripts/prometheus.sh);
-#   - oslo.messaging (Debian's python3-oslo.messaging), whose notification listener the tests run.
+#   - oslo.messaging (Debian's python3-oslo.messaging), whose notification listener the tests run;
+#   - systemd-analyze (Debian's systemd), with which the tests verify etc/systemd/*.service.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh` (or name some: `… barbican`). Used by .ci/run.
@@ -265,6 +266,15 @@ ensure_observers() {
   log "oslo.messaging: python3-oslo.messaging $(dpkg-query -W -f='${Version}' python3-oslo.messaging)"
 }
 
+# ---------------------------------------------------------------- systemd-analyze
+# test/main/systemd-units.test.ts runs `systemd-analyze verify` on the service units; nothing is
+# started (systemd is not PID 1 here).
+ensure_systemd_analyze() {
+  command -v systemd-analyze >/dev/null || apt_install systemd
+  command -v systemd-analyze >/dev/null || die "systemd-analyze is still missing"
+  log "systemd-analyze: $(systemd-analyze --version | head -n 1)"
+}
+
 # With arguments, only those: `bash scripts/ci-services.sh barbican glance`.
 if [ $# -gt 0 ]; then
   for what in "$@"; do
@@ -281,5 +291,6 @@ else
   ensure_keystone
   ensure_barbican
   ensure_observers
+  ensure_systemd_analyze
 fi
 rm -rf "$LOG_DIR"

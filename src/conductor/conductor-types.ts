@@ -146,4 +146,9 @@ export interface Conductor extends ConductorRpc {
   sweepCleaning(): Promise<number>
   /** Prunes custody records past `[custody] retain_days` now; resolves with how many. */
   pruneCustody(): Promise<number>
+  /**
+   * Applies reloaded options (SIGHUP, src/main/reload.ts): `[webhooks]` to the dispatcher and
+   * `[metrics] fleet_refresh_seconds` to the fleet gauges' timer. Others need a restart.
+   */
+  reconfigure(options: Pick<ConductorOptions, 'webhooks' | 'fleetRefreshMs'>): void
 }

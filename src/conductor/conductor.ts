@@ -267,7 +267,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       log.warn({ err }, 'lease sweep failed; next pass retries')
     }
   }
-  const stopFleetGauges =
+  let fleetRefreshMs = options.fleetRefreshMs ?? 30_000
+  const fleetGauges = (intervalMs: number) =>
     deps.metrics &&
     startFleetGauges(
       {
@@ -276,8 +277,9 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
         log,
         leaseCutoff: () => leaseCutoff(clock, serviceDownTimeMs ?? 60_000),
       },
-      options.fleetRefreshMs ?? 30_000,
+      intervalMs,
     )
+  let stopFleetGauges = fleetGauges(fleetRefreshMs)
   const sweeper =
     serviceDownTimeMs === undefined
       ? undefined
@@ -337,6 +339,14 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       await sealer.stop()
       await dispatcher?.stop()
       log.info(committer.stats(), 'conductor stopped')
+    },
+    reconfigure(next) {
+      if (next.webhooks) dispatcher?.reconfigure(next.webhooks)
+      if (next.fleetRefreshMs !== undefined && next.fleetRefreshMs !== fleetRefreshMs) {
+        fleetRefreshMs = next.fleetRefreshMs
+        stopFleetGauges?.()
+        stopFleetGauges = fleetGauges(fleetRefreshMs)
+      }
     },
     stats: () => committer.stats(),
     drainEvents: () => relay.drain(),

@@ -93,6 +93,11 @@ export interface WebhookDispatcher {
   idle(): Promise<void>
   /** Stops polling, aborts the posts in flight (not counted as attempts) and lets claims go. */
   stop(): Promise<void>
+  /**
+   * Applies reloaded `[webhooks]` options (SIGHUP): posts, claims and retries that start from now
+   * on use them; those in flight finish under the old ones. Options left out keep their values.
+   */
+  reconfigure(options: WebhookDispatcherOptions): void
 }
 
 export function createWebhookDispatcher(
@@ -101,20 +106,18 @@ export function createWebhookDispatcher(
 ): WebhookDispatcher {
   const { db, clock, uuid = newUuid, random = Math.random } = deps
   const log = deps.log.child({ component: 'webhook-dispatcher' })
-  const {
+  const { pollIntervalMs = 1000, purgeIntervalMs = 600_000 } = options
+  // `let`: reconfigure() replaces them; every use below reads them when it runs.
+  let {
     timeoutMs = 10_000,
     concurrency = 8,
     maxInFlight = 64,
     maxAttempts = 8,
-    backoffMs = 1000,
-    maxBackoffMs = 300_000,
     retentionHours = 24,
-    pollIntervalMs = 1000,
-    purgeIntervalMs = 600_000,
     turnSize = 400,
   } = options
-  const leaseMs = options.leaseMs ?? 2 * timeoutMs + 5000
-  const schedule = { baseMs: backoffMs, capMs: maxBackoffMs }
+  let leaseMs = options.leaseMs ?? 2 * timeoutMs + 5000
+  let schedule = { baseMs: options.backoffMs ?? 1000, capMs: options.maxBackoffMs ?? 300_000 }
   const poster = createWebhookPoster(timeoutMs)
   /** Endpoints (row ids) this dispatcher is serving, and their runs. */
   const serving = new Map<number, Promise<void>>()
@@ -338,6 +341,22 @@ export function createWebhookDispatcher(
       wake()
     },
     wake,
+    reconfigure(next: WebhookDispatcherOptions) {
+      timeoutMs = next.timeoutMs ?? timeoutMs
+      concurrency = next.concurrency ?? concurrency
+      maxInFlight = next.maxInFlight ?? maxInFlight
+      maxAttempts = next.maxAttempts ?? maxAttempts
+      retentionHours = next.retentionHours ?? retentionHours
+      turnSize = next.turnSize ?? turnSize
+      leaseMs = next.leaseMs ?? options.leaseMs ?? 2 * timeoutMs + 5000
+      schedule = {
+        baseMs: next.backoffMs ?? schedule.baseMs,
+        capMs: next.maxBackoffMs ?? schedule.capMs,
+      }
+      poster.setTimeoutMs(timeoutMs)
+      // More slots may be free now.
+      wake()
+    },
     async idle() {
       for (;;) {
         await runTick()

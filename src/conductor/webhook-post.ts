@@ -24,6 +24,8 @@ export interface WebhookPoster {
   post(url: string, headers: Record<string, string>, body: string): Promise<PostResult>
   /** Aborts the posts in flight (their results say `aborted`) and closes idle connections. */
   close(): void
+  /** The time limit of the posts that start from now on (a reloaded `[webhooks] timeout_seconds`). */
+  setTimeoutMs(ms: number): void
 }
 
 /** The reason a request got no answer, in a few words. */
@@ -32,7 +34,8 @@ function reasonOf(err: unknown): string {
   return `no answer: ${e.code ?? e.message ?? String(err)}`
 }
 
-export function createWebhookPoster(timeoutMs: number): WebhookPoster {
+export function createWebhookPoster(initialTimeoutMs: number): WebhookPoster {
+  let timeoutMs = initialTimeoutMs
   const agents = {
     'http:': new http.Agent({ keepAlive: true }),
     'https:': new https.Agent({ keepAlive: true }),
@@ -65,10 +68,11 @@ export function createWebhookPoster(timeoutMs: number): WebhookPoster {
         headers: { ...headers, 'content-length': Buffer.byteLength(body) },
       })
       inFlight.set(req, settle)
+      const limitMs = timeoutMs
       const timer = setTimeout(() => {
-        settle({ status: null, error: `no answer within ${timeoutMs / 1000} s` })
+        settle({ status: null, error: `no answer within ${limitMs / 1000} s` })
         req.destroy()
-      }, timeoutMs)
+      }, limitMs)
       req.on('response', (res) => {
         const status = res.statusCode ?? 0
         res.resume()
@@ -88,6 +92,9 @@ export function createWebhookPoster(timeoutMs: number): WebhookPoster {
       }
       agents['http:'].destroy()
       agents['https:'].destroy()
+    },
+    setTimeoutMs(ms: number) {
+      timeoutMs = ms
     },
   }
 }

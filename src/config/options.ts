@@ -38,6 +38,11 @@ export interface Option<T> {
   readonly sampleDefault?: string
   /** Never shown: redacted in errors and logs. */
   readonly secret: boolean
+  /**
+   * Applied by a running service when it reloads its configuration (SIGHUP), as oslo.config's
+   * `mutable=True`; any other option that changed is logged as needing a restart (src/main/reload.ts).
+   */
+  readonly mutable: boolean
   /** The expected form, for messages: `an integer 1-65535`. */
   readonly expected: string
   /** Turns raw text (already interpolated) into the value; throws ExpectedError. `cwd` resolves paths. */
@@ -52,6 +57,8 @@ export type OptionValue<O> = O extends Option<infer T> ? T : never
 interface Common {
   help: string
   secret?: boolean
+  /** @default false */
+  mutable?: boolean
 }
 
 function make<T>(
@@ -68,6 +75,7 @@ function make<T>(
     default: c.default,
     ...(c.sampleDefault === undefined ? {} : { sampleDefault: c.sampleDefault }),
     secret,
+    mutable: c.mutable ?? false,
     expected,
     parse,
     display: secret ? () => '***' : display,

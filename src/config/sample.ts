@@ -23,7 +23,11 @@ export function renderSample(): string {
     out.push('', `[${section}]`)
     for (const [name, opt] of Object.entries(options) as [string, Option<unknown>][]) {
       const expected = opt.kind === 'string' ? [] : [`Expected: ${opt.expected}.`]
-      const notes = [...expected, ...(opt.secret ? ['Secret: never logged.'] : [])]
+      const notes = [
+        ...expected,
+        ...(opt.secret ? ['Secret: never logged.'] : []),
+        ...(opt.mutable ? ['Mutable: a reload (SIGHUP) applies it without a restart.'] : []),
+      ]
       out.push('', ...comment(opt.help))
       if (notes.length > 0) out.push(...comment(notes.join(' ')))
       out.push(`#${name} = ${sampleDefault(opt)}`.trimEnd())

@@ -20,6 +20,7 @@ import {
 } from './options.js'
 import { driverSections } from './driver-sections.js'
 import { webhookOptions } from './webhook-options.js'
+import { logOptions } from './log-options.js'
 import { osloLimitOptions, quotaOptions } from './quota-options.js'
 import { barbicanOptions, glanceOptions } from './image-options.js'
 
@@ -84,7 +85,7 @@ export const schema = {
       min: 1,
       help: "Seconds without a heartbeat after which an agent is down (its lease, as in Nova): its host's devices get health unknown and are not offered until its next full report.",
     }),
-    debug: bool({ default: false, help: 'Log at debug level (CYBORG_LOG_LEVEL, when set, wins).' }),
+    ...logOptions,
   },
   api: {
     host_ip: str({
@@ -224,11 +225,13 @@ export const schema = {
       help: 'Serve GET /metrics (Prometheus/OpenMetrics text, no token) on the API. Keep it off the public endpoint at the proxy, or turn it off here and scrape [metrics] listen instead.',
     }),
     listen: optionalStr({
+      mutable: true,
       help: 'host:port where this process (conductor, agent, or the API too) serves /metrics on its own HTTP listener, e.g. 127.0.0.1:9386. Unset: no listener (the API still serves /metrics on its port when enabled).',
     }),
     fleet_refresh_seconds: int({
       default: 30,
       min: 1,
+      mutable: true,
       help: 'Seconds between two counts of the fleet gauges (devices, handles, requests, agents) by each conductor; scrapes read the last count and never query the database.',
     }),
   },
@@ -317,6 +320,7 @@ export const schema = {
   oslo_policy: {
     policy_file: str({
       default: 'policy.yaml',
+      mutable: true,
       help: 'Policy overrides (oslo.policy format, YAML or JSON: rule name: rule). A relative path is looked up next to the configuration files, then in /etc/cyborg; the default file may be absent. docs/policy.md lists the rules.',
     }),
   },

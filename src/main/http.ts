@@ -6,13 +6,14 @@ import { createApp } from '../api/app.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { apiAuthenticator } from './api-auth.js'
-import { createEnforcer } from '../policy/index.js'
+import { createReloadingEnforcer } from '../policy/index.js'
 import { errorMessage } from './error-message.js'
 import { errorCode, quotaLimits } from './resources.js'
 import { loadApiTls } from './tls.js'
 import type { ApiTls } from '../api/types.js'
 import type { MessageBus } from '../bus/bus.js'
 import type { PrometheusMetrics } from './prometheus.js'
+import type { Reloader } from './reload.js'
 
 export interface ListeningApi {
   app: FastifyInstance
@@ -32,6 +33,8 @@ export async function startHttpApi(
     metrics?: PrometheusMetrics
     /** The process's message bus, whose connection `/healthcheck` reports. */
     bus?: MessageBus
+    /** SIGHUP's reload: it re-reads `[oslo_policy] policy_file` (and the file) here. */
+    reload?: Reloader
   },
 ): Promise<ListeningApi> {
   const {
@@ -55,7 +58,17 @@ export async function startHttpApi(
     )
   const https = deps.https ?? loadApiTls(config)
   const auth = apiAuthenticator(config, deps.log)
-  const enforcer = createEnforcer(config, { configFiles: configFiles(config), log: deps.log })
+  // policy.yaml is read again when it changes (checked at most every 5 s) and on SIGHUP.
+  const enforcer = createReloadingEnforcer(config, {
+    configFiles: configFiles(config),
+    log: deps.log,
+  })
+  deps.reload?.add({
+    name: 'policy',
+    apply: (next) => {
+      if (!enforcer.reload(next)) throw new Error('the policy file did not load (logged above)')
+    },
+  })
   const app = await createApp(
     {
       db: deps.db.db,

@@ -57,3 +57,42 @@ export async function startMetricsListener(
   log.info({ listen }, 'metrics served at /metrics')
   return () => new Promise<void>((resolve) => server.close(() => resolve()))
 }
+
+/** The `[metrics] listen` listener of a process, which a reload can move or stop. */
+export interface MetricsListener {
+  /**
+   * Follows `config`'s `[metrics] listen`: a new address is listened on before the old one is
+   * closed, so a failure leaves the old listener serving.
+   * @throws ConfigError naming `[metrics] listen` when the new address cannot be listened on
+   */
+  apply(config: Config): Promise<void>
+  close(): Promise<void>
+}
+
+/** Starts the listener of `config` (if any) and returns its handle. */
+export async function createMetricsListener(
+  config: Config,
+  metrics: PrometheusMetrics,
+  log: Logger,
+): Promise<MetricsListener> {
+  let listen = config.metrics.listen
+  let close = await startMetricsListener(config, metrics, log)
+  let closed = false
+  return {
+    async apply(next) {
+      // After close (the service is stopping) a reload must not open a new one.
+      if (closed || next.metrics.listen === listen) return
+      const started = await startMetricsListener(next, metrics, log)
+      const old = close
+      close = started
+      listen = next.metrics.listen
+      await old?.()
+      if (started === undefined) log.info('metrics listener closed ([metrics] listen is unset)')
+    },
+    async close() {
+      closed = true
+      await close?.()
+      close = undefined
+    },
+  }
+}

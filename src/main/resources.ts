@@ -13,6 +13,7 @@ import { DRIVER_ALIASES, driverNames } from '../drivers/index.js'
 import { driverOptions } from './driver-options.js'
 import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
+import type { WebhookDispatcherOptions } from '../conductor/webhook-dispatcher.js'
 import type { Logger } from '../domain/logger.js'
 import { errorMessage } from './error-message.js'
 import { ConfigError } from '../domain/errors.js'
@@ -132,7 +133,6 @@ export function conductorOptions(config: Config): ConductorOptions {
     serviceDownTimeMs: config.DEFAULT.service_down_time * 1000,
     leaseSweepIntervalMs: config.agent.report_interval * 1000,
     healthRecoveryReports: config.conductor.health_recovery_reports,
-    fleetRefreshMs: config.metrics.fleet_refresh_seconds * 1000,
     events: { retentionHours: config.events.retention_hours },
     cleaning: {
       retryIntervalMs: config.conductor.clean_retry_interval * 1000,
@@ -142,6 +142,16 @@ export function conductorOptions(config: Config): ConductorOptions {
       retainDays: config.custody.retain_days,
       signingKey: loadCustodySigningKey(custodyKeyPath(config)),
     },
+    ...liveConductorOptions(config),
+  }
+}
+
+/** The conductor's options that a reload applies (Conductor.reconfigure): `[webhooks]`, `[metrics] fleet_refresh_seconds`. */
+export function liveConductorOptions(
+  config: Config,
+): Required<Pick<ConductorOptions, 'fleetRefreshMs'>> & { webhooks: WebhookDispatcherOptions } {
+  return {
+    fleetRefreshMs: config.metrics.fleet_refresh_seconds * 1000,
     webhooks: {
       timeoutMs: config.webhooks.timeout_seconds * 1000,
       concurrency: config.webhooks.concurrency,

@@ -9,6 +9,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { MessageBus } from '../bus/bus.js'
+import type { Conductor } from '../conductor/conductor.js'
 import { createConductorClient, type ConductorRpc } from '../rpc/conductor-rpc.js'
 import { startCore } from './core.js'
 import {
@@ -17,6 +18,7 @@ import {
   conductorOptions,
   createConfiguredBus,
   ensureStateDir,
+  liveConductorOptions,
   novaOptions,
   placementOptions,
   quotaLimits,
@@ -26,8 +28,10 @@ import { VERSION } from './version.js'
 import { API_BINARY, CONDUCTOR_BINARY, startHeartbeat } from './heartbeat.js'
 import { loadApiTls } from './tls.js'
 import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js'
-import { startMetricsListener } from './metrics-server.js'
+import { createMetricsListener } from './metrics-server.js'
 import { eventSinks } from './notifications.js'
+import { createReloader, reloadOnSighup, type Reloader } from './reload.js'
+import { reconfigureLogger } from './logger.js'
 
 export interface RunningService {
   /** Shuts down in order; resolves false when a step failed (it was logged). */
@@ -83,11 +87,15 @@ interface Resources {
   metrics: PrometheusMetrics
   /** Present when the service asked for the database. */
   db: DatabaseHandle | undefined
+  /** SIGHUP's reload: parts that apply reloaded options register a step (reload.ts). */
+  reload: Reloader
 }
 
 /**
- * The common start of every service: connect the bus, create the state dir, open the database
- * when asked, registering each for teardown; then `body`. A failed start undoes what was done.
+ * The common start of every service: reload on SIGHUP (from the start, so that a signal during a
+ * long wait for the broker does not kill the process), connect the bus, create the state dir, open
+ * the database when asked, registering each for teardown; then `body`. A failed start undoes what
+ * was done.
  */
 async function withResources<T>(
   config: Config,
@@ -96,19 +104,30 @@ async function withResources<T>(
   what: { service: string; shared: boolean; database: boolean },
   body: (r: Resources) => Promise<T>,
 ): Promise<T> {
+  const reload = createReloader(config, { log })
+  reload.add({ name: 'logging', apply: (next) => reconfigureLogger(log, next, process.env) })
+  const stopReloading = reloadOnSighup(reload, log)
   const metrics = createPrometheusMetrics()
-  const bus = await createConfiguredBus(config, {
-    shared: what.shared,
-    log,
-    service: what.service,
-    metrics,
-    ...options,
-  })
+  let bus: MessageBus
+  try {
+    bus = await createConfiguredBus(config, {
+      shared: what.shared,
+      log,
+      service: what.service,
+      metrics,
+      ...options,
+    })
+  } catch (err) {
+    stopReloading()
+    throw err
+  }
   const down = new Teardown(log)
   return down.guard(async () => {
+    down.add('reload on SIGHUP', async () => stopReloading())
     down.add('bus', () => bus.close())
-    const closeListener = await startMetricsListener(config, metrics, log)
-    if (closeListener) down.add('metrics listener', closeListener)
+    const listener = await createMetricsListener(config, metrics, log)
+    down.add('metrics listener', () => listener.close())
+    reload.add({ name: 'metrics listener', apply: (next) => listener.apply(next) })
     ensureStateDir(config)
     let db: DatabaseHandle | undefined
     if (what.database) {
@@ -118,7 +137,10 @@ async function withResources<T>(
       down.add('database', () => opened.close())
       db = opened
     }
-    return body({ bus, down, db, metrics })
+    const started = await body({ bus, down, db, metrics, reload })
+    // Once running, a stop ends reloading first, so that no reload touches a part being stopped.
+    down.add('reload on SIGHUP', async () => stopReloading())
+    return started
   })
 }
 
@@ -135,7 +157,7 @@ export async function startAllInOne(
     log,
     options,
     { service: 'up', shared: false, database: true },
-    async ({ bus, down, db, metrics }) => {
+    async ({ bus, down, db, metrics, reload }) => {
       const database = db!
       log.info(
         { database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path },
@@ -159,6 +181,7 @@ export async function startAllInOne(
         quota: quotaLimits(config),
       })
       down.add('agent and conductor', () => core.stop())
+      reloadConductor(reload, core.conductor)
       await firstDiscovery(core.agent, log)
       const { startHttpApi } = await import('./http.js')
       const api = await startHttpApi(config, {
@@ -168,6 +191,7 @@ export async function startAllInOne(
         https,
         metrics,
         bus,
+        reload,
       })
       down.add('api', () => api.app.close())
       const stopBeats = [CONDUCTOR_BINARY, API_BINARY].map((binary) =>
@@ -195,10 +219,18 @@ export async function startApiService(
     log,
     options,
     { service: 'api', shared: true, database: true },
-    async ({ bus, down, db, metrics }) => {
+    async ({ bus, down, db, metrics, reload }) => {
       const conductor = createConductorClient(bus, { timeoutMs: rpcTimeoutMs(config) })
       const { startHttpApi } = await import('./http.js')
-      const api = await startHttpApi(config, { db: db!, conductor, log, https, metrics, bus })
+      const api = await startHttpApi(config, {
+        db: db!,
+        conductor,
+        log,
+        https,
+        metrics,
+        bus,
+        reload,
+      })
       down.add('api', () => api.app.close())
       down.add(
         'heartbeat',
@@ -224,7 +256,7 @@ export async function startConductorService(
     log,
     options,
     { service: 'conductor', shared: true, database: true },
-    async ({ bus, down, db, metrics }) => {
+    async ({ bus, down, db, metrics, reload }) => {
       const events = eventSinks(config, log)
       down.add('notifier', () => events.close())
       const core = await startCore({
@@ -242,6 +274,7 @@ export async function startConductorService(
         quota: quotaLimits(config),
       })
       down.add('conductor', () => core.stop())
+      reloadConductor(reload, core.conductor)
       down.add(
         'heartbeat',
         startHeartbeat({
@@ -286,6 +319,15 @@ export async function startAgentService(
       return { stop: () => down.run() }
     },
   )
+}
+
+/** A reload applies `[webhooks]` and `[metrics] fleet_refresh_seconds` to a running conductor. */
+function reloadConductor(reload: Reloader, conductor: Conductor | undefined): void {
+  if (conductor)
+    reload.add({
+      name: 'conductor',
+      apply: (next) => conductor.reconfigure(liveConductorOptions(next)),
+    })
 }
 
 /** What the API's and conductor's heartbeats share: this host, the version, `[agent] report_interval` (as agents). */

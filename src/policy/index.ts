@@ -16,6 +16,8 @@ export type {
   PolicySubject,
 } from './enforcer.js'
 export type { Operation, RuleDefault } from './base-rules.js'
+export { createReloadingEnforcer } from './reloading-enforcer.js'
+export type { ReloadingEnforcer, ReloadingEnforcerOptions } from './reloading-enforcer.js'
 export { PolicySyntaxError } from './parser.js'
 export { DEFAULT_POLICY_FILE } from './policy-file.js'
 export { renderPolicyJson, renderPolicyText, renderRulesMarkdown } from './render.js'
