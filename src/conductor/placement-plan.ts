@@ -56,13 +56,9 @@ export function planHost(rows: readonly PlacementRow[]): HostPlan {
   return plan
 }
 
-/** The write that brings the row's provider to its desired state, or undefined if it has it already. */
-function desiredWrite(
-  row: PlacementRow,
-  rpUuid: string,
-  problems: string[],
-): ProviderWrite | undefined {
-  const desired = desiredProvider({
+/** What the row's provider should hold (as the sync writes it), or why it can have none. */
+export function desiredStateOf(row: PlacementRow, rpUuid: string) {
+  return desiredProvider({
     rpUuid,
     name: row.name,
     numAccelerators: row.numAccelerators,
@@ -70,6 +66,15 @@ function desiredWrite(
     offered: isOfferedRow(row),
     cleaning: row.cleaning,
   })
+}
+
+/** The write that brings the row's provider to its desired state, or undefined if it has it already. */
+function desiredWrite(
+  row: PlacementRow,
+  rpUuid: string,
+  problems: string[],
+): ProviderWrite | undefined {
+  const desired = desiredStateOf(row, rpUuid)
   if ('problem' in desired) {
     problems.push(desired.problem)
     return undefined

@@ -66,6 +66,11 @@ export interface DatabaseHandle {
   dialect: DialectName
   /** The URL with any password replaced by `***`, safe to log. */
   safeUrl: string
+  /**
+   * SQLite only: copies the database to `dest` through SQLite's online backup API, so that what the
+   * WAL holds is included and writers are not stopped (`cyborg db backup`).
+   */
+  backup?: (dest: string) => Promise<void>
   close(): Promise<void>
 }
 
@@ -232,6 +237,7 @@ export async function openDatabase(
   const { poolSize = 10 } = options
   let dialect: KyselyDialect
   let directReader: DirectReader | undefined
+  let backup: DatabaseHandle['backup']
   if (parsed.dialect === 'sqlite') {
     const file = parsed.file ?? ':memory:'
     const sqlite = new SqliteDatabase(file)
@@ -239,6 +245,7 @@ export async function openDatabase(
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma('busy_timeout = 10000')
+    backup = async (dest) => void (await sqlite.backup(dest))
     const database = withStatementCache(sqlite)
     const driver = new TrackingSqliteDriver({ database })
     dialect = new (class extends SqliteDialect {
@@ -279,5 +286,11 @@ export async function openDatabase(
   }
   const db = new Kysely<Database>({ dialect })
   if (directReader) directReaders.set(db, directReader)
-  return { db, dialect: parsed.dialect, safeUrl: redactUrl(url), close: () => db.destroy() }
+  return {
+    db,
+    dialect: parsed.dialect,
+    safeUrl: redactUrl(url),
+    ...(backup ? { backup } : {}),
+    close: () => db.destroy(),
+  }
 }

@@ -1,6 +1,7 @@
 /** Runs the schema migrations (`cyborg db sync`; automatic in `cyborg up`). */
-import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration'
-import { UnavailableError } from '../domain/errors.js'
+import { Migrator, NO_MIGRATIONS, type Migration, type MigrationResultSet } from 'kysely/migration'
+import { ConflictError, InvalidInputError, UnavailableError } from '../domain/errors.js'
+import { DOWNGRADE_GUARDS } from './migration-guards.js'
 import type { DatabaseHandle } from './connection.js'
 import { initialMigration } from './migrations/0001-initial.js'
 import { placementMigration } from './migrations/0002-placement.js'
@@ -79,4 +80,89 @@ async function outcome(run: Promise<MigrationResultSet>): Promise<MigrationRepor
       .filter((r) => r.status === 'Success')
       .map((r) => r.migrationName),
   }
+}
+
+/** The migrations in order, the applied ones, and the last applied (null for an empty schema). */
+export interface MigrationStatus {
+  all: string[]
+  applied: string[]
+  pending: string[]
+  current: string | null
+}
+
+export async function migrationStatus(handle: DatabaseHandle): Promise<MigrationStatus> {
+  const infos = await migrator(handle).getMigrations()
+  const applied = infos.filter((m) => m.executedAt !== undefined).map((m) => m.name)
+  return {
+    all: infos.map((m) => m.name),
+    applied,
+    pending: infos.filter((m) => m.executedAt === undefined).map((m) => m.name),
+    current: applied.at(-1) ?? null,
+  }
+}
+
+/**
+ * A revision as an operator names it: a migration's name (`0012-device-identities`), its number
+ * (`0012`, `12`), or `base` / `0` (no migration). @throws InvalidInputError naming the known ones
+ */
+export function resolveRevision(all: readonly string[], rev: string): string | typeof BASE {
+  const r = rev.trim()
+  if (r === 'base' || /^0+$/.test(r)) return BASE
+  const hit = /^\d+$/.test(r)
+    ? all.find((n) => Number(n.slice(0, 4)) === Number(r))
+    : all.find((n) => n === r)
+  if (hit === undefined)
+    throw new InvalidInputError(
+      `unknown revision ${JSON.stringify(rev)}: expected base, or one of ${all.join(', ')}`,
+      { details: { field: 'to' } },
+    )
+  return hit
+}
+export const BASE = Symbol('base')
+
+/** Applies the pending migrations up to `to` (all without it). Refuses a revision below the current. */
+export async function upgradeTo(handle: DatabaseHandle, to?: string): Promise<MigrationReport> {
+  if (to === undefined) return migrateToLatest(handle)
+  const status = await migrationStatus(handle)
+  const target = resolveRevision(status.all, to)
+  if (target === BASE || status.all.indexOf(target) < status.all.indexOf(status.current ?? ''))
+    throw new InvalidInputError(
+      `${to} is below the current revision ${status.current}: use cyborg db downgrade --to ${to}`,
+      { details: { field: 'to' } },
+    )
+  return outcome(migrator(handle).migrateTo(target))
+}
+
+/**
+ * Undoes the migrations above `to`, newest first. Refuses while one of them would drop data
+ * (migration-guards.ts), naming it, unless `force`.
+ */
+export async function downgradeTo(
+  handle: DatabaseHandle,
+  to: string,
+  options: { force?: boolean } = {},
+): Promise<MigrationReport & { undone: string[] }> {
+  const status = await migrationStatus(handle)
+  const target = resolveRevision(status.all, to)
+  const keep = target === BASE ? 0 : status.all.indexOf(target) + 1
+  if (target !== BASE && !status.applied.includes(target))
+    throw new InvalidInputError(
+      `${target} is not applied (current: ${status.current ?? 'base'}): use cyborg db upgrade --to ${target}`,
+      { details: { field: 'to' } },
+    )
+  const undo = status.applied.slice(keep).reverse()
+  if (!options.force) {
+    const losses: string[] = []
+    for (const name of undo) {
+      const lost = await DOWNGRADE_GUARDS[name]?.(handle.db)
+      if (lost !== undefined) losses.push(`${name} would drop ${lost}`)
+    }
+    if (losses.length > 0)
+      throw new ConflictError(
+        `refusing to downgrade to ${to}: ${losses.join('; ')}. Pass --force to drop them, after a backup`,
+        { code: 'DOWNGRADE_LOSES_DATA', details: { losses } },
+      )
+  }
+  const report = await outcome(migrator(handle).migrateTo(target === BASE ? NO_MIGRATIONS : target))
+  return { ...report, undone: undo }
 }

@@ -33,6 +33,7 @@ import { registerQuotaCommands } from '../cli/quota-commands.js'
 import { registerCustodyCommands } from '../cli/custody-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
+import { registerDbCommands } from './db-commands.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -176,6 +177,8 @@ db.command('sync')
       fail('db sync', err)
     }
   })
+
+registerDbCommands(db, { configFor, fail })
 
 const config = program.command('config').description('configuration helpers')
 config

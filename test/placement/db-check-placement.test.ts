@@ -1,0 +1,62 @@
+/**
+ * `cyborg db check`'s Placement drift against a real Placement: none after a sync; a trait removed
+ * and an inventory changed behind the conductor's back are each named; a provider deleted is named.
+ */
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { noopLogger } from '../../src/domain/logger.js'
+import { startCore, type Core } from '../../src/main/core.js'
+import { placementDrift } from '../../src/main/db-check-command.js'
+import { testDialects, type TestDatabase } from '../support/db.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+
+const skip = await placementSkip()
+
+void describe('db check: Placement drift', { skip }, () => {
+  let placement: RunningPlacement
+  let db: TestDatabase
+  let core: Core
+  before(async () => {
+    placement = await startPlacement()
+    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
+    core = await startCore({
+      db,
+      bus: createInProcessBus(),
+      log: noopLogger,
+      agent: {
+        host: 'drift-1',
+        enabledDrivers: ['fake'],
+        autoActivate: true,
+        periodicIntervalMs: 3_600_000,
+      },
+      placement: { client: placement.client, createRootProvider: true },
+    })
+    await core.agent!.discoverNow()
+  })
+  after(async () => {
+    await core?.stop()
+    await db?.close()
+    await placement?.stop()
+  })
+
+  void it('finds nothing after a sync, then names each drift', async () => {
+    assert.deepEqual(await placementDrift(db, placement.client), [])
+    const { rp_uuid: rp } = await db.db
+      .selectFrom('deployables')
+      .select('rp_uuid')
+      .executeTakeFirstOrThrow()
+    const p = (await placement.client.getProvider(rp!))!
+    const g = await placement.client.setTraits(rp!, p.generation, ['OWNER_CYBORG'])
+    await placement.client.setInventory(rp!, g, {
+      FPGA: { total: 16, reserved: 3, max_unit: 16 },
+    })
+    const found = (await placementDrift(db, placement.client)).map((f) => f.message)
+    assert.equal(found.length, 2, found.join('\n'))
+    assert.match(found[0]!, /holds FPGA total 16 reserved 3, the database says total 16 reserved 0/)
+    assert.match(
+      found[1]!,
+      /has traits OWNER_CYBORG, the database says CUSTOM_FAKE_DEVICE, OWNER_CYBORG/,
+    )
+  })
+})
