@@ -245,7 +245,9 @@ export async function openDatabase(
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma('busy_timeout = 10000')
-    backup = async (dest) => void (await sqlite.backup(dest))
+    // All remaining pages in one step after the first: one consistent read, which writes by the
+    // services' connections cannot restart halfway (they would, between steps of 100 pages).
+    backup = async (dest) => void (await sqlite.backup(dest, { progress: () => 0x7fffffff }))
     const database = withStatementCache(sqlite)
     const driver = new TrackingSqliteDriver({ database })
     dialect = new (class extends SqliteDialect {

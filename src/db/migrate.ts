@@ -1,7 +1,12 @@
-/** Runs the schema migrations (`cyborg db sync`; automatic in `cyborg up`). */
+/**
+ * Runs the schema migrations: to the latest (`cyborg db upgrade`, `db sync`; automatic in `cyborg
+ * up`), up or down to a revision (`db upgrade --to`, `db downgrade --to`), and reads where the
+ * schema is (`db version`). docs/operations.md.
+ */
+import { sql } from 'kysely'
 import { Migrator, NO_MIGRATIONS, type Migration, type MigrationResultSet } from 'kysely/migration'
 import { ConflictError, InvalidInputError, UnavailableError } from '../domain/errors.js'
-import { DOWNGRADE_GUARDS } from './migration-guards.js'
+import { downgradeLosses } from './migration-guards.js'
 import type { DatabaseHandle } from './connection.js'
 import { initialMigration } from './migrations/0001-initial.js'
 import { placementMigration } from './migrations/0002-placement.js'
@@ -44,12 +49,14 @@ export interface MigrationReport {
   applied: string[]
 }
 
+const MIGRATION_TABLE = 'cyborg_migrations'
+
 const migrator = (handle: DatabaseHandle) =>
   new Migrator({
     db: handle.db,
     provider: { getMigrations: () => Promise.resolve(migrations(handle)) },
-    migrationTableName: 'cyborg_migrations',
-    migrationLockTableName: 'cyborg_migrations_lock',
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: `${MIGRATION_TABLE}_lock`,
   })
 
 /** Brings the schema to the latest version. Safe to run from several processes at once. */
@@ -82,87 +89,145 @@ async function outcome(run: Promise<MigrationResultSet>): Promise<MigrationRepor
   }
 }
 
-/** The migrations in order, the applied ones, and the last applied (null for an empty schema). */
+/**
+ * Where the schema is: every migration this version knows, in order; the applied ones; the pending
+ * ones; and `unknown`, migrations recorded as applied that this version does not have (a newer
+ * Cyborg upgraded the database).
+ */
 export interface MigrationStatus {
+  /** Every migration of this version, oldest first. */
   all: string[]
+  /** The ones applied, oldest first. */
   applied: string[]
+  /** The ones not applied, oldest first. */
   pending: string[]
+  /** The last applied known migration; null for an empty schema. */
   current: string | null
+  /** Recorded as applied, but not migrations of this version (a newer one applied them). */
+  unknown: string[]
 }
 
+/** Reads the schema's revision; creates nothing (an empty database is at base). */
 export async function migrationStatus(handle: DatabaseHandle): Promise<MigrationStatus> {
   const infos = await migrator(handle).getMigrations()
   const applied = infos.filter((m) => m.executedAt !== undefined).map((m) => m.name)
+  const all = infos.map((m) => m.name)
+  const tables = await handle.db.introspection.getTables()
+  let recorded: string[] = []
+  if (tables.some((t) => t.name === MIGRATION_TABLE)) {
+    const { rows } = await sql<{
+      name: string
+    }>`select name from ${sql.table(MIGRATION_TABLE)}`.execute(handle.db)
+    recorded = rows.map((r) => r.name)
+  }
   return {
-    all: infos.map((m) => m.name),
+    all,
     applied,
     pending: infos.filter((m) => m.executedAt === undefined).map((m) => m.name),
     current: applied.at(-1) ?? null,
+    unknown: recorded.filter((n) => !all.includes(n)).sort(),
   }
 }
 
+/** No migration applied: `cyborg db downgrade --to base`. */
+export const BASE = 'base'
+
 /**
  * A revision as an operator names it: a migration's name (`0012-device-identities`), its number
- * (`0012`, `12`), or `base` / `0` (no migration). @throws InvalidInputError naming the known ones
+ * (`0012`, `12`), or `base` / `0` / `0000` (no migration). @throws InvalidInputError naming the
+ * known ones
  */
-export function resolveRevision(all: readonly string[], rev: string): string | typeof BASE {
+export function resolveRevision(all: readonly string[], rev: string): string {
   const r = rev.trim()
-  if (r === 'base' || /^0+$/.test(r)) return BASE
+  if (r === BASE || /^0+$/.test(r)) return BASE
   const hit = /^\d+$/.test(r)
-    ? all.find((n) => Number(n.slice(0, 4)) === Number(r))
+    ? all.find((n) => Number(n.slice(0, n.indexOf('-'))) === Number(r))
     : all.find((n) => n === r)
   if (hit === undefined)
     throw new InvalidInputError(
-      `unknown revision ${JSON.stringify(rev)}: expected base, or one of ${all.join(', ')}`,
+      `unknown revision ${JSON.stringify(rev)}: expected base, a number, or one of ${all.join(', ')}`,
       { details: { field: 'to' } },
     )
   return hit
 }
-export const BASE = Symbol('base')
 
-/** Applies the pending migrations up to `to` (all without it). Refuses a revision below the current. */
+/** Refuses to move a schema that a newer Cyborg has upgraded past what this version knows. */
+function refuseUnknown(status: MigrationStatus): void {
+  if (status.unknown.length > 0)
+    throw new ConflictError(
+      `the database has migrations this version does not know (${status.unknown.join(', ')}): a newer Cyborg upgraded it; downgrade it with that version first`,
+      { code: 'SCHEMA_NEWER', details: { unknown: status.unknown } },
+    )
+}
+
+const position = (status: MigrationStatus, rev: string) =>
+  rev === BASE ? -1 : status.all.indexOf(rev)
+
+/**
+ * Applies the pending migrations up to `to` (all without it). Refuses a revision below the
+ * current one, pointing to downgrade.
+ */
 export async function upgradeTo(handle: DatabaseHandle, to?: string): Promise<MigrationReport> {
-  if (to === undefined) return migrateToLatest(handle)
   const status = await migrationStatus(handle)
+  refuseUnknown(status)
+  if (to === undefined) return migrateToLatest(handle)
   const target = resolveRevision(status.all, to)
-  if (target === BASE || status.all.indexOf(target) < status.all.indexOf(status.current ?? ''))
+  if (position(status, target) < position(status, status.current ?? BASE))
     throw new InvalidInputError(
-      `${to} is below the current revision ${status.current}: use cyborg db downgrade --to ${to}`,
+      `${target} is below the current revision ${status.current}: use cyborg db downgrade --to ${to}`,
       { details: { field: 'to' } },
     )
+  if (target === BASE) return { applied: [] }
   return outcome(migrator(handle).migrateTo(target))
 }
 
+/** What a downgrade undid, newest first, and what it dropped doing so (only with `force`). */
+export interface DowngradeReport {
+  undone: string[]
+  dropped: { migration: string; loss: string }[]
+}
+
 /**
- * Undoes the migrations above `to`, newest first. Refuses while one of them would drop data
- * (migration-guards.ts), naming it, unless `force`.
+ * Undoes the migrations above `to`, newest first. Refuses a revision above the current one, and,
+ * unless `force`, refuses while one of the migrations to undo would drop data
+ * (migration-guards.ts), naming each and what. @throws ConflictError DOWNGRADE_LOSES_DATA
  */
 export async function downgradeTo(
   handle: DatabaseHandle,
   to: string,
   options: { force?: boolean } = {},
-): Promise<MigrationReport & { undone: string[] }> {
+): Promise<DowngradeReport> {
   const status = await migrationStatus(handle)
+  refuseUnknown(status)
   const target = resolveRevision(status.all, to)
-  const keep = target === BASE ? 0 : status.all.indexOf(target) + 1
-  if (target !== BASE && !status.applied.includes(target))
+  if (position(status, target) > position(status, status.current ?? BASE))
     throw new InvalidInputError(
-      `${target} is not applied (current: ${status.current ?? 'base'}): use cyborg db upgrade --to ${target}`,
+      `${target} is above the current revision ${status.current ?? BASE}: use cyborg db upgrade --to ${to}`,
       { details: { field: 'to' } },
     )
-  const undo = status.applied.slice(keep).reverse()
-  if (!options.force) {
-    const losses: string[] = []
-    for (const name of undo) {
-      const lost = await DOWNGRADE_GUARDS[name]?.(handle.db)
-      if (lost !== undefined) losses.push(`${name} would drop ${lost}`)
-    }
-    if (losses.length > 0)
-      throw new ConflictError(
-        `refusing to downgrade to ${to}: ${losses.join('; ')}. Pass --force to drop them, after a backup`,
-        { code: 'DOWNGRADE_LOSES_DATA', details: { losses } },
-      )
+  const undo = status.applied.slice(position(status, target) + 1).reverse()
+  const losses = await downgradeLosses(handle.db, undo)
+  if (losses.length > 0 && !options.force)
+    throw new ConflictError(
+      `cannot downgrade to ${target}: ${losses.map((l) => `${l.migration}: ${l.loss}`).join('; ')}. Pass --force to drop them (take a backup first)`,
+      { code: 'DOWNGRADE_LOSES_DATA', details: { losses } },
+    )
+  if (undo.length === 0) return { undone: [], dropped: [] }
+  const result = await migrator(handle).migrateTo(target === BASE ? NO_MIGRATIONS : target)
+  const undone = (result.results ?? [])
+    .filter((r) => r.status === 'Success')
+    .map((r) => r.migrationName)
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName ?? '?'
+    // SQLite and PostgreSQL ran the whole downgrade in one transaction; MariaDB commits DDL as it runs.
+    const kept =
+      handle.dialect === 'mysql'
+        ? `undone before it: ${undone.join(', ') || 'none'}; ${failed} may be half undone`
+        : 'rolled back: nothing was undone'
+    throw new UnavailableError(
+      `downgrade failed at ${failed} (${kept}): ${String((result.error as Error).message ?? result.error)}`,
+      { cause: result.error },
+    )
   }
-  const report = await outcome(migrator(handle).migrateTo(target === BASE ? NO_MIGRATIONS : target))
-  return { ...report, undone: undo }
+  return { undone, dropped: losses }
 }

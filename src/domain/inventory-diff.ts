@@ -244,7 +244,9 @@ function diffDeployable(
   const set: Partial<DeployableFields> = {}
   if (cur.numAccelerators !== want.numAccelerators) set.numAccelerators = want.numAccelerators
   if (cur.driverName !== want.driverName) set.driverName = want.driverName
-  if (cur.rpUuid !== want.rpUuid) set.rpUuid = want.rpUuid
+  // A stored provider uuid is kept: one imported from OpenStack Cyborg (uuid3 of the name) is what
+  // Nova's allocations and requests name (docs/migrate-from-openstack-cyborg.md). Only a missing one is set.
+  if (cur.rpUuid === null) set.rpUuid = want.rpUuid
   if (Object.keys(set).length > 0) diff.updateDeployables.push({ id: cur.id, set })
   if (cur.removalPending) diff.clearRemovalPending.push(cur.id)
 

@@ -1,6 +1,6 @@
 /**
  * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
- * `db sync`, `config sample|show`, `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
+ * `db …` (db-commands.ts), `config sample|show`, `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
  */
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
@@ -34,12 +34,12 @@ import { registerCustodyCommands } from '../cli/custody-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
 import { registerDbCommands } from './db-commands.js'
+import { registerImportCommand } from './import-command.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
 type Services = typeof ServicesModule
 const services = (): Promise<Services> => import('./services.js')
-const database = () => import('./database.js')
 
 /** A shutdown that takes longer than this exits with code 1. */
 const SHUTDOWN_DEADLINE_MS = 30_000
@@ -154,31 +154,8 @@ program
   .description("run this host's agent (needs transport_url: a bus shared with the conductor)")
   .action((_opts, command: Command) => serve('agent', command, (s) => s.startAgentService))
 
-const db = program.command('db').description('database administration')
-db.command('sync')
-  .description('create or upgrade the schema of [database] connection')
-  .action(async (_opts, command: Command) => {
-    try {
-      const config = configFor(command)
-      const { migrateDatabase, openConfiguredDatabase } = await database()
-      const handle = await openConfiguredDatabase(config)
-      try {
-        const applied = await migrateDatabase(handle)
-        for (const name of applied) process.stdout.write(`applied ${name}\n`)
-        process.stdout.write(
-          applied.length > 0
-            ? `${handle.safeUrl}: ${applied.length} migration(s) applied; the schema is current\n`
-            : `${handle.safeUrl}: nothing to apply; the schema is current\n`,
-        )
-      } finally {
-        await handle.close()
-      }
-    } catch (err) {
-      fail('db sync', err)
-    }
-  })
-
-registerDbCommands(db, { configFor, fail })
+// `db version | upgrade (sync) | downgrade | backup | check`; returns `db` for more subcommands.
+registerImportCommand(registerDbCommands(program, { configFor, fail }), { configFor, fail })
 
 const config = program.command('config').description('configuration helpers')
 config

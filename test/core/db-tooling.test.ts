@@ -1,174 +1,133 @@
 /**
- * `cyborg db` tooling (docs/operations.md) on SQLite, PostgreSQL and MariaDB, with data:
- * - every migration is undone and redone one step at a time over a populated database: the rows
- *   of the tables that stay are kept through every step down to 0001 and back up to the latest;
- * - a downgrade that would drop data is refused, naming the migration and what it would drop
- *   (0015's fenced units, 0014's cleaning units, 0013's custody records, 0005's v1 attachments),
- *   until `force`; a downgrade to base leaves no table but the migrator's own;
- * - revisions by name, by number and `base`; an unknown one, or an upgrade "to" a lower one, is
- *   refused naming it;
- * - `db check` finds planted inconsistencies; `db backup` (SQLite) copies rows still in the WAL.
+ * `cyborg db` revisions (src/db/migrate.ts) on SQLite, PostgreSQL and MariaDB, and `db backup` on
+ * SQLite (docs/operations.md):
+ * - revisions by name, by number and `base`; an unknown one, an upgrade "to" a lower one, a
+ *   downgrade "to" a higher one are refused, naming it, and change nothing;
+ * - a database that a newer Cyborg upgraded (a migration this version does not know) is reported
+ *   and never moved;
+ * - a downgrade over several guarded migrations names each, newest first, and undoes nothing;
+ * - the backup holds rows that are still only in the WAL.
+ * The walk of every migration with data is test/core/migration-walk.test.ts.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/connection.js'
-import { checkDatabase } from '../../src/db/db-check.js'
-import { downgradeTo, migrateToLatest, migrationStatus, upgradeTo } from '../../src/db/migrate.js'
-import { canonicalJson } from '../../src/domain/inventory.js'
+import {
+  downgradeTo,
+  migrateToLatest,
+  migrationStatus,
+  resolveRevision,
+  upgradeTo,
+} from '../../src/db/migrate.js'
+import { GUARDED_MIGRATIONS } from '../../src/db/migration-guards.js'
 import { testDialects } from '../support/db.js'
 import { ingestSnapshot } from '../support/ingest.js'
+import { NOW, SEEDS } from '../support/migration-seeds.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 
-const NOW = '2026-11-26T00:00:00.000000+00:00'
+const rejectsWith = (code: string, pattern: RegExp) => (err: Error & { code?: string }) => {
+  assert.equal(err.code, code, err.message)
+  assert.match(err.message, pattern)
+  return true
+}
 
 for (const dialect of await testDialects()) {
-  await test(`db tooling on ${dialect.name}`, { skip: dialect.skip }, async (t) => {
+  await test(`db revisions on ${dialect.name}`, { skip: dialect.skip }, async (t) => {
     const handle = await dialect.create()
     try {
-      const devices = [0, 1].map((n) => sampleDevice('mig-1', n))
-      await ingestSnapshot(
-        handle.db,
-        { host: 'mig-1', hash: 'h', devices },
-        { autoActivate: true, now: NOW },
-      )
-      const count = async (table: 'devices' | 'deployables' | 'attach_handles') =>
-        Number(
-          (
-            await handle.db
-              .selectFrom(table)
-              .select((eb) => eb.fn.countAll().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        )
-      const before = {
-        devices: await count('devices'),
-        deployables: await count('deployables'),
-        handles: await count('attach_handles'),
-      }
-      assert.ok(before.handles >= 2)
-      const handles = await handle.db
-        .selectFrom('attach_handles')
-        .select('id')
-        .orderBy('id')
-        .execute()
-      // A v1 attachment (no profile), a unit cleaning and a unit fenced by a program.
-      await handle.db
-        .insertInto('accelerator_requests')
-        .values({
-          uuid: '7ab00000-0000-4000-8000-000000000001',
-          state: 'Bound',
-          device_profile_id: null,
-          device_profile_group_id: 0,
-          hostname: 'mig-1',
-          attach_handle_id: handles[0]!.id,
-          created_at: NOW,
-        })
-        .execute()
-      await handle.db
-        .updateTable('attach_handles')
-        .set({ in_use: 1 })
-        .where('id', '=', handles[0]!.id)
-        .execute()
-      await handle.db
-        .updateTable('attach_handles')
-        .set({
-          in_use: 1,
-          reconfig_uuid: '7ab00000-0000-4000-8000-0000000000f1',
-          reconfig_kind: 'program',
-          reconfig_since: NOW,
-        })
-        .where('id', '=', handles[1]!.id)
-        .execute()
+      const start = await migrationStatus(handle)
+      const { all } = start
+      const latest = all.at(-1)!
+      assert.deepEqual(start, { all, applied: all, pending: [], current: latest, unknown: [] })
 
-      await t.test(
-        'db check finds nothing on a consistent database, then each planted problem',
-        async () => {
-          assert.deepEqual(await checkDatabase(handle.db), [])
-          await handle.db
-            .updateTable('attach_handles')
-            .set({ in_use: 1 })
-            .where('id', '=', handles[2]!.id)
-            .execute()
-          const found = await checkDatabase(handle.db)
-          assert.deepEqual(
-            found.map((f) => f.kind),
-            ['handle_in_use_by_nobody'],
+      await t.test('revisions by name, by number, base; unknown ones named', () => {
+        assert.equal(resolveRevision(all, '0012-device-identities'), '0012-device-identities')
+        assert.equal(resolveRevision(all, '12'), '0012-device-identities')
+        assert.equal(resolveRevision(all, '0012'), '0012-device-identities')
+        for (const base of ['base', '0', '0000']) assert.equal(resolveRevision(all, base), 'base')
+        for (const bad of ['nope', '99', '0012-device'])
+          assert.throws(
+            () => resolveRevision(all, bad),
+            rejectsWith(
+              'INVALID_INPUT',
+              /^unknown revision ".*": expected base, a number, or one of 0001-initial, /,
+            ),
           )
-          await handle.db
-            .updateTable('attach_handles')
-            .set({ in_use: 0 })
-            .where('id', '=', handles[2]!.id)
-            .execute()
-        },
-      )
+      })
 
-      const status = await migrationStatus(handle)
-      assert.deepEqual(status.pending, [])
-      assert.equal(status.current, status.all.at(-1))
-
-      await t.test('refuses what would drop data, naming it, until --force', async () => {
-        await assert.rejects(downgradeTo(handle, '14'), (err: Error & { code?: string }) => {
-          assert.equal(err.code, 'DOWNGRADE_LOSES_DATA')
-          assert.match(
-            err.message,
-            /0015-reconfig-fence would drop 1 unit\(s\) held by an unfinished program/,
-          )
-          return true
+      await t.test('down and up by number; wrong directions refused', async () => {
+        assert.deepEqual(await downgradeTo(handle, '13'), {
+          undone: ['0015-reconfig-fence', '0014-handle-cleaning'],
+          dropped: [],
         })
+        const at13 = await migrationStatus(handle)
+        assert.equal(at13.current, '0013-custody')
+        assert.deepEqual(at13.pending, ['0014-handle-cleaning', '0015-reconfig-fence'])
         await assert.rejects(
-          downgradeTo(handle, '0004-arq-instances'),
-          /0005-v1-attachments would drop 1 v1 attachment/,
+          downgradeTo(handle, '14'),
+          rejectsWith(
+            'INVALID_INPUT',
+            /^0014-handle-cleaning is above the current revision 0013-custody: use cyborg db upgrade --to 14$/,
+          ),
         )
         await assert.rejects(
-          downgradeTo(handle, 'nope'),
-          /unknown revision "nope": expected base, or one of 0001-initial/,
+          upgradeTo(handle, '3'),
+          rejectsWith(
+            'INVALID_INPUT',
+            /^0003-arqs is below the current revision 0013-custody: use cyborg db downgrade --to 3$/,
+          ),
         )
-        await assert.rejects(upgradeTo(handle, '3'), /below the current revision/)
-        assert.equal((await migrationStatus(handle)).current, status.current, 'nothing was undone')
+        await assert.rejects(upgradeTo(handle, 'base'), /below the current revision/)
+        assert.deepEqual(await upgradeTo(handle, '0013-custody'), { applied: [] })
+        assert.deepEqual(await downgradeTo(handle, '13'), { undone: [], dropped: [] })
+        assert.equal((await migrationStatus(handle)).current, '0013-custody', 'nothing moved')
+        assert.deepEqual(await upgradeTo(handle, '14'), { applied: ['0014-handle-cleaning'] })
+        assert.deepEqual(await upgradeTo(handle), { applied: ['0015-reconfig-fence'] })
+      })
+
+      await t.test('a migration this version does not know: reported, never moved', async () => {
+        await sql`insert into cyborg_migrations (name, timestamp) values ('0099-future', ${NOW})`.execute(
+          handle.db,
+        )
+        const s = await migrationStatus(handle)
+        assert.deepEqual(s.unknown, ['0099-future'])
+        assert.equal(s.current, latest)
+        for (const move of [
+          () => upgradeTo(handle),
+          () => upgradeTo(handle, '2'),
+          () => downgradeTo(handle, '2'),
+        ])
+          await assert.rejects(
+            move,
+            rejectsWith(
+              'SCHEMA_NEWER',
+              /does not know \(0099-future\): a newer Cyborg upgraded it/,
+            ),
+          )
+        await sql`delete from cyborg_migrations where name = '0099-future'`.execute(handle.db)
       })
 
       await t.test(
-        'every migration down to 0001 and back up, one step at a time, keeping the rows',
+        'a downgrade that would drop data names every migration, undoes none',
         async () => {
-          const names = status.all
-          for (let i = names.length - 1; i >= 1; i--) {
-            const out = await downgradeTo(handle, names[i - 1]!, { force: true })
-            assert.deepEqual(out.undone, [names[i]])
-            assert.equal(await count('devices'), before.devices, `after undoing ${names[i]}`)
-            assert.equal(await count('deployables'), before.deployables)
-            assert.equal(await count('attach_handles'), before.handles)
-          }
-          assert.equal((await migrationStatus(handle)).current, '0001-initial')
-          for (const name of names.slice(1)) {
-            const out = await upgradeTo(handle, name)
-            assert.deepEqual(out.applied, [name])
-            assert.equal(await count('devices'), before.devices, `after redoing ${name}`)
-          }
-          assert.deepEqual((await migrationStatus(handle)).pending, [])
-          // The schema works again: a row of the newest columns can be written.
-          await handle.db
-            .updateTable('attach_handles')
-            .set({ reconfig_uuid: null, reconfig_kind: null, clean_state: null })
-            .execute()
-          assert.deepEqual(await checkDatabase(handle.db), [])
-        },
-      )
-
-      await t.test(
-        'base drops every table but the migrator’s; upgrade brings them all back',
-        async () => {
-          await downgradeTo(handle, 'base', { force: true })
-          const left = (await handle.db.introspection.getTables()).map((x) => x.name)
-          assert.deepEqual(
-            left.filter((n) => !n.startsWith('cyborg_migrations')),
-            [],
+          for (const seed of Object.values(SEEDS)) await seed(handle.db)
+          const err = await downgradeTo(handle, 'base').then(
+            () => assert.fail('not refused'),
+            (e: Error & { details?: { losses: { migration: string }[] } }) => e,
           )
-          await migrateToLatest(handle)
+          assert.match(
+            err.message,
+            /^cannot downgrade to base: 0015-reconfig-fence: 1 unit\(s\) held by an unfinished program or configure .*; 0001-initial: 2 device\(s\), 1 device profile\(s\), 2 accelerator request\(s\)\. Pass --force to drop them \(take a backup first\)$/,
+          )
+          assert.deepEqual(
+            err.details?.losses.map((l) => l.migration),
+            [...GUARDED_MIGRATIONS].reverse(),
+          )
           assert.deepEqual((await migrationStatus(handle)).pending, [])
-          assert.equal(await count('devices'), 0)
         },
       )
     } finally {
@@ -177,25 +136,34 @@ for (const dialect of await testDialects()) {
   })
 }
 
-await test('db backup copies an SQLite database with what is still in its WAL', async () => {
+await test('db backup copies an SQLite database with what is still only in its WAL', async () => {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-backup-'))
   try {
     const source = await openDatabase(`sqlite:///${dir}/live.db`)
+    // No checkpoint: every row stays in live.db-wal until the connection closes.
+    await sql`PRAGMA wal_autocheckpoint = 0`.execute(source.db)
     await migrateToLatest(source)
     await ingestSnapshot(
       source.db,
-      { host: 'bk-1', hash: 'h', devices: [sampleDevice('bk-1', 0)] },
+      { host: 'bk-1', hash: 'h', devices: [sampleDevice('bk-1', 0), sampleDevice('bk-1', 1)] },
       { autoActivate: true, now: NOW },
     )
+    assert.ok((await stat(path.join(dir, 'live.db-wal'))).size > 0)
+    // The main file alone does not even have the tables yet.
+    await copyFile(path.join(dir, 'live.db'), path.join(dir, 'raw.db'))
+    const raw = await openDatabase(`sqlite:///${dir}/raw.db`)
+    assert.deepEqual(await raw.db.introspection.getTables(), [])
+    await raw.close()
+
     assert.ok(source.backup, 'an SQLite handle can back up')
     await source.backup(path.join(dir, 'copy.db'))
     const copy = await openDatabase(`sqlite:///${dir}/copy.db`)
-    const rows = await copy.db.selectFrom('devices').select(['hostname', 'cpid_info']).execute()
+    const rows = await copy.db.selectFrom('devices').select('hostname').execute()
     assert.deepEqual(
       rows.map((r) => r.hostname),
-      ['bk-1'],
+      ['bk-1', 'bk-1'],
     )
-    assert.equal(rows[0]!.cpid_info, canonicalJson(sampleDevice('bk-1', 0).controlPath.info))
+    assert.deepEqual((await migrationStatus(copy)).pending, [])
     await copy.close()
     await source.close()
   } finally {

@@ -1,11 +1,13 @@
 /**
  * `cyborg db check`'s Placement drift against a real Placement: none after a sync; a trait removed
- * and an inventory changed behind the conductor's back are each named; a provider deleted is named.
+ * and an inventory changed behind the conductor's back are each named; a provider deleted is named;
+ * a Placement that does not answer is one `placement_unreachable` finding.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { noopLogger } from '../../src/domain/logger.js'
+import { createPlacementClient } from '../../src/openstack/placement.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { placementDrift } from '../../src/main/db-check-command.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
@@ -53,10 +55,34 @@ void describe('db check: Placement drift', { skip }, () => {
     })
     const found = (await placementDrift(db, placement.client)).map((f) => f.message)
     assert.equal(found.length, 2, found.join('\n'))
-    assert.match(found[0]!, /holds FPGA total 16 reserved 3, the database says total 16 reserved 0/)
+    assert.match(
+      found[0]!,
+      /^deployable drift_1_FakeDevice: provider [0-9a-f-]{36} holds FPGA total 16 reserved 3; the database says total 16 reserved 0$/,
+    )
     assert.match(
       found[1]!,
-      /has traits OWNER_CYBORG, the database says CUSTOM_FAKE_DEVICE, OWNER_CYBORG/,
+      /has traits OWNER_CYBORG; the database says CUSTOM_FAKE_DEVICE, OWNER_CYBORG$/,
     )
+    assert.equal(await placement.client.deleteProvider(rp!), 'deleted')
+    assert.deepEqual(await placementDrift(db, placement.client), [
+      {
+        kind: 'placement_drift',
+        message: `deployable drift_1_FakeDevice: provider ${rp} is not in Placement`,
+      },
+    ])
+  })
+
+  void it('a Placement that does not answer is one finding', async () => {
+    const down = createPlacementClient({
+      endpoint: 'http://127.0.0.1:1',
+      token: 'x',
+      timeoutMs: 2000,
+    })
+    const found = await placementDrift(db, down)
+    assert.deepEqual(
+      found.map((f) => f.kind),
+      ['placement_unreachable'],
+    )
+    assert.match(found[0]!.message, /^Placement could not be read, so drift was not checked: /)
   })
 })
