@@ -72,7 +72,7 @@ export function createDeployableProgram(deps: DeployableProgramDeps) {
   const log = deps.log.child({ component: 'program' })
 
   /** The one transaction that ends an operation the agent answered (or that was refused). */
-  const finish = (
+  const finish = async (
     trx: WriteTrx,
     job: { target: ReconfigTarget; operation: string; imageUuid: string; ending: Ending },
     who: Who,
@@ -82,32 +82,30 @@ export function createDeployableProgram(deps: DeployableProgramDeps) {
     const at = now()
     const touched = ending.kind !== 'refused'
     const reason = ending.kind === 'done' ? null : errorMessage(ending.err)
-    return (async () => {
-      await liftReconfigFence(trx, operation, at)
-      if (ending.kind === 'done') await updateBitstream(trx, dep.id, ending.imageId, at)
-      else if (touched) await clearBitstreams(trx, [dep.id], at)
-      const detail = { image_uuid: imageUuid, operation_uuid: operation, result: reason ?? 'ok' }
-      const recordUuid = touched
-        ? await appendReconfigRecord(trx, {
-            uuid: deps.uuid(),
-            kind: CustodyKind.Program,
-            target,
-            deployableUuid: dep.uuid,
-            who,
-            detail,
-            at,
-          })
-        : null
-      const facts = await getDeployableFacts(trx, dep.id)
-      const program = { operationUuid: operation, imageUuid, ...who, reason }
-      if (facts)
-        await insertEvents(trx, [
-          deployableEvent(reason === null ? 'programmed' : 'program_failed', facts, at, {
-            ...program,
-            custodyRecordUuid: recordUuid,
-          }),
-        ])
-    })()
+    await liftReconfigFence(trx, operation, at)
+    if (ending.kind === 'done') await updateBitstream(trx, dep.id, ending.imageId, at)
+    else if (touched) await clearBitstreams(trx, [dep.id], at)
+    const detail = { image_uuid: imageUuid, operation_uuid: operation, result: reason ?? 'ok' }
+    const recordUuid = touched
+      ? await appendReconfigRecord(trx, {
+          uuid: deps.uuid(),
+          kind: CustodyKind.Program,
+          target,
+          deployableUuid: dep.uuid,
+          who,
+          detail,
+          at,
+        })
+      : null
+    const facts = await getDeployableFacts(trx, dep.id)
+    const program = { operationUuid: operation, imageUuid, ...who, reason }
+    if (facts)
+      await insertEvents(trx, [
+        deployableEvent(reason === null ? 'programmed' : 'program_failed', facts, at, {
+          ...program,
+          custodyRecordUuid: recordUuid,
+        }),
+      ])
   }
 
   return async function programDeployable(req: unknown): Promise<ProgramOutcome> {

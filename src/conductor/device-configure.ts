@@ -118,21 +118,20 @@ export function createDeviceConfigure(deps: DeviceConfigureDeps) {
             at,
           })
     const facts = await getDeviceFacts(trx, target.deviceUuid)
-    const facts2 = { operationUuid: operation, change, ...who, reason, restored }
-    const layouts = { previous: done?.previous ?? null, applied: done?.applied ?? null }
-    if (facts)
-      await insertEvents(trx, [
-        deviceConfigureEvent(
-          done ? 'configured' : 'configure_failed',
-          facts,
-          {
-            ...facts2,
-            ...layouts,
-            custodyRecordUuid: recordUuid,
-          },
-          at,
-        ),
-      ])
+    if (facts) {
+      const configure = {
+        operationUuid: operation,
+        change,
+        ...who,
+        reason,
+        restored,
+        previous: done?.previous ?? null,
+        applied: done?.applied ?? null,
+        custodyRecordUuid: recordUuid,
+      }
+      const action = done ? 'configured' : 'configure_failed'
+      await insertEvents(trx, [deviceConfigureEvent(action, facts, configure, at)])
+    }
   }
 
   return async function configureDevice(req: unknown): Promise<ConfigureOutcome> {
