@@ -11,7 +11,7 @@ import { createEnforcerFromRules } from '../policy/index.js'
 import { identify, requestId } from './context.js'
 import { installErrorHandling } from './errors.js'
 import { installHandlerDeadline } from './deadline.js'
-import { clientErrorHandler, frameworkErrors } from './client-errors.js'
+import { clientErrorHandler, closeSilentConnections, frameworkErrors } from './client-errors.js'
 import { healthcheckRoutes } from './healthcheck.js'
 import { installMetrics } from './metrics.js'
 import { createBaseUrl } from './links.js'
@@ -93,6 +93,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     },
   }) as unknown as FastifyInstance
 
+  closeSilentConnections(app.server, limits.headersMs, deps.log, options.https !== undefined)
   // First: the document generators must see every route registered after them.
   await installOpenApi(app)
   app.decorateRequest('ctx', null as never)

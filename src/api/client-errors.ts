@@ -5,7 +5,7 @@
  * router refuses (a broken percent-encoding, a parameter over 100 characters). Each names the
  * problem; Fastify's defaults said only "Client Error".
  */
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
@@ -51,6 +51,55 @@ export function clientErrorHandler(log: Logger) {
     }
     socket.destroy()
   }
+}
+
+/** Who is at the other end of `socket`: the same for a TLS socket and the TCP socket it wraps. */
+const peerOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`
+
+/**
+ * `[api] headers_timeout` for a connection's first request, from the moment it is accepted: a
+ * connection that has not sent a whole request head by then is answered 408 and closed (over
+ * HTTPS, closed: it may not even have begun the TLS handshake). Node enforces `headersTimeout`
+ * itself only from a periodic sweep of the connections its HTTP parser tracks, and an HTTPS
+ * server's parser sees a connection only once its handshake is done, so a silent client would be
+ * held until TLS's own 120 s handshake limit. Later requests on a kept-alive connection stay
+ * under Node's check (`keepalive_timeout` between them).
+ */
+export function closeSilentConnections(
+  server: Server,
+  headersMs: number,
+  log: Logger,
+  tls: boolean,
+): void {
+  if (headersMs <= 0) return
+  // Keyed by peer, not by socket: over HTTPS, 'connection' gives the TCP socket and 'request'
+  // the TLS socket wrapped around it.
+  const waiting = new Map<string, NodeJS.Timeout>()
+  const timedOut = Object.assign(new Error('headers not received in time'), {
+    code: 'ERR_HTTP_REQUEST_TIMEOUT',
+  })
+  const answer = clientErrorHandler(log)
+  server.on('connection', (socket: Socket) => {
+    const peer = peerOf(socket)
+    const timer = setTimeout(() => {
+      waiting.delete(peer)
+      if (tls) socket.destroy()
+      else answer(timedOut, socket)
+    }, headersMs)
+    waiting.set(peer, timer)
+    socket.once('close', () => {
+      if (waiting.get(peer) !== timer) return
+      clearTimeout(timer)
+      waiting.delete(peer)
+    })
+  })
+  // 'request' comes once a request's head has been parsed.
+  server.on('request', (request: IncomingMessage) => {
+    if (waiting.size === 0) return
+    const peer = peerOf(request.socket)
+    clearTimeout(waiting.get(peer))
+    waiting.delete(peer)
+  })
 }
 
 /** Fastify's `frameworkErrors`: the router's refusals, before any route or hook runs. */
