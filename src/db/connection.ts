@@ -6,6 +6,7 @@
  */
 import path from 'node:path'
 import {
+  CompiledQuery,
   Kysely,
   MysqlAdapter,
   MysqlDialect,
@@ -79,6 +80,12 @@ export interface OpenOptions {
   poolSize?: number
   /** Base for relative SQLite paths. @default process.cwd() */
   baseDir?: string
+  /**
+   * Read only, for the commands that only read (`custody verify`, `db version`, `db check`, a dry
+   * run): an SQLite file must exist and is opened read-only; PostgreSQL and MariaDB sessions are
+   * read-only transactions, so that no statement (DDL included) can write. @default false
+   */
+  readOnly?: boolean
 }
 
 export interface ParsedUrl {
@@ -234,14 +241,15 @@ export async function openDatabase(
   options: OpenOptions = {},
 ): Promise<DatabaseHandle> {
   const parsed = parseConnectionUrl(url, options.baseDir)
-  const { poolSize = 10 } = options
+  const { poolSize = 10, readOnly = false } = options
   let dialect: KyselyDialect
   let directReader: DirectReader | undefined
   let backup: DatabaseHandle['backup']
   if (parsed.dialect === 'sqlite') {
     const file = parsed.file ?? ':memory:'
-    const sqlite = new SqliteDatabase(file)
-    sqlite.pragma('journal_mode = WAL')
+    const sqlite = new SqliteDatabase(file, { readonly: readOnly, fileMustExist: readOnly })
+    // Setting the journal mode writes the file's header: a reader takes the mode it has.
+    if (!readOnly) sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
     sqlite.pragma('foreign_keys = ON')
     sqlite.pragma('busy_timeout = 10000')
@@ -268,6 +276,7 @@ export async function openDatabase(
       password: parsed.password,
       database: parsed.database,
       max: poolSize,
+      ...(readOnly ? { options: '-c default_transaction_read_only=on' } : {}),
     })
     // An idle client losing its connection must not crash the process; the pool replaces it.
     pool.on('error', () => {})
@@ -284,7 +293,17 @@ export async function openDatabase(
       connectionLimit: poolSize,
       charset: 'utf8mb4_bin',
     })
-    dialect = new MysqlDialect({ pool })
+    dialect = new MysqlDialect({
+      pool,
+      ...(readOnly
+        ? {
+            onCreateConnection: async (connection) =>
+              void (await connection.executeQuery(
+                CompiledQuery.raw('SET SESSION TRANSACTION READ ONLY'),
+              )),
+          }
+        : {}),
+    })
   }
   const db = new Kysely<Database>({ dialect })
   if (directReader) directReaders.set(db, directReader)

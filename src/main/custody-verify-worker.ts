@@ -21,7 +21,7 @@ export interface SegmentJob {
 }
 
 const job = workerData as SegmentJob
-const handle = await openConfiguredDatabase(job.config)
+const handle = await openConfiguredDatabase(job.config, { readOnly: true })
 try {
   const result = await verifyStoredCustody(handle.db, {
     pageSize: job.pageSize,

@@ -13,7 +13,7 @@ import { joinCustodySegments } from '../domain/custody-segments.js'
 import type { CustodyVerifyResult } from '../domain/custody.js'
 import { getSealedSeqRange, verifyStoredCustody } from '../db/custody-walk.js'
 import type { SegmentJob } from './custody-verify-worker.js'
-import { openConfiguredDatabase } from './database.js'
+import { openConfiguredDatabase, requireCurrentSchema } from './database.js'
 
 export interface VerifyFlags {
   publicKey?: string | undefined
@@ -43,8 +43,9 @@ async function walk(config: Config, flags: VerifyFlags, pageSize: number) {
   const publicKeyPem =
     flags.publicKey === undefined ? undefined : readFileSync(flags.publicKey, 'utf8')
   const publicKey = publicKeyPem === undefined ? undefined : createPublicKey(publicKeyPem)
-  const handle = await openConfiguredDatabase(config)
+  const handle = await openConfiguredDatabase(config, { readOnly: true })
   try {
+    await requireCurrentSchema(handle, 'custody verify')
     const span = await getSealedSeqRange(handle.db)
     const wanted =
       flags.workers === undefined || flags.workers === 'auto'

@@ -2,21 +2,38 @@
  * The database side of the composition roots, in its own module so that processes without a
  * database (`cyborg agent`) never load Kysely and the three drivers.
  */
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { optionError, type Config } from '../config/config.js'
 import { openDatabase, parseConnectionUrl, type DatabaseHandle } from '../db/connection.js'
-import { migrateToLatest } from '../db/migrate.js'
+import { migrateToLatest, migrationStatus } from '../db/migrate.js'
+import { ConflictError } from '../domain/errors.js'
 import { errorMessage } from './error-message.js'
 import { errorCode } from './resources.js'
 
-/** Opens `[database] connection`, creating the directory of an SQLite file first. */
-export async function openConfiguredDatabase(config: Config): Promise<DatabaseHandle> {
+/**
+ * Opens `[database] connection`, creating the directory of an SQLite file first; `readOnly` (the
+ * commands that only read) creates nothing: a missing SQLite file is a ConfigError naming it.
+ */
+export async function openConfiguredDatabase(
+  config: Config,
+  options: { readOnly?: boolean } = {},
+): Promise<DatabaseHandle> {
   const url = config.database.connection
+  const readOnly = options.readOnly === true
   const parsed = parseConnectionUrl(url)
-  if (parsed.dialect === 'sqlite' && parsed.file !== undefined && parsed.file !== ':memory:') {
+  const file = parsed.dialect === 'sqlite' && parsed.file !== ':memory:' ? parsed.file : undefined
+  if (readOnly && file !== undefined && !existsSync(file)) {
+    throw optionError(
+      config,
+      'database',
+      'connection',
+      `the SQLite file ${file} does not exist; create it with cyborg db upgrade (or point [database] connection at the database)`,
+    )
+  }
+  if (!readOnly && file !== undefined) {
     try {
-      mkdirSync(dirname(parsed.file), { recursive: true, mode: 0o750 })
+      mkdirSync(dirname(file), { recursive: true, mode: 0o750 })
     } catch (err) {
       throw optionError(
         config,
@@ -27,7 +44,7 @@ export async function openConfiguredDatabase(config: Config): Promise<DatabaseHa
     }
   }
   try {
-    return await openDatabase(url, { poolSize: config.database.max_pool_size })
+    return await openDatabase(url, { poolSize: config.database.max_pool_size, readOnly })
   } catch (err) {
     throw optionError(
       config,
@@ -45,4 +62,29 @@ export async function migrateDatabase(db: DatabaseHandle): Promise<string[]> {
   } catch (err) {
     throw new Error(`cannot migrate ${db.safeUrl}: ${errorMessage(err)}`, { cause: err })
   }
+}
+
+/**
+ * For the commands that read Cyborg's tables: refuses a database without Cyborg's schema, or with
+ * migrations pending, naming it and `cyborg db upgrade`, instead of failing on a missing table.
+ * @throws ConflictError (`SCHEMA_NOT_CURRENT`)
+ */
+export async function requireCurrentSchema(db: DatabaseHandle, command: string): Promise<void> {
+  const status = await migrationStatus(db)
+  const latest = status.all.at(-1)
+  if (status.unknown.length > 0)
+    throw new ConflictError(
+      `${command} needs the schema at ${latest}; ${db.safeUrl} is at ${status.unknown.at(-1)}, newer than this Cyborg: use the Cyborg that upgraded it`,
+      { code: 'SCHEMA_NOT_CURRENT' },
+    )
+  if (status.current === null)
+    throw new ConflictError(
+      `${db.safeUrl} holds no Cyborg schema (not initialised): run cyborg db upgrade first`,
+      { code: 'SCHEMA_NOT_CURRENT' },
+    )
+  if (status.pending.length > 0)
+    throw new ConflictError(
+      `${command} needs the schema at ${latest}; it is at ${status.current}: run cyborg db upgrade first`,
+      { code: 'SCHEMA_NOT_CURRENT' },
+    )
 }

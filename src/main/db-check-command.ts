@@ -8,25 +8,19 @@
 import type { Config } from '../config/config.js'
 import type { DatabaseHandle } from '../db/connection.js'
 import { checkDatabase, listDeviceHosts, type Finding } from '../db/db-check.js'
-import { migrationStatus } from '../db/migrate.js'
 import { listPlacementRows, type PlacementRow } from '../db/placement-rows.js'
 import { desiredStateOf } from '../conductor/placement-plan.js'
-import { ConflictError } from '../domain/errors.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { errorMessage } from './error-message.js'
 import { placementOptions } from './resources.js'
+import { requireCurrentSchema } from './database.js'
 
 /** Every finding of the database, then of Placement when `[placement]` is configured. */
 export async function runDbCheck(
   handle: DatabaseHandle,
   config: Config,
 ): Promise<{ findings: Finding[]; placementChecked: boolean }> {
-  const status = await migrationStatus(handle)
-  if (status.pending.length > 0 || status.unknown.length > 0)
-    throw new ConflictError(
-      `db check needs the schema at ${status.all.at(-1)}; it is at ${status.unknown.at(-1) ?? status.current ?? 'base'}: ${status.unknown.length > 0 ? 'use the Cyborg that upgraded it' : 'run cyborg db upgrade first'}`,
-      { code: 'SCHEMA_NOT_CURRENT' },
-    )
+  await requireCurrentSchema(handle, 'db check')
   const findings = await checkDatabase(handle.db)
   const placement = placementOptions(config)
   if (placement) findings.push(...(await placementDrift(handle, placement.client)))

@@ -21,6 +21,17 @@ export interface DbCommandDeps {
 const out = (line: string) => void process.stdout.write(`${line}\n`)
 const warn = (line: string) => void process.stderr.write(`${line}\n`)
 
+/** How `dbAction` opens the database. */
+export interface DbActionOptions<A extends unknown[]> {
+  /**
+   * The command only reads: the database is opened read-only and nothing is created (a missing
+   * SQLite file is named, not made). A function decides from the arguments (`--dry-run`).
+   */
+  readOnly: boolean | ((...args: A) => boolean)
+  /** Checks the arguments before anything is opened; a throw is the command's one-line failure. */
+  check?: (...args: A) => void | Promise<void>
+}
+
 /**
  * A commander action that opens `[database] connection`, runs `body` on it and closes it. `body`
  * gets what commander passes before the command (the arguments, then the options) and returns the
@@ -30,16 +41,21 @@ export function dbAction<A extends unknown[]>(
   deps: DbCommandDeps,
   name: string,
   body: (handle: DatabaseHandle, config: Config, ...args: A) => Promise<number | void>,
+  options: DbActionOptions<A> = { readOnly: false },
 ): (...args: [...A, Command]) => Promise<void> {
   return async (...args) => {
     const command = args.at(-1) as Command
+    const given = args.slice(0, -1) as A
     try {
+      await options.check?.(...given)
       const config = deps.configFor(command)
+      const readOnly =
+        typeof options.readOnly === 'function' ? options.readOnly(...given) : options.readOnly
       const { openConfiguredDatabase } = await import('./database.js')
-      const handle = await openConfiguredDatabase(config)
+      const handle = await openConfiguredDatabase(config, { readOnly })
       let code: number | void
       try {
-        code = await body(handle, config, ...(args.slice(0, -1) as A))
+        code = await body(handle, config, ...given)
       } finally {
         await handle.close()
       }
@@ -49,6 +65,8 @@ export function dbAction<A extends unknown[]>(
     }
   }
 }
+
+const READ_ONLY = { readOnly: true }
 
 const format = () =>
   new Option('--format <format>', 'table for people, json for scripts')
@@ -69,32 +87,37 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
     .description('print the current schema revision and the pending migrations')
     .addOption(format())
     .action(
-      dbAction(deps, 'db version', async (handle, _config, opts: { format: string }) => {
-        const { migrationStatus } = await import('../db/migrate.js')
-        const s = await migrationStatus(handle)
-        if (opts.format === 'json') {
-          const { current, pending, applied, unknown } = s
-          const latest = s.all.at(-1)
-          return out(
-            JSON.stringify({
-              database: handle.safeUrl,
-              current,
-              latest,
-              pending,
-              applied,
-              unknown,
-            }),
+      dbAction(
+        deps,
+        'db version',
+        async (handle, _config, opts: { format: string }) => {
+          const { migrationStatus } = await import('../db/migrate.js')
+          const s = await migrationStatus(handle)
+          if (opts.format === 'json') {
+            const { current, pending, applied, unknown } = s
+            const latest = s.all.at(-1)
+            return out(
+              JSON.stringify({
+                database: handle.safeUrl,
+                current,
+                latest,
+                pending,
+                applied,
+                unknown,
+              }),
+            )
+          }
+          out(`database: ${handle.safeUrl}`)
+          const newest = s.unknown.at(-1)
+          out(
+            newest !== undefined
+              ? `current:  ${newest} (newer than this Cyborg, which knows up to ${s.all.at(-1)})`
+              : `current:  ${s.current ?? 'base (empty schema)'}`,
           )
-        }
-        out(`database: ${handle.safeUrl}`)
-        const newest = s.unknown.at(-1)
-        out(
-          newest !== undefined
-            ? `current:  ${newest} (newer than this Cyborg, which knows up to ${s.all.at(-1)})`
-            : `current:  ${s.current ?? 'base (empty schema)'}`,
-        )
-        out(`pending:  ${s.pending.join(', ') || 'none'}`)
-      }),
+          out(`pending:  ${s.pending.join(', ') || 'none'}`)
+        },
+        READ_ONLY,
+      ),
     )
 
   db.command('upgrade')
@@ -146,19 +169,24 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
     .description('copy an SQLite database with what its WAL holds, while the services run')
     .argument('<path>', 'the file to write (must not exist)')
     .action(
-      dbAction(deps, 'db backup', async (handle, config, dest: string, _opts: unknown) => {
-        if (!handle.backup) {
-          // Several lines, to paste: not squeezed into the one-line failure.
-          const { backupAdvice } = await import('./db-backup-advice.js')
-          warn(`cyborg db backup: ${backupAdvice(config.database.connection, dest)}`)
-          return 1
-        }
-        if (existsSync(dest))
-          throw new InvalidInputError(`${dest} exists: remove it or name another file`)
-        await handle.backup(dest)
-        out(`${handle.safeUrl}: copied to ${dest}`)
-        return 0
-      }),
+      dbAction(
+        deps,
+        'db backup',
+        async (handle, config, dest: string, _opts: unknown) => {
+          if (!handle.backup) {
+            // Several lines, to paste: not squeezed into the one-line failure.
+            const { backupAdvice } = await import('./db-backup-advice.js')
+            warn(`cyborg db backup: ${backupAdvice(config.database.connection, dest)}`)
+            return 1
+          }
+          if (existsSync(dest))
+            throw new InvalidInputError(`${dest} exists: remove it or name another file`)
+          await handle.backup(dest)
+          out(`${handle.safeUrl}: copied to ${dest}`)
+          return 0
+        },
+        READ_ONLY,
+      ),
     )
 
   db.command('check')
@@ -167,29 +195,34 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
     )
     .addOption(format())
     .action(
-      dbAction(deps, 'db check', async (handle, config, opts: { format: string }) => {
-        const { runDbCheck } = await import('./db-check-command.js')
-        const { findings, placementChecked } = await runDbCheck(handle, config)
-        const byKind: Record<string, number> = {}
-        for (const f of findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1
-        if (opts.format === 'json')
-          out(
-            JSON.stringify({
-              database: handle.safeUrl,
-              placementChecked,
-              findings,
-              summary: { total: findings.length, byKind },
-            }),
-          )
-        else {
-          for (const f of findings) out(`${f.kind}: ${f.message}`)
-          const kinds = Object.entries(byKind).map(([k, n]) => `${n} ${k}`)
-          out(
-            `${handle.safeUrl}: ${findings.length} finding(s)${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}; Placement ${placementChecked ? 'checked' : 'not configured, not checked'}`,
-          )
-        }
-        return findings.length > 0 ? 1 : 0
-      }),
+      dbAction(
+        deps,
+        'db check',
+        async (handle, config, opts: { format: string }) => {
+          const { runDbCheck } = await import('./db-check-command.js')
+          const { findings, placementChecked } = await runDbCheck(handle, config)
+          const byKind: Record<string, number> = {}
+          for (const f of findings) byKind[f.kind] = (byKind[f.kind] ?? 0) + 1
+          if (opts.format === 'json')
+            out(
+              JSON.stringify({
+                database: handle.safeUrl,
+                placementChecked,
+                findings,
+                summary: { total: findings.length, byKind },
+              }),
+            )
+          else {
+            for (const f of findings) out(`${f.kind}: ${f.message}`)
+            const kinds = Object.entries(byKind).map(([k, n]) => `${n} ${k}`)
+            out(
+              `${handle.safeUrl}: ${findings.length} finding(s)${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}; Placement ${placementChecked ? 'checked' : 'not configured, not checked'}`,
+            )
+          }
+          return findings.length > 0 ? 1 : 0
+        },
+        READ_ONLY,
+      ),
     )
   return db
 }

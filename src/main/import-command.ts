@@ -6,6 +6,7 @@
  * The database modules load only when the command runs.
  */
 import type { Command } from 'commander'
+import { InvalidInputError } from '../domain/errors.js'
 import { dbAction, type DbCommandDeps } from './db-commands.js'
 
 interface ImportFlags {
@@ -13,6 +14,32 @@ interface ImportFlags {
   dryRun?: boolean
   merge?: boolean
   format: string
+}
+
+/** Refuses a `--from` that is not a MariaDB/MySQL or PostgreSQL URL, before anything is opened. */
+async function checkFrom(flags: ImportFlags): Promise<void> {
+  const { parseConnectionUrl, redactUrl } = await import('../db/connection.js')
+  const shown = JSON.stringify(cut(redactUrl(flags.from)))
+  const expected =
+    'expected mysql+pymysql://user:pass@host/cyborg, mysql://… or postgresql://user:pass@host/cyborg'
+  let dialect: string
+  try {
+    dialect = parseConnectionUrl(flags.from).dialect
+  } catch {
+    throw new InvalidInputError(`--from ${shown} is not a database URL: ${expected}`)
+  }
+  if (dialect === 'sqlite')
+    throw new InvalidInputError(
+      `--from ${shown}: OpenStack Cyborg's database is MariaDB/MySQL or PostgreSQL; ${expected}`,
+    )
+}
+
+/** A value as echoed in an error: at most 64 characters. */
+const cut = (value: string) => (value.length > 64 ? `${value.slice(0, 64)}…` : value)
+
+const IMPORT_OPTIONS = {
+  readOnly: (flags: ImportFlags) => flags.dryRun === true,
+  check: checkFrom,
 }
 
 /** Adds `import-openstack` to the `db` command; returns it. */
@@ -33,19 +60,24 @@ export function registerImportCommand(db: Command, deps: DbCommandDeps): Command
     .option('--merge', 'import into a database that holds rows, leaving out the ones it has')
     .option('--format <format>', 'table or json', 'table')
     .action(
-      dbAction(deps, 'db import-openstack', async (handle, _config, flags: ImportFlags) => {
-        const imports = await import('./openstack-import.js')
-        const report = await imports.runOpenStackImport(handle, {
-          from: flags.from,
-          dryRun: flags.dryRun === true,
-          merge: flags.merge === true,
-        })
-        process.stdout.write(
-          flags.format === 'json'
-            ? `${JSON.stringify(imports.importReportJson(report), null, 2)}\n`
-            : imports.renderImportReport(report),
-        )
-        return imports.importExitCode(report)
-      }),
+      dbAction(
+        deps,
+        'db import-openstack',
+        async (handle, _config, flags: ImportFlags) => {
+          const imports = await import('./openstack-import.js')
+          const report = await imports.runOpenStackImport(handle, {
+            from: flags.from,
+            dryRun: flags.dryRun === true,
+            merge: flags.merge === true,
+          })
+          process.stdout.write(
+            flags.format === 'json'
+              ? `${JSON.stringify(imports.importReportJson(report), null, 2)}\n`
+              : imports.renderImportReport(report),
+          )
+          return imports.importExitCode(report)
+        },
+        IMPORT_OPTIONS,
+      ),
     )
 }

@@ -5,7 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -37,6 +37,8 @@ void describe('cyborg db commands', () => {
   }
 
   void it('version, upgrade --to, sync, downgrade, check on an old schema', async () => {
+    // `db version` only reads: it creates no database (test/main/db-readonly.test.ts).
+    writeFileSync(`${dir}/cyborg.db`, '')
     let r = await db('version')
     assert.equal(r.code, 0, r.output)
     assert.match(
