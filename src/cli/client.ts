@@ -3,7 +3,7 @@
  * `--os-cacert`/OS_CACERT, `--format`), the action wrapper that turns a failure into one line on stderr and exit code 1,
  * query strings, table columns, and the v2 microversion the client speaks.
  */
-import { Option, type Command } from 'commander'
+import { InvalidArgumentError, Option, type Command } from 'commander'
 import { apiRequest, CliError, type ClientOptions } from './http.js'
 import { print, type Column, type Format } from './output.js'
 import { errorMessage } from '../domain/error-message.js'
@@ -23,6 +23,74 @@ export const col = (header: string, key: string): Column<Row> => ({ header, valu
  * project, 2.2 shows device profiles by name, 2.3/2.4 add device status and lifecycle.
  */
 export const V2_VERSION = '2.4'
+
+/** `--timeout`'s default: seconds an API call may take before the command gives up. */
+export const DEFAULT_TIMEOUT_S = 30
+
+/**
+ * A commander parser for a whole number from `min` to `max` (or one of the words in `also`, such
+ * as `auto`); anything else is refused with the range. Returns the text as given.
+ */
+export function integerIn(min: number, max: number, also: readonly string[] = []) {
+  return (value: string): string => {
+    if (also.includes(value)) return value
+    const n = Number(value)
+    if (!/^\d+$/.test(value) || n < min || n > max)
+      throw new InvalidArgumentError(
+        `expected ${also.map((w) => `${w} or `).join('')}a whole number from ${min} to ${max}`,
+      )
+    return value
+  }
+}
+
+/** The largest `--limit` the API takes (its `limit` has at most 9 digits). */
+export const MAX_LIMIT = 999_999_999
+
+/** The most characters of a value that an error line echoes. */
+const ECHO_MAX = 64
+/** The most characters of an error line, whatever it holds. */
+const LINE_MAX = 500
+
+/** `value` cut to ECHO_MAX characters, with `…` when it was longer. */
+export const cutValue = (value: string): string =>
+  value.length > ECHO_MAX ? `${value.slice(0, ECHO_MAX)}…` : value
+
+/**
+ * A line safe to print: on one line, the password of any URL's userinfo and each of `secrets`
+ * (the token) masked as `***`, quoted values cut to 64 characters and the line to 500.
+ */
+export function safeLine(text: string, secrets: readonly (string | undefined)[] = []): string {
+  let line = text.replace(/\s*\n\s*/g, ' ').trim()
+  line = line.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@'"]*@/gi, '$1***@')
+  for (const secret of secrets)
+    if (secret && secret.length >= 4) line = line.split(secret).join('***')
+  line = line.replace(/'([^']{65,})'|"([^"]{65,})"/g, (_m, single?: string, double?: string) =>
+    single !== undefined ? `'${cutValue(single)}'` : `"${cutValue(double!)}"`,
+  )
+  return line.length > LINE_MAX ? `${line.slice(0, LINE_MAX)}…` : line
+}
+
+/**
+ * Makes every commander error of `root` and its subcommands one line on stderr, e.g.
+ * `cyborg: error: unknown option '--fromat' (did you mean --format?); see 'cyborg device list
+ * --help'`, instead of the message and the whole usage; values are cut and secrets masked.
+ */
+export function oneLineErrors(root: Command): void {
+  const walk = (command: Command) => {
+    const path = ['cyborg', ...commandName(command).split(' ').filter(Boolean)].join(' ')
+    command.showHelpAfterError(false).configureOutput({
+      outputError: (message, write) => {
+        const text = message
+          .trim()
+          .replace(/^error: /, '')
+          .replace(/\s*\(Did you mean (.*)\?\)$/, ' (did you mean $1?)')
+        write(`cyborg: error: ${safeLine(text, [process.env.OS_TOKEN])}; see '${path} --help'\n`)
+      },
+    })
+    for (const sub of command.commands) walk(sub)
+  }
+  walk(root)
+}
 
 /** Adds the client options to a command. */
 export function client(command: Command): Command {
@@ -46,6 +114,12 @@ export function client(command: Command): Command {
         .choices(['table', 'json'])
         .default('table'),
     )
+    .addOption(
+      new Option('--timeout <seconds>', 'give up on an API call not answered within this (1-3600)')
+        .env('CYBORG_TIMEOUT')
+        .default(DEFAULT_TIMEOUT_S)
+        .argParser((value: string) => Number(integerIn(1, 3600)(value))),
+    )
 }
 
 /** `accelerator show`, `attach-instance`: the command's words below the program. */
@@ -68,11 +142,12 @@ export function action<F extends ClientFlags = ClientFlags>(
       .slice(0, -2)
       .flat()
       .filter((p): p is string => typeof p === 'string')
+    const flags = command.opts<F>()
     try {
-      await body(command.opts<F>(), args)
+      await body(flags, args)
     } catch (err) {
-      const message = errorMessage(err)
-      process.stderr.write(`cyborg ${commandName(command)}: ${message.replace(/\s*\n\s*/g, ' ')}\n`)
+      const line = safeLine(errorMessage(err), [flags.token])
+      process.stderr.write(`cyborg ${commandName(command)}: ${line}\n`)
       process.exitCode = 1
     }
   }

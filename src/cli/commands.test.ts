@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { cleanSummary } from './commands.js'
+import { safeLine } from './client.js'
 
 const D = '2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11'
 
@@ -21,4 +22,17 @@ test("device clean's line: the units asked again or put back, or that there were
     cleanSummary({ device: D, units: [], forced: true }),
     `device ${D}: no unit left cleaning or failed; nothing put back in service`,
   )
+})
+
+test('an error line: URL passwords and the token masked, long values cut, one line', () => {
+  assert.equal(
+    safeLine('cannot reach https://u:p%40ss@h:1/x and\nx-auth-token tok-12345 failed', [
+      'tok-12345',
+    ]),
+    'cannot reach https://u:***@h:1/x and x-auth-token *** failed',
+  )
+  const long = 'y'.repeat(1000)
+  assert.equal(safeLine(`bad value '${long}'`), `bad value '${'y'.repeat(64)}…'`)
+  assert.equal(safeLine(`bad value "${long}"`), `bad value "${'y'.repeat(64)}…"`)
+  assert.equal(safeLine(`unquoted ${long}`).length, 501)
 })

@@ -8,7 +8,16 @@
 import type { Command } from 'commander'
 import { apiRequest, CliError } from './http.js'
 import { print } from './output.js'
-import { action, client, col, query, type ClientFlags, type Row } from './client.js'
+import {
+  action,
+  client,
+  col,
+  integerIn,
+  MAX_LIMIT,
+  query,
+  type ClientFlags,
+  type Row,
+} from './client.js'
 import { registerConfigure } from './reconfig-commands.js'
 
 const ACCELERATOR_COLUMNS = [
@@ -62,7 +71,7 @@ export function registerClientCommands(program: Command): void {
   client(accelerator.command('list').description('list accelerators'))
     .option('--device-type <type>', 'only this device type (FPGA, GPU, …)')
     .option('--host <hostname>', 'only accelerators on this host')
-    .option('--limit <n>', 'at most this many')
+    .option('--limit <n>', 'at most this many', integerIn(1, MAX_LIMIT))
     .option('--marker <uuid>', 'start after this accelerator')
     .action(
       action(async (flags) => {

@@ -5,7 +5,16 @@
  * check must not depend on what the API says.
  */
 import type { Command } from 'commander'
-import { action, client, col, query, type ClientFlags, type Row } from './client.js'
+import {
+  action,
+  client,
+  col,
+  integerIn,
+  MAX_LIMIT,
+  query,
+  type ClientFlags,
+  type Row,
+} from './client.js'
 import { apiRequest } from './http.js'
 import { print, type Column } from './output.js'
 
@@ -62,7 +71,7 @@ export function registerCustodyCommands(program: Command): Command {
     .command('custody')
     .description('the custody ledger: who held each device, and when (docs/custody.md)')
   filterOptions(client(custody.command('list').description('list ledger records, oldest first')))
-    .option('--limit <n>', 'at most this many')
+    .option('--limit <n>', 'at most this many', integerIn(1, MAX_LIMIT))
     .option('--marker <uuid>', 'start after this record')
     .action(
       action(async (flags) => {
@@ -83,7 +92,7 @@ export function registerCustodyCommands(program: Command): Command {
   filterOptions(
     client(custody.command('export').description('every matching record, one JSON object a line')),
   )
-    .option('--page-size <n>', 'records per request', '1000')
+    .option('--page-size <n>', 'records per request (1-100000)', integerIn(1, 100_000), '1000')
     .action(
       action(async (flags) => {
         const f = flags as Filters & { pageSize: string }

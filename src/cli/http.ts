@@ -17,7 +17,16 @@ export interface ClientOptions {
   token?: string
   /** `--os-cacert`: a PEM file of CA certificates trusted for an https URL (instead of the system's). */
   osCacert?: string
+  /** `--timeout`: seconds one call may take, connecting and reading included. @default 30 */
+  timeout?: number
 }
+
+/** `url` with the password of its userinfo masked, for messages. */
+export const maskUrl = (url: string): string =>
+  url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@')
+
+/** What `send` rejects with when the call outlives `--timeout`. */
+const TIMED_OUT = 'CYBORG_CLIENT_TIMEOUT'
 
 export class CliError extends Error {
   override name = 'CliError'
@@ -79,7 +88,7 @@ export async function apiExchange<T>(
     url = new URL(`${options.url.replace(/\/+$/, '')}${path}`)
   } catch {
     throw new CliError(
-      `the API URL ${JSON.stringify(options.url)} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`,
+      `the API URL ${JSON.stringify(maskUrl(options.url))} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`,
     )
   }
   const ca =
@@ -88,7 +97,7 @@ export async function apiExchange<T>(
       : undefined
   let res: { status: number; headers: IncomingHttpHeaders; text: string }
   try {
-    res = await send(url, method, headers, payload, ca)
+    res = await send(url, method, headers, payload, ca, (options.timeout ?? 30) * 1000)
   } catch (err) {
     const cause = (err as { code?: string }).code ?? errorMessage(err)
     throw new CliError(unreachable(options, cause))
@@ -119,7 +128,9 @@ const UNTRUSTED = new Set([
 
 /** What to say when no answer came: the cause and what to do about it. */
 function unreachable(options: ClientOptions, cause: string): string {
-  const at = `the Cyborg API at ${options.url}`
+  const at = `the Cyborg API at ${maskUrl(options.url)}`
+  if (cause === TIMED_OUT)
+    return `${at} did not answer within ${options.timeout ?? 30} s (--timeout or CYBORG_TIMEOUT); is it overloaded or stuck? Raise --timeout to wait longer`
   if (UNTRUSTED.has(cause)) {
     const given = options.osCacert === undefined ? '' : ` ${options.osCacert} did not sign it;`
     return `the certificate of ${at} is not trusted (${cause});${given} pass the CA certificate that signed it with --os-cacert FILE or OS_CACERT`
@@ -146,13 +157,17 @@ function readCa(file: string): Buffer {
   }
 }
 
-/** One HTTP exchange, with a 120 s limit; `ca` replaces the trusted CAs of an https one. */
+/**
+ * One HTTP exchange, ended after `timeoutMs` in all (connecting, sending, the whole answer); `ca`
+ * replaces the trusted CAs of an https one.
+ */
 function send(
   url: URL,
   method: string,
   headers: Record<string, string>,
   payload: string | undefined,
-  ca?: Buffer,
+  ca: Buffer | undefined,
+  timeoutMs: number,
 ) {
   return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>(
     (resolve, reject) => {
@@ -163,24 +178,29 @@ function send(
           : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
       const req = request(
         url,
-        { method, headers: sent, timeout: 120_000, ...(ca === undefined ? {} : { ca }) },
+        { method, headers: sent, ...(ca === undefined ? {} : { ca }) },
         (res) => {
           const chunks: Buffer[] = []
           res.on('data', (c: Buffer) => chunks.push(c))
-          res.on('end', () =>
+          res.on('end', () => {
+            clearTimeout(timer)
             resolve({
               status: res.statusCode ?? 0,
               headers: res.headers,
               text: Buffer.concat(chunks).toString('utf8'),
-            }),
-          )
+            })
+          })
           res.on('error', reject)
         },
       )
-      req.on('timeout', () =>
-        req.destroy(Object.assign(new Error('no answer within 120 s'), { code: 'ETIMEDOUT' })),
+      const timer = setTimeout(
+        () => req.destroy(Object.assign(new Error('no answer in time'), { code: TIMED_OUT })),
+        timeoutMs,
       )
-      req.on('error', reject)
+      req.on('error', (err) => {
+        clearTimeout(timer)
+        reject(err)
+      })
       req.end(payload)
     },
   )

@@ -4,7 +4,16 @@
  * API shows this once; `deliveries --state dead` lists the dead letters.
  */
 import type { Command } from 'commander'
-import { action, client, col, deleteEach, query, type ClientFlags, type Row } from './client.js'
+import {
+  action,
+  client,
+  col,
+  deleteEach,
+  integerIn,
+  query,
+  type ClientFlags,
+  type Row,
+} from './client.js'
 import { apiRequest, CliError } from './http.js'
 import { print } from './output.js'
 
@@ -158,7 +167,7 @@ export function registerWebhookCommands(program: Command): void {
       .argument('<uuid>', 'the webhook'),
   )
     .option('--state <state>', 'only pending, delivered or dead (the dead letters)')
-    .option('--limit <n>', 'at most this many (default 100, at most 1000)')
+    .option('--limit <n>', 'at most this many (default 100, at most 1000)', integerIn(1, 1000))
     .option('--marker <event>', 'start after the delivery of this event')
     .action(
       action<ClientFlags & { state?: string; limit?: string; marker?: string }>(

@@ -21,6 +21,7 @@ import type * as ServicesModule from './services.js'
 import type { RunningService } from './services.js'
 import { VERSION } from './version.js'
 import { registerClientCommands } from '../cli/commands.js'
+import { integerIn, oneLineErrors, safeLine } from '../cli/client.js'
 import { registerResourceCommands } from '../cli/resource-commands.js'
 import { registerArqCommands } from '../cli/arq-commands.js'
 import { registerAcceleratorWriteCommands } from '../cli/accelerator-commands.js'
@@ -55,7 +56,6 @@ const program = new Command('cyborg')
       .default([], `${DEFAULT_CONFIG_FILE} if it exists`),
   )
   .version(VERSION, '-V, --version', 'print the version')
-  .showHelpAfterError()
 
 function configFor(command: Command): Config {
   const { configFile } = command.optsWithGlobals<{ configFile: string[] }>()
@@ -67,7 +67,7 @@ function fail(name: string, err: unknown, log?: Logger): never {
   if (log && !(err instanceof ConfigError)) log.error({ err }, 'failed')
   const line =
     err instanceof ConfigError ? errorMessage(err) : `cyborg ${name}: ${errorMessage(err)}`
-  process.stderr.write(`${line}\n`)
+  process.stderr.write(`${safeLine(line)}\n`)
   process.exit(1)
 }
 
@@ -112,7 +112,7 @@ async function serve(
   process.on('SIGTERM', onSignal)
   const crash = (err: unknown) => {
     log?.fatal({ err }, 'uncaught error; exiting')
-    process.stderr.write(`cyborg ${name}: ${errorMessage(err)}\n`)
+    process.stderr.write(`${safeLine(`cyborg ${name}: ${errorMessage(err)}`)}\n`)
     process.exit(1)
   }
   process.on('uncaughtException', crash)
@@ -227,13 +227,18 @@ registerCustodyCommands(program)
   .command('verify')
   .description('walk the custody hash chain in [database] connection; name the first broken record')
   .option('--public-key <file>', 'checkpoints must be signed by this Ed25519 public key (PEM)')
-  .option('--page-size <n>', 'records read per query', '10000')
+  .option('--page-size <n>', 'records read per query (1-100000)', integerIn(1, 100_000), '10000')
   .option(
     '--workers <n>',
     'parts of the chain walked side by side (1-8); auto: 2 from 100,000 records',
+    integerIn(1, 8, ['auto']),
     'auto',
   )
-  .option('--format <format>', 'table for people, json for scripts', 'table')
+  .addOption(
+    new Option('--format <format>', 'table for people, json for scripts')
+      .choices(['table', 'json'])
+      .default('table'),
+  )
   .action(
     async (
       opts: { publicKey?: string; pageSize: string; format: string; workers: string },
@@ -250,5 +255,6 @@ registerCustodyCommands(program)
   )
 registerTopCommands(program)
 registerWebhookCommands(program)
+oneLineErrors(program)
 
 await program.parseAsync(process.argv)

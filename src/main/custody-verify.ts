@@ -5,11 +5,12 @@
  * `--workers` seq ranges walked side by side in worker threads, each on its own connection, and
  * the results joined (src/domain/custody-segments.ts): the same answer, on more cores.
  */
-import { createPublicKey } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { createPublicKey, type KeyObject } from 'node:crypto'
+import { readFileSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/config.js'
 import { joinCustodySegments } from '../domain/custody-segments.js'
+import { InvalidInputError } from '../domain/errors.js'
 import type { CustodyVerifyResult } from '../domain/custody.js'
 import { getSealedSeqRange, verifyStoredCustody } from '../db/custody-walk.js'
 import type { SegmentJob } from './custody-verify-worker.js'
@@ -39,10 +40,47 @@ function runSegment(job: SegmentJob): Promise<CustodyVerifyResult> {
   })
 }
 
+/** A PEM public key file is a few hundred bytes; more is not one. */
+const KEY_FILE_MAX = 64 * 1024
+
+/**
+ * `--public-key`'s PEM and key; a file that cannot be read, or holds no Ed25519 public key, is an
+ * InvalidInputError naming the file and what is expected (never OpenSSL's decoder error).
+ */
+function readPublicKey(file: string): { pem: string; key: KeyObject } {
+  const expected =
+    'expected the Ed25519 public key the custody checkpoints are signed with, in PEM (-----BEGIN PUBLIC KEY-----)'
+  let pem: string
+  try {
+    const stat = statSync(file)
+    if (!stat.isFile() || stat.size > KEY_FILE_MAX)
+      throw new InvalidInputError(`--public-key ${file} is not a PEM public key file; ${expected}`)
+    pem = readFileSync(file, 'utf8')
+  } catch (err) {
+    if (err instanceof InvalidInputError) throw err
+    throw new InvalidInputError(
+      `cannot read --public-key ${file}: ${(err as { code?: string }).code ?? String(err)}`,
+    )
+  }
+  let key: KeyObject
+  try {
+    key = createPublicKey(pem)
+  } catch {
+    throw new InvalidInputError(
+      `the file ${file} is not a PEM public key (--public-key); ${expected}`,
+    )
+  }
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new InvalidInputError(
+      `the file ${file} holds an ${key.asymmetricKeyType ?? 'unknown'} key (--public-key); ${expected}`,
+    )
+  return { pem, key }
+}
+
 async function walk(config: Config, flags: VerifyFlags, pageSize: number) {
-  const publicKeyPem =
-    flags.publicKey === undefined ? undefined : readFileSync(flags.publicKey, 'utf8')
-  const publicKey = publicKeyPem === undefined ? undefined : createPublicKey(publicKeyPem)
+  const pinned = flags.publicKey === undefined ? undefined : readPublicKey(flags.publicKey)
+  const publicKeyPem = pinned?.pem
+  const publicKey = pinned?.key
   const handle = await openConfiguredDatabase(config, { readOnly: true })
   try {
     await requireCurrentSchema(handle, 'custody verify')
