@@ -4,7 +4,7 @@
  * query strings, table columns, and the v2 microversion the client speaks.
  */
 import { InvalidArgumentError, Option, type Command } from 'commander'
-import { apiRequest, CliError, type ClientOptions } from './http.js'
+import { apiRequest, CliError, cutValue, type ClientOptions } from './http.js'
 import { print, type Column, type Format } from './output.js'
 import { errorMessage } from '../domain/error-message.js'
 
@@ -46,28 +46,23 @@ export function integerIn(min: number, max: number, also: readonly string[] = []
 /** The largest `--limit` the API takes (its `limit` has at most 9 digits). */
 export const MAX_LIMIT = 999_999_999
 
-/** The most characters of a value that an error line echoes. */
-const ECHO_MAX = 64
+/** A run of this many characters without a space is an echoed value, not prose: it is cut. */
+const RUN_MAX = 200
 /** The most characters of an error line, whatever it holds. */
 const LINE_MAX = 500
 
-/** `value` cut to ECHO_MAX characters, with `…` when it was longer. */
-export const cutValue = (value: string): string =>
-  value.length > ECHO_MAX ? `${value.slice(0, ECHO_MAX)}…` : value
-
 /**
  * A line safe to print: on one line, the password of any URL's userinfo and each of `secrets`
- * (the token) masked as `***`, quoted values cut to 64 characters and the line to 500.
+ * (the token) masked as `***`, a run of over 200 characters without a space (a value pasted
+ * whole) cut to 64, and the line to 500. Where a message echoes a value, it cuts it itself.
  */
 export function safeLine(text: string, secrets: readonly (string | undefined)[] = []): string {
   let line = text.replace(/\s*\n\s*/g, ' ').trim()
   line = line.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^\s:/@'"]*:)[^\s@'"]*@/gi, '$1***@')
   for (const secret of secrets)
     if (secret && secret.length >= 4) line = line.split(secret).join('***')
-  line = line.replace(/'([^']{65,})'|"([^"]{65,})"/g, (_m, single?: string, double?: string) =>
-    single !== undefined ? `'${cutValue(single)}'` : `"${cutValue(double!)}"`,
-  )
-  return line.length > LINE_MAX ? `${line.slice(0, LINE_MAX)}…` : line
+  line = line.replace(new RegExp(`\\S{${RUN_MAX + 1},}`, 'g'), (run) => cutValue(run))
+  return cutValue(line, LINE_MAX)
 }
 
 /**
@@ -80,10 +75,12 @@ export function oneLineErrors(root: Command): void {
     const path = ['cyborg', ...commandName(command).split(' ').filter(Boolean)].join(' ')
     command.showHelpAfterError(false).configureOutput({
       outputError: (message, write) => {
+        // Commander quotes what it echoes: 'value'.
         const text = message
           .trim()
           .replace(/^error: /, '')
           .replace(/\s*\(Did you mean (.*)\?\)$/, ' (did you mean $1?)')
+          .replace(/'([^']{65,})'/g, (_m, value: string) => `'${cutValue(value)}'`)
         write(`cyborg: error: ${safeLine(text, [process.env.OS_TOKEN])}; see '${path} --help'\n`)
       },
     })

@@ -32,7 +32,9 @@ test('an error line: URL passwords and the token masked, long values cut, one li
     'cannot reach https://u:***@h:1/x and x-auth-token *** failed',
   )
   const long = 'y'.repeat(1000)
-  assert.equal(safeLine(`bad value '${long}'`), `bad value '${'y'.repeat(64)}…'`)
-  assert.equal(safeLine(`bad value "${long}"`), `bad value "${'y'.repeat(64)}…"`)
-  assert.equal(safeLine(`unquoted ${long}`).length, 501)
+  assert.equal(safeLine(`bad value '${long}' given`), `bad value '${'y'.repeat(63)}… given`)
+  // Prose, and quoted values far apart, are left whole.
+  const prose = `the spec is no longer "${'a'.repeat(20)}"; ${'b '.repeat(40)} not "${'c'.repeat(20)}"`
+  assert.equal(safeLine(prose), prose)
+  assert.equal(safeLine('w '.repeat(400)).length, 501)
 })

@@ -21,6 +21,10 @@ export interface ClientOptions {
   timeout?: number
 }
 
+/** `value` cut to `max` characters, with `…` when it was longer (client.ts imports this file). */
+export const cutValue = (value: string, max = 64): string =>
+  value.length > max ? `${value.slice(0, max)}…` : value
+
 /** `url` with the password of its userinfo masked, for messages. */
 export const maskUrl = (url: string): string =>
   url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@')
@@ -88,7 +92,7 @@ export async function apiExchange<T>(
     url = new URL(`${options.url.replace(/\/+$/, '')}${path}`)
   } catch {
     throw new CliError(
-      `the API URL ${JSON.stringify(maskUrl(options.url))} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`,
+      `the API URL ${JSON.stringify(cutValue(maskUrl(options.url)))} is not a URL; set --url or CYBORG_URL to e.g. http://127.0.0.1:6666`,
     )
   }
   const ca =
@@ -128,7 +132,7 @@ const UNTRUSTED = new Set([
 
 /** What to say when no answer came: the cause and what to do about it. */
 function unreachable(options: ClientOptions, cause: string): string {
-  const at = `the Cyborg API at ${maskUrl(options.url)}`
+  const at = `the Cyborg API at ${cutValue(maskUrl(options.url), 128)}`
   if (cause === TIMED_OUT)
     return `${at} did not answer within ${options.timeout ?? 30} s (--timeout or CYBORG_TIMEOUT); is it overloaded or stuck? Raise --timeout to wait longer`
   if (UNTRUSTED.has(cause)) {

@@ -99,7 +99,8 @@ describe('cyborg client commands against cyborg up', () => {
     )
     const bad = await cyborg(['accelerator', 'list', '--limit', 'x'], env)
     assert.equal(bad.code, 1)
-    assert.match(bad.stderr, /HTTP 400: Invalid input for field 'limit'/)
+    // Checked before any request (issue 27; test/main/cli-errors.test.ts).
+    assert.match(bad.stderr, /^cyborg: error: option '--limit <n>' argument 'x' is invalid\. /)
     const down = await cyborg(['accelerator', 'list'], {
       CYBORG_URL: `http://127.0.0.1:${await freePort()}`,
     })
