@@ -5,7 +5,7 @@
  * already), 2 when some could not be mapped (each is printed with its reason), 1 when refused.
  * The database modules load only when the command runs.
  */
-import type { Command } from 'commander'
+import { Option, type Command } from 'commander'
 import { InvalidInputError } from '../domain/errors.js'
 import { dbAction, type DbCommandDeps } from './db-commands.js'
 
@@ -58,7 +58,9 @@ export function registerImportCommand(db: Command, deps: DbCommandDeps): Command
       'print what would be brought over, and every row that cannot be; write nothing',
     )
     .option('--merge', 'import into a database that holds rows, leaving out the ones it has')
-    .option('--format <format>', 'table or json', 'table')
+    .addOption(
+      new Option('--format <format>', 'table or json').choices(['table', 'json']).default('table'),
+    )
     .action(
       dbAction(
         deps,
