@@ -67,6 +67,7 @@ test('top cells and --interval', () => {
   assert.equal(ageCell(7200), '2h')
   assert.equal(ageCell(undefined), '-')
   assert.equal(intervalMs('2.5'), 2500)
-  assert.throws(() => intervalMs('0'), /--interval must be a number of seconds, at least 0.2/)
+  assert.throws(() => intervalMs('0'), /--interval must be a number of seconds, from 0.2 to 3600/)
+  assert.throws(() => intervalMs('1e9'), /from 0\.2 to 3600, got '1e9'/)
   assert.throws(() => intervalMs('soon'), /got 'soon'/)
 })

@@ -9,7 +9,7 @@
  */
 import type { Command } from 'commander'
 import { action, client, col, query, type ClientFlags, type Row } from './client.js'
-import { apiRequest, CliError } from './http.js'
+import { apiRequest, CliError, cutValue } from './http.js'
 import { renderTable } from './output.js'
 
 interface TopFlags extends ClientFlags {
@@ -98,11 +98,13 @@ export interface TopIo {
   now(): Date
 }
 
-/** `--interval` in ms: a number of seconds, at least 0.2. */
+/** `--interval` in ms: a number of seconds from 0.2 to 3600 (a timer holds at most 24.8 days). */
 export function intervalMs(text: string): number {
   const seconds = Number(text)
-  if (!Number.isFinite(seconds) || seconds < 0.2)
-    throw new CliError(`--interval must be a number of seconds, at least 0.2, got '${text}'`)
+  if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600)
+    throw new CliError(
+      `--interval must be a number of seconds, from 0.2 to 3600, got '${cutValue(text)}'`,
+    )
   return Math.round(seconds * 1000)
 }
 
