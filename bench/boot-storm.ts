@@ -18,7 +18,7 @@
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { listArq1000, settled, storm } from './boot-storm-client.js'
-import { eventLoopLag, scrapeEventLoopLag, type LagFigures } from './load.js'
+import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag, type LagFigures } from './load.js'
 import { startBare, startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
 
 const { values } = parseArgs({
@@ -35,8 +35,8 @@ const rounds = Number(values.rounds)
 
 type Row = Awaited<ReturnType<typeof storm>> & {
   settled: Awaited<ReturnType<typeof settled>>
-  /** The benchmark (client) process's, and the API process's from its /metrics (null: none, as bare). */
-  eventLoopLag: { benchmarkProcess: LagFigures; api: LagFigures | null }
+  /** The benchmark (client) process's, and the API process's from its /metrics (bare and embedded serve none). */
+  eventLoopLag: { benchmarkProcess: LagFigures; api: LagFigures | string }
 }
 interface Run {
   name: string
@@ -69,7 +69,7 @@ for (let round = 0; round < rounds; round++) {
         const lag = eventLoopLag()
         const row = await storm(target.url, level, target.rps, seconds)
         const benchmarkProcess = lag()
-        const api = await scrapeEventLoopLag(`${target.url}/metrics`)
+        const api = (await scrapeEventLoopLag(`${target.url}/metrics`)) ?? LAG_NOT_SERVED
         got.push({
           ...row,
           eventLoopLag: { benchmarkProcess, api },

@@ -147,6 +147,9 @@ export function eventLoopLag(): () => LagFigures {
   }
 }
 
+/** What a benchmark's JSON says of a process whose lag could not be read. */
+export const LAG_NOT_SERVED = 'serves no /metrics: not measured'
+
 /**
  * A child process's event-loop lag from its Prometheus `/metrics` (prom-client's
  * nodejs_eventloop_lag_{p50,p99,max}_seconds, which cover the time since the previous scrape): scrape
