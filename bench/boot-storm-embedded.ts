@@ -15,6 +15,7 @@ import { createLogger } from '../src/main/logger.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { seedStorm } from '../test/support/storm-inventory.js'
 import { serveStormCleanAgent } from './storm-clean-agent.js'
+import { eventLoopLag } from './load.js'
 
 const [stateDir, port] = process.argv.slice(2)
 const cleaning = process.env.STORM_CLEANING !== '0'
@@ -50,6 +51,7 @@ const core = await startCore({
 })
 await seedStorm(core.conductorClient)
 const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
+const lag = eventLoopLag()
 process.stdout.write(`ready ${api.url}\n`)
 process.on('SIGTERM', () => {
   void api.app
@@ -58,7 +60,12 @@ process.on('SIGTERM', () => {
     .then(() => agent?.stop())
     .then(() => {
       // Write transactions (batches) and writes of the whole run, and the cleans answered.
-      const stats = { cleaning, conductor: core.conductor?.stats(), cleans: agent?.stats() }
+      const stats = {
+        cleaning,
+        conductor: core.conductor?.stats(),
+        cleans: agent?.stats(),
+        eventLoopLag: lag(),
+      }
       process.stderr.write(`storm embedded: ${JSON.stringify(stats)}\n`)
     })
     .then(() => db.close())

@@ -18,6 +18,7 @@
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { listArq1000, settled, storm } from './boot-storm-client.js'
+import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag, type LagFigures } from './load.js'
 import { startBare, startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
 
 const { values } = parseArgs({
@@ -32,7 +33,11 @@ const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
 const rounds = Number(values.rounds)
 
-type Row = Awaited<ReturnType<typeof storm>> & { settled: Awaited<ReturnType<typeof settled>> }
+type Row = Awaited<ReturnType<typeof storm>> & {
+  settled: Awaited<ReturnType<typeof settled>>
+  /** The benchmark (client) process's, and the API process's from its /metrics (bare and embedded serve none). */
+  eventLoopLag: { benchmarkProcess: LagFigures; api: LagFigures | string }
+}
 interface Run {
   name: string
   start: () => Promise<StormTarget>
@@ -60,8 +65,16 @@ for (let round = 0; round < rounds; round++) {
     try {
       const got: Row[] = []
       for (const level of levels) {
+        await scrapeEventLoopLag(`${target.url}/metrics`) // starts the API's lag window
+        const lag = eventLoopLag()
         const row = await storm(target.url, level, target.rps, seconds)
-        got.push({ ...row, settled: await settled(target.url) })
+        const benchmarkProcess = lag()
+        const api = (await scrapeEventLoopLag(`${target.url}/metrics`)) ?? LAG_NOT_SERVED
+        got.push({
+          ...row,
+          eventLoopLag: { benchmarkProcess, api },
+          settled: await settled(target.url),
+        })
       }
       ;(rows[name] ??= []).push(got)
       if (extra && round === 0) lists[name] = await listArq1000(target.url)

@@ -9,6 +9,7 @@ import type { MessageBus } from '../src/bus/bus.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { testBroker } from '../test/support/rabbitmq.js'
+import { eventLoopLag } from './load.js'
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '5000' } } })
 const calls = Number(values.calls)
@@ -44,6 +45,7 @@ async function measure(server: MessageBus, client: MessageBus) {
 }
 
 const results: Record<string, unknown> = {}
+const lag = eventLoopLag()
 const inProcess = createInProcessBus()
 results.inProcess = await measure(inProcess, inProcess)
 await inProcess.close()
@@ -64,5 +66,5 @@ if (broker.skip) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'bus-rpc', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { calls }, results }, null, 2)}\n`,
+  `${JSON.stringify({ benchmark: 'bus-rpc', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { calls }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'both ends of every call run in the benchmark process' } }, null, 2)}\n`,
 )

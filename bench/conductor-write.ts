@@ -10,6 +10,7 @@ import { testDialects, type TestDialect } from '../test/support/db.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'
+import { eventLoopLag } from './load.js'
 
 const { values } = parseArgs({
   options: {
@@ -59,6 +60,7 @@ async function measure(dialect: TestDialect, maxBatch: number, saveIntervalMs: n
 }
 
 const results: Record<string, unknown> = {}
+const lag = eventLoopLag()
 for (const dialect of await testDialects()) {
   if (dialect.skip) {
     results[dialect.name] = { skipped: dialect.skip }
@@ -73,5 +75,5 @@ for (const dialect of await testDialects()) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'conductor-write', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { writes, concurrency }, results }, null, 2)}\n`,
+  `${JSON.stringify({ benchmark: 'conductor-write', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { writes, concurrency }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' } }, null, 2)}\n`,
 )

@@ -20,7 +20,7 @@ import { noopLogger } from '../src/domain/logger.js'
 import { testDialects, type TestDatabase } from '../test/support/db.js'
 import { BIN } from '../test/support/cli.js'
 import { seedStorm, STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './load.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -225,8 +225,9 @@ async function statementBench() {
 
 const round = (n: number) => Math.round(n * 1000) / 1000
 
+const lag = eventLoopLag()
 const statements = await statementBench()
 const verify = await verifyBench()
 process.stdout.write(
-  `${JSON.stringify({ bench: 'custody', machine: machineFacts(loadAtStart), statements, verify }, null, 2)}\n`,
+  `${JSON.stringify({ bench: 'custody', machine: machineFacts(loadAtStart), statements, verify, eventLoopLag: { benchmarkProcess: lag(), services: 'the conductor is embedded; custody verify runs as a child process (not measured)' } }, null, 2)}\n`,
 )

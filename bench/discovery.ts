@@ -19,6 +19,7 @@ import { createFixtureHostProbe } from '../src/drivers/fixture-host-probe.js'
 import { createCachingHostProbe } from '../src/drivers/caching-host-probe.js'
 import { buildSnapshot, discoverAll } from '../src/agent/snapshot.js'
 import { childRss, rabbitMqAgentRss } from './agent-rss.js'
+import { eventLoopLag } from './load.js'
 import {
   DEFAULT_SHAPE,
   DRIVER_OPTIONS,
@@ -106,6 +107,7 @@ async function measure(dir: string, cache = false) {
 }
 
 const base = await mkdtemp(path.join(tmpdir(), 'cyborg-bench-discovery-'))
+const lag = eventLoopLag()
 try {
   const hostDir = path.join(base, 'host')
   const emptyDir = path.join(base, 'empty')
@@ -172,7 +174,7 @@ try {
     },
   }
   process.stdout.write(
-    `${JSON.stringify({ benchmark: 'discovery', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { runs, warmup, rssRepeats: repeats, shape, drivers: ENABLED_DRIVERS, probe: 'fixture host probe over a temp dir (page cache)' }, results }, null, 2)}\n`,
+    `${JSON.stringify({ benchmark: 'discovery', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { runs, warmup, rssRepeats: repeats, shape, drivers: ENABLED_DRIVERS, probe: 'fixture host probe over a temp dir (page cache)' }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'discovery runs in the benchmark process; the RSS children are not measured' } }, null, 2)}\n`,
   )
 } finally {
   await rm(base, { recursive: true, force: true })

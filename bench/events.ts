@@ -47,7 +47,7 @@ import {
   type Settings,
   wantsBound,
 } from './events-targets.js'
-import { machineFacts } from './load.js'
+import { eventLoopLag, machineFacts, scrapeEventLoopLag } from './load.js'
 
 /** Waits until both sinks got every expected bound event and were quiet 1 s, or the timeout. */
 async function drain(sinks: Sinks, timeoutS: number) {
@@ -69,8 +69,15 @@ async function measured(target: Target, settings: Settings, broker: number | und
   if (target.sinks) await target.sinks.ask({ cmd: 'reset' })
   const sinkPid = target.sinks?.pid
   const before = { server: cpuOf(target.pids), broker: cpuOf([broker]), sinks: cpuOf([sinkPid]) }
+  await scrapeEventLoopLag(`${target.url}/metrics`) // starts the API's lag window
+  const lag = eventLoopLag()
   const run = await storm(target, settings.concurrency, settings.seconds)
   const afterStorm = { server: cpuOf(target.pids), broker: cpuOf([broker]) }
+  // The API process's (the whole service when embedded); a separate conductor serves no /metrics here.
+  const lagFigures = {
+    benchmarkProcess: lag(),
+    api: await scrapeEventLoopLag(`${target.url}/metrics`),
+  }
   const perBind = (a: number | null, b: number | null) =>
     a === null || b === null || run.bound.length === 0
       ? null
@@ -80,6 +87,7 @@ async function measured(target: Target, settings: Settings, broker: number | und
     loadAverage1m: load1m,
     serverCpuMsPerBind: perBind(afterStorm.server, before.server),
     brokerCpuMsPerBind: perBind(afterStorm.broker, before.broker),
+    eventLoopLag: lagFigures,
   }
   if (!target.sinks) return { figures, sinks: undefined }
   await target.sinks.ask({

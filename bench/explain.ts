@@ -15,7 +15,7 @@
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { cpuSeconds, machineFacts } from './load.js'
+import { cpuSeconds, eventLoopLag, machineFacts, scrapeEventLoopLag } from './load.js'
 import { hostName, seedFleet, serveApi, startApi, type ApiProcess } from './explain-fleet.js'
 import { testDialects } from '../test/support/db.js'
 
@@ -265,7 +265,13 @@ async function main() {
       oneHost: hostName(Math.floor(hosts / 2)),
     }
     const results: Record<string, Record<string, unknown>> = {}
+    await scrapeEventLoopLag(`${api.url}/metrics`) // starts the API's lag window
+    const lag = eventLoopLag()
     for (const s of sections) results[s] = await SECTIONS[s]!(ctx)
+    const lagFigures = {
+      benchmarkProcess: lag(),
+      api: await scrapeEventLoopLag(`${api.url}/metrics`),
+    }
     const goalList = goals(results)
     process.stdout.write(
       `${JSON.stringify(
@@ -294,6 +300,7 @@ async function main() {
           results,
           goals: goalList,
           allGoalsMet: goalList.every((g) => g.met),
+          eventLoopLag: lagFigures,
         },
         null,
         2,

@@ -39,6 +39,7 @@ import {
 } from '../src/rpc/conductor-rpc.js'
 import { noopLogger } from '../src/domain/logger.js'
 import { formatTimestamp, systemClock } from '../src/domain/time.js'
+import { eventLoopLag } from './load.js'
 
 const AGENT = 'cyborg-agent'
 const hostName = (i: number) => `hb-host-${String(i).padStart(6, '0')}`
@@ -129,6 +130,7 @@ async function main() {
   try {
     await seedServices(database, settings.agents)
     const heartbeats: Record<string, unknown[]> = {}
+    const lag = eventLoopLag()
     for (const mode of settings.modes) {
       const child = fork(
         fileURLToPath(import.meta.url),
@@ -188,6 +190,10 @@ async function main() {
       `${JSON.stringify(
         {
           benchmark: 'heartbeat',
+          eventLoopLag: {
+            benchmarkProcess: lag(),
+            conductor: 'the conductor runs in a forked child that serves no /metrics: not measured',
+          },
           date: new Date().toISOString(),
           machine: {
             cpus: cpus().length,

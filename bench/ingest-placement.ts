@@ -22,6 +22,7 @@ import { createPlacementClient } from '../src/openstack/placement.js'
 import { rootProviderUuid } from '../src/openstack/root-provider.js'
 import { inventoryHash } from '../src/rpc/inventory-hash.js'
 import { freePort, ROOT } from '../test/support/service.js'
+import { eventLoopLag } from './load.js'
 
 const { values } = parseArgs({
   options: { hosts: { type: 'string', default: '200' }, devices: { type: 'string', default: '8' } },
@@ -71,6 +72,7 @@ const proxy = await countingProxy(new URL(placementUrl))
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')!
 if (postgres.skip) throw new Error(`PostgreSQL: ${postgres.skip}`)
 const db = await postgres.create()
+const lag = eventLoopLag()
 try {
   const direct = createPlacementClient({
     endpoint: placementUrl,
@@ -157,6 +159,11 @@ try {
     JSON.stringify(
       {
         benchmark: 'ingest-placement',
+        eventLoopLag: {
+          benchmarkProcess: lag(),
+          services:
+            'the conductor is embedded in the benchmark process; Placement is Python (uwsgi)',
+        },
         date: new Date().toISOString(),
         settings: {
           hosts,

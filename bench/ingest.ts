@@ -17,6 +17,7 @@ import { testBroker } from '../test/support/rabbitmq.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
 import { changedHosts, hostSnapshot, playPeriod } from './ingest-hosts.js'
+import { eventLoopLag } from './load.js'
 
 const opt = (d: string) => ({ type: 'string' as const, default: d })
 const { values } = parseArgs({
@@ -87,6 +88,7 @@ const agentsBus = await createRabbitMqBus({
   connectionName: 'cyborg-bench-agents',
   defaultTimeoutMs: 600_000,
 })
+const lag = eventLoopLag()
 try {
   await new Promise((resolve, reject) => {
     child.once('message', resolve)
@@ -160,6 +162,10 @@ try {
     `${JSON.stringify(
       {
         benchmark: 'ingest',
+        eventLoopLag: {
+          benchmarkProcess: lag(),
+          conductor: 'the conductor runs in a forked child that serves no /metrics: not measured',
+        },
         date: new Date().toISOString(),
         machine: {
           cpus: cpus().length,

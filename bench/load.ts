@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import autocannon from 'autocannon'
 
 export interface LoadFigures {
@@ -14,6 +15,10 @@ export interface LoadFigures {
   p99Ms: number
   non2xx: number
   errors: number
+  /** This (the client) process's event-loop lag in the measured run. */
+  clientEventLoopLag: LagFigures
+  /** The server's, from its /metrics in the measured run; null when it serves none. */
+  serverEventLoopLag: LagFigures | null
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc; null where there is none. */
@@ -39,9 +44,14 @@ export async function load(
 ): Promise<LoadFigures> {
   const { connections, duration, pid, headers = {} } = options
   await autocannon({ url, headers, connections, duration: 2 })
+  const metricsUrl = new URL('/metrics', url).href
+  await scrapeEventLoopLag(metricsUrl) // starts the server's next lag window
+  const clientLag = eventLoopLag()
   const cpuBefore = cpuSeconds(pid)
   const r = await autocannon({ url, headers, connections, duration })
   const cpuAfter = cpuSeconds(pid)
+  const clientEventLoopLag = clientLag()
+  const serverEventLoopLag = await scrapeEventLoopLag(metricsUrl)
   const cpu =
     cpuBefore === null || cpuAfter === null || r.requests.total === 0
       ? null
@@ -53,6 +63,8 @@ export async function load(
     p99Ms: r.latency.p99,
     non2xx: r.non2xx,
     errors: r.errors,
+    clientEventLoopLag,
+    serverEventLoopLag,
   }
 }
 
@@ -78,6 +90,21 @@ export function meanFigures(xs: readonly LoadFigures[]) {
     p99Ms: avg((x) => x.p99Ms),
     non2xx: xs.reduce((s, x) => s + x.non2xx, 0),
     errors: xs.reduce((s, x) => s + x.errors, 0),
+    clientEventLoopLag: meanLag(xs.map((x) => x.clientEventLoopLag)),
+    serverEventLoopLag: xs.some((x) => x.serverEventLoopLag === null)
+      ? null
+      : meanLag(xs.map((x) => x.serverEventLoopLag!)),
+  }
+}
+
+/** Several runs' lag: the mean p50 and p99, and the largest max. */
+export function meanLag(xs: readonly LagFigures[]): LagFigures {
+  const avg = (f: (x: LagFigures) => number) =>
+    Math.round((xs.reduce((s, x) => s + f(x), 0) / xs.length) * 10) / 10
+  return {
+    p50Ms: avg((x) => x.p50Ms),
+    p99Ms: avg((x) => x.p99Ms),
+    maxMs: Math.max(...xs.map((x) => x.maxMs)),
   }
 }
 
@@ -92,5 +119,56 @@ export function compareFigures(
       a.serverCpuUsPerRequest === null || b.serverCpuUsPerRequest === null
         ? null
         : Math.round((a.serverCpuUsPerRequest - b.serverCpuUsPerRequest) * 10) / 10,
+  }
+}
+
+/** Event-loop lag of one process over a run, in ms (`nodejs_eventloop_lag_seconds` in /metrics is its live form). */
+export interface LagFigures {
+  p50Ms: number
+  p99Ms: number
+  maxMs: number
+}
+
+/** The sampling interval, prom-client's default too; the histogram's values include it, so it is taken off. */
+const LAG_RESOLUTION_MS = 10
+const lagMs = (ns: number) => Math.max(0, Math.round((ns / 1e6 - LAG_RESOLUTION_MS) * 10) / 10)
+
+/**
+ * Starts measuring this process's event-loop lag (perf_hooks.monitorEventLoopDelay): call it when
+ * the measured work starts, and the function it returns, once, when it ends (that stops the
+ * measuring). Where the service runs embedded, this is the service's lag too.
+ */
+export function eventLoopLag(): () => LagFigures {
+  const h = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS })
+  h.enable()
+  return () => {
+    h.disable()
+    return { p50Ms: lagMs(h.percentile(50)), p99Ms: lagMs(h.percentile(99)), maxMs: lagMs(h.max) }
+  }
+}
+
+/** What a benchmark's JSON says of a process whose lag could not be read. */
+export const LAG_NOT_SERVED = 'serves no /metrics: not measured'
+
+/**
+ * A child process's event-loop lag from its Prometheus `/metrics` (prom-client's
+ * nodejs_eventloop_lag_{p50,p99,max}_seconds, which cover the time since the previous scrape): scrape
+ * once when the measured work starts, and again at its end. Null when it does not answer them.
+ */
+export async function scrapeEventLoopLag(metricsUrl: string): Promise<LagFigures | null> {
+  try {
+    const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(5000) })).text()
+    const value = (name: string) => {
+      const m = new RegExp(
+        `^nodejs_eventloop_lag_${name}_seconds(?:\\{[^}]*\\})? (\\S+)$`,
+        'm',
+      ).exec(text)
+      return m ? Number(m[1]) * 1e9 : NaN
+    }
+    const [p50, p99, max] = ['p50', 'p99', 'max'].map(value) as [number, number, number]
+    if ([p50, p99, max].some(Number.isNaN)) return null
+    return { p50Ms: lagMs(p50), p99Ms: lagMs(p99), maxMs: lagMs(max) }
+  } catch {
+    return null
   }
 }

@@ -19,7 +19,7 @@ import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { testDialects } from '../test/support/db.js'
 import { round2 } from './events-sinks.js'
-import { machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './load.js'
 import {
   createSide,
   startQuotaKeystone,
@@ -152,6 +152,7 @@ async function main() {
   const keystone = await startQuotaKeystone(settings.registeredLimit)
   const keystoneStartSeconds = round2((Date.now() - t0) / 1000)
   const results: Record<string, unknown> = {}
+  const lag = eventLoopLag()
   try {
     for (const d of settings.dialects) results[d] = await runDialect(d, keystone, settings)
   } finally {
@@ -171,6 +172,7 @@ async function main() {
         date: new Date().toISOString(),
         machine: { ...machineFacts(loadAtStart), loadAverage1mAtEnd: round2(loadavg()[0]!) },
         settings: { ...settings, keystoneStartSeconds },
+        eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' },
         results,
         goal: {
           statement: 'unified_limits binds/s ≥ 0.9 × noop binds/s, on every dialect measured',

@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util'
 import { STORM_PROFILE } from '../test/support/storm-inventory.js'
 import { startEmbedded } from './boot-storm-targets.js'
 import { call } from './boot-storm-client.js'
+import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag } from './load.js'
 
 const { values } = parseArgs({
   options: {
@@ -119,12 +120,17 @@ try {
   }
   const accs = list.deployables.map((d) => ({ uuid: d.uuid, rp: d.rp_uuid }))
   const results: Record<string, unknown[]> = { v1: [], v2: [] }
+  await scrapeEventLoopLag(`${target.url}/metrics`) // starts the service's lag window
+  const lag = eventLoopLag()
   for (const level of levels) {
     results.v1!.push(await run(v1(target.url), accs, level))
     results.v2!.push(await run(v2(target.url), accs, level))
   }
+  const benchmarkProcess = lag()
+  // The embedded child prints its own lag on stderr when it stops (bench/boot-storm-embedded.ts).
+  const service = (await scrapeEventLoopLag(`${target.url}/metrics`)) ?? LAG_NOT_SERVED
   process.stdout.write(
-    `${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results }, null, 2)}\n`,
+    `${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results, eventLoopLag: { benchmarkProcess, service } }, null, 2)}\n`,
   )
 } finally {
   await target.stop()

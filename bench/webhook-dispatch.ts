@@ -12,7 +12,7 @@ import { fork, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:http'
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './load.js'
 import { testDialects } from '../test/support/db.js'
 import { createWebhookDispatcher } from '../src/conductor/webhook-dispatcher.js'
 import { createWebhookPoster } from '../src/conductor/webhook-post.js'
@@ -160,6 +160,7 @@ if (process.argv[2] === '--role') {
   }
 
   const rounds = []
+  const lag = eventLoopLag()
   for (let round = 1; round <= Number(values.rounds); round++) {
     rounds.push({
       round,
@@ -170,5 +171,21 @@ if (process.argv[2] === '--role') {
   child.kill()
   const machine = { ...machineFacts(loadAtStart), loadAverage1mAtEnd: loadavg()[0] }
   const settings = { events: total, rounds: Number(values.rounds) }
-  console.log(JSON.stringify({ benchmark: 'webhook-dispatch', machine, settings, rounds }, null, 1))
+  const eventLoopLagFigures = {
+    benchmarkProcess: lag(),
+    receiver: 'the receiver runs in a forked child that serves no /metrics: not measured',
+  }
+  console.log(
+    JSON.stringify(
+      {
+        benchmark: 'webhook-dispatch',
+        machine,
+        settings,
+        rounds,
+        eventLoopLag: eventLoopLagFigures,
+      },
+      null,
+      1,
+    ),
+  )
 }

@@ -1,7 +1,10 @@
 /**
- * Webhook attempts over HTTP(S): POST the body with its headers, wait at most `timeoutMs` for the
- * status line, and report what came back. Redirects are not followed (a 3xx is a failed attempt,
- * as the convention has it), and the answer's body is read and dropped, never kept.
+ * Webhook attempts over HTTP(S): POST the body with its headers and report what came back.
+ * Redirects are not followed (a 3xx is a failed attempt, as the convention has it). The status
+ * line decides the outcome, but the attempt lasts until the whole exchange is over, and
+ * `timeoutMs` bounds all of it: connect, status line and body. The answer's body is read and
+ * dropped up to WEBHOOK_ANSWER_LIMIT_BYTES; a longer one is cut there and its connection closed
+ * (the status stands); one that does not end in time fails the attempt (docs/webhooks.md, Limits).
  *
  * node:http with a keep-alive agent per poster rather than `fetch`: a POST through `fetch` cost the
  * sender about 1.5× the CPU (bench/webhook-dispatch.ts, docs/performance.md), and the dispatcher
@@ -9,6 +12,12 @@
  */
 import http from 'node:http'
 import https from 'node:https'
+import {
+  AnswerTooLargeError,
+  readAnswer,
+  sizeText,
+  WEBHOOK_ANSWER_LIMIT_BYTES,
+} from '../openstack/answer-limit.js'
 
 /** What an attempt got: a status, or the reason it got none. */
 export interface PostResult {
@@ -30,8 +39,12 @@ export interface WebhookPoster {
 
 /** The reason a request got no answer, in a few words. */
 function reasonOf(err: unknown): string {
+  return `no answer: ${codeOf(err)}`
+}
+
+const codeOf = (err: unknown) => {
   const e = err as NodeJS.ErrnoException
-  return `no answer: ${e.code ?? e.message ?? String(err)}`
+  return e.code ?? e.message ?? String(err)
 }
 
 export function createWebhookPoster(initialTimeoutMs: number): WebhookPoster {
@@ -69,15 +82,37 @@ export function createWebhookPoster(initialTimeoutMs: number): WebhookPoster {
       })
       inFlight.set(req, settle)
       const limitMs = timeoutMs
+      /** The status line's status, once it came. */
+      let status: number | null = null
       const timer = setTimeout(() => {
-        settle({ status: null, error: `no answer within ${limitMs / 1000} s` })
+        const late = `did not end within ${limitMs / 1000} s`
+        settle({
+          status,
+          error:
+            status === null
+              ? `no answer within ${limitMs / 1000} s`
+              : `HTTP ${status}, but the answer ${late}`,
+        })
         req.destroy()
       }, limitMs)
       req.on('response', (res) => {
-        const status = res.statusCode ?? 0
-        res.resume()
-        res.on('error', () => undefined)
-        settle({ status, error: status >= 200 && status < 300 ? null : `HTTP ${status}` })
+        const got = res.statusCode ?? 0
+        status = got
+        const verdict = got >= 200 && got < 300 ? null : `HTTP ${got}`
+        readAnswer(res, WEBHOOK_ANSWER_LIMIT_BYTES).then(
+          () => settle({ status: got, error: verdict }),
+          (err: unknown) => {
+            req.destroy()
+            if (err instanceof AnswerTooLargeError) {
+              const cut = `answer cut at ${sizeText(WEBHOOK_ANSWER_LIMIT_BYTES)}`
+              settle({ status: got, error: verdict === null ? null : `${verdict} (${cut})` })
+            } else
+              settle({
+                status: got,
+                error: `HTTP ${got}, but the answer broke off: ${codeOf(err)}`,
+              })
+          },
+        )
       })
       req.on('error', (err) => settle({ status: null, error: reasonOf(err) }))
       req.end(body)

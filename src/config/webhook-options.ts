@@ -11,7 +11,7 @@ export const webhookOptions = {
     min: 1,
     mutable: true,
     max: 300,
-    help: 'Seconds a webhook receiver has to answer one delivery (docs/webhooks.md); no status by then is a failed attempt. The conductor always runs the webhook dispatcher: it posts only to endpoints an admin registered (POST /v2/webhooks).',
+    help: 'Seconds a webhook receiver has to answer one delivery (docs/webhooks.md); an answer not complete by then (status line, headers and body, of which at most 64 KiB is read) is a failed attempt. The conductor always runs the webhook dispatcher: it posts only to endpoints an admin registered (POST /v2/webhooks).',
   }),
   concurrency: int({
     default: 8,

@@ -6,7 +6,7 @@
  * as python-barbicanclient does). Barbican API: https://docs.openstack.org/barbican/latest/api/
  */
 import { InvalidInputError, UnavailableError } from '../domain/errors.js'
-import { causeMessage } from '../domain/error-message.js'
+import { exchangeFailure, OPENSTACK_ANSWER_LIMIT_BYTES, readAnswer } from './answer-limit.js'
 import {
   OpenStackHttpError,
   requestJson,
@@ -99,22 +99,30 @@ async function payload(
   for (let attempt = 1; ; attempt++) {
     const target = await resolveTarget(ep)
     const started = performance.now()
+    const unavailable = (err: unknown) =>
+      new UnavailableError(`Barbican GET ${path}: ${exchangeFailure(err, ep.timeoutMs)}`, {
+        code: 'KEY_MANAGER_UNAVAILABLE',
+        cause: err,
+      })
     let res: Response
     try {
+      // The one signal bounds connect, headers and the body read below (answer-limit.ts).
       res = await fetch(target.url + path, {
         headers: { ...target.headers, accept },
         signal: AbortSignal.timeout(ep.timeoutMs),
       })
     } catch (err) {
       ep.onCall?.('GET', path, 0, (performance.now() - started) / 1000)
-      throw new UnavailableError(`Barbican GET ${path}: ${causeMessage(err)}`, {
-        code: 'KEY_MANAGER_UNAVAILABLE',
-        cause: err,
-      })
+      throw unavailable(err)
     }
     ep.onCall?.('GET', path, res.status, (performance.now() - started) / 1000)
-    if (res.ok) return Buffer.from(await res.arrayBuffer())
-    const text = (await res.text()).slice(0, 300)
+    const answer = await readAnswer(res.body, OPENSTACK_ANSWER_LIMIT_BYTES).catch(
+      (err: unknown) => {
+        throw unavailable(err)
+      },
+    )
+    if (res.ok) return answer
+    const text = answer.toString('utf8', 0, 300)
     if (res.status === 401 && ep.auth && attempt === 1) {
       ep.auth.rejected(target.headers)
       continue

@@ -12,6 +12,8 @@ import { rm } from 'node:fs/promises'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
+import { causeMessage } from '../domain/error-message.js'
+import { AnswerTooLargeError } from './answer-limit.js'
 import { requestJson, resolveTarget, type RequestAuth, type ServiceEndpoint } from './http.js'
 import {
   SIGNATURE_PROPERTIES,
@@ -50,9 +52,11 @@ export interface GlanceClient {
   /**
    * Downloads image `id` to `dest`, feeding every chunk to `verifier` too. A hash mismatch, or a
    * signature `verifier.verify()` refuses, deletes the file and throws InvalidInputError.
+   * Bounded by `size` (when known, more is refused), and by times: no data for `timeoutMs`, or
+   * not complete within 10 × `timeoutMs`, throws UnavailableError and deletes the file.
    */
   download(
-    image: { id: string; hashAlgo: string; hashValue: string },
+    image: { id: string; hashAlgo: string; hashValue: string; size?: number },
     dest: string,
     verifier?: ChunkVerifier,
   ): Promise<void>
@@ -133,35 +137,44 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
       return usable(images[0]!)
     },
     async download(image, dest, verifier) {
-      let res: Response
-      try {
-        // resolve() just ran with the same token, so a 401 here is not retried.
-        const target = await resolveTarget(ep)
-        res = await fetch(`${target.url}/v2/images/${image.id}/file`, {
-          headers: target.headers,
-          signal: AbortSignal.timeout(settings.timeoutMs * 10),
-        })
-      } catch (err) {
-        throw new UnavailableError(
-          `Glance GET /v2/images/${image.id}/file: ${(err as Error).message}`,
-          { cause: err },
-        )
-      }
-      if (!res.ok || !res.body)
-        throw new UnavailableError(`Glance GET /v2/images/${image.id}/file answered ${res.status}`)
+      const path = `/v2/images/${image.id}/file`
+      const limits = downloadLimits(settings.timeoutMs, image.size)
+      const fail = (err: unknown) =>
+        new UnavailableError(`Glance GET ${path}: ${limits.failure(err)}`, { cause: err })
       const hash = createHash(image.hashAlgo)
       const tap = new Transform({
         transform(chunk: Buffer, _enc, done) {
+          const over = limits.received(chunk.length)
+          if (over) return done(over)
           hash.update(chunk)
           verifier?.update(chunk)
           done(null, chunk)
         },
       })
-      await pipeline(
-        Readable.fromWeb(res.body as never),
-        tap,
-        createWriteStream(dest, { mode: 0o600 }),
-      )
+      try {
+        // resolve() just ran with the same token, so a 401 here is not retried.
+        const target = await resolveTarget(ep)
+        const res = await fetch(`${target.url}${path}`, {
+          headers: target.headers,
+          signal: limits.signal,
+        }).catch((err: unknown) => {
+          throw fail(err)
+        })
+        if (!res.ok || !res.body) {
+          await res.body?.cancel()
+          throw new UnavailableError(`Glance GET ${path} answered ${res.status}`)
+        }
+        await pipeline(
+          Readable.fromWeb(res.body as never),
+          tap,
+          createWriteStream(dest, { mode: 0o600 }),
+        ).catch(async (err: unknown) => {
+          await rm(dest, { force: true })
+          throw fail(err)
+        })
+      } finally {
+        limits.done()
+      }
       const got = hash.digest('hex')
       if (got !== image.hashValue) {
         await rm(dest, { force: true })
@@ -177,5 +190,35 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
         throw err
       }
     },
+  }
+}
+
+/**
+ * The bounds of one image download (docs/auth-outbound.md, Limits): at most `size` bytes (the
+ * image's declared size; 0 when unknown: no size bound), no pause longer than `timeoutMs`, and
+ * done within 10 × `timeoutMs`. `signal` aborts the fetch when a time runs out.
+ */
+function downloadLimits(timeoutMs: number, size = 0) {
+  const overallMs = timeoutMs * 10
+  const overall = AbortSignal.timeout(overallMs)
+  const idle = new AbortController()
+  const idleTimer = setTimeout(() => idle.abort(), timeoutMs)
+  let total = 0
+  return {
+    signal: AbortSignal.any([overall, idle.signal]),
+    /** Counts a chunk, and restarts the idle time: the error to stop with, if it is one too many. */
+    received(bytes: number): Error | undefined {
+      total += bytes
+      idleTimer.refresh()
+      return size > 0 && total > size ? new AnswerTooLargeError(size) : undefined
+    },
+    failure(err: unknown): string {
+      if (err instanceof AnswerTooLargeError)
+        return `the image is more than its declared size of ${size} bytes: the rest was not read, and the connection was closed`
+      if (idle.signal.aborted) return `no data for ${timeoutMs} ms`
+      if (overall.aborted) return `the image was not complete within ${overallMs / 1000} s`
+      return causeMessage(err)
+    },
+    done: () => clearTimeout(idleTimer),
   }
 }

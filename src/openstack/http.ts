@@ -1,9 +1,11 @@
 /**
  * One JSON request to an OpenStack service with the built-in `fetch`: auth header, microversion,
  * timeout, and errors mapped to domain errors that name the service, the call and its answer.
+ * The time limit covers the whole exchange, body included, and at most
+ * OPENSTACK_ANSWER_LIMIT_BYTES of the answer is read (answer-limit.ts).
  */
 import { AppError, UnavailableError } from '../domain/errors.js'
-import { causeMessage } from '../domain/error-message.js'
+import { exchangeFailure, readAnswerText } from './answer-limit.js'
 
 /** A non-2xx answer other than 5xx: the caller decides (409 conflict, 404 gone, 400 bad input). */
 export class OpenStackHttpError extends AppError {
@@ -65,12 +67,18 @@ export async function requestJson(
   headers: Record<string, string> = {},
 ): Promise<JsonAnswer> {
   const what = `${ep.service} ${method} ${path}`
+  const unavailable = (err: unknown) =>
+    new UnavailableError(`${what}: ${exchangeFailure(err, ep.timeoutMs)}`, {
+      code: 'OPENSTACK_UNAVAILABLE',
+      cause: err,
+    })
   let res: Response
   for (let attempt = 1; ; attempt++) {
     const target = await resolveTarget(ep)
     const started = performance.now()
     const seconds = () => (performance.now() - started) / 1000
     try {
+      // The one signal bounds connect, headers and the body read below.
       res = await fetch(target.url + path, {
         method,
         headers: {
@@ -84,14 +92,7 @@ export async function requestJson(
       })
     } catch (err) {
       ep.onCall?.(method, path, 0, seconds())
-      const reason =
-        err instanceof Error && err.name === 'TimeoutError'
-          ? `no answer in ${ep.timeoutMs} ms`
-          : causeMessage(err)
-      throw new UnavailableError(`${what}: ${reason}`, {
-        code: 'OPENSTACK_UNAVAILABLE',
-        cause: err,
-      })
+      throw unavailable(err)
     }
     ep.onCall?.(method, path, res.status, seconds())
     // A Keystone token may be revoked or expire early: take a new one and try once more.
@@ -99,7 +100,9 @@ export async function requestJson(
     await res.body?.cancel()
     ep.auth.rejected(target.headers)
   }
-  const text = await res.text()
+  const text = await readAnswerText(res.body).catch((err: unknown) => {
+    throw unavailable(err)
+  })
   const parsed = parse(text)
   if (res.ok) return { status: res.status, body: parsed, headers: res.headers }
   const { detail, code } = errorOf(parsed, text)

@@ -6,7 +6,7 @@
  * error message. See docs/auth-outbound.md.
  */
 import { UnavailableError } from '../domain/errors.js'
-import { causeMessage } from '../domain/error-message.js'
+import { exchangeFailure, readAnswerText } from './answer-limit.js'
 
 export interface PasswordAuth {
   /** Keystone's v3 endpoint, e.g. http://keystone:5000/v3 (`/v3` is added when missing). */
@@ -121,22 +121,25 @@ async function authenticate(
     },
   }
   const what = `Keystone POST ${tokenUrl}`
+  const unavailable = (err: unknown) =>
+    new UnavailableError(`${what}: ${exchangeFailure(err, auth.timeoutMs)}`, {
+      code: 'KEYSTONE_UNAVAILABLE',
+      cause: err,
+    })
   let res: Response
+  let text: string
   try {
+    // One time limit for the whole exchange, and a bounded body (answer-limit.ts).
     res = await fetch(tokenUrl, {
       method: 'POST',
       headers: { accept: 'application/json', 'content-type': 'application/json' },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(auth.timeoutMs),
     })
+    text = await readAnswerText(res.body)
   } catch (err) {
-    const reason =
-      err instanceof Error && err.name === 'TimeoutError'
-        ? `no answer in ${auth.timeoutMs} ms`
-        : causeMessage(err)
-    throw new UnavailableError(`${what}: ${reason}`, { code: 'KEYSTONE_UNAVAILABLE', cause: err })
+    throw unavailable(err)
   }
-  const text = await res.text()
   if (res.status === 401 || res.status === 403) {
     throw new UnavailableError(
       `${what} answered ${res.status}: Keystone refused user "${auth.username}" (domain ${auth.userDomainName ?? 'Default'}) ` +
