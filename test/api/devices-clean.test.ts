@@ -227,6 +227,7 @@ void describe('POST /v2/devices/{uuid}/clean, over a recording conductor', () =>
       '403',
       '404',
       '406',
+      '409',
       '413',
       '415',
       '503',
