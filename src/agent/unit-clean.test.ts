@@ -2,7 +2,9 @@
  * The agent's `cleanUnit` (unit-clean.ts) over the real fake driver: it finds the driver by the
  * unit's handle, runs clean and verify, answers with a digest of the evidence; a second request
  * for a unit being cleaned joins the first; an unknown unit or a malformed request is refused by
- * name; `clean = none` answers without cleaning; the agent's stop aborts a clean.
+ * name; `clean = none` answers without cleaning; the agent's stop aborts a clean; an operator's
+ * `abortClean` stops a clean and answers only once its driver step has ended, and a later ask for
+ * the aborted release cleans nothing.
  */
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -18,11 +20,13 @@ const cleanerOver = async (
   options: Record<string, string>,
   controller = new AbortController(),
   counted: { runs: number; running?: number; most?: number } = { runs: 0 },
+  extra: { abortWaitMs?: number; wrap?: (d: AcceleratorDriver) => AcceleratorDriver } = {},
 ) => {
-  const driver: AcceleratorDriver = createFakeDriver(
+  const fake: AcceleratorDriver = createFakeDriver(
     { host: createMemoryHostProbe({}), hostname: 'h1' },
     options,
   )
+  const driver = extra.wrap?.(fake) ?? fake
   const devices = await driver.discover()
   return createUnitCleaner({
     owner: async (match) => {
@@ -41,6 +45,7 @@ const cleanerOver = async (
     },
     signal: controller.signal,
     log: noopLogger,
+    ...(extra.abortWaitMs === undefined ? {} : { abortWaitMs: extra.abortWaitMs }),
   })
 }
 /** The fake device's units are numbered from 1. */
@@ -122,5 +127,57 @@ void describe('agent: cleanUnit', () => {
     const running = cleaner.cleanUnit(unit(0))
     setTimeout(() => controller.abort(new Error('stopping')), 20)
     await assert.rejects(running, { code: 'CLEAN_ABORTED' })
+  })
+
+  void it('abortClean stops a running clean; a later ask for that release cleans nothing', async () => {
+    const counted: { runs: number; running?: number } = { runs: 0 }
+    const cleaner = await cleanerOver({ clean_delay_ms: '10000' }, new AbortController(), counted)
+    assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r0' }), { aborted: false })
+    const running = cleaner.cleanUnit({ ...unit(0), ticket: 'r1' })
+    const refused = assert.rejects(running, { code: 'CLEAN_ABORTED' })
+    await new Promise((r) => setTimeout(r, 20))
+    assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r1' }), { aborted: true })
+    await refused
+    assert.equal(counted.running, 0, 'no clean runs once abortClean has answered')
+    // An ask for the aborted release that comes late (crossing the abort) cleans nothing.
+    await assert.rejects(cleaner.cleanUnit({ ...unit(0), ticket: 'r1' }), {
+      code: 'CLEAN_ABORTED',
+    })
+    assert.equal(counted.runs, 1)
+    await assert.rejects(cleaner.abortClean({ handle: { type: 'NOPE', info: {} } } as never), {
+      details: { field: 'handle' },
+    })
+  })
+
+  void it('abortClean waits for a driver step that ignores the abort, and says so past its limit', async () => {
+    let finish!: () => void
+    const stepDone = new Promise<void>((r) => (finish = r))
+    const cleaner = await cleanerOver(
+      {},
+      new AbortController(),
+      { runs: 0 },
+      {
+        abortWaitMs: 50,
+        // A step that cannot be stopped (a sanitize the device runs on its own).
+        wrap: (d) => ({
+          ...d,
+          clean: async (t, o) => {
+            await stepDone
+            return d.clean!(t, o)
+          },
+        }),
+      },
+    )
+    const running = assert.rejects(cleaner.cleanUnit({ ...unit(0), ticket: 'r1' }), {
+      code: 'CLEAN_ABORTED',
+    })
+    await new Promise((r) => setTimeout(r, 20))
+    await assert.rejects(cleaner.abortClean({ ...unit(0), ticket: 'r1' }), {
+      code: 'CLEAN_STILL_RUNNING',
+    })
+    await running // runClean gave up on the step at once; the host step still ran
+    finish()
+    assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r1' }), { aborted: true })
+    assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r1' }), { aborted: false })
   })
 })

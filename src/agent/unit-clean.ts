@@ -13,13 +13,25 @@
  * release waits for a running clean of an older one, then cleans again (a clean that began before
  * a release cannot stand for it). A stopping agent aborts cleans (CLEAN_ABORTED): the conductor
  * keeps the units `cleaning` and asks again.
+ *
+ * `abortClean` (AgentRpc 1.7, issue 27) is an operator's force-in-service: it stops every clean of
+ * the unit, waits until the driver's own step has ended (not only until `runClean` gave up on it),
+ * and only then answers; the conductor puts the unit back in service after that answer. The
+ * release it names is remembered as aborted: an ask for it that arrives later (crossing the abort
+ * on the bus) is refused with CLEAN_ABORTED instead of cleaning a unit that may be a tenant's by
+ * then. An ask for a newer release cleans as usual.
  */
 import { hash } from 'node:crypto'
 import type { AcceleratorDriver, CleanRunner, CleanTarget } from '../drivers/driver.js'
-import { InvalidInputError, NotFoundError } from '../domain/errors.js'
+import {
+  DriverError,
+  InvalidInputError,
+  NotFoundError,
+  UnavailableError,
+} from '../domain/errors.js'
 import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
-import type { CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
+import type { AbortCleanResult, CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
 import { parseUuid } from './device-ops.js'
 
 export interface UnitCleanDeps {
@@ -32,7 +44,21 @@ export interface UnitCleanDeps {
   /** Aborted when the agent stops. */
   signal: AbortSignal
   log: Logger
+  /** How long `abortClean` waits for a driver step to end before it answers CLEAN_STILL_RUNNING. @default 10000 */
+  abortWaitMs?: number
 }
+
+/** One clean of a unit while it runs: its own abort, and the driver step once it started. */
+interface CleanJob {
+  controller: AbortController
+  /** Settles once the clean's answer is in and the driver's step (if it started) has ended. */
+  ended: Promise<void>
+}
+
+const noop = () => undefined
+
+/** Aborted releases remembered per unit. */
+const ABORTED_KEPT = 8
 
 const HANDLE_TYPES = new Set(['PCI', 'MDEV', 'TEST_PCI'])
 
@@ -68,12 +94,16 @@ function parseRequest(req: unknown): CleanUnitRequest {
 }
 
 export function createUnitCleaner(deps: UnitCleanDeps) {
-  const { owner, runClean, signal, log } = deps
+  const { owner, runClean, signal, log, abortWaitMs = 10_000 } = deps
   /** Per unit: the clean running or last done, and the release it was for. */
   const units = new Map<
     string,
     { ticket: string | undefined; run: Promise<CleanUnitResult>; done: boolean }
   >()
+  /** Per unit: the cleans whose driver step may still run (an ignored abort or time-out included). */
+  const jobs = new Map<string, Set<CleanJob>>()
+  /** Per unit: the last releases whose clean an operator aborted (`abortClean`), oldest first. */
+  const aborted = new Map<string, (string | undefined)[]>()
 
   /** Where each unit was last found: checked by reference first (cheap), rescanned when stale. */
   const located = new Map<string, { driver: AcceleratorDriver; device: DiscoveredDevice }>()
@@ -95,6 +125,7 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     req: CleanUnitRequest,
     info: string,
     key: string,
+    job: { signal: AbortSignal; onStep: (step: Promise<unknown>) => void },
   ): Promise<CleanUnitResult> => {
     const hit = await locate(req, info, key)
     if (!hit) {
@@ -112,7 +143,7 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
         ...(req.mdevUuid === undefined ? {} : { mdevUuid: req.mdevUuid }),
         device,
       },
-      { signal, log },
+      { signal: job.signal, log, onStep: job.onStep },
     )
     const evidence =
       report.verifyEvidence === undefined
@@ -141,16 +172,39 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
       }
       const info = canonicalJson(req.handle.info)
       const key = `${req.handle.type} ${info}`
+      if (aborted.get(key)?.includes(req.ticket))
+        return Promise.reject(
+          new DriverError('the clean of this release was aborted (force-in-service)', {
+            code: 'CLEAN_ABORTED',
+            details: { ticket: req.ticket ?? null },
+          }),
+        )
       const last = units.get(key)
       // The same release (or an ask without a ticket while one runs): its clean, running or done.
       if (last && (last.ticket === req.ticket || (!last.done && req.ticket === undefined)))
         return last.run
-      const before = last && !last.done ? last.run.catch(() => undefined) : Promise.resolve()
-      const entry = {
-        ticket: req.ticket,
-        run: before.then(() => clean(req, info, key)),
-        done: false,
+      const before = last && !last.done ? last.run.catch(noop) : Promise.resolve()
+      const controller = new AbortController()
+      let step: Promise<unknown> | undefined
+      const run = before.then(() =>
+        clean(req, info, key, {
+          signal: AbortSignal.any([signal, controller.signal]),
+          onStep: (s) => {
+            step = s
+          },
+        }),
+      )
+      const job: CleanJob = {
+        controller,
+        ended: run.then(noop, noop).then(() => step?.then(noop, noop)),
       }
+      const running = jobs.get(key) ?? new Set<CleanJob>()
+      jobs.set(key, running.add(job))
+      void job.ended.then(() => {
+        running.delete(job)
+        if (running.size === 0 && jobs.get(key) === running) jobs.delete(key)
+      })
+      const entry = { ticket: req.ticket, run, done: false }
       units.set(key, entry)
       entry.run.then(
         () => (entry.done = true),
@@ -158,6 +212,35 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
         () => units.get(key) === entry && units.delete(key),
       )
       return entry.run
+    },
+
+    /**
+     * Stops every clean of the unit and answers once none runs: `aborted` true when one did.
+     * @throws UnavailableError CLEAN_STILL_RUNNING when a driver step has not ended within
+     *   `abortWaitMs` (the unit must stay out of service); InvalidInputError naming the field
+     */
+    async abortClean(raw: unknown): Promise<AbortCleanResult> {
+      const req = parseRequest(raw)
+      const info = canonicalJson(req.handle.info)
+      const key = `${req.handle.type} ${info}`
+      // A few per unit: an ask of an aborted release may still be on the bus after later ones.
+      aborted.set(key, [...(aborted.get(key) ?? []), req.ticket].slice(-ABORTED_KEPT))
+      const running = [...(jobs.get(key) ?? [])]
+      if (running.length === 0) return { aborted: false }
+      for (const job of running) job.controller.abort(new Error('aborted: force-in-service'))
+      let timer: NodeJS.Timeout | undefined
+      const ended = await Promise.race([
+        Promise.all(running.map((j) => j.ended)).then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), abortWaitMs))),
+      ])
+      clearTimeout(timer)
+      if (!ended)
+        throw new UnavailableError(
+          `the clean of ${req.handle.type} unit ${info} did not stop within ${abortWaitMs} ms (its driver step still runs); the unit stays out of service: try again once it has ended`,
+          { code: 'CLEAN_STILL_RUNNING', details: { handle: req.handle } },
+        )
+      log.warn({ handle: req.handle, ticket: req.ticket }, 'clean aborted (force-in-service)')
+      return { aborted: true }
     },
   }
 }

@@ -62,8 +62,9 @@ export interface ReleaseDeps {
 /**
  * Appends the custody ledger's allocation records of requests that let go of a handle they held
  * once Bound (one statement, in the release's transaction). `arqs` carry the state they were in
- * before the release: Bound (bound since `updatedAt`), UnbindFailed or Deleting (bound time not
- * known); a request that never got Bound (BindStarted, BindFailed) held nothing for a tenant.
+ * before the release (Bound, UnbindFailed or Deleting) and `boundAt`, the time their bind committed
+ * (migration 0016; null for one bound before it and released since); a request that never got
+ * Bound (BindStarted, BindFailed) held nothing for a tenant.
  */
 async function closeIntervals(
   deps: ReleaseDeps,
@@ -83,7 +84,7 @@ async function closeIntervals(
       uuid: uuid(),
       arq,
       via: arq.deviceProfileId === null ? AllocatedVia.V1Attach : v2Via,
-      boundAt: arq.state === 'Bound' ? arq.updatedAt : null,
+      boundAt: arq.boundAt,
       releasedAt: at,
     }))
   await appendAllocationRecords(trx, intervals)

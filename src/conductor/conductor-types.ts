@@ -36,6 +36,7 @@ export interface ConductorDeps {
   ) => Pick<
     AgentRpc,
     | 'install'
+    | 'abortClean'
     | 'prepare'
     | 'release'
     | 'createMdev'
@@ -54,6 +55,12 @@ export interface ConductorDeps {
    * NVMe sanitize takes up to an hour). @default agentFor
    */
   cleanAgentFor?: ((host: string) => Pick<AgentRpc, 'cleanUnit'>) | undefined
+  /**
+   * The host's agent for a force-in-service's `abortClean` (issue 27), with a time limit under
+   * the API's own call to the conductor, so that the operator reads which host did not answer.
+   * @default agentFor
+   */
+  abortAgentFor?: ((host: string) => Pick<AgentRpc, 'abortClean'>) | undefined
   /**
    * The host's agent for programs and configures (docs/fpga.md), with the time limit of one
    * (`[conductor] reconfigure_timeout`: flashing a card takes minutes). @default agentFor

@@ -129,6 +129,8 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
         db,
         committer,
         agentFor: cleanAgentFor,
+        // A force's abort waits the ordinary RPC time, not a clean's (two retry intervals).
+        abortAgentFor: deps.abortAgentFor ?? deps.agentFor,
         syncPlacement: (host) => syncPlacement(host),
         log,
         clock,

@@ -40,6 +40,7 @@ function arq(n: number, handleId: number): Arq {
     deployableId: null,
     createdAt: NOW,
     updatedAt: at(1),
+    boundAt: at(1),
   }
 }
 

@@ -4,16 +4,18 @@
  * waits for its clean), the agent's answer puts it back with a clean record and
  * `accelerator.device.cleaned`; a failure fences it and its device (a healthy report does not lift
  * that); a silent agent leaves it cleaning until the sweep asks again; an operator's re-clean and
- * override, the override recorded with who asked.
+ * override, the override recorded with who asked; an override waits for the agent to confirm that
+ * no clean runs (abortClean), and without that answer (a silent or old agent) the unit stays out
+ * of service with an error naming the host.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { testDialects } from '../../test/support/db.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
-import { DriverError, UnavailableError } from '../domain/errors.js'
+import { DriverError, NotFoundError, UnavailableError } from '../domain/errors.js'
 import { noopLogger } from '../domain/logger.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
-import type { CleanUnitResult } from '../rpc/agent-rpc.js'
+import type { AbortCleanResult, CleanUnitResult } from '../rpc/agent-rpc.js'
 import { listCapacityDeployables } from '../db/capacity.js'
 import { listCleaningUnits } from '../db/handle-cleaning.js'
 import { createConductor } from './conductor.js'
@@ -38,10 +40,17 @@ for (const dialect of await testDialects()) {
     /** What the agent answers next; each call is recorded. */
     let answer: () => Promise<CleanUnitResult> = async () => OK
     const asked: unknown[] = []
+    /** What the agent answers to an abort; each abort is recorded. */
+    let abortAnswer: () => Promise<AbortCleanResult> = async () => ({ aborted: false })
+    const aborts: unknown[] = []
     const agentFor = () => ({
       cleanUnit: async (req: unknown) => {
         asked.push(req)
         return answer()
+      },
+      abortClean: async (req: unknown) => {
+        aborts.push(req)
+        return abortAnswer()
       },
     })
     const conductor = createConductor(
@@ -188,15 +197,41 @@ for (const dialect of await testDialects()) {
       assert.equal(asked.length, before + 1)
       assert.equal((await handles())[0]!.clean_state, null)
 
-      // --force-in-service: no clean, an override record naming who.
+      // --force-in-service while the clean runs: an agent that does not answer the abort, or
+      // is too old to stop a clean, leaves the unit out of service, and the error names the host.
       answer = () => new Promise((resolve) => (release = resolve)) // answers only at the end
       const fourth = await bindNew(5)
       await conductor.unbindArqs({ uuids: [fourth.arq.uuid] })
-      const forced = await conductor.cleanDevice({
-        uuid: deviceUuid,
-        force: true,
-        userId: 'admin-1',
+      abortAnswer = async () => {
+        throw new UnavailableError('no reply to cyborg.agent.h1.abortClean within 15000 ms', {
+          code: 'RPC_TIMEOUT',
+        })
+      }
+      const force = { uuid: deviceUuid, force: true, userId: 'admin-1' }
+      await assert.rejects(conductor.cleanDevice(force), (err: Error & { code?: string }) => {
+        assert.equal(err.code, 'CLEAN_ABORT_UNCONFIRMED')
+        assert.match(
+          err.message,
+          /^the agent on host h1 did not confirm that no clean runs on unit\(s\) \S+ \(no reply .*\): they stay out of service; start the agent on h1 and run the command again$/,
+        )
+        return true
       })
+      abortAnswer = async () => {
+        throw new NotFoundError('no RPC method cyborg.agent.h1.abortClean', {
+          code: 'RPC_NO_METHOD',
+        })
+      }
+      await assert.rejects(conductor.cleanDevice(force), {
+        code: 'CLEAN_ABORT_UNSUPPORTED',
+        message: /^the agent on host h1 cannot stop a clean \(it is older than agent RPC 1\.7\)/,
+      })
+      assert.equal((await handles())[0]!.clean_state, 'pending', 'still out of service')
+      assert.equal((await bindNew(50)).out.state, 'BindFailed', 'no bind takes it')
+
+      // The agent stops its clean and answers: the unit goes back, the override records the abort.
+      abortAnswer = async () => ({ aborted: true })
+      const forced = await conductor.cleanDevice(force)
+      assert.deepEqual(aborts.at(-1), asked.at(-1), 'the abort names the unit and its release')
       assert.deepEqual(forced.forced, true)
       assert.equal(forced.units.length, 1)
       assert.equal((await handles())[0]!.clean_state, null)
@@ -206,6 +241,11 @@ for (const dialect of await testDialects()) {
         [override.kind, override.clean_result, override.user_id],
         ['override', 'override', 'admin-1'],
       )
+      assert.deepEqual(JSON.parse(override.detail!), {
+        reason: 'force-in-service',
+        by_project_id: null,
+        clean_aborted: true,
+      })
       assert.equal((await bindNew(6)).out.state, 'Bound', 'back in service')
       assert.deepEqual(await listCleaningUnits(db.db), [])
       // Every closed interval has a clean result or an override.

@@ -15,7 +15,11 @@
  *    never offered again before its agent has answered that it is clean (the release fence).
  *
  * Operators: `cleanDevice` re-runs the clean of a device's failed or pending units by hand, or with
- * `force` puts them back in service without one, recorded as an override with who asked.
+ * `force` puts them back in service without one, recorded as an override with who asked. Forcing
+ * skips the clean, never races it (issue 27): the host's agent is first asked to stop every clean
+ * of each unit (`abortClean`, AgentRpc 1.7) and a unit goes back only once it has answered that
+ * none runs; the override records whether one was stopped (`clean_aborted`). A unit whose agent
+ * does not answer stays out of service, and the operator is told which host to bring back.
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
@@ -28,12 +32,12 @@ import {
   type CleaningUnit,
 } from '../db/handle-cleaning.js'
 import { getDeviceFacts } from '../db/device-events.js'
-import { AppError, NotFoundError } from '../domain/errors.js'
+import { AppError, ConflictError, NotFoundError, UnavailableError } from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
-import type { AgentRpc, CleanUnitResult } from '../rpc/agent-rpc.js'
+import type { AgentRpc, CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
 import type { DeviceCleanOutcome } from '../rpc/conductor-rpc.js'
 import { checkDeviceClean } from './validate.js'
 
@@ -52,6 +56,11 @@ export interface UnitCleaningDeps {
   committer: Pick<GroupCommitter, 'run'>
   /** The host's agent; an ask's time limit is the composition root's (two retry intervals). */
   agentFor: (host: string) => Pick<AgentRpc, 'cleanUnit'>
+  /**
+   * The host's agent for `abortClean` (a force-in-service), with the ordinary RPC time limit.
+   * @default agentFor
+   */
+  abortAgentFor?: ((host: string) => Partial<Pick<AgentRpc, 'abortClean'>>) | undefined
   /** Brings Placement in step with a host (the conductor's; a no-op without Placement). */
   syncPlacement: (host: string) => Promise<unknown>
   log: Logger
@@ -84,6 +93,7 @@ export function createUnitCleaning(
   options: UnitCleaningOptions = {},
 ): UnitCleaning {
   const { db, committer, agentFor, syncPlacement, clock, uuid = newUuid } = deps
+  const abortAgentFor = deps.abortAgentFor ?? (agentFor as UnitCleaningDeps['abortAgentFor'])!
   const log = deps.log.child({ component: 'cleaning' })
   const retryMs = options.retryIntervalMs ?? 60_000
   const sweepMs = options.sweepIntervalMs ?? retryMs / 2
@@ -128,11 +138,7 @@ export function createUnitCleaning(
     if (!claimed) return
     let answer: CleanUnitResult
     try {
-      answer = await agentFor(unit.hostname).cleanUnit({
-        handle: { type: unit.type, info: unit.info },
-        ...(unit.type === 'MDEV' ? { mdevUuid: unit.handleUuid } : {}),
-        ticket: unit.allocationUuid ?? `${unit.handleUuid}@${unit.since ?? ''}`,
-      })
+      answer = await agentFor(unit.hostname).cleanUnit(askOf(unit))
     } catch (err) {
       const code = err instanceof AppError ? err.code : undefined
       if (code !== undefined && FINAL_CODES.has(code)) {
@@ -151,6 +157,56 @@ export function createUnitCleaning(
       result: answer.policy === 'none' ? 'skipped' : 'ok',
       evidenceSha256: answer.evidenceSha256,
     })
+  }
+
+  /**
+   * Force-in-service: asks each unit's agent to stop its cleans, then puts back (override record)
+   * only the units whose agent answered that none runs any more.
+   * @throws ConflictError (agent too old) or UnavailableError (no answer) naming the host, for the
+   *   units left out of service
+   */
+  const forceInService = async (
+    deviceUuid: string,
+    by: { userId: string | null; projectId: string | null },
+  ): Promise<DeviceCleanOutcome> => {
+    const units = await listCleaningUnits(db.db, { deviceUuid })
+    const answers = await Promise.all(
+      units.map(async (unit) => {
+        try {
+          const abortClean = abortAgentFor(unit.hostname).abortClean
+          if (abortClean === undefined) throw new Error('this conductor cannot stop cleans')
+          const { aborted } = await abortClean(askOf(unit))
+          return { unit, ok: true as const, aborted: aborted === true }
+        } catch (err) {
+          return { unit, ok: false as const, err }
+        }
+      }),
+    )
+    const done: string[] = []
+    for (const answer of answers) {
+      if (!answer.ok) continue
+      const { unit, aborted } = answer
+      const outcome = { kind: 'override' as const, reason: 'force-in-service', ...by }
+      const record = await committer.run((trx) =>
+        settleClean(
+          trx,
+          unit,
+          { ...outcome, cleanAborted: aborted },
+          { now: now(), recordUuid: uuid() },
+        ),
+      )
+      if (record !== undefined) done.push(unit.handleUuid)
+    }
+    if (done.length > 0) {
+      log.warn(
+        { device: deviceUuid, units: done, userId: by.userId },
+        'units put back in service without a clean (override)',
+      )
+      await syncPlacement(units[0]!.hostname)
+    }
+    const refused = answers.filter((a) => !a.ok)
+    if (refused.length > 0) throw abortRefused(deviceUuid, refused, done)
+    return { device: deviceUuid, units: done, forced: true }
   }
 
   /** Syncs each host once (the units show reserved), then cleans the units side by side. */
@@ -187,27 +243,7 @@ export function createUnitCleaning(
       const deviceUuid = raw.toLowerCase()
       if (!(await getDeviceFacts(db.db, deviceUuid)))
         throw new NotFoundError(`device ${deviceUuid} not found`, { code: 'DEVICE_NOT_FOUND' })
-      if (force) {
-        const units = await listCleaningUnits(db.db, { deviceUuid })
-        const done: string[] = []
-        for (const unit of units) {
-          const record = await committer.run((trx) =>
-            settleClean(
-              trx,
-              unit,
-              { kind: 'override', reason: 'force-in-service', userId, projectId },
-              { now: now(), recordUuid: uuid() },
-            ),
-          )
-          if (record !== undefined) done.push(unit.handleUuid)
-        }
-        log.warn(
-          { device: deviceUuid, units: done, userId },
-          'units put back in service without a clean (override)',
-        )
-        if (units.length > 0) await syncPlacement(units[0]!.hostname)
-        return { device: deviceUuid, units: done, forced: true }
-      }
+      if (force) return forceInService(deviceUuid, { userId, projectId })
       // By hand: ask now, whenever the last ask was, and a failed unit too.
       await committer.run((trx) => requestCleanNow(trx, deviceUuid))
       const units = await listCleaningUnits(db.db, { deviceUuid, states: ['pending'] })
@@ -240,4 +276,35 @@ export function createUnitCleaning(
       clearTimeout(grace)
     },
   }
+}
+
+/** What the agent is asked about a unit (`cleanUnit`, `abortClean`): its handle and its release. */
+function askOf(unit: CleaningUnit): CleanUnitRequest {
+  return {
+    handle: { type: unit.type, info: unit.info },
+    ...(unit.type === 'MDEV' ? { mdevUuid: unit.handleUuid } : {}),
+    ticket: unit.allocationUuid ?? `${unit.handleUuid}@${unit.since ?? ''}`,
+  }
+}
+
+/** The operator's error for units a force left out of service: which host, and what to do. */
+function abortRefused(
+  deviceUuid: string,
+  refused: readonly { unit: CleaningUnit; err: unknown }[],
+  forced: readonly string[],
+): AppError {
+  const host = refused[0]!.unit.hostname
+  const units = refused.map((r) => r.unit.handleUuid)
+  const details = { device: deviceUuid, host, units, forced }
+  const also = forced.length > 0 ? `; put back in service: ${forced.join(', ')}` : ''
+  const tooOld = refused.find((r) => r.err instanceof AppError && r.err.code === 'RPC_NO_METHOD')
+  if (tooOld)
+    return new ConflictError(
+      `the agent on host ${host} cannot stop a clean (it is older than agent RPC 1.7): unit(s) ${units.join(', ')} stay out of service; upgrade the agent on ${host}, or let its clean end and run the command again${also}`,
+      { code: 'CLEAN_ABORT_UNSUPPORTED', details },
+    )
+  return new UnavailableError(
+    `the agent on host ${host} did not confirm that no clean runs on unit(s) ${units.join(', ')} (${errorMessage(refused[0]!.err)}): they stay out of service; start the agent on ${host} and run the command again${also}`,
+    { code: 'CLEAN_ABORT_UNCONFIRMED', details },
+  )
 }

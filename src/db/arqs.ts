@@ -38,6 +38,7 @@ export function toArq(row: AcceleratorRequestRow): Arq {
     deployableId: row.deployable_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    boundAt: row.bound_at,
   }
 }
 
@@ -185,7 +186,12 @@ export async function updateArqStates(
   const from = [...allowedFrom(to)]
   const result: TransitionResult = { count: 0, moved: [] }
   if (from.length === 0) return result
-  const values = { ...toColumns(options.set ?? {}), state: to, updated_at: options.now }
+  const values = {
+    ...toColumns(options.set ?? {}),
+    state: to,
+    updated_at: options.now,
+    ...boundAtOf(to, options.now),
+  }
   const mysql = dialectOf(db) === 'mysql'
   try {
     for (const chunk of chunks([...new Set(uuids)])) {
@@ -243,6 +249,17 @@ async function transitionLocked(
     qb = qb.where('state', '=', to).where('updated_at', '=', values.updated_at)
   }
   return qb.execute()
+}
+
+/**
+ * The bind time a move to `to` writes: the move's own time for Bound (it commits with the bind),
+ * kept for UnbindFailed and Deleting (the request still holds what it was bound to), cleared for
+ * the states that hold nothing.
+ */
+function boundAtOf(to: ArqState, now: string): { bound_at?: string | null } {
+  if (to === 'Bound') return { bound_at: now }
+  if (to === 'UnbindFailed' || to === 'Deleting') return {}
+  return { bound_at: null }
 }
 
 function toColumns(set: ArqBinding): ArqUpdate {

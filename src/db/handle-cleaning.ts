@@ -141,7 +141,14 @@ export async function requestCleanNow(db: Kysely<Database>, deviceUuid: string):
 export type CleanSettlement =
   | { kind: 'cleaned'; method: string; result: 'ok' | 'skipped'; evidenceSha256: string }
   | { kind: 'failed'; method: string | null; reason: string }
-  | { kind: 'override'; reason: string; userId: string | null; projectId: string | null }
+  | {
+      kind: 'override'
+      reason: string
+      userId: string | null
+      projectId: string | null
+      /** True when the host's agent stopped a clean that was running (AgentRpc 1.7 abortClean). */
+      cleanAborted?: boolean
+    }
 
 /**
  * Ends `unit`'s clean, if it is still in `clean_state` (a concurrent settle wins once): cleaned or
@@ -265,13 +272,20 @@ function custodyRecord(
   options: { now: string; recordUuid: string },
 ): Omit<CustodyFields, 'projectId' | 'instanceUuid' | 'deviceSerial'> {
   const override = outcome.kind === 'override'
-  // An override's operator: `user_id`, and their project in `detail` (project_id is the tenant's).
+  // An override's operator: `user_id`, and their project in `detail` (project_id is the tenant's);
+  // `clean_aborted` when the agent stopped a running clean before the unit went back (issue 27).
   const detail =
     outcome.kind === 'cleaned'
       ? null
       : JSON.stringify(
           override
-            ? { reason: outcome.reason, by_project_id: outcome.projectId }
+            ? {
+                reason: outcome.reason,
+                by_project_id: outcome.projectId,
+                ...(outcome.cleanAborted === undefined
+                  ? {}
+                  : { clean_aborted: outcome.cleanAborted }),
+              }
             : { reason: outcome.reason },
         )
   return {

@@ -23,6 +23,7 @@ import { deviceIdentitiesMigration } from './migrations/0012-device-identities.j
 import { custodyMigration } from './migrations/0013-custody.js'
 import { handleCleaningMigration } from './migrations/0014-handle-cleaning.js'
 import { reconfigFenceMigration } from './migrations/0015-reconfig-fence.js'
+import { arqBoundAtMigration } from './migrations/0016-arq-bound-at.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -41,6 +42,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0013-custody': custodyMigration(handle.dialect),
     '0014-handle-cleaning': handleCleaningMigration(handle.dialect),
     '0015-reconfig-fence': reconfigFenceMigration(handle.dialect),
+    '0016-arq-bound-at': arqBoundAtMigration,
   }
 }
 

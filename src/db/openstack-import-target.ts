@@ -310,6 +310,8 @@ async function writeRequests(db: Kysely<Database>, plan: ImportPlan, now: string
           deployable_id: id(depIds, a.deployableUuid),
           created_at: a.createdAt,
           updated_at: a.updatedAt,
+          // OpenStack keeps no bind time: its last change is the best known for a Bound request.
+          bound_at: a.state === 'Bound' ? (a.updatedAt ?? a.createdAt) : null,
         })),
       )
       .execute(),

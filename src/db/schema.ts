@@ -127,6 +127,8 @@ export interface AcceleratorRequestsTable {
   deployable_id: number | null
   created_at: CreatedAt
   updated_at: UpdatedAt
+  /** When the bind committed (migration 0016); kept while UnbindFailed or Deleting, else null. */
+  bound_at: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 /** A lock row per instance a bind has named (migration 0004). */

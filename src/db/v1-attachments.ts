@@ -187,6 +187,7 @@ export async function createAttachment(
       deployable_id: input.deployableId,
       created_at: now,
       updated_at: null,
+      bound_at: input.state === 'Bound' ? now : null,
     })
     .execute()
   return toArq(

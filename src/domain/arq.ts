@@ -86,6 +86,11 @@ export interface Arq {
   deployableId: number | null
   createdAt: string
   updatedAt: string | null
+  /**
+   * When the bind committed: set by the move to Bound, kept while UnbindFailed or Deleting, null
+   * otherwise. The custody ledger's `bound_at` (`updatedAt` moves with every later change).
+   */
+  boundAt: string | null
 }
 
 /** What one accelerator unit of a profile asks for. */

@@ -130,6 +130,12 @@ export interface RunCleanOptions {
   log?: Logger
   /** The clock for `durationMs`. @default Date.now */
   now?: () => number
+  /**
+   * Told the promise of the driver's own clean-and-verify step once it starts. It settles when the
+   * step has ended, which may be after `runClean` answers (a time-out or an abort that the driver
+   * ignores): the agent waits for it before it says that no clean runs on the unit.
+   */
+  onStep?: (step: Promise<unknown>) => void
 }
 
 /** What {@link runClean} returns: the clean's result, the verify's evidence, and the policy. */
@@ -160,6 +166,7 @@ export async function runClean(
     signal: outer,
     log,
     now = Date.now,
+    onStep,
   } = options
   const started = now()
   if (policy === 'none') {
@@ -202,20 +209,19 @@ export async function runClean(
   })
   const handle = setTimeout(() => timer.abort(), timeoutMs)
   try {
+    const step = (async (): Promise<CleanReport> => {
+      const result = await driver.clean!(target, { signal })
+      const verified = await driver.verify?.(target, result, { signal })
+      return {
+        ...result,
+        policy,
+        ...(verified === undefined ? {} : { verifyEvidence: verified.evidence }),
+        durationMs: now() - started,
+      }
+    })()
+    onStep?.(step)
     // A driver that ignores the signal still loses the race: the caller learns of the time-out.
-    return await Promise.race([
-      aborted,
-      (async (): Promise<CleanReport> => {
-        const result = await driver.clean!(target, { signal })
-        const verified = await driver.verify?.(target, result, { signal })
-        return {
-          ...result,
-          policy,
-          ...(verified === undefined ? {} : { verifyEvidence: verified.evidence }),
-          durationMs: now() - started,
-        }
-      })(),
-    ])
+    return await Promise.race([aborted, step])
   } finally {
     clearTimeout(handle)
     outer?.removeEventListener('abort', forward)

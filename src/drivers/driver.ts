@@ -50,7 +50,12 @@ export interface CleanRun {
 export type CleanRunner = (
   driver: AcceleratorDriver,
   target: CleanTarget,
-  options: { signal?: AbortSignal; log?: Logger },
+  options: {
+    signal?: AbortSignal
+    log?: Logger
+    /** Told the driver's own clean-and-verify step, which may outlast an abort it ignores. */
+    onStep?: (step: Promise<unknown>) => void
+  },
 ) => Promise<CleanRun>
 
 /** The narrow view of the host that drivers may use. Paths are absolute (`/sys/...`). */

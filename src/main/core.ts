@@ -132,6 +132,10 @@ export async function startCore(options: CoreOptions): Promise<Core> {
         2 * ((conductorOptions.cleaning || undefined)?.retryIntervalMs ?? 60_000)
       const cleanAgentFor = (host: string) =>
         createAgentClient(bus, host, { timeoutMs: cleanTimeoutMs, signal: cleanAsks.signal })
+      // A force-in-service's abort answers within half the API's call to the conductor: the
+      // operator gets the conductor's answer (which host is silent), not the API's own time-out.
+      const abortAgentFor = (host: string) =>
+        createAgentClient(bus, host, { timeoutMs: Math.floor(rpcTimeoutMs / 2) })
       const reconfigTimeoutMs = conductorOptions.reconfig?.timeoutMs ?? 2_400_000
       const reconfigAgentFor = (host: string) =>
         createAgentClient(bus, host, { timeoutMs: reconfigTimeoutMs, signal: cleanAsks.signal })
@@ -146,6 +150,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
           nova: options.nova,
           agentFor,
           cleanAgentFor,
+          abortAgentFor,
           reconfigAgentFor,
           metrics: options.metrics,
           eventSinks: options.eventSinks,

@@ -5,7 +5,8 @@
  * Versions: 1.0 `discover`; 1.1 adds `prepare`, `release`, `createMdev`, `removeMdev`;
  * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`;
  * 1.4 adds the driver listing and the remote backend's registration (issue 5); 1.5 `cleanUnit` (issue 18);
- * 1.6 `configureDevice` (re-partitioning: SR-IOV VF count, vGPU type). An older agent answers a
+ * 1.6 `configureDevice` (re-partitioning: SR-IOV VF count, vGPU type); 1.7 `abortClean` (an
+ * operator's force-in-service stops a running clean, issue 27). An older agent answers a
  * newer method with RPC_NO_METHOD (the server checks only the major version).
  */
 import type { Metrics } from '../domain/metrics.js'
@@ -19,7 +20,7 @@ import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.j
 export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
 export type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 
-export const AGENT_RPC_VERSION = '1.6'
+export const AGENT_RPC_VERSION = '1.7'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -134,6 +135,12 @@ export interface CleanUnitResult {
   durationMs: number
 }
 
+/** The answer of `abortClean`: given only once no clean of the unit runs on the host. */
+export interface AbortCleanResult {
+  /** True when a clean was running (or waiting) and was stopped; false when none ran. */
+  aborted: boolean
+}
+
 /** What `configureDevice` is asked: the device, by its control path, and one change. */
 export interface ConfigureDeviceRequest {
   /** The device's control path (its PF), as `install` takes it. */
@@ -227,6 +234,13 @@ export interface AgentRpc {
    */
   cleanUnit(req: CleanUnitRequest): Promise<CleanUnitResult>
   /**
+   * (1.7) Stops every clean of the unit (an operator's force-in-service) and answers once the
+   * driver's step has ended; later asks for the release `ticket` names are refused (CLEAN_ABORTED).
+   * @throws UnavailableError (CLEAN_STILL_RUNNING) when a driver step did not end in time;
+   *   InvalidInputError (CLEAN_TARGET_INVALID) naming the field
+   */
+  abortClean(req: CleanUnitRequest): Promise<AbortCleanResult>
+  /**
    * (1.6) Re-partitions a device through the driver that reported it (its SR-IOV VF count, or its
    * vGPU type), then rediscovers and reports at once (docs/agent.md, "Configure"). Never under an
    * allocation: the conductor checks that before it asks.
@@ -265,6 +279,7 @@ const AGENT_METHODS = Object.keys({
   listDrivers: true,
   registerRemote: true,
   cleanUnit: true,
+  abortClean: true,
   configureDevice: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
 

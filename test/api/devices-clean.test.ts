@@ -3,7 +3,8 @@
  * (the request it passes on, the caller's user and project, the 202 body, a 400 naming the field,
  * 404 for an unknown or malformed uuid, the microversion gate, 403 for anyone but an admin, 503
  * without agents) and `cyborg device clean` against it; then over the in-process stack, where a
- * forced clean puts a failed unit back in service with an override record naming the caller.
+ * forced clean puts a failed unit back in service with an override record naming the caller, once
+ * the host's agent has confirmed that no clean runs (503 naming the host while it does not).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -13,7 +14,8 @@ import { freezeContext } from '../../src/domain/request-context.js'
 import type { ConductorRpc, DeviceCleanOutcome } from '../../src/rpc/conductor-rpc.js'
 import { createTestApp, faultOf, throwingConductor, type TestApp } from '../support/api-app.js'
 import { cyborg } from '../support/cli.js'
-import { fault, HOST, startStack, type Stack } from './stack.js'
+import { serveStandInAgent } from '../support/stand-in-agent.js'
+import { fault, HOST, serveCleaningAgent, startStack, type Stack } from './stack.js'
 
 const DEVICE = '2d7f8a52-0c5a-4a57-9d56-5f0d2f3a0c11'
 const MISSING = '0dd00000-0000-4000-8000-00000000beef'
@@ -225,6 +227,7 @@ void describe('POST /v2/devices/{uuid}/clean, over a recording conductor', () =>
       '403',
       '404',
       '406',
+      '409',
       '413',
       '415',
       '503',
@@ -309,6 +312,32 @@ void describe('POST /v2/devices/{uuid}/clean, over the in-process stack', () => 
       .set({ in_use: 1, clean_state: 'failed', clean_since: '2026-11-26T06:00:00.000000+00:00' })
       .where('id', '=', handle.id)
       .execute()
+    // node2's agent does not answer the abort: the unit stays out, the operator reads which host.
+    const silent = await serveStandInAgent(s.bus, 'node2', {
+      abortClean: () =>
+        Promise.reject(
+          new UnavailableError('no reply to cyborg.agent.node2.abortClean within 15000 ms', {
+            code: 'RPC_TIMEOUT',
+          }),
+        ),
+    })
+    const refused = await clean(handle.device, { force_in_service: true })
+    assert.equal(refused.statusCode, 503, refused.body)
+    assert.match(
+      fault(refused),
+      new RegExp(
+        `^the agent on host node2 did not confirm that no clean runs on unit\\(s\\) ${handle.uuid} .*: they stay out of service; start the agent on node2 and run the command again$`,
+      ),
+    )
+    const still = await s.db.db
+      .selectFrom('attach_handles')
+      .select('clean_state')
+      .where('id', '=', handle.id)
+      .executeTakeFirstOrThrow()
+    assert.equal(still.clean_state, 'failed')
+    await silent.unsubscribe()
+
+    await serveCleaningAgent(s, 'node2')
     const res = await clean(handle.device, { force_in_service: true })
     assert.equal(res.statusCode, 202, res.body)
     assert.deepEqual(res.json(), { device: handle.device, units: [handle.uuid], forced: true })
@@ -330,7 +359,11 @@ void describe('POST /v2/devices/{uuid}/clean, over the in-process stack', () => 
         handle_uuid: handle.uuid,
         user_id: 'u-admin',
         project_id: null,
-        detail: JSON.stringify({ reason: 'force-in-service', by_project_id: 'p1' }),
+        detail: JSON.stringify({
+          reason: 'force-in-service',
+          by_project_id: 'p1',
+          clean_aborted: false,
+        }),
       },
     ])
   })

@@ -102,7 +102,8 @@ export function fault(res: LightMyRequestResponse): string {
 /**
  * Serves, on the stack's bus, a stand-in agent for `host` (a host reported straight to the
  * conductor, with no agent of its own) that answers `cleanUnit` at once, as the fake driver does,
- * so that units released there come back in service (docs/cleaning.md). Its other methods fail.
+ * so that units released there come back in service (docs/cleaning.md), and `abortClean` (a
+ * force-in-service) with "none ran". Its other methods fail.
  */
 export async function serveCleaningAgent(stack: Stack, host: string): Promise<void> {
   const cleanUnit = async (): Promise<CleanUnitResult> => ({
@@ -112,5 +113,8 @@ export async function serveCleaningAgent(stack: Stack, host: string): Promise<vo
     evidenceSha256: '0'.repeat(64),
     durationMs: 0,
   })
-  await serveStandInAgent(stack.bus, host, { cleanUnit })
+  await serveStandInAgent(stack.bus, host, {
+    cleanUnit,
+    abortClean: async () => ({ aborted: false }),
+  })
 }

@@ -94,6 +94,9 @@ for (const dialect of await testDialects()) {
           received++
           calls.push({ resolve, reject })
         }),
+      // A force's abort: the agent confirms; its asks still answer later (a stale answer must
+      // not count as the clean of a later interval, STALE_ANSWER).
+      abortClean: async () => ({ aborted: false }),
     })
     let live = true
     const start = () => {

@@ -129,6 +129,38 @@ for (const dialect of await testDialects()) {
         assert.equal(r?.instanceUuid, INSTANCE(3))
       })
 
+      it("an interval's bound_at is when its bind committed, not a later change", async () => {
+        const arq = await bound(5)
+        const row = () =>
+          db.db
+            .selectFrom('accelerator_requests')
+            .select(['updated_at', 'created_at'])
+            .where('uuid', '=', arq)
+            .executeTakeFirstOrThrow()
+        const bindTime = (await row()).updated_at
+        // A later change moves updated_at (here the delete's own Deleting step, as in issue 27).
+        await new Promise((r) => setTimeout(r, 20))
+        await core.conductorClient.deleteArqs({ uuids: [arq] })
+        const [r] = await recordsOf(arq)
+        assert.equal(r?.boundAt, bindTime)
+        assert.ok(r.releasedAt! > r.boundAt!)
+
+        // A v1 attach is bound when it is written: its interval starts then.
+        await core.conductorClient.attachAccelerator({
+          uuid: deployableUuid,
+          target: { instanceUuid: INSTANCE(6) },
+        })
+        const [attached] = await db.db
+          .selectFrom('accelerator_requests')
+          .select(['uuid', 'created_at'])
+          .where('instance_uuid', '=', INSTANCE(6))
+          .execute()
+        await new Promise((r) => setTimeout(r, 20))
+        await core.conductorClient.detachAccelerator({ uuid: deployableUuid })
+        const [v1] = await recordsOf(attached!.uuid)
+        assert.equal(v1?.boundAt, attached!.created_at)
+      })
+
       it('v1 detach closes the interval', async () => {
         await core.conductorClient.attachAccelerator({
           uuid: deployableUuid,
@@ -146,7 +178,7 @@ for (const dialect of await testDialects()) {
         await core.conductor!.drainCustody()
         const all = await listCustody(db.db)
         const intervals = all.filter((r) => r.kind === 'allocation')
-        assert.equal(intervals.length, 4)
+        assert.equal(intervals.length, 6)
         for (const interval of intervals) {
           const clean = all.find((r) => r.kind === 'clean' && r.allocationUuid === interval.uuid)
           assert.equal(clean?.cleanResult, 'ok', `interval ${interval.uuid} has its clean`)
@@ -154,13 +186,13 @@ for (const dialect of await testDialects()) {
           assert.equal(clean.handleUuid, interval.handleUuid)
           assert.match(clean.cleanEvidenceSha256 ?? '', /^[0-9a-f]{64}$/)
         }
-        assert.equal(all.length, 8)
+        assert.equal(all.length, 12)
         assert.ok(all.every((r) => r.seq !== null && r.hash !== null))
         const v = createCustodyVerifier({ anchor: await getLatestCheckpoint(db.db) })
         for await (const page of streamSealedCustody(db.db)) v.push(page)
         const result = v.result()
         assert.equal(result.ok, true, result.broken?.message)
-        assert.equal(result.records, 8)
+        assert.equal(result.records, 12)
       })
     },
   )

@@ -61,12 +61,16 @@ for (const dialect of await testDialects()) {
 
       await t.test('down and up by number; wrong directions refused', async () => {
         assert.deepEqual(await downgradeTo(handle, '13'), {
-          undone: ['0015-reconfig-fence', '0014-handle-cleaning'],
+          undone: ['0016-arq-bound-at', '0015-reconfig-fence', '0014-handle-cleaning'],
           dropped: [],
         })
         const at13 = await migrationStatus(handle)
         assert.equal(at13.current, '0013-custody')
-        assert.deepEqual(at13.pending, ['0014-handle-cleaning', '0015-reconfig-fence'])
+        assert.deepEqual(at13.pending, [
+          '0014-handle-cleaning',
+          '0015-reconfig-fence',
+          '0016-arq-bound-at',
+        ])
         await assert.rejects(
           downgradeTo(handle, '14'),
           rejectsWith(
@@ -86,7 +90,9 @@ for (const dialect of await testDialects()) {
         assert.deepEqual(await downgradeTo(handle, '13'), { undone: [], dropped: [] })
         assert.equal((await migrationStatus(handle)).current, '0013-custody', 'nothing moved')
         assert.deepEqual(await upgradeTo(handle, '14'), { applied: ['0014-handle-cleaning'] })
-        assert.deepEqual(await upgradeTo(handle), { applied: ['0015-reconfig-fence'] })
+        assert.deepEqual(await upgradeTo(handle), {
+          applied: ['0015-reconfig-fence', '0016-arq-bound-at'],
+        })
       })
 
       await t.test('a migration this version does not know: reported, never moved', async () => {

@@ -240,6 +240,7 @@ export const SEEDS: Readonly<Record<string, (db: Db) => Promise<void>>> = {
     reconfig_kind: 'program',
     reconfig_since: NOW,
   }),
+  '0016-arq-bound-at': (db) => update(db, 'accelerator_requests', SEED.arq, { bound_at: NOW }),
 }
 
 /**

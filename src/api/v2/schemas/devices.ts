@@ -94,7 +94,7 @@ export const CleanDeviceBody = Type.Object(
       withProblem(
         Type.Boolean({
           description:
-            'Put the units back in service without a clean, recorded in the custody ledger as an override by the caller; default false',
+            "Put the units back in service without a clean (any running clean is stopped first, by the host's agent), recorded in the custody ledger as an override by the caller; default false",
         }),
         'must be true or false, got {value}',
       ),
@@ -106,7 +106,7 @@ export const CleanDeviceBody = Type.Object(
 export const cleanDevice: RouteDoc = {
   summary: "Clean a device's released units again, or put them back in service (2.8)",
   description:
-    "Re-runs the clean of the device's units left cleaning or whose clean failed (the host's agent is asked again now), or with force_in_service puts them back in service without one, recorded in the custody ledger as an override by the caller (docs/cleaning.md). The body is optional. 202: the clean was asked for (or the units were put back); its result is in the custody ledger. Below 2.8 the route answers 404 naming the microversion it needs.",
+    "Re-runs the clean of the device's units left cleaning or whose clean failed (the host's agent is asked again now), or with force_in_service puts them back in service without one, recorded in the custody ledger as an override by the caller (docs/cleaning.md). The body is optional. 202: the clean was asked for (or the units were put back); its result is in the custody ledger. A force first has the host's agent stop any clean of the units and puts back only those it confirmed; 503 (CLEAN_ABORT_UNCONFIRMED) naming the host when it did not answer, 409 (CLEAN_ABORT_UNSUPPORTED) when it is too old to stop a clean: those units stay out of service. Below 2.8 the route answers 404 naming the microversion it needs.",
   tags,
   params: UuidParams,
   response: {
@@ -118,7 +118,7 @@ export const cleanDevice: RouteDoc = {
       }),
       forced: Type.Boolean({ description: 'Whether force_in_service was given' }),
     }),
-    ...guardedWrite(404, 406),
+    ...guardedWrite(404, 406, 409, 503),
   },
 }
 
