@@ -1,7 +1,7 @@
 /**
  * Fuzzing the accelerator request endpoints with arbitrary JSON, query strings and paths: every
  * answer is a 2xx or a 4xx with an error message, never a 500 (fast-check). A fixed seed in CI;
- * any by hand: CYBORG_FUZZ_SEED=<n> CYBORG_FUZZ_RUNS=<n>. Every other route: routes-fuzz.test.ts.
+ * any by hand: FUZZ_SEED=<n> FUZZ_RUNS=<n>. Every other route: routes-fuzz.test.ts.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'

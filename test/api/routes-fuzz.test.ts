@@ -5,7 +5,7 @@
  * here. Bodies shaped like each route's schema with one value made hostile, JSON nested far past
  * the limit, impossible times, malformed URLs and huge values, in bodies, query strings and path
  * parameters. Every answer is below 500, and every 4xx names the field or the problem.
- * A fixed seed in CI; any by hand: CYBORG_FUZZ_SEED=<n> CYBORG_FUZZ_RUNS=<n>.
+ * A fixed seed in CI; any by hand: FUZZ_SEED=<n> FUZZ_RUNS=<n>.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'

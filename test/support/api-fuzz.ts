@@ -2,14 +2,14 @@
  * Arbitrary input for every route of the API (issue 27), driven by its own OpenAPI documents: a
  * body shaped like the route's schema with one value made hostile, JSON nested far past the limit,
  * impossible times, malformed URLs and huge values, in bodies, query parameters and path
- * parameters. Seeds: fixed in CI, any by hand (`CYBORG_FUZZ_SEED`, `CYBORG_FUZZ_RUNS`).
+ * parameters. Seeds: fixed in CI, any by hand (`FUZZ_SEED`, `FUZZ_RUNS`).
  */
 import fc from 'fast-check'
 
-/** fast-check parameters: a fixed seed unless CYBORG_FUZZ_SEED names one; the seed is printed on failure. */
+/** fast-check parameters: a fixed seed unless FUZZ_SEED names one; the seed is printed on failure. */
 export function fuzzParameters(defaultRuns: number, defaultSeed = 27): fc.Parameters<unknown> {
-  const seed = process.env.CYBORG_FUZZ_SEED
-  const runs = process.env.CYBORG_FUZZ_RUNS
+  const seed = process.env.FUZZ_SEED
+  const runs = process.env.FUZZ_RUNS
   return {
     seed: seed === undefined || seed === '' ? defaultSeed : Number(seed),
     numRuns: runs === undefined || runs === '' ? defaultRuns : Number(runs),
