@@ -16,6 +16,7 @@ import type { AgentRpc, DeviceActionResult, DriverAdminState } from '../rpc/agen
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import {
   AppError,
+  ConflictError,
   ConfigError,
   DriverError,
   InvalidInputError,
@@ -115,7 +116,8 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   const build = (name: string, overrides: Record<string, string>): AcceleratorDriver => {
     const factory = Object.hasOwn(factories, name) ? factories[name] : undefined
     if (!factory || !driverDeps) {
-      throw new UnavailableError(`driver ${name} cannot be rebuilt on this agent`, {
+      // How this agent was built, which no retry changes: a conflict (issue 27).
+      throw new ConflictError(`driver ${name} cannot be rebuilt on this agent`, {
         code: 'DRIVER_NOT_REBUILDABLE',
       })
     }

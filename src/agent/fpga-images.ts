@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { InvalidInputError, UnavailableError } from '../domain/errors.js'
+import { ConflictError, InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc, DeviceActionResult } from '../rpc/agent-rpc.js'
 
@@ -32,9 +32,11 @@ export function createFpgaImages(deps: {
         })
       }
       if (!deps.images)
-        throw new UnavailableError('this agent has no image store ([glance] endpoint_override)', {
-          code: 'NO_IMAGE_SOURCE',
-        })
+        // A configuration no retry changes: a conflict naming the option, not "unavailable".
+        throw new ConflictError(
+          'this agent has no image store: configure [glance] endpoint_override (or auth_type = password) on it',
+          { code: 'NO_IMAGE_SOURCE', details: { option: '[glance] endpoint_override' } },
+        )
       const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-bitstream-'))
       try {
         const dest = path.join(dir, 'image.gbs')

@@ -120,7 +120,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     })
   }
 
-  const baseUrl = createBaseUrl(options.publicEndpoint)
+  const baseUrl = createBaseUrl(options.publicEndpoint, options.trustedProxies)
   rootRoutes(app, baseUrl)
   healthcheckRoutes(
     app,

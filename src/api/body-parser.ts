@@ -8,6 +8,11 @@
  * reads a body whenever Content-Type is present, and waited for that 'end' forever (issue 13). So
  * such a request loses its Content-Type before Fastify looks: it is handled as having no body, the
  * same as without the header.
+ *
+ * A body nested deeper than {@link MAX_JSON_DEPTH} arrays and objects is refused before it is
+ * parsed (issue 27): code that walks a body recursively (schemas, canonical JSON) would otherwise
+ * overflow the stack on 10,000 levels that fit in 60 KB. No request of the API needs more than a
+ * handful of levels (docs/api-v2.md).
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyInstance } from 'fastify'
@@ -22,9 +27,46 @@ function rejectProtoKeys(key: string, value: unknown): unknown {
   return value
 }
 
-/** Parses JSON text; `''` (or only whitespace) gives undefined. */
+/** The deepest nesting of arrays and objects a JSON body may have (`{}` is 1 level). */
+export const MAX_JSON_DEPTH = 32
+
+const OPEN_BRACE = 0x7b
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACE = 0x7d
+const CLOSE_BRACKET = 0x5d
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * Throws when `text` opens more than `max` arrays or objects inside one another, counting only
+ * brackets outside strings. One pass, no recursion; malformed text is left to JSON.parse.
+ */
+export function checkJsonDepth(text: string, max = MAX_JSON_DEPTH): void {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === BACKSLASH) i++
+      else if (c === QUOTE) inString = false
+    } else if (c === QUOTE) {
+      inString = true
+    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max)
+        throw new InvalidInputError(
+          `Invalid input for field 'body': JSON nested deeper than ${max} levels of arrays and objects`,
+          { code: 'BODY_TOO_DEEP', details: { field: 'body', max_depth: max } },
+        )
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+      depth--
+    }
+  }
+}
+
+/** Parses JSON text; `''` (or only whitespace) gives undefined. Nested deeper than {@link MAX_JSON_DEPTH}: 400. */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === '') return undefined
+  checkJsonDepth(text)
   try {
     // The reviver costs time, so it runs only when the text could hold a prototype-poisoning key.
     return text.includes('__proto__') ? JSON.parse(text, rejectProtoKeys) : JSON.parse(text)

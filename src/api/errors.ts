@@ -97,6 +97,26 @@ function clientMessage(err: unknown, status: number, request: FastifyRequest): s
   }
 }
 
+/**
+ * The conductor and the domain word some refusals their own way, `<field>: <problem>`
+ * (src/rpc/payload-check.ts) or `<field> must …` (src/domain/device-config.ts); an answer of the
+ * API says `Invalid input for field '<field>': …` like every other 400, so that a client finds the
+ * field the same way everywhere (issue 27: a v1 name over 255 characters came back as `name: …`).
+ * A message that already quotes its field is kept.
+ */
+function houseWording(err: AppError): string {
+  const field = err.details?.field
+  if (!(err instanceof InvalidInputError) || typeof field !== 'string' || field === '')
+    return err.message
+  if (err.message.includes(`'${field}'`)) return err.message
+  const problem = err.message.startsWith(`${field}: `)
+    ? err.message.slice(field.length + 2)
+    : err.message.startsWith(`${field} `)
+      ? err.message.slice(field.length + 1)
+      : err.message
+  return `Invalid input for field '${field}': ${problem}`
+}
+
 /** Sends the compat-v2 error body with `status`. */
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply.code(status).type('application/json').send(errorBody(status, message))
@@ -123,9 +143,11 @@ export function installErrorHandling(app: FastifyInstance): void {
       return sendError(reply, status, message)
     }
     const message =
-      err instanceof AppError || err instanceof ApiError
-        ? err.message
-        : clientMessage(err, status, request)
+      err instanceof AppError
+        ? houseWording(err)
+        : err instanceof ApiError
+          ? err.message
+          : clientMessage(err, status, request)
     request.log.info({ status, code: (err as { code?: unknown }).code }, message)
     return sendError(reply, status, message)
   })

@@ -5,6 +5,7 @@
  * such as `filters.field`). What is left here only converts checked values.
  */
 import { NotFoundError, invalidField } from '../domain/errors.js'
+import { formatTimestamp, parseRfc3339 } from '../domain/time.js'
 
 export interface Paging<K extends string> {
   limit?: number
@@ -42,4 +43,17 @@ export function markerNotFoundToInvalid(err: unknown): unknown {
     return invalidField('marker', `no item with uuid ${String(err.details.marker ?? '')}`)
   }
   return err
+}
+
+/**
+ * A time parameter (`?since=`, `?until=`): a real RFC 3339 time (src/domain/time.ts) or a 400
+ * naming it; returned in the stored timestamp format, so that it compares as text with the
+ * columns. Every time parameter of every route goes through here (issue 27).
+ */
+export function timeQuery(value: string | undefined, field: string): string | undefined {
+  if (value === undefined) return undefined
+  const at = parseRfc3339(value)
+  if (at instanceof Date) return formatTimestamp(at)
+  const shown = value.length > 64 ? `${value.slice(0, 64)}…` : value
+  throw invalidField(field, `${at.problem}, got ${JSON.stringify(shown)}`)
 }

@@ -40,9 +40,14 @@ export interface ApiOptions {
   /**
    * `[api] public_endpoint`: the base URL that links and version documents use, e.g.
    * `https://cloud.example.com/accelerator`. When unset, links are built from the request's
-   * `X-Forwarded-Proto`/`X-Forwarded-Host`/`X-Forwarded-Prefix` or `Host` headers.
+   * `Host`, or from `X-Forwarded-Proto`/`X-Forwarded-Host`/`X-Forwarded-Prefix` of a trusted proxy.
    */
   publicEndpoint?: string
+  /**
+   * `[api] trusted_proxies` when `[oslo_middleware] enable_proxy_headers_parsing` is on: the peers
+   * (IP addresses, CIDR networks) whose forwarded headers build links. @default none: nobody's
+   */
+  trustedProxies?: readonly string[]
   /** Largest accepted request body in bytes; bigger bodies get 413. @default 1048576 */
   bodyLimit?: number
   /** `[api] max_arqs_per_request`: most accelerator requests one POST may create. @default 64 */

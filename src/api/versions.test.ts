@@ -52,19 +52,57 @@ void describe('version discovery', () => {
     })
   }
 
-  void it('honours X-Forwarded-Proto, -Host and -Prefix', async () => {
-    const res = await t.app.inject({
-      url: '/v2',
-      headers: {
-        host: 'internal:6666',
-        'x-forwarded-proto': 'https',
-        'x-forwarded-host': 'cloud.example, proxy2',
-        'x-forwarded-prefix': '/accelerator/',
-      },
-    })
-    assert.deepEqual(res.json().links, [
-      { href: 'https://cloud.example/accelerator/v2/', rel: 'self' },
-    ])
+  void it('ignores X-Forwarded-* by default, from any peer (issue 27)', async () => {
+    for (const remoteAddress of ['127.0.0.1', '203.0.113.9']) {
+      const res = await t.app.inject({
+        url: '/v2',
+        remoteAddress,
+        headers: {
+          host: 'internal:6666',
+          'x-forwarded-proto': 'https',
+          'x-forwarded-host': 'attacker.invalid',
+          'x-forwarded-prefix': '/evil',
+        },
+      })
+      assert.deepEqual(res.json().links, [{ href: 'http://internal:6666/v2/', rel: 'self' }])
+    }
+  })
+})
+
+void describe('version discovery behind a trusted proxy (enable_proxy_headers_parsing)', () => {
+  let t: TestApp
+  before(async () => {
+    t = await createTestApp({ trustedProxies: ['127.0.0.1', '10.0.0.0/8', 'fd00::/8'] })
+  })
+  after(() => t.close())
+
+  const forwarded = {
+    host: 'internal:6666',
+    'x-forwarded-proto': 'https',
+    'x-forwarded-host': 'spoofed.invalid, cloud.example',
+    'x-forwarded-prefix': '/accelerator/',
+  }
+
+  void it('honours X-Forwarded-Proto, -Host and -Prefix from a named proxy, the value it appended', async () => {
+    for (const remoteAddress of ['127.0.0.1', '10.1.2.3', '::ffff:10.1.2.3', 'fd00::5']) {
+      const res = await t.app.inject({ url: '/v2', remoteAddress, headers: forwarded })
+      assert.deepEqual(
+        res.json().links,
+        [{ href: 'https://cloud.example/accelerator/v2/', rel: 'self' }],
+        remoteAddress,
+      )
+    }
+  })
+
+  void it('ignores them from any other peer', async () => {
+    for (const remoteAddress of ['203.0.113.9', '11.0.0.1', '::1', '::ffff:203.0.113.9']) {
+      const res = await t.app.inject({ url: '/v2', remoteAddress, headers: forwarded })
+      assert.deepEqual(
+        res.json().links,
+        [{ href: 'http://internal:6666/v2/', rel: 'self' }],
+        remoteAddress,
+      )
+    }
   })
 })
 

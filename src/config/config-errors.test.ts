@@ -38,6 +38,21 @@ void describe('errors: one line naming where, section, option, value and the exp
     )
   })
 
+  void test('[api] trusted_proxies: IP addresses and CIDR networks only (issue 27)', () => {
+    const c = load({})
+    assert.equal(c.oslo_middleware.enable_proxy_headers_parsing, false)
+    assert.deepEqual(c.api.trusted_proxies, ['127.0.0.1', '::1'])
+    const ok = load({ env: { CYBORG_API__TRUSTED_PROXIES: '10.0.0.0/8, fd00::/8,192.0.2.7' } })
+    assert.deepEqual(ok.api.trusted_proxies, ['10.0.0.0/8', 'fd00::/8', '192.0.2.7'])
+    for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.1/', 'fd00::/129'])
+      rejects(
+        { env: { CYBORG_API__TRUSTED_PROXIES: bad } },
+        new RegExp(
+          `\\[api\\] trusted_proxies = .*expected a comma-separated list of IP addresses or CIDR networks`,
+        ),
+      )
+  })
+
   void test('[api] time limits must nest', () => {
     const c = load({})
     assert.deepEqual(
@@ -114,7 +129,7 @@ void describe('errors: one line naming where, section, option, value and the exp
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
     rejects(
       { files: [s] },
-      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, oslo_policy, ssl, webhooks, quota, oslo_limit`,
+      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, oslo_middleware, oslo_policy, ssl, webhooks, quota, oslo_limit`,
     )
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)

@@ -16,6 +16,7 @@ void describe('defaults', () => {
       host_ip: '127.0.0.1',
       port: 6666,
       public_endpoint: undefined,
+      trusted_proxies: ['127.0.0.1', '::1'],
       api_workers: 1,
       max_arqs_per_request: 64,
       fleet_cache_ms: 0,

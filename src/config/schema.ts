@@ -23,6 +23,7 @@ import { webhookOptions } from './webhook-options.js'
 import { logOptions } from './log-options.js'
 import { osloLimitOptions, quotaOptions } from './quota-options.js'
 import { barbicanOptions, glanceOptions } from './image-options.js'
+import { osloMiddlewareOptions, trustedProxiesOption } from './proxy-options.js'
 
 /** keystoneauth-style options for an outbound client ([placement], [nova], [glance], [barbican]); docs/auth-outbound.md. */
 function keystoneClient(service: string) {
@@ -94,8 +95,9 @@ export const schema = {
     }),
     port: port({ default: 6666, help: 'Port the API listens on.' }),
     public_endpoint: url({
-      help: 'Public URL of the API, used in links and version documents when the API sits behind a proxy, e.g. https://cyborg.example.com.',
+      help: 'Public URL of the API, used in links and version documents when the API sits behind a proxy, e.g. https://cyborg.example.com. It wins over any forwarded header.',
     }),
+    trusted_proxies: trustedProxiesOption,
     api_workers: int({ default: 1, min: 1, help: 'Number of API worker processes.' }),
     max_arqs_per_request: int({
       default: 64,
@@ -317,6 +319,7 @@ export const schema = {
       help: 'RabbitMQ to send notifications to: rabbit://user:pass@host:5672/vhost. Empty: [DEFAULT] transport_url.',
     }),
   },
+  oslo_middleware: osloMiddlewareOptions,
   oslo_policy: {
     policy_file: str({
       default: 'policy.yaml',

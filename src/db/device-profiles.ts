@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import { translateDbError } from './errors.js'
 import { jsonMemo } from './json-memo.js'
+import { paginate, type PageOptions, type PageSpec } from './pagination.js'
 import { precompile } from './precompiled.js'
 import type { Database, DeviceProfileRow } from './schema.js'
 
@@ -36,20 +37,33 @@ const selectByName = precompile((db: ReadDb, name: string) =>
   db.selectFrom('device_profiles').selectAll().where('name', '=', name),
 )
 
-/** Lists device profiles in id order; `names` keeps only those (an empty list matches none). */
+export const DEVICE_PROFILE_SORT_KEYS = ['id', 'name', 'created_at'] as const
+export type DeviceProfileSortKey = (typeof DEVICE_PROFILE_SORT_KEYS)[number]
+
+const PAGE: PageSpec<DeviceProfileSortKey> = {
+  table: 'device_profiles',
+  keys: DEVICE_PROFILE_SORT_KEYS,
+  nullable: [],
+  notFoundCode: 'DEVICE_PROFILE_NOT_FOUND',
+}
+
+/**
+ * Lists device profiles in id order (or paged: `limit`, `marker`, `sort_key`, `sort_dir` as the
+ * other lists); `names` keeps only those (an empty list matches none).
+ * @throws NotFoundError (field marker) for an unknown marker
+ */
 export async function listDeviceProfiles(
   db: ReadDb,
-  filter: { names?: string[] } = {},
+  filter: { names?: string[] } & PageOptions<DeviceProfileSortKey> = {},
 ): Promise<DeviceProfile[]> {
-  if (filter.names === undefined) return (await selectAll(db)).map(toDeviceProfile)
-  if (filter.names.length === 0) return []
-  const rows = await db
-    .selectFrom('device_profiles')
-    .selectAll()
-    .where('name', 'in', filter.names)
-    .orderBy('id')
-    .execute()
-  return rows.map(toDeviceProfile)
+  const { names, ...page } = filter
+  const paged = Object.values(page).some((v) => v !== undefined)
+  if (names === undefined && !paged) return (await selectAll(db)).map(toDeviceProfile)
+  if (names !== undefined && names.length === 0) return []
+  let qb = db.selectFrom('device_profiles').selectAll()
+  if (names !== undefined) qb = qb.where('name', 'in', names)
+  qb = await paginate(db, qb, PAGE, page)
+  return (await qb.execute()).map(toDeviceProfile)
 }
 
 /** @throws NotFoundError with code DEVICE_PROFILE_NOT_FOUND. */

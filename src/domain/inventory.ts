@@ -186,21 +186,62 @@ export interface AttachHandle {
   updatedAt: string | null
 }
 
-/** Canonical JSON: keys sorted at every level, so equal data gives equal strings (and hashes). */
+/**
+ * Canonical JSON: keys sorted at every level, so equal data gives equal strings (and hashes).
+ * Iterative, so that no nesting overflows the stack (an agent's report or a bus message may nest
+ * deeper than an API body, which src/api/body-parser.ts caps); what JSON.stringify leaves out or
+ * writes as null, this does too. @throws TypeError on a cycle, as JSON.stringify does.
+ */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value))
+  if (!isContainer(value)) return JSON.stringify(value)
+  const out: string[] = []
+  const stack: Frame[] = []
+  const onPath = new Set<object>()
+  const open = (v: object) => {
+    if (onPath.has(v)) throw new TypeError('canonicalJson: a cyclic structure')
+    onPath.add(v)
+    const keys = Array.isArray(v) ? null : Object.keys(v).sort()
+    out.push(keys === null ? '[' : '{')
+    stack.push({ value: v, keys, i: 0 })
+  }
+  open(value)
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1]!
+    const size = f.keys === null ? (f.value as unknown[]).length : f.keys.length
+    if (f.i >= size) {
+      out.push(f.keys === null ? ']' : '}')
+      onPath.delete(f.value)
+      stack.pop()
+      continue
+    }
+    const at = f.i++
+    if (f.keys === null) {
+      if (at > 0) out.push(',')
+      const item = (f.value as unknown[])[at]
+      if (isContainer(item)) open(item)
+      else out.push(JSON.stringify(item) ?? 'null')
+    } else {
+      const key = f.keys[at]!
+      const item = (f.value as Record<string, unknown>)[key]
+      const text = isContainer(item) ? undefined : JSON.stringify(item)
+      if (!isContainer(item) && text === undefined) continue
+      if (out[out.length - 1] !== '{') out.push(',')
+      out.push(JSON.stringify(key), ':')
+      if (isContainer(item)) open(item)
+      else out.push(text!)
+    }
+  }
+  return out.join('')
 }
 
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys)
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {}
-    for (const k of Object.keys(value).sort())
-      out[k] = sortKeys((value as Record<string, unknown>)[k])
-    return out
-  }
-  return value
+/** An array or object being written by canonicalJson: its sorted keys (null for an array), next index. */
+interface Frame {
+  value: object
+  keys: string[] | null
+  i: number
 }
+
+const isContainer = (v: unknown): v is object => v !== null && typeof v === 'object'
 
 /**
  * Whether a device's accelerators may be allocated: active (seed 000), enabled by the operator,

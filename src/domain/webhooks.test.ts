@@ -24,9 +24,12 @@ test('event filters: exact names, prefix wildcards, empty takes all', () => {
   assert.ok(webhookWants({ eventTypes: [], projectIds: [] }, { eventType: 'x', projectId: null }))
 })
 
-test('create and change bodies: defaults, normalised URL, duplicates dropped', () => {
-  assert.deepEqual(parseWebhookCreate({ url: 'HTTPS://Example.com:443/a b' }), {
-    url: 'https://example.com/a%20b',
+test('create and change bodies: defaults, URL as written, duplicates dropped', () => {
+  assert.throws(() => parseWebhookCreate({ url: 'HTTPS://Example.com:443/a b' }), {
+    message: /'url': would be read as "https:\/\/example.com\/a%20b"/,
+  })
+  assert.deepEqual(parseWebhookCreate({ url: 'https://example.com:8443/a%20b' }), {
+    url: 'https://example.com:8443/a%20b',
     eventTypes: [],
     projectIds: [],
     description: null,

@@ -157,24 +157,45 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 const describe = (v: unknown): string =>
   v === undefined ? 'nothing' : v === null ? 'null' : Array.isArray(v) ? 'a list' : `a ${typeof v}`
 
-/** An http(s) URL without credentials or fragment, at most 2048 characters. */
+/**
+ * An absolute http(s) URL with a host, without credentials, port 0 or fragment, at most 2048
+ * characters, and already in the form the WHATWG URL parser gives it (issue 27): it is stored and
+ * shown exactly as written, and posted to exactly that. A URL the parser would rewrite (an empty
+ * authority `http:///h/x` read as `http://h/x`, `HTTP://H:80/a b`, `http://127.1/`, dot segments,
+ * backslashes, blanks) is refused with the form it would take, for the operator to write instead.
+ * Only an empty path is let through as written (`http://h:1` is posted to `/`).
+ */
 export function parseWebhookUrl(value: unknown, field = 'url'): string {
   if (typeof value !== 'string' || value === '')
     throw invalidField(field, `expected an http or https URL, got ${describe(value)}`)
   if (value.length > WEBHOOK_URL_MAX)
     throw invalidField(field, `at most ${WEBHOOK_URL_MAX} characters`)
+  const shown = JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value)
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(value)?.[1]
+  if (scheme === undefined) throw invalidField(field, `not an absolute http(s) URL: ${shown}`)
+  if (!/^https?$/i.test(scheme))
+    throw invalidField(field, `must be http or https, got ${scheme.slice(0, 20)}`)
+  const authority = /^[A-Za-z]+:\/\/([^/?#\\]*)/.exec(value)?.[1]
+  if (authority === undefined || authority === '')
+    throw invalidField(field, `must name a host after ${scheme}:// (no empty authority): ${shown}`)
+  if (authority.includes('@'))
+    throw invalidField(field, 'must not carry a user name or password (it is shown in listings)')
+  if (value.includes('#'))
+    throw invalidField(field, 'must not have a #fragment (not even an empty one)')
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw invalidField(field, `not a URL: ${JSON.stringify(value)}`)
+    throw invalidField(field, `not a URL: ${shown}`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw invalidField(field, `must be http or https, got ${url.protocol.slice(0, -1)}`)
-  if (url.username !== '' || url.password !== '')
-    throw invalidField(field, 'must not carry a user name or password (it is shown in listings)')
-  if (url.hash !== '') throw invalidField(field, 'must not have a #fragment')
-  return url.href
+  if (url.port === '0') throw invalidField(field, 'port 0 is no port: 1 to 65535')
+  const bare = !/^[A-Za-z]+:\/\/[^/?#]*[/?]/.test(value)
+  if (url.href !== value && !(bare && url.href === `${value}/`))
+    throw invalidField(
+      field,
+      `would be read as ${JSON.stringify(url.href.slice(0, 100))}, not as written; write it that way (a webhook's URL is stored and posted as written)`,
+    )
+  return value
 }
 
 /** A list of event types: known names, or wildcards `accelerator.*` / `accelerator.<resource>.*`. */

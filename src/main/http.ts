@@ -101,6 +101,10 @@ export async function startHttpApi(
       serviceDownAfterMs: config.DEFAULT.service_down_time * 1000,
       quota: quotaLimits(config),
       ...(publicEndpoint === undefined ? {} : { publicEndpoint }),
+      // Forwarded headers only when enabled, and then only from the proxies named (issue 27).
+      ...(config.oslo_middleware.enable_proxy_headers_parsing
+        ? { trustedProxies: config.api.trusted_proxies }
+        : {}),
       ...(https === undefined ? {} : { https }),
     },
   )

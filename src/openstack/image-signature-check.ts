@@ -6,7 +6,7 @@
  * images"). Every check that needs no image bytes runs here, before the first byte is fetched.
  */
 import type { X509Certificate } from 'node:crypto'
-import { InvalidInputError, UnavailableError } from '../domain/errors.js'
+import { ConflictError, InvalidInputError } from '../domain/errors.js'
 import type { BarbicanClient } from './barbican.js'
 import { checkSigningCertificate, parseCertificate, verifyChain } from './certificate-chain.js'
 import {
@@ -35,7 +35,7 @@ export interface ImageSignatureCheck {
    * Checks what can be checked of `image` before its download, and returns the verifier its data
    * must pass, or undefined when it is not to be verified (unsigned and allowed, or verification off).
    * @throws InvalidInputError IMAGE_UNSIGNED, SIGNATURE_PROPERTIES_INVALID, CERTIFICATE_* ;
-   *   UnavailableError NO_KEY_MANAGER, KEY_MANAGER_UNAVAILABLE
+   *   ConflictError NO_KEY_MANAGER (no [barbican]); UnavailableError KEY_MANAGER_UNAVAILABLE
    */
   prepare(image: { id: string; signature: SignatureProperties }): Promise<ChunkVerifier | undefined>
 }
@@ -64,9 +64,10 @@ export function createImageSignatureCheck(options: ImageSignatureOptions): Image
         )
       }
       if (!options.barbican) {
-        throw new UnavailableError(
+        // A configuration no retry changes: a conflict naming the section (issue 27).
+        throw new ConflictError(
           `image ${image.id} is signed, but this agent has no key manager to fetch its certificate ${sig.certificateUuid} from: configure [barbican]`,
-          { code: 'NO_KEY_MANAGER' },
+          { code: 'NO_KEY_MANAGER', details: { option: '[barbican]' } },
         )
       }
       const payload = await options.barbican.getCertificate(sig.certificateUuid, image.id)

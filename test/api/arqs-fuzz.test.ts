@@ -1,10 +1,12 @@
 /**
  * Fuzzing the accelerator request endpoints with arbitrary JSON, query strings and paths: every
- * answer is a 2xx or a 4xx with an error message, never a 500 (fast-check).
+ * answer is a 2xx or a 4xx with an error message, never a 500 (fast-check). A fixed seed in CI;
+ * any by hand: FUZZ_SEED=<n> FUZZ_RUNS=<n>. Every other route: routes-fuzz.test.ts.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
+import { fuzzParameters } from '../support/api-fuzz.js'
 import { startStack, type Stack } from './stack.js'
 
 const json = { 'content-type': 'application/json' }
@@ -88,7 +90,7 @@ void describe('v2 accelerator requests: fuzzed input never gets a 500', () => {
           check(r, `PATCH ${url} ${JSON.stringify(patch)}`)
         },
       ),
-      { numRuns: 150 },
+      fuzzParameters(150),
     )
   })
 
@@ -116,7 +118,7 @@ void describe('v2 accelerator requests: fuzzed input never gets a 500', () => {
           `DELETE ?${qs}`,
         )
       }),
-      { numRuns: 150 },
+      fuzzParameters(150),
     )
   })
 })

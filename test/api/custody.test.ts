@@ -43,6 +43,8 @@ interface Rec {
   project_id: string | null
   instance_uuid: string | null
   device_uuid: string | null
+  created_at: string
+  released_at: string | null
 }
 
 void describe('v2 custody', () => {
@@ -143,6 +145,41 @@ void describe('v2 custody', () => {
       version: '2.8',
     })
     assert.equal(missing.statusCode, 404)
+  })
+
+  it('since and until are real RFC 3339 times, compared as instants; anything else is a 400 naming them (issue 27)', async () => {
+    for (const [query, field] of [
+      ['since=2026-13-45', 'since'],
+      ['until=9999-99-99T99:99:99', 'until'],
+      ['since=2026-01-01T::::', 'since'],
+      ['since=2026-02-30', 'since'],
+      ['until=2026-01-01T24:00:00Z', 'until'],
+      ['since=2026-01-01T10:00:00', 'since'],
+      ['until=2026-01-01T10:00:00%2B24:00', 'until'],
+      ['since=2026-01-01&until=garbage', 'until'],
+    ] as const) {
+      const res = await s.request({ method: 'GET', url: `/v2/custody?${query}`, version: '2.8' })
+      assert.equal(res.statusCode, 400, `${query}: ${res.body}`)
+      assert.match(fault(res), new RegExp(`'${field}'`), query)
+    }
+    const all = await list()
+    const first = all[0]!.released_at ?? all[0]!.created_at
+    // The same instant written with an offset: the record is in, one millisecond later it is out.
+    const at = new Date(Date.parse(first))
+    const plus2 = new Date(at.getTime() + 2 * 3600_000).toISOString().replace('Z', '+02:00')
+    assert.equal(
+      (await list(`?until=${encodeURIComponent(plus2)}`)).some((r) => r.uuid === all[0]!.uuid),
+      false,
+    )
+    const since = await list(`?since=${encodeURIComponent(plus2)}`)
+    assert.ok(
+      since.some((r) => r.uuid === all[0]!.uuid),
+      `${plus2} includes the record released at ${first}`,
+    )
+    const later = new Date(at.getTime() + 1).toISOString()
+    const until = await list(`?until=${encodeURIComponent(later)}&kind=allocation`)
+    assert.ok(until.some((r) => r.uuid === all[0]!.uuid))
+    assert.equal((await list('?since=2024-02-29&until=2024-03-01T00:00:00Z')).length, 0)
   })
 
   it("a project reader sees only their project's records", async () => {

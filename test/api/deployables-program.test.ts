@@ -16,6 +16,7 @@ import {
 import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
 import { createTestApp, faultOf, throwingConductor, type TestApp } from '../support/api-app.js'
 import { cyborg } from '../support/cli.js'
+import { startStack, type Stack } from './stack.js'
 
 const IMAGE = '5e1b0000-0000-4000-8000-000000000001'
 const DEP = '5e1b0000-0000-4000-8000-0000000000d1'
@@ -126,5 +127,31 @@ void describe('PATCH /v2/deployables/{uuid}/program, over a recording conductor'
       userId: asked.at(-1)!.userId,
       projectId: asked.at(-1)!.projectId,
     })
+  })
+})
+
+void describe('PATCH /v2/deployables/{uuid}/program on an agent without an image store', () => {
+  let s: Stack
+  before(async () => {
+    s = await startStack({ autoActivate: true })
+  })
+  after(() => s.close())
+
+  void it('is a 409 naming [glance] endpoint_override: no retry changes a configuration (issue 27)', async () => {
+    const deps = await s.request({ url: '/v2/deployables' })
+    const dep = (deps.json().deployables as { uuid: string }[])[0]!.uuid
+    const res = await s.request({
+      method: 'PATCH',
+      url: `/v2/deployables/${dep}/program`,
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify([
+        { path: '/program', op: 'replace', value: [{ image_uuid: IMAGE }] },
+      ]),
+    })
+    assert.equal(res.statusCode, 409, res.body)
+    assert.match(faultOf(res.body).faultstring, /\[glance\] endpoint_override/)
+    // Nothing was taken out of service for it: the deployable can be programmed once configured.
+    const after = await s.request({ url: `/v2/deployables/${dep}` })
+    assert.equal(after.statusCode, 200)
   })
 })

@@ -113,6 +113,49 @@ void describe('v2 device profiles', () => {
     })
   })
 
+  void it('pages the list with limit and marker like the other lists (issue 27)', async () => {
+    type P = { uuid: string; name: string }
+    const page = async (q: string) => {
+      const res = await s.request({ url: `/v2/device_profiles?${q}` })
+      assert.equal(res.statusCode, 200, `${q}: ${res.body}`)
+      return res.json().device_profiles as P[]
+    }
+    const all = await page('')
+    assert.ok(all.length >= 2, 'two profiles to page through')
+    const first = await page('limit=1')
+    assert.deepEqual(first, [all[0]])
+    const walked: P[] = [...first]
+    for (;;) {
+      const next = await page(`limit=1&marker=${walked.at(-1)!.uuid}`)
+      if (next.length === 0) break
+      walked.push(...next)
+    }
+    assert.deepEqual(walked, all)
+    const byName = await page('sort_key=name&sort_dir=desc&limit=2')
+    assert.deepEqual(
+      byName.map((p) => p.name),
+      all
+        .map((p) => p.name)
+        .sort()
+        .reverse()
+        .slice(0, 2),
+    )
+    assert.deepEqual(
+      (await page(`name=${all[1]!.name}&limit=5`)).map((p) => p.name),
+      [all[1]!.name],
+    )
+    for (const [q, field] of [
+      ['limit=0', 'limit'],
+      ['limit=x', 'limit'],
+      [`marker=${UUID.replace('7d3c', '0000')}`, 'marker'],
+      ['sort_key=groups', 'sort_key'],
+    ]) {
+      const res = await s.request({ url: `/v2/device_profiles?${q}` })
+      assert.equal(res.statusCode, 400, `${q}: ${res.body}`)
+      assert.match(fault(res), new RegExp(`'${field}'`), q)
+    }
+  })
+
   void it('gets by name from 2.2 on; a name below 2.2 is 406; unknown is 404', async () => {
     const byName = await s.request({ url: '/v2/device_profiles/dp-uuid', version: '2.2' })
     assert.equal(byName.statusCode, 200)

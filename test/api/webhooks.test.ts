@@ -98,6 +98,42 @@ void describe('v2 webhooks', () => {
     }
   })
 
+  it('a URL is an absolute http(s) URL with a host, stored exactly as written (issue 27)', async () => {
+    for (const url of [
+      'http:///127.0.0.1:17798/x',
+      'http:///x',
+      'http://example.com/x#',
+      'http://example.com/x#top',
+      'http://example.com:0/x',
+      'http:/example.com/x',
+      'HTTP://Example.com:80/x',
+      'http://127.1/x',
+      'http://example.com/a/../x',
+      'http://example.com/a b',
+      ' http://example.com/x',
+    ]) {
+      const res = await post({ url })
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
+      assert.match(fault(res), /'url'/, url)
+    }
+    for (const url of ['http://127.0.0.1:17798/x', 'https://[::1]:8443/hook?a=1', 'http://h:1']) {
+      const res = await post({ url })
+      assert.equal(res.statusCode, 201, `${url}: ${res.body}`)
+      const { uuid } = res.json() as { uuid: string }
+      const shown = await s.request({ url: `/v2/webhooks/${uuid}` })
+      assert.equal((shown.json() as { url: string }).url, url)
+      const patched = await s.request({
+        method: 'PATCH',
+        url: `/v2/webhooks/${uuid}`,
+        headers: json,
+        payload: JSON.stringify({ url: 'http:///x' }),
+      })
+      assert.equal(patched.statusCode, 400, patched.body)
+      assert.match(fault(patched), /'url'.*host/)
+      await s.request({ method: 'DELETE', url: `/v2/webhooks/${uuid}` })
+    }
+  })
+
   it('names the field of every bad input', async () => {
     const cases: [unknown, string][] = [
       [{}, 'url'],

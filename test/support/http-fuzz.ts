@@ -52,6 +52,7 @@ const VERSIONS = [
 ]
 
 const jsonText = (value: unknown) => JSON.stringify(value)
+const deepJson = '{"a":'.repeat(5000) + '0' + '}'.repeat(5000)
 const BODIES: fc.Arbitrary<string> = fc.oneof(
   {
     weight: 3,
@@ -65,6 +66,10 @@ const BODIES: fc.Arbitrary<string> = fc.oneof(
       '[{}]',
       '{"__proto__": {"x": 1}}',
       '['.repeat(3000),
+      // Valid JSON nested 5,000 levels, whole and where a route walks it (issue 27: a 500).
+      deepJson,
+      `{"acc_specs":{"acc_capability":${deepJson}}}`,
+      `[{"name":"fuzz-deep","groups":[${deepJson}]}]`,
     ),
   },
   { weight: 3, arbitrary: fc.json() },

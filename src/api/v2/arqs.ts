@@ -31,7 +31,8 @@ import * as docs from './schemas/arqs.js'
  */
 const ArqCreateBody = Type.Object(
   {
-    device_profile_name: Type.String({ minLength: 1, maxLength: 255 }),
+    // Empty is let through to the lookup: OpenStack Cyborg answers it 404 "Device Profile not found".
+    device_profile_name: Type.String({ maxLength: 255 }),
     device_profile_group_id: Type.Optional(
       Type.Unsafe<number | string | null>({
         type: ['integer', 'string', 'null'],
@@ -127,6 +128,14 @@ export function arqRoutes(
       schema: { body: ArqCreateBody },
       handler: async (request, reply) => {
         const { device_profile_name: name } = request.body as Static<typeof ArqCreateBody>
+        if (name === '')
+          throw new NotFoundError(
+            'Device Profile not found with name="" (device_profile_name is empty)',
+            {
+              code: 'DEVICE_PROFILE_NOT_FOUND',
+              details: { field: 'device_profile_name', name },
+            },
+          )
         const arqs = await conductor.createArqs({
           deviceProfileName: name,
           projectId: request.ctx.projectId ?? null,

@@ -10,7 +10,7 @@ import { getCustody, listCustody, type CustodySortKey } from '../../db/custody-r
 import type { StoredCustodyRecord } from '../../db/custody.js'
 import { ForbiddenError, NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { markerNotFoundToInvalid, pagingOf } from '../query.js'
+import { markerNotFoundToInvalid, pagingOf, timeQuery } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
@@ -83,8 +83,8 @@ export function custodyRoutes(app: FastifyInstance, { db }: V2Env): void {
           projectId: ownProject(request, q.project_id),
           instanceUuid: q.instance_uuid,
           kind: q.kind,
-          since: q.since,
-          until: q.until,
+          since: timeQuery(q.since, 'since'),
+          until: timeQuery(q.until, 'until'),
           limit: DEFAULT_LIMIT,
           ...pagingOf<CustodySortKey>(q),
         }).catch((err: unknown) => {

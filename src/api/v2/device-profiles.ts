@@ -10,12 +10,13 @@ import {
   getDeviceProfile,
   getDeviceProfileByName,
   listDeviceProfiles,
+  type DeviceProfileSortKey,
 } from '../../db/device-profiles.js'
 import { normalizeDeviceProfile, type DeviceProfile } from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
-import { commaList } from '../query.js'
+import { commaList, markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
@@ -50,8 +51,14 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       policy: 'cyborg:device_profile:get_all',
       doc: docs.listDeviceProfiles,
       handler: async (request) => {
-        const names = commaList((request.query as QueryOf<typeof docs.ListProfilesQuery>).name)
-        const profiles = await listDeviceProfiles(db, names === undefined ? {} : { names })
+        const query = request.query as QueryOf<typeof docs.ListProfilesQuery>
+        const names = commaList(query.name)
+        const profiles = await listDeviceProfiles(db, {
+          ...(names === undefined ? {} : { names }),
+          ...pagingOf<DeviceProfileSortKey>(query),
+        }).catch((err: unknown) => {
+          throw markerNotFoundToInvalid(err)
+        })
         const base = baseUrl(request)
         return { device_profiles: profiles.map((p) => deviceProfileView(p, base)) }
       },

@@ -46,7 +46,9 @@ export const CustodyRecordView = Type.Object({
   created_at: Timestamp,
 })
 
-const TIME = '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:.]+([+-][0-9]{2}:[0-9]{2}|Z)?)?$'
+/** The shape of an RFC 3339 time (or full-date); its calendar is checked by timeQuery (src/api/query.ts). */
+const TIME =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$'
 
 export const ListCustodyQuery = Type.Object({
   device_uuid: Type.Optional(QueryUuid('Records of this device')),
@@ -62,14 +64,21 @@ export const ListCustodyQuery = Type.Object({
   kind: Type.Optional(stringEnum(CUSTODY_KINDS)),
   since: Type.Optional(
     QueryString(
-      { pattern: TIME, description: 'Released (a checkpoint: written) at or after, ISO 8601' },
-      'must be an ISO 8601 time, got {value}',
+      {
+        pattern: TIME,
+        description:
+          'Released (a checkpoint: written) at or after: an RFC 3339 time (2026-01-31T12:00:00Z) or date (2026-01-31, midnight UTC)',
+      },
+      'must be an RFC 3339 time such as 2026-01-31T12:00:00Z or 2026-01-31 (a date-time needs Z or an offset ±hh:mm), got {value}',
     ),
   ),
   until: Type.Optional(
     QueryString(
-      { pattern: TIME, description: 'Released (a checkpoint: written) before, ISO 8601' },
-      'must be an ISO 8601 time, got {value}',
+      {
+        pattern: TIME,
+        description: 'Released (a checkpoint: written) before: an RFC 3339 time or date',
+      },
+      'must be an RFC 3339 time such as 2026-01-31T12:00:00Z or 2026-01-31 (a date-time needs Z or an offset ±hh:mm), got {value}',
     ),
   ),
   ...pagingQuery(['id', 'created_at', 'released_at']),

@@ -1,5 +1,6 @@
 /** The documentation of `/v2/device_profiles` and its explain route (src/api/v2/device-profiles.ts, explain.ts). */
 import { Type } from '@sinclair/typebox'
+import { DEVICE_PROFILE_SORT_KEYS } from '../../../db/device-profiles.js'
 import { EXPLAIN_RULES } from '../../../domain/explain.js'
 import {
   guarded,
@@ -9,6 +10,7 @@ import {
   NullableString,
   NullableTimestamp,
   nullable,
+  pagingQuery,
   QueryString,
   stringEnum,
   Timestamp,
@@ -40,6 +42,7 @@ const ValueParams = Type.Object({
 
 export const ListProfilesQuery = Type.Object({
   name: Type.Optional(QueryString({ description: 'Comma-separated names' })),
+  ...pagingQuery(DEVICE_PROFILE_SORT_KEYS),
 })
 
 export const DeleteProfilesQuery = Type.Object({
@@ -51,6 +54,8 @@ export const DeleteProfilesQuery = Type.Object({
 
 export const listDeviceProfiles: RouteDoc = {
   summary: 'List device profiles',
+  description:
+    'Every profile in id order, or a page of them: `limit`, `marker` (the uuid of the last profile of the previous page), `sort_key` (id, name, created_at) and `sort_dir`, as the other lists; `name` keeps only the profiles named. An unknown marker is a 400 naming it.',
   tags,
   querystring: ListProfilesQuery,
   response: {
