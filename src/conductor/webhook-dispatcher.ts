@@ -345,6 +345,7 @@ export function createWebhookDispatcher(
     try {
       for (let round = 0; round < 20; round++)
         if ((await deleteDeliveredBefore(db.db, cutoff)) < 1000) break
+        else await nextTurn()
     } catch (err) {
       log.warn({ err }, 'could not delete old webhook deliveries; next purge retries')
     }
