@@ -12,6 +12,7 @@ import { openConfiguredDatabase, migrateDatabase } from '../src/main/database.js
 import { startCore } from '../src/main/core.js'
 import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
+import { createPrometheusMetrics } from '../src/main/prometheus.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { seedStorm } from '../test/support/storm-inventory.js'
 import { serveStormCleanAgent } from './storm-clean-agent.js'
@@ -30,6 +31,10 @@ const config = loadConfig({
     ...(process.env.STORM_SAVE_INTERVAL_MS
       ? { CYBORG_CONDUCTOR__SAVE_INTERVAL_MS: process.env.STORM_SAVE_INTERVAL_MS }
       : {}),
+    // bench/webhook-failure.ts sets [webhooks] options this way.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => k.startsWith('CYBORG_WEBHOOKS__')),
+    ),
   },
 })
 const log = createLogger(config, { service: 'bench-embedded', env: { CYBORG_LOG_LEVEL: 'warn' } })
@@ -50,7 +55,9 @@ const core = await startCore({
   agent: false,
 })
 await seedStorm(core.conductorClient)
-const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
+// STORM_METRICS=1 (bench/webhook-failure.ts): GET /metrics with the process metrics, as `cyborg up` has.
+const metrics = process.env.STORM_METRICS === '1' ? { metrics: createPrometheusMetrics() } : {}
+const api = await startHttpApi(config, { db, conductor: core.conductorClient, log, ...metrics })
 const lag = eventLoopLag()
 process.stdout.write(`ready ${api.url}\n`)
 process.on('SIGTERM', () => {

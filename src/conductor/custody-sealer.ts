@@ -15,6 +15,7 @@
  * verifies from it.
  */
 import type { KeyObject } from 'node:crypto'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/connection.js'
 import {
   appendCustodyRecords,
@@ -104,6 +105,8 @@ export function createCustodySealer(
       }
       if (!n) return sealed
       sealed += n
+      // The event loop's turn between batches: a backlog never holds it (SQLite is synchronous).
+      await nextTurn()
     }
   }
 

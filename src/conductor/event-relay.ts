@@ -17,7 +17,11 @@
  *   for rows another or a killed conductor left. Runs on its own: a failing sink delays delivery
  *   (retried with backoff, the same batch again to every sink), never the conductor's writes.
  * - Sent rows are kept `retentionHours`, then deleted. With no sinks, rows are stamped sent at once.
+ * - Bounded work per pass: `batchSize` events per batch (an indexed read), 1000 rows per purge
+ *   round, and a yield to the event loop between batches and rounds, so that a backlog on SQLite
+ *   (whose calls are synchronous) never holds the API, RPCs or the agent of the same process.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/connection.js'
 import {
   deleteSentEvents,
@@ -182,6 +186,8 @@ export function createEventRelay(
       if (n !== undefined) failures = 0
       if (!n) return sent
       sent += n
+      // Bounded work per batch, and the event loop's turn between batches (API reads, RPCs).
+      await nextTurn()
     }
   }
 
@@ -217,6 +223,7 @@ export function createEventRelay(
       for (let round = 0; round < 20; round++) {
         const held = await withEventRelayLock(db, (lockDb) => deleteSentEvents(lockDb, cutoff))
         if (!held || held.value < 1000) break
+        await nextTurn()
       }
     } catch (err) {
       log.warn({ err }, 'could not delete old sent events; next purge retries')

@@ -50,10 +50,14 @@ export function startFleetGauges(
   deps: { db: ReadDb; metrics: Metrics; log: Logger; leaseCutoff: () => string },
   intervalMs: number,
 ): () => void {
+  // A refresh still running when the next period comes is not doubled: that one is skipped.
+  let running: Promise<void> | undefined
   const run = () =>
-    refreshFleetGauges(deps.db, deps.metrics, deps.leaseCutoff()).catch((err: unknown) =>
-      deps.log.warn({ err }, 'fleet gauges not refreshed; next period retries'),
-    )
+    (running ??= refreshFleetGauges(deps.db, deps.metrics, deps.leaseCutoff())
+      .catch((err: unknown) =>
+        deps.log.warn({ err }, 'fleet gauges not refreshed; next period retries'),
+      )
+      .finally(() => (running = undefined)))
   void run()
   const timer = setInterval(() => void run(), intervalMs)
   timer.unref()

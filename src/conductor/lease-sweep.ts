@@ -10,6 +10,7 @@
  * host's accepted report hash: the agent's next report is then diffed in full, and that report,
  * not a heartbeat alone, lifts the fence (src/domain/inventory-diff.ts).
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { fenceDevicesOfSilentAgents } from '../db/lease-fence.js'
@@ -52,6 +53,7 @@ export async function sweepLeases(
   const silent = await listSilentAgents(db.db, cutoff)
   const fenced: string[] = []
   for (let i = 0; i < silent.length; i += HOSTS_PER_TRANSACTION) {
+    if (i > 0) await nextTurn()
     const agents = silent.slice(i, i + HOSTS_PER_TRANSACTION).map(({ host, lastSeen }) => ({
       host,
       reason: silentAgentReason(host, lastSeen),

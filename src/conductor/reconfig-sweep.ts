@@ -6,6 +6,7 @@
  * has) is the fence lifted; a program's image is forgotten, since the card may hold part of one.
  * While the agent stays silent the units stay fenced: a card is never offered on a guess.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/connection.js'
 import type { GroupCommitter } from '../db/group-commit.js'
 import { clearBitstreams, liftReconfigFence, listStaleFences } from '../db/reconfig-fence.js'
@@ -51,6 +52,7 @@ export function createReconfigSweep(deps: ReconfigSweepDeps, options: ReconfigSw
   const once = async (): Promise<number> => {
     let lifted = 0
     for (const fence of await listStaleFences(deps.db.db, deps.staleBefore())) {
+      await nextTurn()
       try {
         await deps.agentFor(fence.hostname).discover({})
       } catch (err) {

@@ -15,11 +15,12 @@
  *   A dispatcher that dies holding one leaves it to the others once the lease (`leaseMs`, longer
  *   than an attempt) runs out, and that delivery is sent again: at least once, same `webhook-id`.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/connection.js'
 import {
   claimDueWebhooks,
+  recordAttempts,
   recordDelivered,
-  recordDeliveryAttempt,
   releaseWebhookClaim,
   updateWebhookClaim,
   type AttemptOutcome,
@@ -163,14 +164,21 @@ export function createWebhookDispatcher(
     return signer
   }
 
-  /** Records the failed attempts of a run; resolves false if the claim was lost. */
+  /**
+   * Records the failed attempts of a run in one transaction (at most the window's), and backs the
+   * endpoint off: until its oldest failed delivery's retry, or now when that one went dead (the
+   * receiver still fails: the next turn probes with one delivery). Resolves with when the
+   * endpoint is due again, or false if the claim was lost.
+   */
   const recordFailures = async (w: ClaimedWebhook, token: string, failed: readonly Failure[]) => {
+    const head = [...failed].sort((a, b) => a.d.id - b.d.id)[0]!.outcome
+    const retryAt = head.state === DeliveryState.Pending ? head.nextAttemptAt : head.at
+    const attempts = failed.map(({ d, outcome }) => ({ deliveryId: d.id, outcome }))
+    if (!(await recordAttempts(db.db, { webhookId: w.id, token }, attempts, retryAt))) {
+      log.warn({ webhook: w.uuid }, 'lost the claim on a webhook mid-send')
+      return false
+    }
     for (const { d, result, outcome } of failed) {
-      const claim = { webhookId: w.id, token, deliveryId: d.id }
-      if (!(await recordDeliveryAttempt(db.db, claim, outcome))) {
-        log.warn({ webhook: w.uuid, event: d.eventUuid }, 'lost the claim on a webhook mid-send')
-        return false
-      }
       const detail = {
         webhook: w.uuid,
         event: d.eventUuid,
@@ -185,15 +193,18 @@ export function createWebhookDispatcher(
           `webhook delivery failed (attempt ${outcome.attempts}); retrying at ${outcome.nextAttemptAt}`,
         )
     }
-    return true
+    return retryAt
   }
 
   /**
    * Sends `w`'s due deliveries under the claim `token`, then lets it go: a batch at a time through
    * the sliding window of webhook-sender.ts (up to `maxInFlight` at once, one per resource). The
    * claim is renewed while posts are in flight. Successes are recorded in one transaction per
-   * batch (a crash before that sends them again: at least once, same id). A failure that will be
-   * retried ends the turn: it holds back the rest until it gets through.
+   * batch (a crash before that sends them again: at least once, same id). A failure ends the turn
+   * and backs the endpoint off: it holds back the rest until it gets through. An endpoint claimed
+   * while backing off gets one delivery, its oldest (a probe, one row read), and its window
+   * opens only once that is answered 2xx: a dead receiver costs one attempt per back-off period.
+   * Each batch is bounded (`BATCH` rows, the window's posts) and the loop yields between batches.
    */
   const serve = async (w: ClaimedWebhook, token: string, leaseEnd: number) => {
     const sign = signerOf(w.secret)
@@ -217,21 +228,26 @@ export function createWebhookDispatcher(
       Math.max(10, leaseMs / 3),
     )
     renewer.unref()
+    let probing = w.backingOff
     try {
-      turn: while (sent < turnSize && !stopped && !lost) {
-        const batch = await listPendingDeliveries(db.db, w.id, Math.min(BATCH, turnSize - sent))
+      while (sent < turnSize && !stopped && !lost) {
+        if (sent > 0) await nextTurn()
+        const rows = probing ? 1 : Math.min(BATCH, turnSize - sent)
+        const batch = await listPendingDeliveries(db.db, w.id, rows)
         if (batch.length === 0) break
+        // Every delivery is due: the endpoint's backoff (`retry_at`, checked by the claim) is
+        // what holds its queue back, so a turn never waits on one not yet due.
         const queue = batch.map((d) => ({
           d,
           resource: deliveryResource(d.body),
-          nextAttemptAt: d.nextAttemptAt,
+          nextAttemptAt: '',
         }))
         if (until - clock.now().getTime() < timeoutMs + 5000) {
           until = clock.now().getTime() + leaseMs
           if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
         }
         const outcome = await sendBatch(queue, {
-          maxInFlight,
+          maxInFlight: probing ? 1 : maxInFlight,
           now: () => at(clock.now().getTime()),
           post: ({ d }) => poster.post(w.url, sign(d.eventUuid, clock.now(), d.body), d.body),
           mayStart: () => !stopped && !lost,
@@ -245,11 +261,14 @@ export function createWebhookDispatcher(
           outcome: failureOf(result, d.attempts + 1),
         }))
         if (!(await flush(w, token, outcome.delivered))) return
-        if (!(await recordFailures(w, token, failed))) return
-        const retry = failed.filter((f) => f.outcome.state === DeliveryState.Pending)
-        if (retry.length > 0) wakeAt(retry.map((f) => f.outcome.nextAttemptAt).sort()[0]!)
-        else if (outcome.dueAt) wakeAt(outcome.dueAt)
-        if (outcome.aborted || retry.length > 0 || outcome.dueAt) break turn
+        if (outcome.delivered.length > 0) probing = false
+        if (failed.length > 0) {
+          const due = await recordFailures(w, token, failed)
+          if (due === false) return
+          wakeAt(due)
+          break
+        }
+        if (outcome.aborted) break
       }
     } finally {
       clearInterval(renewer)
@@ -326,6 +345,7 @@ export function createWebhookDispatcher(
     try {
       for (let round = 0; round < 20; round++)
         if ((await deleteDeliveredBefore(db.db, cutoff)) < 1000) break
+        else await nextTurn()
     } catch (err) {
       log.warn({ err }, 'could not delete old webhook deliveries; next purge retries')
     }

@@ -2,6 +2,7 @@
  * The fleet as the conductor's gauges count it (docs/metrics.md): a few grouped counts, each one
  * indexed or a scan of a small table, read at most every `[metrics] fleet_refresh_seconds`.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { sql } from 'kysely'
 import type { ReadDb } from './connection.js'
 import { AGENT_BINARY } from './services.js'
@@ -32,12 +33,16 @@ export async function getFleetCounts(db: ReadDb, cutoff: string): Promise<FleetC
     .select(['type', 'hostname', 'lifecycle', 'status', 'health', n.as('n')])
     .groupBy(['type', 'hostname', 'lifecycle', 'status', 'health'])
     .execute()
+  // A yield between the counts: on SQLite each is synchronous, and together they would hold the
+  // event loop for the sum of them.
+  await nextTurn()
   const deployables = await db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
     .select(['d.hostname', 'p.removal_pending', n.as('n')])
     .groupBy(['d.hostname', 'p.removal_pending'])
     .execute()
+  await nextTurn()
   // A handle is in use when named by a request (v2 and v1 alike) or flagged, unless it is flagged
   // only for its clean (docs/cleaning.md).
   const state = sql<string>`case when a.id is not null then 'in_use'
@@ -50,11 +55,13 @@ export async function getFleetCounts(db: ReadDb, cutoff: string): Promise<FleetC
     .select(['d.hostname', state.as('state'), n.as('n')])
     .groupBy(['d.hostname', state])
     .execute()
+  await nextTurn()
   const arqs = await db
     .selectFrom('accelerator_requests')
     .select(['state', n.as('n')])
     .groupBy('state')
     .execute()
+  await nextTurn()
   const agents = await db
     .selectFrom('services')
     .select([

@@ -19,6 +19,11 @@ export interface ClaimedWebhook {
   uuid: string
   url: string
   secret: string
+  /**
+   * The endpoint was failing when claimed (`retry_at` set): this turn sends one delivery, its
+   * oldest, as a probe, and opens the window only once that gets through.
+   */
+  backingOff: boolean
 }
 
 export interface ClaimOptions {
@@ -109,12 +114,18 @@ export async function claimDueWebhooks(
   }
   const rows = await handle.db
     .selectFrom('webhooks')
-    .select(['id', 'uuid', 'url', 'secret'])
+    .select(['id', 'uuid', 'url', 'secret', 'retry_at'])
     .where('claimed_by', '=', token)
     .where('id', 'in', candidates)
     .orderBy('id')
     .execute()
-  return rows.map((r) => ({ id: Number(r.id), uuid: r.uuid, url: r.url, secret: r.secret }))
+  return rows.map((r) => ({
+    id: Number(r.id),
+    uuid: r.uuid,
+    url: r.url,
+    secret: r.secret,
+    backingOff: r.retry_at !== null,
+  }))
 }
 
 /** Extends a held claim to `until` (renews the lease); false when it is no longer held. */
@@ -170,30 +181,46 @@ export async function recordDeliveryAttempt(
   claim: { webhookId: number; token: string; deliveryId: number },
   outcome: AttemptOutcome,
 ): Promise<boolean> {
+  const retryAt = outcome.state === DeliveryState.Pending ? outcome.nextAttemptAt : null
+  const attempt = { deliveryId: claim.deliveryId, outcome }
+  return recordAttempts(db, claim, [attempt], retryAt)
+}
+
+/**
+ * Records the attempts of one turn (at most the window's, so the transaction is bounded), only
+ * while `token` still holds the endpoint, and sets its backoff: `retryAt` (the receiver is
+ * failing; the next turn probes with one delivery), or null (it answers). Resolves false, writing
+ * nothing, when the claim was lost.
+ */
+export async function recordAttempts(
+  db: Kysely<Database>,
+  claim: { webhookId: number; token: string },
+  attempts: readonly { deliveryId: number; outcome: AttemptOutcome }[],
+  retryAt: string | null,
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const held = await trx
       .updateTable('webhooks')
-      .set({
-        retry_at: outcome.state === DeliveryState.Pending ? outcome.nextAttemptAt : null,
-      })
+      .set({ retry_at: retryAt })
       .where('id', '=', claim.webhookId)
       .where('claimed_by', '=', claim.token)
       .executeTakeFirst()
     if (Number(held.numUpdatedRows) !== 1) return false
-    await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        state: outcome.state,
-        attempts: outcome.attempts,
-        last_attempt_at: outcome.at,
-        last_status: outcome.status,
-        last_error: outcome.error === null ? null : outcome.error.slice(0, 255),
-        next_attempt_at: outcome.nextAttemptAt,
-        finished_at: outcome.state === DeliveryState.Pending ? null : outcome.at,
-      })
-      .where('id', '=', claim.deliveryId)
-      .where('state', '=', DeliveryState.Pending)
-      .execute()
+    for (const { deliveryId, outcome } of attempts)
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({
+          state: outcome.state,
+          attempts: outcome.attempts,
+          last_attempt_at: outcome.at,
+          last_status: outcome.status,
+          last_error: outcome.error === null ? null : outcome.error.slice(0, 255),
+          next_attempt_at: outcome.nextAttemptAt,
+          finished_at: outcome.state === DeliveryState.Pending ? null : outcome.at,
+        })
+        .where('id', '=', deliveryId)
+        .where('state', '=', DeliveryState.Pending)
+        .execute()
     return true
   })
 }

@@ -215,8 +215,13 @@ void describe('v2 webhooks', () => {
     assert.equal(got!.invalid, null, 'signed with the secret the create answer showed')
     assert.equal(got!.body.type, 'accelerator.arq.created')
     assert.equal(got!.body.data.resource_uuid, arq)
-    const deliveries = await s.request({ url: `/v2/webhooks/${created.uuid}/deliveries` })
-    const [row] = (deliveries.json() as { deliveries: Record<string, unknown>[] }).deliveries
+    // The receiver has the request before the dispatcher has its answer recorded.
+    let row: Record<string, unknown> | undefined
+    await waitFor(async () => {
+      const deliveries = await s.request({ url: `/v2/webhooks/${created.uuid}/deliveries` })
+      ;[row] = (deliveries.json() as { deliveries: Record<string, unknown>[] }).deliveries
+      return row?.state !== 'pending'
+    }, 'the attempt recorded')
     assert.equal(row!.event_uuid, got!.id)
     assert.equal(row!.state, 'delivered')
     assert.equal(row!.last_status, 204)

@@ -71,10 +71,12 @@ export interface ReceiverOptions {
   answer?: (n: number, id: string) => number
   /** Milliseconds before answering. @default 0 */
   delayMs?: number
+  /** The port to listen on (a receiver coming back where it was). @default 0: any free one */
+  port?: number
 }
 
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
-  const { answer = () => 204, delayMs = 0 } = options
+  const { answer = () => 204, delayMs = 0, port = 0 } = options
   let inFlight = 0
   const receiver: Receiver = {
     url: '',
@@ -107,7 +109,7 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     })
   })
   server.keepAliveTimeout = 100
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   const address = server.address()
   receiver.url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hook`
   return receiver
