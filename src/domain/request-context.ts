@@ -31,3 +31,11 @@ export function freezeContext(ctx: RequestContext): RequestContext {
   Object.freeze(ctx.serviceRoles)
   return Object.freeze(ctx)
 }
+
+/**
+ * The project whose accelerator requests (v2) and v1 attachments the caller sees and touches:
+ * every project's for an admin (undefined), else its own (none without a project).
+ */
+export function visibleProject(ctx: RequestContext): string | undefined {
+  return ctx.isAdmin ? undefined : (ctx.projectId ?? '')
+}

@@ -153,10 +153,11 @@ export const ArqsOfInstance = Type.Object({
   projectId: Type.Optional(Text({ field: 'project_id' })),
 })
 
-/** v1 `detachAccelerator`. */
+/** v1 `detachAccelerator`; `projectId` holds it to that project's attachments ("": none). */
 export const V1Detach = Type.Object({
   uuid: Uuid(),
   instanceUuid: Type.Optional(Uuid('instance_uuid')),
+  projectId: Type.Optional(Text({ field: 'project_id', allowEmpty: true })),
 })
 
 /** `listAgentDrivers` and `discoverHosts`. */

@@ -11,6 +11,7 @@ import { getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-
 import { isUuidLike } from '../../domain/ids.js'
 import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
 import { NotFoundError } from '../../domain/errors.js'
+import { visibleProject } from '../../domain/request-context.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
@@ -73,7 +74,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request) => {
         const query = request.query as QueryOf<typeof docs.ListAcceleratorsQuery>
         const paging = pagingOf<(typeof ACCELERATOR_SORT_KEYS)[number]>(query)
-        const filter = { ...paging, deviceType: query.device_type, hostname: query.hostname }
+        const filter = {
+          ...paging,
+          deviceType: query.device_type,
+          hostname: query.hostname,
+          project: visibleProject(request.ctx),
+        }
         const accelerators = await listAccelerators(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
@@ -93,9 +99,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
     },
   })
 
-  /** The accelerator in the path, with its spec's ETag in the reply. */
+  /**
+   * The accelerator in the path, with its spec's ETag in the reply; a non-admin sees only its
+   * project's attachments (another project's are neither shown nor named).
+   */
   const show = async (request: FastifyRequest, reply: FastifyReply, uuid: string) => {
-    const accelerator = await getAccelerator(db, uuid)
+    const accelerator = await getAccelerator(db, uuid, visibleProject(request.ctx))
     reply.header('etag', accSpecsEtag(accelerator.accSpecs))
     return acceleratorView(accelerator, baseUrl(request))
   }
@@ -112,8 +121,13 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         const target = parseAttachBody(request.body, accelerator)
-        const projectId = request.ctx.projectId
-        await conductor.attachAccelerator({ uuid: accelerator.uuid, target, projectId })
+        const { projectId, isAdmin } = request.ctx
+        await conductor.attachAccelerator({
+          uuid: accelerator.uuid,
+          target,
+          projectId,
+          ...(isAdmin ? { seesAllProjects: true } : {}),
+        })
         return show(request, reply, accelerator.uuid)
       },
     },
@@ -123,9 +137,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
         const instance = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
-        await conductor.detachAccelerator(
-          instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() },
-        )
+        const projectId = visibleProject(request.ctx)
+        await conductor.detachAccelerator({
+          uuid,
+          ...(instance === undefined ? {} : { instanceUuid: instance.toLowerCase() }),
+          ...(projectId === undefined ? {} : { projectId }),
+        })
         return reply.code(204).send()
       },
     },
