@@ -167,6 +167,8 @@ export const HostRequest = Type.Object({ hostname: Type.Optional(Text()) })
 export const DriverRequest = Type.Object({
   driver: Text({ max: 64 }),
   hostname: Type.Optional(Text()),
+  /** `uninstallDriver`: a non-admin caller's project; its 409 names only that project's requests. */
+  projectId: Type.Optional(Text({ field: 'project_id', allowEmpty: true })),
 })
 
 /** `updateDriver` (at least one option: checked after). */

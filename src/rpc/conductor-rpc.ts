@@ -239,6 +239,8 @@ export interface ConductorRpc {
   uninstallDriver(req: {
     driver: string
     hostname?: string
+    /** A non-admin caller's project: the 409 names only its requests and counts the others. */
+    projectId?: string
   }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /** (1.4) Merges `options` into the driver's options on the host(s) and rediscovers. @throws as installDriver, InvalidInputError */
   updateDriver(req: {

@@ -159,6 +159,19 @@ void describe('v1 attachments across projects', () => {
     assert.deepEqual((await viewAs('a-manager', fake.uuid)).attached_to, [vm(1)])
   })
 
+  void it("a driver uninstall refused for allocated devices names only the caller's requests", async () => {
+    const arq = (await viewAs('a-manager', fake.uuid)).attachments[0]!.arq_uuid
+    const refused = await as('b-manager', 'POST', '/v1/drivers/fake/uninstall', {
+      hostname: 'node1',
+    })
+    assert.equal(refused.statusCode, 409, refused.body)
+    assert.match(fault(refused), /1 accelerator request\(s\) of other projects/)
+    assert.doesNotMatch(refused.body, new RegExp(`${vm(1)}|${arq}`))
+    const own = await as('a-manager', 'POST', '/v1/drivers/fake/uninstall', { hostname: 'node1' })
+    assert.equal(own.statusCode, 409, own.body)
+    assert.match(fault(own), new RegExp(`${arq} Bound for instance ${vm(1)}`))
+  })
+
   void it("an admin detaches any project's attachment", async () => {
     const res = await as(
       'b-admin',
