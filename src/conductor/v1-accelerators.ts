@@ -30,13 +30,14 @@ import {
 } from '../db/v1-attachments.js'
 import {
   accSpecsEtag,
+  attachmentNotFound,
   ifMatchAccepts,
   parseAccSpecsBody,
   type AttachTarget,
 } from '../domain/v1-accelerator.js'
 import type { Arq } from '../domain/arq.js'
 import type { AttachHandle } from '../domain/inventory.js'
-import { ConflictError, InvalidInputError, NotFoundError } from '../domain/errors.js'
+import { ConflictError, InvalidInputError } from '../domain/errors.js'
 import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
@@ -282,10 +283,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         mine.length === 0 &&
         !foreign.some((h) => h.instanceUuid === instance)
       ) {
-        throw new NotFoundError(`accelerator ${uuid} has no attachment to instance ${instance}`, {
-          code: 'ATTACHMENT_NOT_FOUND',
-          details: { field: 'instance_uuid', uuid, instanceUuid: instance },
-        })
+        throw attachmentNotFound(uuid, instance)
       }
       // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
       if (foreign.length > 0 && mine.length === 0) {

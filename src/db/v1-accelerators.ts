@@ -184,3 +184,25 @@ export async function getAccelerator(
     })
   return (await withDetails(db, [row], project))[0]!
 }
+
+/**
+ * Does `project` hold anything of accelerator `uuid` for `instance`: a v1 attachment or a v2
+ * request, in any state? A non-admin's detach by instance finds nothing to detach otherwise.
+ */
+export async function hasRequestFor(
+  db: ReadDb,
+  uuid: string,
+  instance: string,
+  project: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('accelerator_requests')
+    .innerJoin('deployables', 'deployables.id', 'accelerator_requests.deployable_id')
+    .select('accelerator_requests.id')
+    .where('deployables.uuid', '=', uuid)
+    .where('accelerator_requests.instance_uuid', '=', instance)
+    .where('accelerator_requests.project_id', '=', project)
+    .limit(1)
+    .executeTakeFirst()
+  return row !== undefined
+}

@@ -6,6 +6,9 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import pino from 'pino'
+import { createApp } from '../../src/api/app.js'
+import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
 import type { Authenticator } from '../../src/api/auth.js'
 import { NotAuthenticatedError } from '../../src/domain/errors.js'
 import { freezeContext } from '../../src/domain/request-context.js'
@@ -118,6 +121,9 @@ void describe('v1 attachments across projects', () => {
     )
     assert.equal(byInstance.statusCode, 404, byInstance.body)
     assert.match(fault(byInstance), /instance_uuid|no attachment/)
+    const bad = await as('b-manager', 'DELETE', `/v1/accelerators/${fake.uuid}?instance_uuid=nope`)
+    assert.equal(bad.statusCode, 400, bad.body)
+    assert.match(fault(bad), /'instance_uuid'/)
     // Without an instance: nothing of B's is attached, so nothing is detached (idempotent 204).
     assert.equal((await as('b-manager', 'DELETE', `/v1/accelerators/${fake.uuid}`)).statusCode, 204)
     assert.equal(
@@ -156,6 +162,30 @@ void describe('v1 attachments across projects', () => {
     )
     const none = await s.core.conductorClient.detachAccelerator({ uuid: fake.uuid, projectId: B })
     assert.deepEqual(none.detached, [])
+    assert.deepEqual((await viewAs('a-manager', fake.uuid)).attached_to, [vm(1)])
+  })
+
+  void it('the API refuses on its own: a conductor that ignores projectId (before 1.8) detaches nothing of A', async () => {
+    const c = s.core.conductorClient
+    const older: ConductorRpc = {
+      ...c,
+      detachAccelerator: ({ projectId: _, ...req }) => c.detachAccelerator(req),
+    }
+    const app = await createApp(
+      { db: s.db.db, conductor: older, log: pino({ level: 'silent' }) },
+      { auth },
+    )
+    try {
+      const res = await app.inject({
+        method: 'DELETE',
+        url: `/v1/accelerators/${fake.uuid}?instance_uuid=${vm(1)}`,
+        headers: { host: 'api.test', 'x-auth-token': 'b-manager' },
+      })
+      assert.equal(res.statusCode, 404, res.body)
+      assert.match(fault(res), new RegExp(`no attachment to instance ${vm(1)}`))
+    } finally {
+      await app.close()
+    }
     assert.deepEqual((await viewAs('a-manager', fake.uuid)).attached_to, [vm(1)])
   })
 

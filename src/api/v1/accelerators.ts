@@ -7,9 +7,19 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ACCELERATOR_SORT_KEYS } from '../../db/v1-accelerators.js'
-import { getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-accelerators.js'
+import {
+  getAccelerator,
+  hasRequestFor,
+  listAccelerators,
+  type Accelerator,
+} from '../../db/v1-accelerators.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
+import {
+  accSpecsEtag,
+  attachmentNotFound,
+  parseAccSpecsBody,
+  parseAttachBody,
+} from '../../domain/v1-accelerator.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { visibleProject } from '../../domain/request-context.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
@@ -136,11 +146,22 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       doc: docs.detachAccelerator,
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
-        const instance = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
+        const asked = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
+        const instance = asked?.toLowerCase()
         const projectId = visibleProject(request.ctx)
+        // Refused here too (the conductor scopes by projectId as well): nothing of the caller's
+        // attached to the instance is a 404, whoever else is attached to it.
+        if (
+          instance !== undefined &&
+          projectId !== undefined &&
+          !(await hasRequestFor(db, uuid, instance, projectId))
+        ) {
+          await getAccelerator(db, uuid, projectId) // an unknown accelerator is its own 404
+          throw attachmentNotFound(uuid, instance)
+        }
         await conductor.detachAccelerator({
           uuid,
-          ...(instance === undefined ? {} : { instanceUuid: instance.toLowerCase() }),
+          ...(instance === undefined ? {} : { instanceUuid: instance }),
           ...(projectId === undefined ? {} : { projectId }),
         })
         return reply.code(204).send()
