@@ -186,23 +186,21 @@ export async function getAccelerator(
 }
 
 /**
- * Does `project` hold anything of accelerator `uuid` for `instance`: a v1 attachment or a v2
- * request, in any state? A non-admin's detach by instance finds nothing to detach otherwise.
+ * Does `project` hold anything of accelerator `uuid` (for `instance`, when given): a v1 attachment
+ * or a v2 request, in any state? A non-admin's detach finds nothing to detach otherwise.
  */
 export async function hasRequestFor(
   db: ReadDb,
   uuid: string,
-  instance: string,
+  instance: string | undefined,
   project: string,
 ): Promise<boolean> {
-  const row = await db
+  let qb = db
     .selectFrom('accelerator_requests')
     .innerJoin('deployables', 'deployables.id', 'accelerator_requests.deployable_id')
     .select('accelerator_requests.id')
     .where('deployables.uuid', '=', uuid)
-    .where('accelerator_requests.instance_uuid', '=', instance)
     .where('accelerator_requests.project_id', '=', project)
-    .limit(1)
-    .executeTakeFirst()
-  return row !== undefined
+  if (instance !== undefined) qb = qb.where('accelerator_requests.instance_uuid', '=', instance)
+  return (await qb.limit(1).executeTakeFirst()) !== undefined
 }

@@ -183,6 +183,12 @@ void describe('v1 attachments across projects', () => {
       })
       assert.equal(res.statusCode, 404, res.body)
       assert.match(fault(res), new RegExp(`no attachment to instance ${vm(1)}`))
+      const all = await app.inject({
+        method: 'DELETE',
+        url: `/v1/accelerators/${fake.uuid}`,
+        headers: { host: 'api.test', 'x-auth-token': 'b-manager' },
+      })
+      assert.equal(all.statusCode, 204, all.body)
     } finally {
       await app.close()
     }

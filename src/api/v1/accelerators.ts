@@ -149,15 +149,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
         const asked = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
         const instance = asked?.toLowerCase()
         const projectId = visibleProject(request.ctx)
-        // Refused here too (the conductor scopes by projectId as well): nothing of the caller's
-        // attached to the instance is a 404, whoever else is attached to it.
-        if (
-          instance !== undefined &&
-          projectId !== undefined &&
-          !(await hasRequestFor(db, uuid, instance, projectId))
-        ) {
+        // Scoped here too (the conductor scopes by projectId as well): with nothing of the
+        // caller's on it (for the instance), whoever else is attached, the conductor is not asked.
+        if (projectId !== undefined && !(await hasRequestFor(db, uuid, instance, projectId))) {
           await getAccelerator(db, uuid, projectId) // an unknown accelerator is its own 404
-          throw attachmentNotFound(uuid, instance)
+          if (instance !== undefined) throw attachmentNotFound(uuid, instance)
+          return reply.code(204).send()
         }
         await conductor.detachAccelerator({
           uuid,
