@@ -165,7 +165,7 @@ void describe('v1 attachments across projects', () => {
     assert.deepEqual((await viewAs('a-manager', fake.uuid)).attached_to, [vm(1)])
   })
 
-  void it('the API refuses on its own: a conductor that ignores projectId (before 1.8) detaches nothing of A', async () => {
+  void it('the API refuses on its own: a conductor that ignores projectId (built before issue 27) detaches nothing of A', async () => {
     const c = s.core.conductorClient
     const older: ConductorRpc = {
       ...c,
