@@ -132,8 +132,11 @@ export function createDriverAdminService(
     }
   }
 
-  /** Refuses (ConflictError) when a device of `driver` on `hosts` is allocated. */
-  const refuseAllocated = async (driver: string, hosts: Service[]) => {
+  /**
+   * Refuses (ConflictError) when a device of `driver` on `hosts` is allocated. With `project` (a
+   * non-admin caller's), it names only that project's requests and counts the others.
+   */
+  const refuseAllocated = async (driver: string, hosts: Service[], project?: string) => {
     const listed = await Promise.all(hosts.map(listHost))
     const names = new Set([driver])
     for (const h of listed) {
@@ -147,17 +150,26 @@ export function createDriverAdminService(
       hosts.map((h) => h.host),
     )
     if (held.length === 0) return
+    const shown = held.map((a) => ({
+      ...a,
+      requests: a.requests.filter((r) => project === undefined || r.projectId === project),
+      others: a.requests.filter((r) => project !== undefined && r.projectId !== project).length,
+    }))
     throw new ConflictError(
-      `driver ${driver} has allocated devices: ${held.map(describeAllocation).join('; ')}; detach or unbind them first`,
+      `driver ${driver} has allocated devices: ${shown.map(describeAllocation).join('; ')}; detach or unbind them first`,
       {
         code: 'DRIVER_DEVICES_ALLOCATED',
         details: {
           driver,
-          allocations: held.map((a) => ({
+          allocations: shown.map((a) => ({
             hostname: a.hostname,
             name: a.name,
             uuid: a.uuid,
-            requests: a.requests,
+            requests: a.requests.map(({ uuid, state, instanceUuid }) => ({
+              uuid,
+              state,
+              instanceUuid,
+            })),
           })),
         },
       },
@@ -260,13 +272,13 @@ export function createDriverAdminService(
     },
 
     async uninstallDriver(req) {
-      const { driver, hostname } = checkDriverRequest(req)
+      const { driver, hostname, projectId } = checkDriverRequest(req)
       return act(
         driver,
         hostname,
         'uninstalled',
         (agent) => agent.setDriverEnabled({ driver, enabled: false }),
-        (hosts) => refuseAllocated(driver, hosts),
+        (hosts) => refuseAllocated(driver, hosts, projectId),
       )
     },
 
@@ -288,12 +300,16 @@ export function createDriverAdminService(
   }
 }
 
-/** `node1_FakeDevice (held by accelerator request <uuid> Bound for instance <uuid>)` */
-function describeAllocation(a: DriverAllocation): string {
+/**
+ * `node1_FakeDevice (held by accelerator request <uuid> Bound for instance <uuid>)`; `others`
+ * requests of projects the caller may not see are only counted.
+ */
+function describeAllocation(a: DriverAllocation & { others: number }): string {
   const holders = a.requests.map(
     (r) =>
       `accelerator request ${r.uuid} ${r.state}${r.instanceUuid ? ` for instance ${r.instanceUuid}` : ''}`,
   )
+  if (a.others > 0) holders.push(`${a.others} accelerator request(s) of other projects`)
   if (holders.length === 0) holders.push(`${a.handlesInUse} attach handle(s) in use`)
   return `${a.name} on ${a.hostname} (held by ${holders.join(', ')})`
 }

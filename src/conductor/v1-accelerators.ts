@@ -30,6 +30,7 @@ import {
 } from '../db/v1-attachments.js'
 import {
   accSpecsEtag,
+  attachmentNotFound,
   ifMatchAccepts,
   parseAccSpecsBody,
   type AttachTarget,
@@ -85,6 +86,23 @@ function checkTarget(value: unknown): AttachTarget {
   throw new InvalidInputError(
     "Invalid input for field 'instance_uuid': give instance_uuid or hostname",
     { details: { field: 'instance_uuid' } },
+  )
+}
+
+/**
+ * The 409 of an attach to a full accelerator. With `project` (a non-admin caller's), it names only
+ * that project's holders and counts the others: another project's instances are never shown.
+ */
+function inUse(uuid: string, holders: Arq[], project: string | null | undefined): ConflictError {
+  const shown = project === undefined ? holders : holders.filter((h) => h.projectId === project)
+  const others = holders.length - shown.length
+  const named = [
+    ...shown.map(describe),
+    ...(others > 0 ? [`${others} held by other projects`] : []),
+  ]
+  return new ConflictError(
+    `accelerator ${uuid} is already attached: ${named.join('; ') || 'every unit is in use'}`,
+    { code: 'ACCELERATOR_IN_USE', details: { uuid, holders: shown.map((h) => h.uuid) } },
   )
 }
 
@@ -170,6 +188,7 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
         const same = holders.find(
           (h) =>
             h.deviceProfileId === null &&
+            h.projectId === projectId &&
             h.instanceUuid === instance &&
             h.hostname === hostname &&
             h.state !== 'Deleting',
@@ -210,15 +229,8 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
           )
         }
         const handle = handles ? await claimAttachHandle(trx, acc.id, { now: now() }) : undefined
-        if ((handles && !handle) || (!handles && holders.length >= acc.numAccelerators)) {
-          throw new ConflictError(
-            `accelerator ${uuid} is already attached: ${holders.map(describe).join('; ') || 'every unit is in use'}`,
-            {
-              code: 'ACCELERATOR_IN_USE',
-              details: { uuid, holders: holders.map((h) => h.uuid) },
-            },
-          )
-        }
+        if ((handles && !handle) || (!handles && holders.length >= acc.numAccelerators))
+          throw inUse(uuid, holders, req.seesAllProjects === true ? undefined : projectId)
         const needsAgent = handle !== undefined && handle.type !== 'TEST_PCI'
         const allocation =
           deps.placement && acc.rpUuid && acc.rc ? { rp: acc.rpUuid, rc: acc.rc } : undefined
@@ -257,13 +269,22 @@ export function createV1AcceleratorService(deps: V1Deps): V1Methods {
     },
 
     async detachAccelerator(req) {
-      const { uuid, instanceUuid: instance } = checkV1Detach(req)
+      const { uuid, instanceUuid: instance, projectId } = checkV1Detach(req)
+      // A non-admin's call sees and touches only its project's requests: another's are as absent.
+      const seen = (a: Arq) => projectId === undefined || a.projectId === projectId
       const acc = await getAcceleratorForUpdate(db.db, db.dialect, uuid, false)
-      const holders = await listHolders(db.db, db.dialect, acc.id, false)
+      const holders = (await listHolders(db.db, db.dialect, acc.id, false)).filter(seen)
       const foreign = holders.filter((h) => h.deviceProfileId !== null)
       const mine = (await listV1Attachments(db.db, acc.id)).filter(
-        (a) => instance === undefined || a.instanceUuid === instance,
+        (a) => seen(a) && (instance === undefined || a.instanceUuid === instance),
       )
+      if (
+        instance !== undefined &&
+        mine.length === 0 &&
+        !foreign.some((h) => h.instanceUuid === instance)
+      ) {
+        throw attachmentNotFound(uuid, instance)
+      }
       // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
       if (foreign.length > 0 && mine.length === 0) {
         throw new ConflictError(

@@ -105,7 +105,8 @@ export async function listArqDetails(
   if (filter.states !== undefined)
     qb = qb.where('accelerator_requests.state', 'in', [...filter.states])
   const { limit, marker, sortKey, sortDir } = filter
-  qb = await paginate(db, qb, PAGE, { limit, marker, sortKey, sortDir })
+  const markerProject = filter.projectId
+  qb = await paginate(db, qb, PAGE, { limit, marker, sortKey, sortDir, markerProject })
   return (await qb.execute()).map(toDetail)
 }
 

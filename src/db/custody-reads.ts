@@ -45,7 +45,7 @@ export async function listCustody(
       nullable: ['released_at'],
       notFoundCode: 'CUSTODY_RECORD_NOT_FOUND',
     },
-    filter,
+    { ...filter, markerProject: filter.projectId ?? undefined },
   )
   return (await qb.execute()).map(toStored)
 }

@@ -16,7 +16,7 @@ export interface DriverAllocation {
   name: string
   uuid: string
   /** The requests that hold it, in id order. */
-  requests: { uuid: string; state: string; instanceUuid: string | null }[]
+  requests: { uuid: string; state: string; instanceUuid: string | null; projectId: string | null }[]
   /** Its attach handles marked in use. */
   handlesInUse: number
 }
@@ -50,7 +50,7 @@ export async function listDriverAllocations(
   const handleOwner = new Map(handles.map((h) => [h.id, h.deployable_id]))
   const requests = await db
     .selectFrom('accelerator_requests')
-    .select(['uuid', 'state', 'instance_uuid', 'deployable_id', 'attach_handle_id'])
+    .select(['uuid', 'state', 'instance_uuid', 'project_id', 'deployable_id', 'attach_handle_id'])
     .where('state', 'in', HOLDING_STATES)
     .where((eb) => {
       const named = eb('deployable_id', 'in', ids)
@@ -82,7 +82,12 @@ export async function listDriverAllocations(
       hostname: d.hostname,
       name: d.name,
       uuid: d.uuid,
-      requests: held.map((r) => ({ uuid: r.uuid, state: r.state, instanceUuid: r.instance_uuid })),
+      requests: held.map((r) => ({
+        uuid: r.uuid,
+        state: r.state,
+        instanceUuid: r.instance_uuid,
+        projectId: r.project_id,
+      })),
       handlesInUse,
     })
   }

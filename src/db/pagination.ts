@@ -19,6 +19,11 @@ export interface PageOptions<K extends string> {
   sortKey?: K
   /** @default 'asc' */
   sortDir?: SortDir
+  /**
+   * A list held to one project (a non-admin's): the marker must be a row of that project (its
+   * `project_id`); another project's row is as unknown, so a list never confirms that it exists.
+   */
+  markerProject?: string
 }
 
 /** How one table pages. */
@@ -38,7 +43,7 @@ export async function paginate<TB extends keyof Database, O, K extends string>(
   spec: PageSpec<K>,
   options: PageOptions<K>,
 ): Promise<SelectQueryBuilder<Database, TB, O>> {
-  const { limit, marker, sortKey = 'id' as K, sortDir = 'asc' } = options
+  const { limit, marker, sortKey = 'id' as K, sortDir = 'asc', markerProject } = options
   if (!spec.keys.includes(sortKey)) {
     throw new InvalidInputError(
       `invalid sort key ${sortKey}; valid keys: ${spec.keys.join(', ')}`,
@@ -62,8 +67,11 @@ export async function paginate<TB extends keyof Database, O, K extends string>(
   const key = spec.nullable.includes(sortKey) ? sql`coalesce(${column}, '')` : column
 
   if (marker !== undefined) {
+    const ofProject = markerProject === undefined ? sql`` : sql` and project_id = ${markerProject}`
     const found = await sql<{ id: number; v: unknown }>`
-      select id, ${key} as v from ${sql.table(spec.table)} where uuid = ${marker}`.execute(db)
+      select id, ${key} as v from ${sql.table(spec.table)} where uuid = ${marker}${ofProject}`.execute(
+      db,
+    )
     const row = found.rows[0]
     if (!row) {
       throw new NotFoundError(`marker ${marker} not found`, {

@@ -23,6 +23,8 @@ export interface AcceleratorFilter extends PageOptions<AcceleratorSortKey> {
   /** The device's type (FPGA, GPU, QAT, …). */
   deviceType?: string
   hostname?: string
+  /** Show only this project's attachments (a non-admin's view); absent: every project's. */
+  project?: string
 }
 
 export interface Accelerator {
@@ -100,17 +102,18 @@ const select = (db: ReadDb) =>
 
 type Row = Awaited<ReturnType<ReturnType<typeof select>['execute']>>[number]
 
-async function withDetails(db: ReadDb, rows: Row[]): Promise<Accelerator[]> {
+/** The rows with their attributes and holders; only `project`'s holders when it is given. */
+async function withDetails(db: ReadDb, rows: Row[], project?: string): Promise<Accelerator[]> {
   if (rows.length === 0) return []
   const ids = rows.map((r) => r.id)
   const attributes = await listAttributesByDeployableIds(db, ids)
-  const bound = await db
+  let holders = db
     .selectFrom('accelerator_requests')
     .select(['deployable_id', 'uuid', 'instance_uuid', 'hostname', 'state', 'device_profile_id'])
     .where('deployable_id', 'in', ids)
     .where('state', 'in', ['BindStarted', 'Bound'])
-    .orderBy('id')
-    .execute()
+  if (project !== undefined) holders = holders.where('project_id', '=', project)
+  const bound = await holders.orderBy('id').execute()
   return rows.map((r) => {
     const mine = bound.filter((b) => b.deployable_id === r.id)
     const pci = JSON.parse(r.cpid_info) as Record<string, string>
@@ -161,16 +164,43 @@ export async function listAccelerators(
   if (filter.deviceType !== undefined) qb = qb.where('devices.type', '=', filter.deviceType)
   if (filter.hostname !== undefined) qb = qb.where('devices.hostname', '=', filter.hostname)
   qb = await paginate(db, qb, PAGE, filter)
-  return withDetails(db, await qb.execute())
+  return withDetails(db, await qb.execute(), filter.project)
 }
 
-/** @throws NotFoundError with code ACCELERATOR_NOT_FOUND. */
-export async function getAccelerator(db: ReadDb, uuid: string): Promise<Accelerator> {
+/**
+ * One accelerator; with `project`, only that project's attachments (a non-admin's view).
+ * @throws NotFoundError with code ACCELERATOR_NOT_FOUND.
+ */
+export async function getAccelerator(
+  db: ReadDb,
+  uuid: string,
+  project?: string,
+): Promise<Accelerator> {
   const row = await select(db).where('deployables.uuid', '=', uuid).executeTakeFirst()
   if (!row)
     throw new NotFoundError(`accelerator ${uuid} not found`, {
       code: 'ACCELERATOR_NOT_FOUND',
       details: { uuid },
     })
-  return (await withDetails(db, [row]))[0]!
+  return (await withDetails(db, [row], project))[0]!
+}
+
+/**
+ * Does `project` hold anything of accelerator `uuid` (for `instance`, when given): a v1 attachment
+ * or a v2 request, in any state? A non-admin's detach finds nothing to detach otherwise.
+ */
+export async function hasRequestFor(
+  db: ReadDb,
+  uuid: string,
+  instance: string | undefined,
+  project: string,
+): Promise<boolean> {
+  let qb = db
+    .selectFrom('accelerator_requests')
+    .innerJoin('deployables', 'deployables.id', 'accelerator_requests.deployable_id')
+    .select('accelerator_requests.id')
+    .where('deployables.uuid', '=', uuid)
+    .where('accelerator_requests.project_id', '=', project)
+  if (instance !== undefined) qb = qb.where('accelerator_requests.instance_uuid', '=', instance)
+  return (await qb.limit(1).executeTakeFirst()) !== undefined
 }

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import { isUuidLike } from './ids.js'
-import { invalidField } from './errors.js'
+import { invalidField, NotFoundError } from './errors.js'
 import { canonicalJson } from './inventory.js'
 
 /** Where a v1 attach goes: to a VM (the Nova path) or to a host (the agent prepares the device). */
@@ -131,4 +131,15 @@ export function ifMatchAccepts(header: string, etag: string): boolean {
     .split(',')
     .map((t) => t.trim().replace(/^W\//, ''))
     .some((t) => t === '*' || t === etag)
+}
+
+/**
+ * A detach by instance that finds nothing of the caller's attached to it (none at all, or only
+ * another project's: the two are told apart by nobody but an admin).
+ */
+export function attachmentNotFound(uuid: string, instanceUuid: string): NotFoundError {
+  return new NotFoundError(`accelerator ${uuid} has no attachment to instance ${instanceUuid}`, {
+    code: 'ATTACHMENT_NOT_FOUND',
+    details: { field: 'instance_uuid', uuid, instanceUuid },
+  })
 }

@@ -153,10 +153,11 @@ export const ArqsOfInstance = Type.Object({
   projectId: Type.Optional(Text({ field: 'project_id' })),
 })
 
-/** v1 `detachAccelerator`. */
+/** v1 `detachAccelerator`; `projectId` holds it to that project's attachments ("": none). */
 export const V1Detach = Type.Object({
   uuid: Uuid(),
   instanceUuid: Type.Optional(Uuid('instance_uuid')),
+  projectId: Type.Optional(Text({ field: 'project_id', allowEmpty: true })),
 })
 
 /** `listAgentDrivers` and `discoverHosts`. */
@@ -166,6 +167,8 @@ export const HostRequest = Type.Object({ hostname: Type.Optional(Text()) })
 export const DriverRequest = Type.Object({
   driver: Text({ max: 64 }),
   hostname: Type.Optional(Text()),
+  /** `uninstallDriver`: a non-admin caller's project; its 409 names only that project's requests. */
+  projectId: Type.Optional(Text({ field: 'project_id', allowEmpty: true })),
 })
 
 /** `updateDriver` (at least one option: checked after). */

@@ -190,14 +190,26 @@ export interface ConductorRpc {
   attachAccelerator(req: {
     uuid: string
     target: AttachTarget
-    /** The caller's project: the attachment is counted against its quota (docs/quota.md). */
+    /**
+     * The caller's project: the attachment is its (counted against its quota, docs/quota.md), the
+     * same target again is a no-op only for its own attachment, and a 409 names only its holders.
+     */
     projectId?: string | null
+    /** An admin's call: a 409 names the holders of every project. */
+    seesAllProjects?: boolean
   }): Promise<{ uuid: string; attachment: string; changed: boolean }>
   /**
    * (1.4) v1 detach: deletes the accelerator's v1 attachments (only the instance's, when given).
-   * @throws NotFoundError, ConflictError (ACCELERATOR_HELD when only v2 requests hold it; DETACH_INCOMPLETE)
+   * With `projectId` (a non-admin caller's project) only that project's requests are seen and
+   * touched: another project's are as absent (docs/api-v1.md, "Projects").
+   * @throws NotFoundError (ATTACHMENT_NOT_FOUND: nothing of the caller's attached to the instance),
+   *   ConflictError (ACCELERATOR_HELD when only v2 requests hold it; DETACH_INCOMPLETE)
    */
-  detachAccelerator(req: { uuid: string; instanceUuid?: string }): Promise<{ detached: string[] }>
+  detachAccelerator(req: {
+    uuid: string
+    instanceUuid?: string
+    projectId?: string
+  }): Promise<{ detached: string[] }>
   /**
    * (1.4) Replaces the accelerator's v1 spec; with `ifMatch`, only if its ETag still matches.
    * @throws NotFoundError, InvalidInputError, ConflictError (ACC_SPECS_STALE)
@@ -227,6 +239,8 @@ export interface ConductorRpc {
   uninstallDriver(req: {
     driver: string
     hostname?: string
+    /** A non-admin caller's project: the 409 names only its requests and counts the others. */
+    projectId?: string
   }): Promise<{ driver: string; hosts: DriverActionOutcome[] }>
   /** (1.4) Merges `options` into the driver's options on the host(s) and rediscovers. @throws as installDriver, InvalidInputError */
   updateDriver(req: {

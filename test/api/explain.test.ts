@@ -9,6 +9,9 @@ import { sampleDevice } from '../support/sample-inventory.js'
 import { cyborg } from '../support/cli.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { updateHeartbeat } from '../../src/db/services.js'
+import pino from 'pino'
+import { createApp } from '../../src/api/app.js'
+import { freezeContext } from '../../src/domain/request-context.js'
 
 interface Candidate {
   deployable_name: string
@@ -210,6 +213,51 @@ void describe('explain', () => {
       out!.reason,
       'no fit on node5: node5_0000:10:00.0 is inactive (lifecycle); mark it ready first',
     )
+  })
+
+  void it('a non-admin may explain only for its own project, with quota on or off (403 naming project_id)', async () => {
+    const member = freezeContext({
+      userId: 'u-b',
+      projectId: 'project-b',
+      roles: ['member', 'reader'],
+      isAdmin: false,
+      systemScope: false,
+      serviceRoles: [],
+      serviceToken: false,
+      authStrategy: 'keystone',
+    })
+    const auth = { strategy: 'keystone' as const, authenticate: () => member }
+    const deps = { db: s.db.db, conductor: s.core.conductorClient, log: pino({ level: 'silent' }) }
+    const quota = { limitsOf: () => Promise.resolve(new Map()) }
+    for (const [mode, options] of [
+      ['noop', { auth }],
+      ['unified_limits', { auth, quota }],
+    ] as const) {
+      const app = await createApp(deps, options)
+      try {
+        const ask = (body: unknown) =>
+          app.inject({
+            method: 'POST',
+            url: '/v2/device_profiles/mix/explain',
+            headers: { host: 'api.test', 'openstack-api-version': 'accelerator 2.6' },
+            payload: body as object,
+          })
+        const other = await ask({ hostname: 'node3', project_id: 'project-a' })
+        assert.equal(other.statusCode, 403, `${mode}: ${other.body}`)
+        assert.match(fault(other), /project_id/, mode)
+        assert.match(fault(other), /project-a/, mode)
+        for (const body of [
+          { hostname: 'node3', project_id: 'project-b' },
+          { hostname: 'node3' },
+        ]) {
+          const own = await ask(body)
+          assert.equal(own.statusCode, 200, `${mode}: ${own.body}`)
+          assert.equal(own.json().project_id, 'project-b')
+        }
+      } finally {
+        await app.close()
+      }
+    }
   })
 
   void it('cyborg explain prints a table per group', async () => {

@@ -7,10 +7,21 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ACCELERATOR_SORT_KEYS } from '../../db/v1-accelerators.js'
-import { getAccelerator, listAccelerators, type Accelerator } from '../../db/v1-accelerators.js'
+import {
+  getAccelerator,
+  hasRequestFor,
+  listAccelerators,
+  type Accelerator,
+} from '../../db/v1-accelerators.js'
 import { isUuidLike } from '../../domain/ids.js'
-import { accSpecsEtag, parseAccSpecsBody, parseAttachBody } from '../../domain/v1-accelerator.js'
+import {
+  accSpecsEtag,
+  attachmentNotFound,
+  parseAccSpecsBody,
+  parseAttachBody,
+} from '../../domain/v1-accelerator.js'
 import { NotFoundError } from '../../domain/errors.js'
+import { visibleProject } from '../../domain/request-context.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
@@ -73,7 +84,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request) => {
         const query = request.query as QueryOf<typeof docs.ListAcceleratorsQuery>
         const paging = pagingOf<(typeof ACCELERATOR_SORT_KEYS)[number]>(query)
-        const filter = { ...paging, deviceType: query.device_type, hostname: query.hostname }
+        const filter = {
+          ...paging,
+          deviceType: query.device_type,
+          hostname: query.hostname,
+          project: visibleProject(request.ctx),
+        }
         const accelerators = await listAccelerators(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
@@ -93,9 +109,12 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
     },
   })
 
-  /** The accelerator in the path, with its spec's ETag in the reply. */
+  /**
+   * The accelerator in the path, with its spec's ETag in the reply; a non-admin sees only its
+   * project's attachments (another project's are neither shown nor named).
+   */
   const show = async (request: FastifyRequest, reply: FastifyReply, uuid: string) => {
-    const accelerator = await getAccelerator(db, uuid)
+    const accelerator = await getAccelerator(db, uuid, visibleProject(request.ctx))
     reply.header('etag', accSpecsEtag(accelerator.accSpecs))
     return acceleratorView(accelerator, baseUrl(request))
   }
@@ -112,8 +131,13 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       handler: async (request, reply) => {
         const accelerator = await getAccelerator(db, pathUuid(request))
         const target = parseAttachBody(request.body, accelerator)
-        const projectId = request.ctx.projectId
-        await conductor.attachAccelerator({ uuid: accelerator.uuid, target, projectId })
+        const { projectId, isAdmin } = request.ctx
+        await conductor.attachAccelerator({
+          uuid: accelerator.uuid,
+          target,
+          projectId,
+          ...(isAdmin ? { seesAllProjects: true } : {}),
+        })
         return show(request, reply, accelerator.uuid)
       },
     },
@@ -122,10 +146,21 @@ export function acceleratorRoutes(app: FastifyInstance, { db, conductor, baseUrl
       doc: docs.detachAccelerator,
       handler: async (request, reply) => {
         const uuid = pathUuid(request)
-        const instance = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
-        await conductor.detachAccelerator(
-          instance === undefined ? { uuid } : { uuid, instanceUuid: instance.toLowerCase() },
-        )
+        const asked = (request.query as QueryOf<typeof docs.DetachQuery>).instance_uuid
+        const instance = asked?.toLowerCase()
+        const projectId = visibleProject(request.ctx)
+        // Scoped here too (the conductor scopes by projectId as well): with nothing of the
+        // caller's on it (for the instance), whoever else is attached, the conductor is not asked.
+        if (projectId !== undefined && !(await hasRequestFor(db, uuid, instance, projectId))) {
+          await getAccelerator(db, uuid, projectId) // an unknown accelerator is its own 404
+          if (instance !== undefined) throw attachmentNotFound(uuid, instance)
+          return reply.code(204).send()
+        }
+        await conductor.detachAccelerator({
+          uuid,
+          ...(instance === undefined ? {} : { instanceUuid: instance }),
+          ...(projectId === undefined ? {} : { projectId }),
+        })
         return reply.code(204).send()
       },
     },

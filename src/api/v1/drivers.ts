@@ -14,6 +14,7 @@ import type {
   HostDiscovery,
   HostDrivers,
 } from '../../rpc/admin-types.js'
+import { visibleProject } from '../../domain/request-context.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
@@ -115,9 +116,11 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
     },
   })
 
+  type ActionRequest = { driver: string; hostname?: string; projectId?: string }
   for (const [verb, call] of [
-    ['install', (req: { driver: string; hostname?: string }) => conductor.installDriver(req)],
-    ['uninstall', (req: { driver: string; hostname?: string }) => conductor.uninstallDriver(req)],
+    ['install', ({ projectId: _, ...req }: ActionRequest) => conductor.installDriver(req)],
+    // A refusal names only the caller's requests (another project's are counted, not named).
+    ['uninstall', (req: ActionRequest) => conductor.uninstallDriver(req)],
   ] as const) {
     resource(app, `/drivers/:name/${verb}`, {
       POST: {
@@ -127,9 +130,11 @@ export function driverRoutes(app: FastifyInstance, { conductor }: V1Env): void {
         schema: { body: HostBody },
         handler: async (request) => {
           const { hostname } = request.body as Static<typeof HostBody>
+          const projectId = visibleProject(request.ctx)
           const result = await call({
             driver: driverParam(request),
             ...(hostname === undefined ? {} : { hostname }),
+            ...(projectId === undefined ? {} : { projectId }),
           })
           return { driver: result.driver, hosts: result.hosts.map(outcomeView) }
         },

@@ -16,7 +16,7 @@ import {
 } from '../../db/arq-views.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
-import type { RequestContext } from '../../domain/request-context.js'
+import { visibleProject, type RequestContext } from '../../domain/request-context.js'
 import { commaList, markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
@@ -55,11 +55,6 @@ function uuidParam(request: FastifyRequest): string {
   const { uuid } = request.params as { uuid: string }
   if (!isUuidLike(uuid)) throw notFound(uuid)
   return uuid.toLowerCase()
-}
-
-/** The project whose requests the caller sees: every one for an admin, else its own (none without a project). */
-function visibleProject(ctx: RequestContext): string | undefined {
-  return ctx.isAdmin ? undefined : (ctx.projectId ?? '')
 }
 
 /** Bind, unbind and deleting a bound request need a valid service token (Nova's, with the service role). */

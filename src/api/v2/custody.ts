@@ -8,7 +8,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { getCustody, listCustody, type CustodySortKey } from '../../db/custody-reads.js'
 import type { StoredCustodyRecord } from '../../db/custody.js'
-import { ForbiddenError, NotFoundError } from '../../domain/errors.js'
+import { NotFoundError } from '../../domain/errors.js'
+import { refuseOtherProject } from '../../domain/request-context.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { markerNotFoundToInvalid, pagingOf, timeQuery } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
@@ -58,16 +59,8 @@ const notFound = (uuid: string) =>
 function ownProject(request: FastifyRequest, asked: string | undefined): string | undefined {
   const { ctx } = request
   if (ctx.isAdmin) return asked
-  const own = ctx.projectId ?? ''
-  if (asked !== undefined && asked !== own)
-    throw new ForbiddenError(
-      `only an admin may read the custody records of another project than ${own}`,
-      {
-        code: 'POLICY_NOT_AUTHORIZED',
-        details: { field: 'project_id' },
-      },
-    )
-  return own
+  refuseOtherProject(ctx, asked, 'read the custody records')
+  return ctx.projectId ?? ''
 }
 
 export function custodyRoutes(app: FastifyInstance, { db }: V2Env): void {

@@ -22,6 +22,7 @@ import {
 import { standingOf } from '../../domain/quota.js'
 import { quotaOf, quotaProject } from './quota.js'
 import { formatTimestamp } from '../../domain/time.js'
+import { refuseOtherProject } from '../../domain/request-context.js'
 import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
@@ -84,6 +85,8 @@ export function explainRoutes(
         const body = request.body as Static<typeof ExplainBody>
         const hostname = body.hostname ?? undefined
         const asked = body.project_id ?? undefined
+        // In both quota modes: a non-admin explains only for its own project.
+        refuseOtherProject(request.ctx, asked, 'explain a device profile for the quota')
         const project = asked ?? request.ctx.projectId ?? undefined
         const profile = await resolveDeviceProfile(db, value)
         let standing: JudgeOptions['quota']

@@ -7,9 +7,9 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { readQuotaUsage } from '../../db/quota-usage.js'
-import { ForbiddenError, InvalidInputError } from '../../domain/errors.js'
+import { InvalidInputError } from '../../domain/errors.js'
 import { quotaRows, type Limits, type LimitSource } from '../../domain/quota.js'
-import type { RequestContext } from '../../domain/request-context.js'
+import { refuseOtherProject, type RequestContext } from '../../domain/request-context.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { Db } from '../types.js'
@@ -21,13 +21,8 @@ import { getQuota, type QuotaQuery } from './schemas/quota.js'
  * project is refused; a caller with no project must name one.
  */
 export function quotaProject(ctx: RequestContext, asked: string | undefined): string {
-  const own = ctx.projectId
-  if (asked !== undefined && asked !== own && !ctx.isAdmin)
-    throw new ForbiddenError(`only an admin may read the quota of another project than ${own}`, {
-      code: 'POLICY_NOT_AUTHORIZED',
-      details: { field: 'project_id' },
-    })
-  const project = asked ?? own
+  refuseOtherProject(ctx, asked, 'read the quota')
+  const project = asked ?? ctx.projectId
   if (!project)
     throw new InvalidInputError(
       "Invalid input for field 'project_id': the token has no project; name one",
