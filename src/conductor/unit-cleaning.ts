@@ -143,6 +143,12 @@ export function createUnitCleaning(
       const code = err instanceof AppError ? err.code : undefined
       if (code !== undefined && FINAL_CODES.has(code)) {
         await settle(unit, { kind: 'failed', method: null, reason: errorMessage(err) })
+      } else if (code === 'CLEAN_ABORTED') {
+        // The operator forced this unit into service; this was the aborted release's own ask.
+        log.info(
+          { handle: unit.handleUuid, host: unit.hostname },
+          'clean aborted by a forced return to service',
+        )
       } else {
         log.warn(
           { err, handle: unit.handleUuid, host: unit.hostname },
