@@ -7,6 +7,7 @@
  * every chunk as it streams to the file, and is checked at the end, before the file is kept.
  */
 import { createHash } from 'node:crypto'
+import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { Readable, Transform } from 'node:stream'
@@ -164,14 +165,16 @@ export function createGlanceClient(settings: GlanceSettings): GlanceClient {
           await res.body?.cancel()
           throw new UnavailableError(`Glance GET ${path} answered ${res.status}`)
         }
-        await pipeline(
-          Readable.fromWeb(res.body as never),
-          tap,
-          createWriteStream(dest, { mode: 0o600 }),
-        ).catch(async (err: unknown) => {
-          await rm(dest, { force: true })
-          throw fail(err)
-        })
+        const file = createWriteStream(dest, { mode: 0o600 })
+        await pipeline(Readable.fromWeb(res.body as never), tap, file).catch(
+          async (err: unknown) => {
+            // The file may still be opening when the pipeline fails: removed before its open, it would
+            // be created after. Wait until the stream has closed (opened, then closed), then remove it.
+            if (!file.closed) await once(file, 'close')
+            await rm(dest, { force: true })
+            throw fail(err)
+          },
+        )
       } finally {
         limits.done()
       }
