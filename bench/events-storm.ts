@@ -17,6 +17,7 @@ export async function storm(target: Target, concurrency: number, seconds: number
   const cycleMs: number[] = []
   const bound: string[] = []
   let bindFailed = 0
+  let polls = 0
   const errors: Record<string, number> = {}
   const fail = (what: string) => (errors[what] = (errors[what] ?? 0) + 1)
   const started = Date.now()
@@ -62,6 +63,7 @@ export async function storm(target: Target, concurrency: number, seconds: number
           `${api}/v2/accelerator_requests?instance=${instance}&bind_state=resolved`,
         )
         if (resolved.status !== 423) break
+        polls++
         await new Promise((r) => setTimeout(r, 2))
       }
       bindMs.push(performance.now() - tb)
@@ -92,6 +94,8 @@ export async function storm(target: Target, concurrency: number, seconds: number
       binds: bound.length,
       // Binds that ended BindFailed (no free unit): a run with any is not a valid storm.
       bindFailed,
+      // GETs answered 423 (bind not resolved yet) per bind: each one costs the server a request.
+      pollsPerBind: bound.length ? round2(polls / bound.length) : null,
       bindsPerSecond: Math.round((bound.length / wall) * 10) / 10,
       bindMs: percentiles(bindMs),
       cycleMs: percentiles(cycleMs),

@@ -170,6 +170,9 @@ async function runTarget(
     let drainedAll = true
     let bindFailed = 0
     let stormErrors = 0
+    // The service's own CPU per bind, off over on (drain included): the part of the drop the
+    // service pays; the rest is the sinks' receivers (the bench's child, RabbitMQ) on the same cores.
+    const cpuRatios: number[] = []
     for (let r = 0; r < settings.rounds; r++) {
       const order = r % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)
       const got: Partial<Record<'off' | 'on', Awaited<ReturnType<typeof measured>>>> = {}
@@ -193,6 +196,9 @@ async function runTarget(
       if (sinks.rabbitmq.malformed > 0) allDelivered = false
       if (sinks.webhook.malformed > 0) allSigned = false
       if (!('drain' in b.figures) || !b.figures.drain.drained) drainedAll = false
+      const onCpu = 'drain' in b.figures ? b.figures.serverCpuMsPerBindWithDrain : null
+      if (a.figures.serverCpuMsPerBind && onCpu)
+        cpuRatios.push(round2(a.figures.serverCpuMsPerBind / onCpu))
       rounds.push({
         round: r + 1,
         order,
@@ -221,6 +227,8 @@ async function runTarget(
       ratio,
       roundRatios: rounds.map((r) => r.ratio),
       medianRoundRatio: medianRatio,
+      serverCpuPerBindRatios: cpuRatios,
+      medianServerCpuPerBindRatio: median(cpuRatios),
       // Every bind of every storm Bound with no error; else the ratio means nothing.
       valid: { bindFailed, stormErrors, met: bindFailed === 0 && stormErrors === 0 },
       lagMs: lag,
