@@ -31,7 +31,7 @@ export interface StormTarget {
   stop(): Promise<void>
 }
 
-async function providers(url: string): Promise<string[]> {
+export async function providers(url: string): Promise<string[]> {
   const res = await fetch(`${url}/v2/deployables`)
   const { deployables } = (await res.json()) as { deployables: { name: string; rp_uuid: string }[] }
   return deployables.filter((d) => d.name.startsWith(`${STORM_HOST}_`)).map((d) => d.rp_uuid)

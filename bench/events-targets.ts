@@ -5,19 +5,19 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
+import type { MessageBus } from '../src/bus/bus.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-
 import { loadConfig } from '../src/config/config.js'
 import { startCore } from '../src/main/core.js'
 import { migrateDatabase, openConfiguredDatabase } from '../src/main/database.js'
 import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
+import { createPrometheusMetrics } from '../src/main/prometheus.js'
 import { eventSinks } from '../src/main/notifications.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
@@ -31,15 +31,20 @@ import {
   startService,
   type RunningService,
 } from '../test/support/service.js'
-import { STORM_HOST, STORM_PROFILE, seedStorm } from '../test/support/storm-inventory.js'
-import { BOUND, round2, percentiles, type SinkCommand, type FromSinks } from './events-sinks.js'
+import { seedStorm } from '../test/support/storm-inventory.js'
+import { providers } from './boot-storm-targets.js'
+import { call } from './boot-storm-client.js'
+export { call, providers }
+import { BOUND, type SinkCommand, type FromSinks } from './events-sinks.js'
 import { cpuSeconds } from './load.js'
+import { serveStormCleanAgent, type StormCleanAgent } from './storm-clean-agent.js'
 
 export const SELF = fileURLToPath(new URL('./events.ts', import.meta.url))
 
 // ---------------------------------------------------------------------------------------------
 // Role `embedded`: what `cyborg up` composes (SQLite, in-process bus), with the storm host seeded
 // and, given a transport URL, oslo notifications to it (as bench/boot-storm-embedded.ts, plus sinks).
+// Released units are cleaned before reuse (issue 18) by the storm host's stand-in agent on the bus.
 
 export async function serveEmbedded(stateDir: string, port: string, notifyUrl: string | undefined) {
   const config = loadConfig({
@@ -62,21 +67,26 @@ export async function serveEmbedded(stateDir: string, port: string, notifyUrl: s
   const db = await openConfiguredDatabase(config)
   await migrateDatabase(db)
   const sinks = eventSinks(config, log)
+  const bus = createInProcessBus()
+  const agent = await serveStormCleanAgent(bus, { log })
   const core = await startCore({
     db,
-    bus: createInProcessBus(),
+    bus,
     log,
     conductor: conductorOptions(config),
     agent: false,
     eventSinks: sinks.sinks,
   })
   await seedStorm(core.conductorClient)
-  const api = await startHttpApi(config, { db, conductor: core.conductorClient, log })
+  // GET /metrics with the process metrics (event-loop lag), as `cyborg up` has.
+  const metrics = createPrometheusMetrics()
+  const api = await startHttpApi(config, { db, conductor: core.conductorClient, log, metrics })
   process.stdout.write(`ready ${api.url}\n`)
   process.on('SIGTERM', () => {
     void api.app
       .close()
       .then(() => core.stop())
+      .then(() => agent.stop())
       .then(() => sinks.close())
       .then(() => db.close())
       .then(() => process.exit(0))
@@ -135,15 +145,11 @@ export interface Target {
   rps: string[]
   /** The server processes (for their CPU time). */
   pids: (number | undefined)[]
+  /** A separate conductor's /metrics ([metrics] listen), for its event-loop lag. */
+  conductorMetrics?: string
   /** Only `on`: the consumer and receiver. */
   sinks: Sinks | undefined
   stop(): Promise<void>
-}
-
-export async function providers(url: string): Promise<string[]> {
-  const res = await fetch(`${url}/v2/deployables`)
-  const { deployables } = (await res.json()) as { deployables: { name: string; rp_uuid: string }[] }
-  return deployables.filter((d) => d.name.startsWith(`${STORM_HOST}_`)).map((d) => d.rp_uuid)
 }
 
 export async function registerWebhook(
@@ -218,8 +224,12 @@ export async function startMulti(on: boolean, settings: Settings): Promise<Targe
     CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
   }
   const started: RunningService[] = []
+  let bus: MessageBus | undefined
+  let agent: StormCleanAgent | undefined
   const stop = async () => {
     await Promise.all(started.map((s) => s.stop()))
+    await agent?.stop()
+    await bus?.close()
     await sinks?.stop()
     await vhost.drop()
     await db.close()
@@ -227,11 +237,13 @@ export async function startMulti(on: boolean, settings: Settings): Promise<Targe
   try {
     const sync = await runCommand(['db', 'sync'], env)
     if (sync.code !== 0) throw new Error(`db sync: ${sync.output}`)
+    const metricsPort = await freePort()
     const conductor = await startService({
       command: ['conductor'],
       env: {
         ...env,
         CYBORG_LOG_LEVEL: 'info',
+        CYBORG_METRICS__LISTEN: `127.0.0.1:${metricsPort}`,
         ...(on && settings.onSinks.rabbitmq
           ? { CYBORG_OSLO_MESSAGING_NOTIFICATIONS__DRIVER: 'messagingv2' }
           : {}),
@@ -241,15 +253,17 @@ export async function startMulti(on: boolean, settings: Settings): Promise<Targe
     started.push(conductor)
     const api = await startService({ command: ['api'], env })
     started.push(api)
-    const bus = await createRabbitMqBus({ url: vhost.url })
+    bus = await createRabbitMqBus({ url: vhost.url })
     await seedStorm(createConductorClient(bus, { timeoutMs: 30_000 }))
-    await bus.close()
+    // The conductor cleans released units through the storm host's agent: this stands in for it.
+    agent = await serveStormCleanAgent(bus)
     if (sinks && settings.onSinks.webhook)
       await registerWebhook(api.url, sinks.webhookUrl, settings.webhookEvents)
     return {
       url: api.url,
       rps: await providers(api.url),
       pids: [conductor.child.pid, api.child.pid],
+      conductorMetrics: `http://127.0.0.1:${metricsPort}/metrics`,
       sinks,
       stop,
     }
@@ -280,106 +294,6 @@ export const cpuOf = (pids: readonly (number | undefined)[]) => {
     total += s
   }
   return total
-}
-
-export const JSON_HEADERS = { 'content-type': 'application/json' }
-
-export async function call(method: string, url: string, body?: unknown) {
-  const res = await fetch(url, {
-    method,
-    headers: body === undefined ? {} : JSON_HEADERS,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  return { status: res.status, data: text ? (JSON.parse(text) as unknown) : null }
-}
-
-let vmCounter = 0
-
-/** The boot storm: `concurrency` VMs at a time for `seconds`, each one ARQ, as Nova drives it. */
-export async function storm(target: Target, concurrency: number, seconds: number) {
-  const api = target.url
-  const bindMs: number[] = []
-  const cycleMs: number[] = []
-  const bound: string[] = []
-  const errors: Record<string, number> = {}
-  const fail = (what: string) => (errors[what] = (errors[what] ?? 0) + 1)
-  const started = Date.now()
-  const until = performance.now() + seconds * 1000
-  const worker = async () => {
-    while (performance.now() < until) {
-      const n = vmCounter++
-      const instance = `e7e70000-0000-4000-8000-${String(n).padStart(12, '0')}`
-      const t0 = performance.now()
-      const dp = await call('GET', `${api}/v2/device_profiles?name=${STORM_PROFILE}`)
-      if (dp.status !== 200) {
-        fail(`profile ${dp.status}`)
-        continue
-      }
-      const created = await call('POST', `${api}/v2/accelerator_requests`, {
-        device_profile_name: STORM_PROFILE,
-      })
-      if (created.status !== 201) {
-        fail(`create ${created.status}`)
-        continue
-      }
-      const arqs = (created.data as { arqs: { uuid: string }[] }).arqs
-      const patch = Object.fromEntries(
-        arqs.map((a) => [
-          a.uuid,
-          [
-            { path: '/hostname', op: 'add', value: STORM_HOST },
-            { path: '/device_rp_uuid', op: 'add', value: target.rps[n % target.rps.length] },
-            { path: '/instance_uuid', op: 'add', value: instance },
-          ],
-        ]),
-      )
-      const tb = performance.now()
-      const bind = await call('PATCH', `${api}/v2/accelerator_requests`, patch)
-      if (bind.status !== 202) {
-        fail(`bind ${bind.status}`)
-        continue
-      }
-      let resolved: { status: number; data: unknown }
-      for (;;) {
-        resolved = await call(
-          'GET',
-          `${api}/v2/accelerator_requests?instance=${instance}&bind_state=resolved`,
-        )
-        if (resolved.status !== 423) break
-        await new Promise((r) => setTimeout(r, 2))
-      }
-      bindMs.push(performance.now() - tb)
-      const got = (resolved.data as { arqs?: { uuid: string; state: string }[] } | null)?.arqs ?? []
-      if (resolved.status !== 200 || got.some((a) => a.state !== 'Bound'))
-        fail(`resolved ${resolved.status} ${got.map((a) => a.state).join(',')}`)
-      for (const a of got) if (a.state === 'Bound') bound.push(a.uuid)
-      const deleted = await call('DELETE', `${api}/v2/accelerator_requests?instance=${instance}`)
-      if (deleted.status !== 204) {
-        fail(`delete ${deleted.status}`)
-        continue
-      }
-      cycleMs.push(performance.now() - t0)
-    }
-  }
-  const t = performance.now()
-  await Promise.all(Array.from({ length: concurrency }, worker))
-  const wall = (performance.now() - t) / 1000
-  return {
-    start: started,
-    end: Date.now(),
-    wall,
-    bound,
-    figures: {
-      seconds: round2(wall),
-      cycles: cycleMs.length,
-      binds: bound.length,
-      bindsPerSecond: Math.round((bound.length / wall) * 10) / 10,
-      bindMs: percentiles(bindMs),
-      cycleMs: percentiles(cycleMs),
-      errors,
-    },
-  }
 }
 
 export interface Settings {
