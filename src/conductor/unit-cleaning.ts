@@ -2,9 +2,10 @@
  * Clean before reuse, the conductor's part (issue 18; docs/cleaning.md). A release leaves its
  * handle `cleaning` (src/db/attach-handles.ts); here the conductor:
  *
- * 1. brings Placement in step with the host (the unit shows reserved), then asks the host's agent
- *    to clean the unit (`cleanUnit`, AgentRpc 1.5); the ask is stamped in the database (by the
- *    release itself for the first ask, else by `claimCleanAttempt` first);
+ * 1. asks the host's agent to clean the unit (`cleanUnit`, AgentRpc 1.5) while Placement is
+ *    brought in step with the host (the unit shows reserved; one coalesced sync per host, not
+ *    awaited by the ask); the ask is stamped in the database (by the release itself for the first
+ *    ask, else by `claimCleanAttempt` first);
  * 2. settles the answer in one transaction (src/db/handle-cleaning.ts): cleaned → back in service;
  *    a refusal or failure (CLEAN_UNSUPPORTED, CLEAN_FAILED, VERIFY_FAILED, CLEAN_TIMEOUT, the unit
  *    gone from the host) → `failed`, the device fenced (health `failed`, `clean failed: …`); each
@@ -209,14 +210,23 @@ export function createUnitCleaning(
     return { device: deviceUuid, units: done, forced: true }
   }
 
-  /** Syncs each host once (the units show reserved), then cleans the units side by side. */
+  /**
+   * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
+   * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
+   * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
+   * and the unit's return for as long. The syncs are coalesced per host (placement-sync.ts).
+   */
   const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
     if (units.length === 0 || stopped) return
-    const hosts = new Set(units.map((u) => u.hostname))
-    const run = (async () => {
-      await Promise.all([...hosts].map((h) => syncPlacement(h)))
-      await Promise.all(units.map((u) => cleanOne(u, stamped)))
-    })().catch((err: unknown) => log.warn({ err }, 'cleaning dispatch failed; the sweep retries'))
+    for (const host of new Set(units.map((u) => u.hostname)))
+      track(
+        syncPlacement(host).catch((err: unknown) =>
+          log.warn({ err, host }, 'placement sync before a clean failed; the next sync retries'),
+        ),
+      )
+    const run = Promise.all(units.map((u) => cleanOne(u, stamped))).catch((err: unknown) =>
+      log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
+    )
     track(run)
   }
 
