@@ -74,6 +74,12 @@ export interface UnitCleaningOptions {
   retryIntervalMs?: number
   /** How often the sweep looks for units to ask again; 0 for never. @default retryIntervalMs / 2 */
   sweepIntervalMs?: number
+  /**
+   * How long after asking for a clean the host's Placement sync starts (issue 28): a unit whose
+   * clean ends sooner never shows reserved, and the releases and cleans of that window share one
+   * sync. @default 50
+   */
+  placementWindowMs?: number
 }
 
 export interface UnitCleaning {
@@ -98,6 +104,7 @@ export function createUnitCleaning(
   const log = deps.log.child({ component: 'cleaning' })
   const retryMs = options.retryIntervalMs ?? 60_000
   const sweepMs = options.sweepIntervalMs ?? retryMs / 2
+  const windowMs = options.placementWindowMs ?? 50
   const now = () => formatTimestamp(clock.now())
   const staleBefore = () => formatTimestamp(new Date(clock.now().getTime() - retryMs))
   const running = new Set<Promise<unknown>>()
@@ -214,15 +221,18 @@ export function createUnitCleaning(
    * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
    * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
    * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
-   * and the unit's return for as long. The syncs are coalesced per host (placement-sync.ts).
+   * and the unit's return for as long. The sync starts after `placementWindowMs` (a clean done by
+   * then costs Placement nothing) and is coalesced per host (placement-sync.ts).
    */
   const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
     if (units.length === 0 || stopped) return
     for (const host of new Set(units.map((u) => u.hostname)))
       track(
-        syncPlacement(host).catch((err: unknown) =>
-          log.warn({ err, host }, 'placement sync before a clean failed; the next sync retries'),
-        ),
+        new Promise((r) => setTimeout(r, windowMs))
+          .then(() => (stopped ? undefined : syncPlacement(host)))
+          .catch((err: unknown) =>
+            log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
+          ),
       )
     const run = Promise.all(units.map((u) => cleanOne(u, stamped))).catch((err: unknown) =>
       log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
