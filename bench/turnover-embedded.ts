@@ -2,7 +2,7 @@
  * The embedded server of bench/turnover.ts, in its own process: what `cyborg up` runs (SQLite file,
  * in-process bus, conductor, HTTP API) with its fake agent on the storm host and a real Placement.
  * The fake driver cleans released units with `clean` = CLEAN_POLICY (auto | none) and
- * `clean_delay_ms` = CLEAN_DELAY_MS. Prints "ready <url>"; on SIGTERM prints "stats <json>": the
+ * `clean_delay_ms` = CLEAN_DELAY_MS; ALLOCATIONS = nova | standalone (below). Prints "ready <url>"; on SIGTERM prints "stats <json>": the
  * time each release spent `cleaning` (custody ledger: released_at → cleaned_at), Placement calls,
  * write transactions and event-loop lag.
  * Usage: turnover-embedded.ts <state dir> <port> <placement url>
@@ -15,6 +15,7 @@ import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { createPlacementClient } from '../src/openstack/placement.js'
+import type { NovaClient } from '../src/openstack/nova.js'
 import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
 import { eventLoopLag } from './load.js'
 
@@ -40,6 +41,15 @@ const placement = createPlacementClient({
     placementCalls[key] = (placementCalls[key] ?? 0) + 1
   },
 })
+const novaStandIn: NovaClient = {
+  endpoint: 'http://nova.invalid',
+  sendArqBoundEvents: async (events) => ({
+    httpStatus: 200,
+    attempts: 1,
+    events: events.map((e) => ({ ...e, code: 200, outcome: 'delivered' as const })),
+    ok: true,
+  }),
+}
 const core = await startCore({
   db,
   bus: createInProcessBus(),
@@ -58,6 +68,9 @@ const core = await startCore({
     },
   },
   placement: { client: placement, createRootProvider: true },
+  // ALLOCATIONS=nova: a Nova stand-in takes the bound events (Nova's scheduler allocates, so the
+  // conductor writes no allocation); else standalone, the conductor allocates in Placement.
+  ...(process.env.ALLOCATIONS === 'nova' ? { nova: novaStandIn } : {}),
 })
 await core.agent!.discoverNow()
 await core.conductorClient.createDeviceProfile({

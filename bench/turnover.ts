@@ -7,8 +7,12 @@
  * server per run; one Placement for all. Prints one JSON document: per run, cycles/s, BindFailed,
  * time in `cleaning` p50/p99 (custody ledger), Placement calls per cycle, event-loop lag; and per
  * level, the ratio of each cleaning run's cycles/s to the `clean = none` run's (goal ≥ 0.9).
+ * `--allocations`: `nova`, Nova's scheduler allocates (a stand-in takes the bound events; the
+ * conductor writes no allocation), and/or `standalone`, the conductor allocates in Placement (four
+ * Placement calls per cycle). Cycles whose bind failed still count as cycles (they delete too).
  * Not measured here: the production shape (api + conductor + agent over RabbitMQ and MariaDB).
- * Usage: npm run bench:turnover [-- --seconds 5 --levels 2,8,64 --rounds 1]
+ * Usage: npm run bench:turnover [-- --seconds 5 --levels 2,8,64 --rounds 1
+ *   --allocations nova,standalone]
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -25,10 +29,13 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     levels: { type: 'string', default: '2,8,64' },
     rounds: { type: 'string', default: '1' },
+    allocations: { type: 'string', default: 'nova,standalone' },
   },
 })
 const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
+/** Who allocates in Placement: Nova's scheduler (a stand-in takes the bound events), or the conductor. */
+const shapes = values.allocations.split(',')
 const SETTINGS = [
   { name: 'clean-none', policy: 'none', delayMs: 0 },
   { name: 'clean-0ms', policy: 'auto', delayMs: 0 },
@@ -36,7 +43,12 @@ const SETTINGS = [
 ] as const
 
 /** Starts the embedded server; `stop` ends it and resolves with the stats it printed. */
-async function startServer(placementUrl: string, policy: string, delayMs: number) {
+async function startServer(
+  placementUrl: string,
+  policy: string,
+  delayMs: number,
+  allocations: string,
+) {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-turnover-'))
   const child = spawn(
     NODE,
@@ -50,7 +62,12 @@ async function startServer(placementUrl: string, policy: string, delayMs: number
     ],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, CLEAN_POLICY: policy, CLEAN_DELAY_MS: String(delayMs) },
+      env: {
+        ...process.env,
+        CLEAN_POLICY: policy,
+        CLEAN_DELAY_MS: String(delayMs),
+        ALLOCATIONS: allocations,
+      },
     },
   )
   let out = ''
@@ -82,10 +99,10 @@ const placement = await startPlacement()
 const runs: Record<string, unknown>[] = []
 try {
   for (let round = 0; round < Number(values.rounds); round++) {
-    for (const level of levels) {
+    for (const [allocations, level] of shapes.flatMap((a) => levels.map((l) => [a, l] as const))) {
       const order = round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()
       for (const s of order) {
-        const server = await startServer(placement.url, s.policy, s.delayMs)
+        const server = await startServer(placement.url, s.policy, s.delayMs, allocations)
         const result = await storm(server.url, level, server.rps, seconds)
         const after = await settled(server.url)
         const stats = (await server.stop()) as {
@@ -97,6 +114,7 @@ try {
           .reduce((n, [, v]) => n + v, 0)
         runs.push({
           round,
+          allocations,
           setting: s.name,
           inFlight: level,
           cyclesPerSecond: result.cyclesPerSecond,
@@ -112,7 +130,7 @@ try {
           ...stats,
         })
         process.stderr.write(
-          `turnover ${s.name} ${level} in flight: ${result.cyclesPerSecond} cycles/s, ${bindFailed} BindFailed\n`,
+          `turnover ${allocations} ${s.name} ${level} in flight: ${result.cyclesPerSecond} cycles/s, ${bindFailed} BindFailed\n`,
         )
       }
     }
@@ -121,18 +139,25 @@ try {
   await placement.stop()
 }
 
-/** Per level: each cleaning setting's cycles/s over `clean = none`'s (mean over rounds). */
-const mean = (setting: string, level: number) => {
-  const xs = runs.filter((r) => r.setting === setting && r.inFlight === level)
+/** Per shape and level: each cleaning setting's cycles/s over `clean = none`'s (mean over rounds). */
+const mean = (allocations: string, setting: string, level: number) => {
+  const xs = runs.filter(
+    (r) => r.allocations === allocations && r.setting === setting && r.inFlight === level,
+  )
   return xs.reduce((a, r) => a + (r.cyclesPerSecond as number), 0) / (xs.length || 1)
 }
 const ratios = Object.fromEntries(
-  levels.map((level) => [
-    level,
+  shapes.map((a) => [
+    a,
     Object.fromEntries(
-      SETTINGS.slice(1).map((s) => [
-        s.name,
-        Math.round((mean(s.name, level) / (mean('clean-none', level) || 1)) * 100) / 100,
+      levels.map((level) => [
+        level,
+        Object.fromEntries(
+          SETTINGS.slice(1).map((s) => [
+            s.name,
+            Math.round((mean(a, s.name, level) / (mean(a, 'clean-none', level) || 1)) * 100) / 100,
+          ]),
+        ),
       ]),
     ),
   ]),
