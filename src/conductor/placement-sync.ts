@@ -11,6 +11,10 @@
  *   while allocations remain (409), and the deletion waits for a later sync.
  * - After writing, the sync re-reads the rows and goes again if they changed meanwhile (another
  *   conductor, an operator), so the last writer always leaves Placement matching the database.
+ * - One sync per host at a time (issue 28): a call made while the host's sync runs waits for one
+ *   follow-up sync that starts after it and reads the rows afresh; every call made meanwhile shares
+ *   that follow-up. Releases, cleans and reports of one host under turnover thus cost one write per
+ *   round, not one (and a generation conflict with each other) per change.
  */
 import type { DatabaseHandle } from '../db/connection.js'
 import { listPlacementRows, updatePlacementHashes } from '../db/placement-rows.js'
@@ -190,48 +194,92 @@ export function createPlacementSync(deps: PlacementSyncDeps): PlacementSync {
     }
   }
 
-  return {
-    async syncHost(host, hint) {
-      const outcome: HostSyncOutcome = { written: 0, deleted: 0, complete: true }
-      for (let round = 1; ; round++) {
-        const plan = planHost(await listPlacementRows(db.db, host))
-        for (const problem of plan.problems) log.warn({ host }, problem)
-        if (plan.writes.length === 0 && plan.deletes.length === 0) return outcome
-        if (round > MAX_ROUNDS) {
-          log.warn(
-            { host },
-            `Placement sync still changing after ${MAX_ROUNDS} rounds; the next report continues`,
-          )
-          return { ...outcome, complete: false }
-        }
-        const marks: { id: number; hash: string | null }[] = []
-        let held = false
-        const writes = [...plan.writes]
-        for (const d of plan.deletes) {
-          const result = await placement.deleteProvider(d.uuid)
-          generations.delete(d.uuid)
-          if (result === 'in-use') {
-            held = true
-            if (d.fallback) writes.push(d.fallback)
-            log.info(
-              { host, deployable: d.name, rp: d.uuid },
-              'provider still has allocations; removal stays pending',
-            )
-          } else marks.push({ id: d.id, hash: null })
-        }
-        const deleted = marks.length
-        try {
-          if (writes.length > 0) await push(host, hint, writes)
-          marks.push(...writes.map((w) => ({ id: w.id, hash: w.hash })))
-        } catch (err) {
-          if (marks.length > 0) await write((trx) => updatePlacementHashes(trx, marks))
-          throw err
-        }
-        await write((trx) => updatePlacementHashes(trx, marks))
-        outcome.written += writes.length
-        outcome.deleted += deleted
-        if (held) return { ...outcome, complete: false }
+  /** Hosts whose sync runs, each with the follow-up sync queued behind it (the latest root hint). */
+  const running = new Map<
+    string,
+    { queued?: { hint?: RootHint; done: Deferred<HostSyncOutcome> } }
+  >()
+  const syncOnce = async (host: string, hint?: RootHint): Promise<HostSyncOutcome> => {
+    const outcome: HostSyncOutcome = { written: 0, deleted: 0, complete: true }
+    for (let round = 1; ; round++) {
+      const plan = planHost(await listPlacementRows(db.db, host))
+      for (const problem of plan.problems) log.warn({ host }, problem)
+      if (plan.writes.length === 0 && plan.deletes.length === 0) return outcome
+      if (round > MAX_ROUNDS) {
+        log.warn(
+          { host },
+          `Placement sync still changing after ${MAX_ROUNDS} rounds; the next report continues`,
+        )
+        return { ...outcome, complete: false }
       }
-    },
+      const marks: { id: number; hash: string | null }[] = []
+      let held = false
+      const writes = [...plan.writes]
+      for (const d of plan.deletes) {
+        const result = await placement.deleteProvider(d.uuid)
+        generations.delete(d.uuid)
+        if (result === 'in-use') {
+          held = true
+          if (d.fallback) writes.push(d.fallback)
+          log.info(
+            { host, deployable: d.name, rp: d.uuid },
+            'provider still has allocations; removal stays pending',
+          )
+        } else marks.push({ id: d.id, hash: null })
+      }
+      const deleted = marks.length
+      try {
+        if (writes.length > 0) await push(host, hint, writes)
+        marks.push(...writes.map((w) => ({ id: w.id, hash: w.hash })))
+      } catch (err) {
+        if (marks.length > 0) await write((trx) => updatePlacementHashes(trx, marks))
+        throw err
+      }
+      await write((trx) => updatePlacementHashes(trx, marks))
+      outcome.written += writes.length
+      outcome.deleted += deleted
+      if (held) return { ...outcome, complete: false }
+    }
   }
+
+  /** Starts the host's queued sync once the running one has ended, or marks the host idle. */
+  const next = (host: string) => {
+    const state = running.get(host)!
+    const queued = state.queued
+    if (!queued) return void running.delete(host)
+    delete state.queued
+    syncOnce(host, queued.hint)
+      .then(queued.done.resolve, queued.done.reject)
+      .finally(() => next(host))
+  }
+
+  /** Runs the host's sync now, or joins the one queued behind the running one. */
+  const syncHost = async (host: string, hint?: RootHint): Promise<HostSyncOutcome> => {
+    const state = running.get(host)
+    if (state) {
+      state.queued ??= { done: deferred<HostSyncOutcome>() }
+      if (hint) state.queued.hint = hint
+      return state.queued.done.promise
+    }
+    running.set(host, {})
+    try {
+      return await syncOnce(host, hint)
+    } finally {
+      next(host)
+    }
+  }
+
+  return { syncHost }
+}
+
+interface Deferred<T> {
+  promise: Promise<T>
+  resolve(value: T): void
+  reject(err: unknown): void
+}
+
+function deferred<T>(): Deferred<T> {
+  const d = {} as Deferred<T>
+  d.promise = new Promise<T>((resolve, reject) => Object.assign(d, { resolve, reject }))
+  return d
 }

@@ -2,9 +2,10 @@
  * Clean before reuse, the conductor's part (issue 18; docs/cleaning.md). A release leaves its
  * handle `cleaning` (src/db/attach-handles.ts); here the conductor:
  *
- * 1. brings Placement in step with the host (the unit shows reserved), then asks the host's agent
- *    to clean the unit (`cleanUnit`, AgentRpc 1.5); the ask is stamped in the database (by the
- *    release itself for the first ask, else by `claimCleanAttempt` first);
+ * 1. asks the host's agent to clean the unit (`cleanUnit`, AgentRpc 1.5) while Placement is
+ *    brought in step with the host (the unit shows reserved; one coalesced sync per host, not
+ *    awaited by the ask); the ask is stamped in the database (by the release itself for the first
+ *    ask, else by `claimCleanAttempt` first);
  * 2. settles the answer in one transaction (src/db/handle-cleaning.ts): cleaned → back in service;
  *    a refusal or failure (CLEAN_UNSUPPORTED, CLEAN_FAILED, VERIFY_FAILED, CLEAN_TIMEOUT, the unit
  *    gone from the host) → `failed`, the device fenced (health `failed`, `clean failed: …`); each
@@ -73,6 +74,12 @@ export interface UnitCleaningOptions {
   retryIntervalMs?: number
   /** How often the sweep looks for units to ask again; 0 for never. @default retryIntervalMs / 2 */
   sweepIntervalMs?: number
+  /**
+   * How long after asking for a clean the host's Placement sync starts (issue 28): a unit whose
+   * clean ends sooner never shows reserved, and the releases and cleans of that window share one
+   * sync. @default 50
+   */
+  placementWindowMs?: number
 }
 
 export interface UnitCleaning {
@@ -97,6 +104,7 @@ export function createUnitCleaning(
   const log = deps.log.child({ component: 'cleaning' })
   const retryMs = options.retryIntervalMs ?? 60_000
   const sweepMs = options.sweepIntervalMs ?? retryMs / 2
+  const windowMs = options.placementWindowMs ?? 50
   const now = () => formatTimestamp(clock.now())
   const staleBefore = () => formatTimestamp(new Date(clock.now().getTime() - retryMs))
   const running = new Set<Promise<unknown>>()
@@ -215,14 +223,26 @@ export function createUnitCleaning(
     return { device: deviceUuid, units: done, forced: true }
   }
 
-  /** Syncs each host once (the units show reserved), then cleans the units side by side. */
+  /**
+   * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
+   * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
+   * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
+   * and the unit's return for as long. The sync starts after `placementWindowMs` (a clean done by
+   * then costs Placement nothing) and is coalesced per host (placement-sync.ts).
+   */
   const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
     if (units.length === 0 || stopped) return
-    const hosts = new Set(units.map((u) => u.hostname))
-    const run = (async () => {
-      await Promise.all([...hosts].map((h) => syncPlacement(h)))
-      await Promise.all(units.map((u) => cleanOne(u, stamped)))
-    })().catch((err: unknown) => log.warn({ err }, 'cleaning dispatch failed; the sweep retries'))
+    for (const host of new Set(units.map((u) => u.hostname)))
+      track(
+        new Promise((r) => setTimeout(r, windowMs))
+          .then(() => (stopped ? undefined : syncPlacement(host)))
+          .catch((err: unknown) =>
+            log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
+          ),
+      )
+    const run = Promise.all(units.map((u) => cleanOne(u, stamped))).catch((err: unknown) =>
+      log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
+    )
     track(run)
   }
 

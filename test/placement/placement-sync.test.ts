@@ -166,6 +166,25 @@ void describe('placement sync against real Placement', { skip }, () => {
     assert.deepEqual((await reader().getTraits(rp)).sort(), ['CUSTOM_GPU_NVIDIA', 'OWNER_CYBORG'])
   })
 
+  void it('changes of one host at once share its sync: no write races another (issue 28)', async () => {
+    await conductor.reportInventory(report('pl-f', devicesOf('pl-f', 8)))
+    await setActive('pl-f')
+    const devices = await db.db
+      .selectFrom('devices')
+      .select('uuid')
+      .where('hostname', '=', 'pl-f')
+      .execute()
+    counted.calls.length = 0
+    await Promise.all(
+      devices.map((d) => conductor.setDeviceStatus({ uuid: d.uuid, status: 'enabled' })),
+    )
+    assert.ok(!counted.calls.some((c) => c.endsWith(' 409')), counted.calls.join('\n'))
+    for (let n = 0; n < 8; n++) {
+      const rc = n % 2 === 0 ? 'PGPU' : 'FPGA'
+      assert.equal((await reader().getInventories(rpOf('pl-f', n)))[rc]!.reserved, 0)
+    }
+  })
+
   void it('keeps a vanished device while Placement holds allocations, and removes it once freed', async () => {
     const devices = devicesOf('pl-d', 2)
     await conductor.reportInventory(report('pl-d', devices))

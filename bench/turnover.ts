@@ -1,0 +1,182 @@
+/**
+ * Turnover with real Placement (issue 28): Nova-style bind cycles (GET the profile, POST an ARQ,
+ * PATCH bind, poll until resolved, DELETE by instance; bench/boot-storm-client.ts) against the
+ * embedded server (bench/turnover-embedded.ts: `cyborg up`'s composition, its fake agent, a real
+ * Placement from scripts/placement.sh), at each level of binds in flight, for each cleaning
+ * setting: `clean = none`, and `clean = auto` with the fake clean taking 0 and 50 ms. A fresh
+ * server per run; one Placement for all. Prints one JSON document: per run, cycles/s, BindFailed,
+ * time in `cleaning` p50/p99 (custody ledger), Placement calls per cycle, event-loop lag; and per
+ * level, the ratio of each cleaning run's cycles/s to the `clean = none` run's (goal ≥ 0.9).
+ * `--allocations`: `nova`, Nova's scheduler allocates (a stand-in takes the bound events; the
+ * conductor writes no allocation), and/or `standalone`, the conductor allocates in Placement (four
+ * Placement calls per cycle). Cycles whose bind failed still count as cycles (they delete too).
+ * Not measured here: the production shape (api + conductor + agent over RabbitMQ and MariaDB).
+ * Usage: npm run bench:turnover [-- --seconds 5 --levels 2,8,64 --rounds 1
+ *   --allocations nova,standalone]
+ */
+import { spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { loadavg, tmpdir } from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import { STORM_HOST } from '../test/support/storm-inventory.js'
+import { freePort, NODE, ROOT } from '../test/support/service.js'
+import { startPlacement } from '../test/support/placement.js'
+import { settled, storm } from './boot-storm-client.js'
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    levels: { type: 'string', default: '2,8,64' },
+    rounds: { type: 'string', default: '1' },
+    allocations: { type: 'string', default: 'nova,standalone' },
+  },
+})
+const seconds = Number(values.seconds)
+const levels = values.levels.split(',').map(Number)
+/** Who allocates in Placement: Nova's scheduler (a stand-in takes the bound events), or the conductor. */
+const shapes = values.allocations.split(',')
+const SETTINGS = [
+  { name: 'clean-none', policy: 'none', delayMs: 0 },
+  { name: 'clean-0ms', policy: 'auto', delayMs: 0 },
+  { name: 'clean-50ms', policy: 'auto', delayMs: 50 },
+] as const
+
+/** Starts the embedded server; `stop` ends it and resolves with the stats it printed. */
+async function startServer(
+  placementUrl: string,
+  policy: string,
+  delayMs: number,
+  allocations: string,
+) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-turnover-'))
+  const child = spawn(
+    NODE,
+    [
+      '--import',
+      'tsx',
+      path.join(ROOT, 'bench/turnover-embedded.ts'),
+      dir,
+      String(await freePort()),
+      placementUrl,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        ...process.env,
+        CLEAN_POLICY: policy,
+        CLEAN_DELAY_MS: String(delayMs),
+        ALLOCATIONS: allocations,
+      },
+    },
+  )
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', () => {
+      const m = /ready (\S+)/.exec(out)
+      if (m) resolve(m[1]!)
+    })
+    child.once('exit', (code) => reject(new Error(`turnover-embedded.ts exited with ${code}`)))
+  })
+  const res = await fetch(`${url}/v2/deployables`)
+  const { deployables } = (await res.json()) as { deployables: { rp_uuid: string }[] }
+  return {
+    url,
+    rps: deployables.map((d) => d.rp_uuid),
+    async stop(): Promise<unknown> {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('exit', r))
+      await rm(dir, { recursive: true, force: true })
+      const m = /stats (.*)/.exec(out)
+      return m ? (JSON.parse(m[1]!) as unknown) : null
+    },
+  }
+}
+
+const loadAtStart = loadavg()[0]
+const placement = await startPlacement()
+const runs: Record<string, unknown>[] = []
+try {
+  for (let round = 0; round < Number(values.rounds); round++) {
+    for (const [allocations, level] of shapes.flatMap((a) => levels.map((l) => [a, l] as const))) {
+      const order = round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()
+      for (const s of order) {
+        const server = await startServer(placement.url, s.policy, s.delayMs, allocations)
+        const result = await storm(server.url, level, server.rps, seconds)
+        const after = await settled(server.url)
+        const stats = (await server.stop()) as {
+          placementCalls: Record<string, number>
+        } & Record<string, unknown>
+        const calls = Object.values(stats?.placementCalls ?? {}).reduce((a, b) => a + b, 0)
+        const bindFailed = Object.entries(result.errors)
+          .filter(([k]) => k.includes('BindFailed'))
+          .reduce((n, [, v]) => n + v, 0)
+        runs.push({
+          round,
+          allocations,
+          setting: s.name,
+          inFlight: level,
+          cyclesPerSecond: result.cyclesPerSecond,
+          cycles: result.cycles,
+          bindFailed,
+          errors: result.errors,
+          doubleAllocations: result.doubleAllocations,
+          cycleMs: result.ms.cycle,
+          settled: after,
+          placementCallsPerCycle: result.cycles
+            ? Math.round((calls / result.cycles) * 10) / 10
+            : null,
+          ...stats,
+        })
+        process.stderr.write(
+          `turnover ${allocations} ${s.name} ${level} in flight: ${result.cyclesPerSecond} cycles/s, ${bindFailed} BindFailed\n`,
+        )
+      }
+    }
+  }
+} finally {
+  await placement.stop()
+}
+
+/** Per shape and level: each cleaning setting's cycles/s over `clean = none`'s (mean over rounds). */
+const mean = (allocations: string, setting: string, level: number) => {
+  const xs = runs.filter(
+    (r) => r.allocations === allocations && r.setting === setting && r.inFlight === level,
+  )
+  return xs.reduce((a, r) => a + (r.cyclesPerSecond as number), 0) / (xs.length || 1)
+}
+const ratios = Object.fromEntries(
+  shapes.map((a) => [
+    a,
+    Object.fromEntries(
+      levels.map((level) => [
+        level,
+        Object.fromEntries(
+          SETTINGS.slice(1).map((s) => [
+            s.name,
+            Math.round((mean(a, s.name, level) / (mean(a, 'clean-none', level) || 1)) * 100) / 100,
+          ]),
+        ),
+      ]),
+    ),
+  ]),
+)
+process.stdout.write(
+  `${JSON.stringify(
+    {
+      host: STORM_HOST,
+      units: 16,
+      seconds,
+      machine: {
+        cpus: (await import('node:os')).cpus().length,
+        loadAtStart,
+        loadAtEnd: loadavg()[0],
+      },
+      ratioToCleanNone: ratios,
+      runs,
+    },
+    null,
+    2,
+  )}\n`,
+)
