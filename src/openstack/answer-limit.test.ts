@@ -108,8 +108,9 @@ void describe("Glance's image download: bounded by the image's size, and idle an
   const download = async (url: string, timeoutMs: number) => {
     dir ??= await mkdtemp(join(tmpdir(), 'cyborg-glance-'))
     const image = { id: 'img-1', hashAlgo: 'sha512', hashValue: 'f'.repeat(128), size: 100_000 }
-    // Short for the endless body: without its size bound, a download writes all it gets to disk.
-    const ms = timeoutMs === LONG_MS ? 100 : timeoutMs
+    // Short for the endless body (without its size bound, a download writes all it gets to disk
+    // for 10 × this), yet long enough that a loaded machine's pauses do not end it first.
+    const ms = timeoutMs === LONG_MS ? 1000 : timeoutMs
     return createGlanceClient({ endpoint: url, timeoutMs: ms }).download(image, dest())
   }
   it('a body longer than the declared size stops there, and no file is left', WITHIN, async () => {
