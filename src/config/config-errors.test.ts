@@ -53,6 +53,18 @@ void describe('errors: one line naming where, section, option, value and the exp
       )
   })
 
+  void test('[api] api_workers: an integer 1-256, or unset (issue 28)', () => {
+    for (const bad of ['0', '-2', 'two', '1.5', '257'])
+      rejects(
+        { env: { CYBORG_API__API_WORKERS: bad } },
+        `CYBORG_API__API_WORKERS: [api] api_workers = "${bad}": expected an integer 1-256`,
+      )
+    const p = file('[api]\napi_workers = 0\n', 'workers.conf')
+    rejects({ files: [p] }, `${p}:2: [api] api_workers = "0": expected an integer 1-256`)
+    assert.equal(load({ env: { CYBORG_API__API_WORKERS: '4' } }).api.api_workers, 4)
+    assert.equal(load({ env: { CYBORG_API__API_WORKERS: '' } }).api.api_workers, undefined)
+  })
+
   void test('[api] time limits must nest', () => {
     const c = load({})
     assert.deepEqual(

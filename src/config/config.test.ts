@@ -17,7 +17,7 @@ void describe('defaults', () => {
       port: 6666,
       public_endpoint: undefined,
       trusted_proxies: ['127.0.0.1', '::1'],
-      api_workers: 1,
+      api_workers: undefined,
       max_arqs_per_request: 64,
       fleet_cache_ms: 0,
       auth_strategy: 'noauth',

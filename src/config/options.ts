@@ -111,6 +111,14 @@ export function int(c: Common & { default: number; min?: number; max?: number })
   })
 }
 
+/** An integer that may be unset (an empty value unsets it); the caller decides what unset means. */
+export function optionalInt(
+  c: Common & { min?: number; max?: number; sampleDefault?: string },
+): Option<number | undefined> {
+  const { parse, expected } = int({ ...c, default: 0 })
+  return make('int', c, expected, (raw, cwd) => (raw.trim() === '' ? undefined : parse(raw, cwd)))
+}
+
 export function port(c: Common & { default: number }): Option<number> {
   return { ...int({ ...c, min: 1, max: 65535 }), kind: 'port' }
 }

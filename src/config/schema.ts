@@ -9,6 +9,7 @@ import {
   enumOf,
   int,
   list,
+  optionalInt,
   optionalPath,
   optionalStr,
   path,
@@ -98,7 +99,12 @@ export const schema = {
       help: 'Public URL of the API, used in links and version documents when the API sits behind a proxy, e.g. https://cyborg.example.com. It wins over any forwarded header.',
     }),
     trusted_proxies: trustedProxiesOption,
-    api_workers: int({ default: 1, min: 1, help: 'Number of API worker processes.' }),
+    api_workers: optionalInt({
+      min: 1,
+      max: 256,
+      sampleDefault: '<the number of CPU cores>',
+      help: 'Number of API worker processes of `cyborg api`, all serving the same port (node:cluster); a crashed worker is restarted. Unset: the number of CPU cores. `cyborg up` always serves from its one process (its SQLite database and in-process bus live there) and ignores a larger value, with a warning.',
+    }),
     max_arqs_per_request: int({
       default: 64,
       min: 1,

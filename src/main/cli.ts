@@ -2,6 +2,7 @@
  * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
  * `db …` (db-commands.ts), `config sample|show`, `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
  */
+import cluster from 'node:cluster'
 import { Command, Option } from 'commander'
 import type { Logger } from 'pino'
 import { AppError, ConfigError } from '../domain/errors.js'
@@ -100,6 +101,9 @@ async function serve(
   }
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) {
+      // An API worker hears a stop twice: from its primary, and from the terminal or service
+      // manager that signals the whole group. Its primary gives up on it if need be.
+      if (cluster.isWorker) return
       log?.warn({ signal }, 'second signal; exiting without finishing the shutdown')
       process.exit(1)
     }
@@ -142,7 +146,13 @@ program
 program
   .command('api')
   .description('run the HTTP API (needs transport_url: a RabbitMQ bus shared with the conductor)')
-  .action((_opts, command: Command) => serve('api', command, (s) => s.startApiService))
+  .action((_opts, command: Command) =>
+    // One process, or a node:cluster primary and its workers: `[api] api_workers` (api-cluster.ts).
+    serve('api', command, () => async (config, log, options) => {
+      const { startApi } = await import('./api-cluster.js')
+      return startApi(config, log, options)
+    }),
+  )
 
 program
   .command('conductor')

@@ -1,4 +1,5 @@
 /** Starts the HTTP API of a process on `[api] host_ip`:`port`. */
+import cluster from 'node:cluster'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { configFiles, optionError, type Config } from '../config/config.js'
@@ -14,6 +15,7 @@ import type { ApiTls } from '../api/types.js'
 import type { MessageBus } from '../bus/bus.js'
 import type { PrometheusMetrics } from './prometheus.js'
 import type { Reloader } from './reload.js'
+import { workerMetrics } from './cluster-metrics.js'
 
 export interface ListeningApi {
   app: FastifyInstance
@@ -37,13 +39,7 @@ export async function startHttpApi(
     reload?: Reloader
   },
 ): Promise<ListeningApi> {
-  const {
-    host_ip: host,
-    port,
-    public_endpoint: publicEndpoint,
-    api_workers: workers,
-    max_arqs_per_request,
-  } = config.api
+  const { host_ip: host, port, public_endpoint: publicEndpoint, max_arqs_per_request } = config.api
   const { handler_timeout } = config.api
   if (handler_timeout <= config.DEFAULT.rpc_response_timeout) {
     deps.log.warn(
@@ -51,11 +47,6 @@ export async function startHttpApi(
       '[api] handler_timeout is not above [DEFAULT] rpc_response_timeout: a slow conductor is reported as a handler timeout',
     )
   }
-  if (workers > 1)
-    deps.log.warn(
-      { api_workers: workers },
-      'api_workers > 1 is not supported yet; serving from this process only',
-    )
   const https = deps.https ?? loadApiTls(config)
   const auth = apiAuthenticator(config, deps.log)
   // policy.yaml is read again when it changes (checked at most every 5 s) and on SIGHUP.
@@ -69,6 +60,11 @@ export async function startHttpApi(
       if (!enforcer.reload(next)) throw new Error('the policy file did not load (logged above)')
     },
   })
+  // Recorded when someone can read them: /metrics here, or [metrics] listen.
+  const metrics =
+    config.metrics.enabled || config.metrics.listen !== undefined ? deps.metrics : undefined
+  // In a worker of `cyborg api`, the primary collects this registry, and /metrics is its aggregate.
+  const expose = metrics && (cluster.isWorker ? workerMetrics(metrics.registry) : metrics.expose)
   const app = await createApp(
     {
       db: deps.db.db,
@@ -76,14 +72,9 @@ export async function startHttpApi(
       log: deps.log,
       bus: deps.bus,
       telemetryBus: deps.bus,
-      // Recorded when someone can read them: /metrics here, or [metrics] listen.
-      ...(deps.metrics === undefined ||
-      (!config.metrics.enabled && config.metrics.listen === undefined)
+      ...(metrics === undefined
         ? {}
-        : {
-            metrics: deps.metrics,
-            ...(config.metrics.enabled ? { exposition: deps.metrics.expose } : {}),
-          }),
+        : { metrics, ...(config.metrics.enabled ? { exposition: expose } : {}) }),
     },
     {
       maxArqsPerRequest: max_arqs_per_request,

@@ -3,6 +3,7 @@
  * (log-output.ts). The level comes from `CYBORG_LOG_LEVEL` when set, else `[DEFAULT] debug`
  * (true → debug, false → info). `reconfigureLogger` applies a reloaded configuration.
  */
+import cluster from 'node:cluster'
 import { pino, type DestinationStream, type Logger } from 'pino'
 import { ConfigError } from '../domain/errors.js'
 import type { Config } from '../config/config.js'
@@ -73,7 +74,13 @@ export function createLogger(config: Config, options: LoggerOptions): Logger {
   const log = pino(
     {
       level: logLevel(config, options.env),
-      base: { service: options.service, hostname: config.DEFAULT.host, pid: process.pid },
+      base: {
+        service: options.service,
+        hostname: config.DEFAULT.host,
+        pid: process.pid,
+        // A worker of `cyborg api` (api-cluster.ts): its number, 1, 2, … (a restarted one gets the next).
+        ...(cluster.isWorker ? { worker: cluster.worker?.id } : {}),
+      },
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT, censor: '***' },
     },

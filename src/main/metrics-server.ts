@@ -2,6 +2,7 @@
  * `[metrics] listen`: a small HTTP listener of its own that serves `GET /metrics` for a process
  * that has no API (the conductor, the agent), or beside the API's port. Nothing else is served.
  */
+import cluster from 'node:cluster'
 import { createServer, type Server } from 'node:http'
 import type { Logger } from 'pino'
 import { optionError, type Config } from '../config/config.js'
@@ -19,7 +20,7 @@ export function parseListen(text: string): { host: string; port: number } | unde
 /** Starts the listener when `[metrics] listen` is set; resolves with its close function. */
 export async function startMetricsListener(
   config: Config,
-  metrics: PrometheusMetrics,
+  metrics: Pick<PrometheusMetrics, 'expose'>,
   log: Logger,
 ): Promise<(() => Promise<void>) | undefined> {
   const listen = config.metrics.listen
@@ -69,12 +70,16 @@ export interface MetricsListener {
   close(): Promise<void>
 }
 
-/** Starts the listener of `config` (if any) and returns its handle. */
+/**
+ * Starts the listener of `config` (if any) and returns its handle. In a worker of `cyborg api`
+ * there is none: the primary serves `[metrics] listen` for all its workers (cluster-metrics.ts).
+ */
 export async function createMetricsListener(
   config: Config,
-  metrics: PrometheusMetrics,
+  metrics: Pick<PrometheusMetrics, 'expose'>,
   log: Logger,
 ): Promise<MetricsListener> {
+  if (cluster.isWorker) return { apply: async () => {}, close: async () => {} }
   let listen = config.metrics.listen
   let close = await startMetricsListener(config, metrics, log)
   let closed = false

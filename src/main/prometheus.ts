@@ -85,7 +85,7 @@ export function createPrometheusMetrics(
   }
 }
 
-const OPENMETRICS = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
+export const OPENMETRICS = 'application/openmetrics-text; version=1.0.0; charset=utf-8'
 
 /** Whether the Accept header lists OpenMetrics (Prometheus's scrape Accept does, first). */
 export function wantsOpenMetrics(accept: string | undefined): boolean {

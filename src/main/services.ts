@@ -159,6 +159,12 @@ export async function startAllInOne(
     { service: 'up', shared: false, database: true },
     async ({ bus, down, db, metrics, reload }) => {
       const database = db!
+      const workers = config.api.api_workers ?? 1
+      if (workers > 1)
+        log.warn(
+          { api_workers: workers },
+          'cyborg up serves the API from this one process (its database and bus live in it): [api] api_workers is ignored; run cyborg api for several workers',
+        )
       log.info(
         { database: database.safeUrl, bus: busKind(config), state_path: config.DEFAULT.state_path },
         'starting all-in-one',
