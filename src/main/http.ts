@@ -99,6 +99,7 @@ export async function startHttpApi(
       ...(https === undefined ? {} : { https }),
     },
   )
+  drainOnClose(app)
   try {
     await app.listen({ host, port })
   } catch (err) {
@@ -115,4 +116,22 @@ export async function startHttpApi(
   const shown =
     host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
   return { app, url: `${https === undefined ? 'http' : 'https'}://${shown}:${port}` }
+}
+
+/**
+ * A graceful stop drains: once `app.close()` has begun, each response still to be sent says
+ * `Connection: close`, so that the keep-alive connection of a request that was in flight closes
+ * after its answer instead of idling until keepalive_timeout and holding the stop back (Fastify
+ * closes the connections idle at close time, and answers 503 to requests arriving after it).
+ */
+function drainOnClose(app: FastifyInstance): void {
+  let closing = false
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close')
+    done(null, payload)
+  })
 }
