@@ -6,6 +6,9 @@
  * turn. The primary holds no database and no bus: it restarts workers, serves `[metrics] listen`
  * with the sum of the workers' metrics (cluster-metrics.ts) and passes SIGHUP on.
  *
+ * - Start: the first worker starts alone, so that what keeps it from starting (a configuration
+ *   error, a port in use) is said once, on stderr, and the primary exits with its code; then the
+ *   others start together.
  * - Stop (SIGTERM, SIGINT): every worker is sent SIGTERM and drains (it stops accepting, finishes
  *   the requests in flight, then exits); the primary exits once all have, 0 when all exited 0.
  * - A worker that exits otherwise is replaced. One that ran under QUICK_EXIT_MS counts as a quick
@@ -85,6 +88,8 @@ async function startPrimary(config: Config, log: Logger, count: number): Promise
   const stopReloading = reloadOnSighup(reload, log)
   let stopping = false
   let announced = false
+  /** The first worker became ready: the others were forked, and exits are restarted from now on. */
+  let up = false
 
   const signalAll = (signal: NodeJS.Signals) => {
     for (const { worker } of slots)
@@ -98,6 +103,10 @@ async function startPrimary(config: Config, log: Logger, count: number): Promise
       if (message.type !== 'cyborg:api-ready' || slot.worker !== worker) return
       slot.ready = true
       log.info({ worker: worker.id, worker_pid: worker.process.pid }, 'API worker ready')
+      if (!up) {
+        up = true
+        for (const other of slots.slice(1)) fork(other)
+      }
       if (announced || !slots.every((s) => s.ready)) return
       announced = true
       log.info(
@@ -112,6 +121,12 @@ async function startPrimary(config: Config, log: Logger, count: number): Promise
   const onExit = (slot: Slot, worker: Worker, code: number | null, signal: string | null) => {
     Object.assign(slot, { worker: undefined, ready: false })
     if (stopping) return
+    if (!up) {
+      // The first worker could not start: it said why on stderr; so does `cyborg api` alone.
+      log.error({ worker: worker.id, code, signal }, 'the first API worker did not start; stopping')
+      void stop().finally(() => process.exit(code || 1))
+      return
+    }
     const livedMs = Date.now() - slot.startedAt
     slot.quickExits = livedMs < QUICK_EXIT_MS ? slot.quickExits + 1 : 0
     const how = signal === null ? `exit code ${code}` : `signal ${signal}`
@@ -159,6 +174,7 @@ async function startPrimary(config: Config, log: Logger, count: number): Promise
   }
 
   log.info({ workers: count, primary_pid: process.pid }, `starting ${count} API workers`)
-  for (const slot of slots) fork(slot)
+  // The first worker starts alone, so that a configuration it cannot start with is reported once.
+  fork(slots[0]!)
   return { stop }
 }

@@ -7,7 +7,8 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { request } from 'node:http'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { testBroker, type TestVhost } from '../support/rabbitmq.js'
@@ -17,7 +18,8 @@ const [dialects, broker] = await Promise.all([testDialects(), testBroker()])
 const postgres = dialects.find((d) => d.name === 'postgres')
 const skip = postgres?.skip ?? broker.skip
 
-const title = 'cyborg api with api_workers = 2: both answer, a killed one is replaced, SIGTERM drains'
+const title =
+  'cyborg api with api_workers = 2: both answer, a killed one is replaced, SIGTERM drains'
 if (skip !== undefined) void it(title, { skip }, () => {})
 else
   void describe(title, { timeout: 150_000 }, () => {
@@ -134,6 +136,39 @@ else
       )
       assert.match(api.output(), new RegExp(`API worker ${victim} died \\(signal SIGKILL\\)`))
       assert.deepEqual(new Set(await probe(8)), new Set([survivor, replacement]))
+    })
+
+    void it('a worker that cannot start again is retried a bounded number of times, then the api exits 1 saying why', async () => {
+      const file = join(api.stateDir, 'cyborg.conf')
+      writeFileSync(file, '[api]\napi_workers = 2\n')
+      const doomed = await startService({
+        command: ['--config-file', file, 'api'],
+        env,
+        ready: printed(/cyborg api is ready at \S+: 2 workers/),
+        timeoutMs: 60_000,
+      })
+      started.push(doomed)
+      const exited = new Promise<number | null>((resolve) => doomed.child.once('exit', resolve))
+      writeFileSync(file, '[api]\napi_workers = 2\nmax_arqs_per_request = none\n') // a bad edit, then a crash
+      const [victim] = readFileSync(
+        `/proc/${doomed.child.pid}/task/${doomed.child.pid}/children`,
+        'utf8',
+      )
+        .trim()
+        .split(/\s+/)
+      process.kill(Number(victim), 'SIGKILL')
+      assert.equal(await exited, 1, doomed.output())
+      const out = doomed.output()
+      assert.equal(
+        out.match(/\[api\] max_arqs_per_request = "none": expected an integer >= 1/g)?.length,
+        4,
+        out,
+      )
+      assert.match(
+        out,
+        /cyborg api: an API worker exited within 10 s of its start 5 times in a row \(the last: exit code 1\); giving up/,
+      )
+      assert.match(out, /starting another in 4000 ms/)
     })
 
     void it('SIGTERM drains: a write in flight is answered, then the api exits 0', async () => {
