@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { machineFacts, scrapeEventLoopLag, type LagFigures } from './load.js'
-import { childrenOf, cpuOf, cpuOfCommand, cpuPerRequest, machineCpu } from './workers/procs.js'
+import { childrenOf, cpuByPid, cpuOf, cpuPerRequest, grownBy, machineCpu } from './workers/procs.js'
 import { testDialects } from '../test/support/db.js'
 import { testBroker } from '../test/support/rabbitmq.js'
 import { NODE, ROOT, printed, runCommand, startService } from '../test/support/service.js'
@@ -110,10 +110,11 @@ try {
         apiPrimary: cpuOf(apiPid),
         ...Object.fromEntries(workers.map((p, i) => [`apiWorker${i + 1}`, cpuOf(p)])),
         conductor: cpuOf(conductor.child.pid!),
-        postgres: cpuOfCommand('postgres'),
         machine: m.busy,
       },
       machineTotal: m.total,
+      // PostgreSQL's backends for this database (their command line names it).
+      postgres: cpuByPid(db.url.slice(db.url.lastIndexOf('/') + 1)),
     }
   }
   const measure = async (index: number) => {
@@ -133,6 +134,8 @@ try {
       loadGeneratorEventLoopLag: eventLoopLag,
       cpuUsPerRequest: {
         ...cpuPerRequest(before.cpu, after.cpu, load.requests),
+        postgres:
+          Math.round(((grownBy(before.postgres, after.postgres) * 1e6) / load.requests) * 10) / 10,
         loadGenerator: Math.round(((cpuSeconds * 1e6) / load.requests) * 10) / 10,
       },
       machineBusyCores:

@@ -27,19 +27,29 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
-/** Every process whose command name is `comm` (e.g. postgres), summed. */
-export function cpuOfCommand(comm: string): number {
-  let total = 0
+/**
+ * CPU seconds of every process whose command line contains `needle` (PostgreSQL's backends name
+ * their database in it), by pid: compare two with `grownBy`, so that a process that exits meanwhile
+ * does not count.
+ */
+export function cpuByPid(needle: string): Map<number, number> {
+  const found = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === comm)
-        total += cpuOf(Number(entry))
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(needle))
+        found.set(Number(entry), cpuOf(Number(entry)))
     } catch {
       // gone meanwhile
     }
   }
+  return found
+}
+
+/** CPU seconds the processes of `after` used since `before` (a new one: all it used). */
+export function grownBy(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0
+  for (const [pid, cpu] of after) total += cpu - (before.get(pid) ?? 0)
   return total
 }
 
@@ -52,7 +62,7 @@ export function machineCpu(): { busy: number; total: number } {
   return { busy: (total - idle) * TICK_S, total: total * TICK_S }
 }
 
-/** A snapshot of named CPU counters; `since` turns two into ms per request. */
+/** A snapshot of named CPU counters (seconds); `cpuPerRequest` turns two into µs per request. */
 export type CpuSnapshot = Record<string, number>
 
 export function cpuPerRequest(
