@@ -21,8 +21,23 @@ export interface LoadFigures {
   serverEventLoopLag: LagFigures | null
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc; null where there is none. */
+/**
+ * CPU seconds (user + system) a process and its children (the workers of a `cyborg api` with
+ * `[api] api_workers` > 1, issue 28) have used so far, from /proc; null where there is none.
+ */
 export function cpuSeconds(pid: number | undefined): number | null {
+  const own = ownCpuSeconds(pid)
+  if (own === null) return null
+  let children: string[] = []
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)
+  } catch {
+    // no children file: count the process alone
+  }
+  return children.reduce((sum, child) => sum + (ownCpuSeconds(Number(child)) ?? 0), own)
+}
+
+function ownCpuSeconds(pid: number | undefined): number | null {
   try {
     // Fields after the command's closing parenthesis: state is field 3, utime 14, stime 15 (clock ticks, 100 Hz on Linux).
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
