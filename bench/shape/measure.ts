@@ -1,0 +1,167 @@
+/**
+ * What the production-shape benchmarks read around a load: each process's CPU time and RSS from
+ * /proc (a process and its children, so that an API's cluster workers count with it), MariaDB's
+ * `SHOW GLOBAL STATUS` counters (statements and commits), and the time each release spent
+ * `cleaning` from the custody ledger.
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+import { createConnection } from 'mysql2/promise'
+import { parseConnectionUrl } from '../../src/db/connection.js'
+import { MYSQL_URL } from '../../test/support/db.js'
+
+const TICKS_PER_SECOND = 100
+
+/** A process's parent pid, utime + stime (ticks) and RSS (kB), or null when it is gone. */
+function stat(pid: number): { ppid: number; ticks: number; rssKb: number } | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const rss = /VmRSS:\s+(\d+)/.exec(status)
+    return {
+      ppid: Number(fields[1]),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      rssKb: rss ? Number(rss[1]) : 0,
+    }
+  } catch {
+    return null
+  }
+}
+
+/** `pid` and every process below it. */
+export function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    const s = stat(Number(name))
+    if (s) children.set(s.ppid, [...(children.get(s.ppid) ?? []), Number(name)])
+  }
+  const out: number[] = []
+  const walk = (p: number) => {
+    out.push(p)
+    for (const c of children.get(p) ?? []) walk(c)
+  }
+  walk(pid)
+  return out
+}
+
+export interface ProcessSample {
+  cpuMs: number
+  /** RSS of each process of the tree (the first is the one started), MB. */
+  rssMb: number[]
+}
+
+/** CPU ms used so far by the tree of `pid`, and each member's RSS now. */
+export function sampleProcess(pid: number): ProcessSample {
+  const tree = processTree(pid).map(stat)
+  return {
+    cpuMs: tree.reduce((a, s) => a + (s ? (s.ticks * 1000) / TICKS_PER_SECOND : 0), 0),
+    rssMb: tree.filter((s) => s !== null).map((s) => Math.round(s.rssKb / 102.4) / 10),
+  }
+}
+
+/** Pids of the machine's processes whose command line matches (MariaDB, RabbitMQ, Placement). */
+export function pidsOf(pattern: RegExp): number[] {
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return pattern.test(readFileSync(`/proc/${n}/cmdline`, 'utf8'))
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
+/** The MariaDB counters of a cycle's statements and commits. */
+export const STATUS_NAMES = [
+  'Com_select',
+  'Com_insert',
+  'Com_update',
+  'Com_delete',
+  'Com_commit',
+  'Handler_commit',
+  'Questions',
+] as const
+
+export type DbStatus = Record<(typeof STATUS_NAMES)[number], number>
+
+async function admin() {
+  const p = parseConnectionUrl(MYSQL_URL)
+  return createConnection({ host: p.host, port: p.port, user: p.user, password: p.password })
+}
+
+/** MariaDB's server-wide counters now (other clients of the same server count too). */
+export async function dbStatus(): Promise<DbStatus> {
+  const conn = await admin()
+  try {
+    const [rows] = await conn.query(
+      `SHOW GLOBAL STATUS WHERE Variable_name IN (${STATUS_NAMES.map(() => '?').join(',')})`,
+      [...STATUS_NAMES],
+    )
+    const out = Object.fromEntries(STATUS_NAMES.map((n) => [n, 0])) as DbStatus
+    for (const r of rows as { Variable_name: string; Value: string }[])
+      out[r.Variable_name as keyof DbStatus] = Number(r.Value)
+    return out
+  } finally {
+    await conn.end()
+  }
+}
+
+/** `after - before`, per cycle (rounded to 0.01). */
+export function perCycle(before: DbStatus, after: DbStatus, cycles: number) {
+  return Object.fromEntries(
+    STATUS_NAMES.map((n) => [
+      n,
+      cycles ? Math.round(((after[n] - before[n]) / cycles) * 100) / 100 : null,
+    ]),
+  )
+}
+
+/** A fresh, empty MariaDB database (the code under test migrates it); drop() removes it. */
+export async function freshMariaDb(name: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const conn = await admin()
+  await conn.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`)
+  await conn.end()
+  return {
+    url: MYSQL_URL.replace(/\/[^/?]*(\?.*)?$/, `/${name}$1`).replace(/undefined$/, ''),
+    async drop() {
+      const c = await admin()
+      await c.query(`DROP DATABASE IF EXISTS ${name}`)
+      await c.end()
+    },
+  }
+}
+
+const pct = (xs: number[], q: number) =>
+  xs.length ? xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]! : null
+
+/** Time in `cleaning` of the releases since `sinceMs` (custody ledger: released_at → cleaned_at). */
+export async function timeInCleaning(database: string, sinceMs: number) {
+  const conn = await admin()
+  try {
+    const [rows] = await conn.query(
+      `SELECT a.released_at AS released, k.cleaned_at AS cleaned
+         FROM ${database}.custody_records a
+         JOIN ${database}.custody_records k ON k.allocation_uuid = a.uuid
+        WHERE a.kind = 'allocation' AND k.kind = 'clean'`,
+    )
+    const ms = (rows as { released: unknown; cleaned: unknown }[])
+      .map((r) => [new Date(String(r.released)).getTime(), new Date(String(r.cleaned)).getTime()])
+      .filter(([released]) => released! >= sinceMs)
+      .map(([released, cleaned]) => cleaned! - released!)
+      .sort((a, b) => a - b)
+    const [left] = await conn.query(
+      `SELECT COUNT(*) AS n FROM ${database}.attach_handles WHERE clean_state IS NOT NULL`,
+    )
+    return {
+      releases: ms.length,
+      p50Ms: pct(ms, 0.5),
+      p99Ms: pct(ms, 0.99),
+      maxMs: pct(ms, 1),
+      leftCleaning: Number((left as { n: number }[])[0]?.n ?? 0),
+    }
+  } catch (err) {
+    return { notMeasured: (err as Error).message }
+  }
+}
