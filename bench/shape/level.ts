@@ -13,6 +13,8 @@ import {
   pidsOf,
   sampleProcess,
   timeInCleaning,
+  userPerCycle,
+  userStatus,
   type DbStatus,
 } from './measure.js'
 
@@ -29,6 +31,8 @@ export interface Target {
   database?: string
   /** The database is MariaDB (statements are counted). */
   mariadb: boolean
+  /** The MariaDB user only its processes use (their own statements, apart from other clients'). */
+  dbUser?: string
   /** The Placement this target calls (its uwsgi processes' CPU is counted). */
   placementUrl?: string
 }
@@ -96,8 +100,10 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
   const sharedNow = sharedPids(target.placementUrl)
   const shared0 = sharedCpuMs(sharedNow)
   const db0: DbStatus | null = target.mariadb ? await dbStatus() : null
+  const user0 = target.dbUser ? await userStatus(target.dbUser) : null
   const result = await storm(target.url, level, target.rps, seconds)
   const db1 = target.mariadb ? await dbStatus() : null
+  const user1 = target.dbUser ? await userStatus(target.dbUser) : null
   const shared1 = sharedCpuMs(sharedNow)
   const cpu1 = sampleAll(target.pids)
   const lag = await lagWindow(target.metrics)
@@ -129,6 +135,7 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
       Object.keys(shared()).map((k) => [k, n ? round((shared1[k]! - shared0[k]!) / n) : null]),
     ),
     dbPerCycle: db0 && db1 ? perCycle(db0, db1, n) : null,
+    dbUserPerCycle: user0 && user1 ? userPerCycle(user0, user1, n) : null,
     placementCallsPerCycle: placementTotal === null || !n ? null : round(placementTotal / n),
     placementCalls: calls ?? null,
     timeInCleaning: target.database ? await cleaningSince(target.database, since) : null,

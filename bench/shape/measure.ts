@@ -4,6 +4,7 @@
  * `SHOW GLOBAL STATUS` counters (statements and commits), and the time each release spent
  * `cleaning` from the custody ledger.
  */
+import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createConnection } from 'mysql2/promise'
 import { parseConnectionUrl } from '../../src/db/connection.js'
@@ -118,19 +119,76 @@ export function perCycle(before: DbStatus, after: DbStatus, cycles: number) {
   )
 }
 
-/** A fresh, empty MariaDB database (the code under test migrates it); drop() removes it. */
+/**
+ * A fresh, empty MariaDB database (the code under test migrates it) with a user of the same name
+ * that only this benchmark's processes use, so that its statements can be told from other clients'
+ * (`userStatus`; turns on MariaDB's `userstat`); drop() removes both.
+ */
 export async function freshMariaDb(name: string): Promise<{ url: string; drop(): Promise<void> }> {
   const conn = await admin()
+  const password = randomBytes(9).toString('hex')
   await conn.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`)
+  for (const host of ['127.0.0.1', 'localhost']) {
+    await conn.query(`CREATE USER '${name}'@'${host}' IDENTIFIED BY '${password}'`)
+    await conn.query(`GRANT ALL ON ${name}.* TO '${name}'@'${host}'`)
+  }
+  await conn.query('SET GLOBAL userstat = 1')
   await conn.end()
+  const p = parseConnectionUrl(MYSQL_URL)
   return {
-    url: MYSQL_URL.replace(/\/[^/?]*(\?.*)?$/, `/${name}$1`).replace(/undefined$/, ''),
+    url: `mysql://${name}:${password}@${p.host}:${p.port}/${name}`,
     async drop() {
       const c = await admin()
       await c.query(`DROP DATABASE IF EXISTS ${name}`)
+      for (const host of ['127.0.0.1', 'localhost'])
+        await c.query(`DROP USER IF EXISTS '${name}'@'${host}'`)
       await c.end()
     },
   }
+}
+
+/** The counters of MariaDB's USER_STATISTICS kept for a cycle. */
+const USER_COLUMNS = {
+  SELECT_COMMANDS: 'selects',
+  UPDATE_COMMANDS: 'writes',
+  OTHER_COMMANDS: 'other',
+  COMMIT_TRANSACTIONS: 'commits',
+  ROLLBACK_TRANSACTIONS: 'rollbacks',
+  ROWS_READ: 'rowsRead',
+  BUSY_TIME: 'busyMs',
+  CPU_TIME: 'cpuMs',
+} as const
+
+export type UserStatus = Record<(typeof USER_COLUMNS)[keyof typeof USER_COLUMNS], number>
+
+/** One MariaDB user's counters now (statements of this benchmark's processes only); times in ms. */
+export async function userStatus(user: string): Promise<UserStatus> {
+  const conn = await admin()
+  try {
+    const [rows] = await conn.query(
+      'SELECT * FROM information_schema.USER_STATISTICS WHERE USER = ?',
+      [user],
+    )
+    const row = (rows as Record<string, unknown>[])[0] ?? {}
+    return Object.fromEntries(
+      Object.entries(USER_COLUMNS).map(([col, key]) => [
+        key,
+        Number(row[col] ?? 0) * (key.endsWith('Ms') ? 1000 : 1),
+      ]),
+    ) as UserStatus
+  } finally {
+    await conn.end()
+  }
+}
+
+/** `after - before` of a user's counters, per cycle. */
+export function userPerCycle(before: UserStatus, after: UserStatus, cycles: number) {
+  return Object.fromEntries(
+    Object.keys(before).map((k) => {
+      const key = k as keyof UserStatus
+      return [key, cycles ? Math.round(((after[key] - before[key]) / cycles) * 100) / 100 : null]
+    }),
+  )
 }
 
 const pct = (xs: number[], q: number) =>

@@ -46,6 +46,8 @@ export interface Shape {
   rps: string[]
   database: string
   pids: { api: number; conductor: number; agent: number }
+  /** The MariaDB user only these processes use (shape/measure.ts userStatus). */
+  dbUser: string
   /** /metrics URLs serving each process's event-loop lag (none on a baseline's conductor and agent). */
   metrics: { api: string; conductor?: string; agent?: string }
   /** Placement calls since the last take(), by method and path. */
@@ -175,6 +177,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       url,
       rps,
       database,
+      dbUser: database,
       pids: {
         api: apiService.child.pid!,
         conductor: conductor.child.pid!,
