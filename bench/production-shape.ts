@@ -11,8 +11,8 @@
  * STATUS` deltas: server-wide, so other clients of the same MariaDB count too), Placement calls per
  * cycle, event-loop lag (each process's /metrics) and RSS; and the goals, met or not.
  * `--profile <dir>`: the shape's children run with `--cpu-prof` into <dir>/<target>/<process>, and
- * the JSON adds, per process, where its CPU went (self time by package or source folder and by
- * function; the profile covers the whole process life, start-up included).
+ * the JSON adds, per process, where its CPU went during the measured loads (self time by package
+ * or source folder and by function, in total and per cycle over all levels; start-up excluded).
  * Usage: npm run bench:production-shape [-- --seconds 5 --levels 2,8,64
  *   --targets shape-1,shape-2,embedded --profile /tmp/prof]
  */
@@ -108,7 +108,14 @@ try {
       ? Object.fromEntries(
           await Promise.all(
             ['api', 'conductor', 'agent'].map(
-              async (p) => [p, await summarizeProfiles(path.join(profileDir, p))] as const,
+              async (p) =>
+                [
+                  p,
+                  await summarizeProfiles(path.join(profileDir, p), {
+                    windows: runs.map((r) => r.window),
+                    cycles: runs.reduce((a, r) => a + r.cycles, 0),
+                  }),
+                ] as const,
             ),
           ),
         )

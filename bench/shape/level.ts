@@ -7,6 +7,7 @@
  */
 import { scrapeEventLoopLag, type LagFigures } from '../load.js'
 import { storm } from '../boot-storm-client.js'
+import { monotonicUs, type Window } from './profile-summary.js'
 import {
   dbStatus,
   perCycle,
@@ -101,7 +102,9 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
   const shared0 = sharedCpuMs(sharedNow)
   const db0: DbStatus | null = target.mariadb ? await dbStatus() : null
   const user0 = target.dbUser ? await userStatus(target.dbUser) : null
+  const from = monotonicUs()
   const result = await storm(target.url, level, target.rps, seconds)
+  const window: Window = [from, monotonicUs()]
   const db1 = target.mariadb ? await dbStatus() : null
   const user1 = target.dbUser ? await userStatus(target.dbUser) : null
   const shared1 = sharedCpuMs(sharedNow)
@@ -123,6 +126,8 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
   return {
     inFlight: level,
     cycles: n,
+    /** The load's span on V8's profile clock (shape/profile-summary.ts). */
+    window,
     cyclesPerSecond: result.cyclesPerSecond,
     cycleMs: result.ms.cycle,
     stepMs: result.ms,
