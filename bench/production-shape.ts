@@ -42,14 +42,14 @@ function goals(runs: LevelFigures[]) {
   const at = (n: number) => runs.find((r) => r.inFlight === n)
   const top = at(Math.max(...levels))
   const low = at(Math.min(...levels))
-  const statements = (r: LevelFigures | undefined) =>
-    r?.dbPerCycle
-      ? ['Com_select', 'Com_insert', 'Com_update', 'Com_delete'].reduce(
-          (a, k) => a + ((r.dbPerCycle as Record<string, number | null>)[k] ?? 0),
-          0,
-        )
-      : null
-  const commits = top?.dbPerCycle?.Handler_commit ?? null
+  /** The shape's own statements (its MariaDB users': selects and writes) and explicit COMMITs. */
+  const own = (r: LevelFigures | undefined) =>
+    (r?.dbUserPerCycle as { total?: Record<string, number | null> } | null)?.total
+  const statements = (r: LevelFigures | undefined) => {
+    const t = own(r)
+    return t ? (t.selects ?? 0) + (t.writes ?? 0) : null
+  }
+  const commits = top?.dbPerCycle?.Com_commit ?? null
   const check = (value: number | null | undefined, ok: (v: number) => boolean) => ({
     value: value ?? null,
     met: value === null || value === undefined ? null : ok(value),
@@ -58,7 +58,10 @@ function goals(runs: LevelFigures[]) {
     cyclesPerSecondAtTop: check(top?.cyclesPerSecond, (v) => v >= 300),
     serverCpuMsPerCycleAtTop: check(top?.cpuMsPerCycle.cyborgTotal, (v) => v <= 6),
     statementsPerCycleAtTop: check(statements(top), (v) => v <= 15),
-    handlerCommitsPerCycleAtTop: check(commits, (v) => v < 0.5),
+    /** Explicit COMMITs (write transactions), server-wide (`Com_commit`). */
+    commitsPerCycleAtTop: check(commits, (v) => v < 0.5),
+    /** InnoDB commits of the shape's own users, autocommitted reads included (not a goal). */
+    innodbCommitsPerCycleAtTop: own(top)?.commits ?? null,
     cycleP50MsAtLowest: check(low?.cycleMs?.p50, (v) => v <= 12),
   }
 }

@@ -17,6 +17,7 @@ import {
   userPerCycle,
   userStatus,
   type DbStatus,
+  type UserStatus,
 } from './measure.js'
 
 export interface Target {
@@ -32,8 +33,8 @@ export interface Target {
   database?: string
   /** The database is MariaDB (statements are counted). */
   mariadb: boolean
-  /** The MariaDB user only its processes use (their own statements, apart from other clients'). */
-  dbUser?: string
+  /** The MariaDB user of each of its processes (their own statements, apart from other clients'). */
+  dbUsers?: Record<string, string>
   /** The Placement this target calls (its uwsgi processes' CPU is counted). */
   placementUrl?: string
 }
@@ -72,6 +73,27 @@ async function lagWindow(metrics: Target['metrics']) {
   return out
 }
 
+async function usersStatus(users: Record<string, string> | undefined) {
+  if (!users) return null
+  const out: Record<string, UserStatus> = {}
+  for (const [role, user] of Object.entries(users)) out[role] = await userStatus(user)
+  return out
+}
+
+/** Per role and in total: the statements, commits and MariaDB time of each process, per cycle. */
+function usersPerCycle(a: Record<string, UserStatus>, b: Record<string, UserStatus>, n: number) {
+  const total = (x: Record<string, UserStatus>) => {
+    const out = { ...Object.values(x)[0]! }
+    for (const k of Object.keys(out) as (keyof UserStatus)[])
+      out[k] = Object.values(x).reduce((acc, s) => acc + s[k], 0)
+    return out
+  }
+  return {
+    ...Object.fromEntries(Object.keys(a).map((r) => [r, userPerCycle(a[r]!, b[r]!, n)])),
+    total: userPerCycle(total(a), total(b), n),
+  }
+}
+
 /** Waits (up to 5 s) until no unit is left cleaning, then reads time in cleaning since `since`. */
 async function cleaningSince(database: string, since: number) {
   const deadline = Date.now() + 5000
@@ -93,7 +115,9 @@ async function idleCpu(pids: Record<string, number>, ms = 1000) {
 }
 
 export async function measureLevel(target: Target, level: number, seconds: number) {
+  const idle0 = await usersStatus(target.dbUsers)
   const idleCpuMsPerSecond = await idleCpu(target.pids)
+  const idle1 = await usersStatus(target.dbUsers)
   target.placementCalls?.()
   await lagWindow(target.metrics) // starts each process's next lag window
   const since = Date.now()
@@ -101,12 +125,12 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
   const sharedNow = sharedPids(target.placementUrl)
   const shared0 = sharedCpuMs(sharedNow)
   const db0: DbStatus | null = target.mariadb ? await dbStatus() : null
-  const user0 = target.dbUser ? await userStatus(target.dbUser) : null
+  const user0 = await usersStatus(target.dbUsers)
   const from = monotonicUs()
   const result = await storm(target.url, level, target.rps, seconds)
   const window: Window = [from, monotonicUs()]
   const db1 = target.mariadb ? await dbStatus() : null
-  const user1 = target.dbUser ? await userStatus(target.dbUser) : null
+  const user1 = await usersStatus(target.dbUsers)
   const shared1 = sharedCpuMs(sharedNow)
   const cpu1 = sampleAll(target.pids)
   const lag = await lagWindow(target.metrics)
@@ -136,11 +160,13 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
     doubleAllocations: result.doubleAllocations,
     cpuMsPerCycle: { ...perProcess, cyborgTotal: round(cyborgCpu) },
     idleCpuMsPerSecond,
+    /** Statements with no load, per second (≈ 1 s): the processes' own timers and polls. */
+    idleDbPerSecond: idle0 && idle1 ? usersPerCycle(idle0, idle1, 1) : null,
     sharedServicesCpuMsPerCycle: Object.fromEntries(
       Object.keys(shared()).map((k) => [k, n ? round((shared1[k]! - shared0[k]!) / n) : null]),
     ),
     dbPerCycle: db0 && db1 ? perCycle(db0, db1, n) : null,
-    dbUserPerCycle: user0 && user1 ? userPerCycle(user0, user1, n) : null,
+    dbUserPerCycle: user0 && user1 ? usersPerCycle(user0, user1, n) : null,
     placementCallsPerCycle: placementTotal === null || !n ? null : round(placementTotal / n),
     placementCalls: calls ?? null,
     timeInCleaning: target.database ? await cleaningSince(target.database, since) : null,

@@ -120,28 +120,35 @@ export function perCycle(before: DbStatus, after: DbStatus, cycles: number) {
 }
 
 /**
- * A fresh, empty MariaDB database (the code under test migrates it) with a user of the same name
- * that only this benchmark's processes use, so that its statements can be told from other clients'
- * (`userStatus`; turns on MariaDB's `userstat`); drop() removes both.
+ * A fresh, empty MariaDB database (the code under test migrates it) with one user per role (api,
+ * conductor, …) that only that role's processes use, so that each one's statements can be told
+ * apart and from other clients' (`userStatus`; turns on MariaDB's `userstat`); drop() removes all.
  */
-export async function freshMariaDb(name: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function freshMariaDb(
+  name: string,
+  roles: readonly string[],
+): Promise<{ url(role: string): string; users: Record<string, string>; drop(): Promise<void> }> {
   const conn = await admin()
   const password = randomBytes(9).toString('hex')
+  const users = Object.fromEntries(roles.map((r) => [r, `${name}_${r.slice(0, 4)}`]))
+  const hosts = ['127.0.0.1', 'localhost']
   await conn.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`)
-  for (const host of ['127.0.0.1', 'localhost']) {
-    await conn.query(`CREATE USER '${name}'@'${host}' IDENTIFIED BY '${password}'`)
-    await conn.query(`GRANT ALL ON ${name}.* TO '${name}'@'${host}'`)
-  }
+  for (const user of Object.values(users))
+    for (const host of hosts) {
+      await conn.query(`CREATE USER '${user}'@'${host}' IDENTIFIED BY '${password}'`)
+      await conn.query(`GRANT ALL ON ${name}.* TO '${user}'@'${host}'`)
+    }
   await conn.query('SET GLOBAL userstat = 1')
   await conn.end()
   const p = parseConnectionUrl(MYSQL_URL)
   return {
-    url: `mysql://${name}:${password}@${p.host}:${p.port}/${name}`,
+    url: (role) => `mysql://${users[role]}:${password}@${p.host}:${p.port}/${name}`,
+    users,
     async drop() {
       const c = await admin()
       await c.query(`DROP DATABASE IF EXISTS ${name}`)
-      for (const host of ['127.0.0.1', 'localhost'])
-        await c.query(`DROP USER IF EXISTS '${name}'@'${host}'`)
+      for (const user of Object.values(users))
+        for (const host of hosts) await c.query(`DROP USER IF EXISTS '${user}'@'${host}'`)
       await c.end()
     },
   }

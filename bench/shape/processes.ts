@@ -46,8 +46,8 @@ export interface Shape {
   rps: string[]
   database: string
   pids: { api: number; conductor: number; agent: number }
-  /** The MariaDB user only these processes use (shape/measure.ts userStatus). */
-  dbUser: string
+  /** The MariaDB user of each process that uses the database (shape/measure.ts userStatus). */
+  dbUsers: Record<string, string>
   /** /metrics URLs serving each process's event-loop lag (none on a baseline's conductor and agent). */
   metrics: { api: string; conductor?: string; agent?: string }
   /** Placement calls since the last take(), by method and path. */
@@ -103,13 +103,13 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
   if (broker.skip) throw new Error(`the production shape needs RabbitMQ: ${broker.skip}`)
   const database = `cyborg_shape_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`
   const [db, vhost, nova, placement] = await Promise.all([
-    freshMariaDb(database),
+    freshMariaDb(database, ['api', 'conductor', 'sync']),
     broker.createVhost(),
     startNovaStandIn(),
     startCountingProxy(options.placementUrl),
   ])
   const env: Record<string, string> = {
-    CYBORG_DATABASE__CONNECTION: db.url,
+    CYBORG_DATABASE__CONNECTION: db.url('conductor'),
     CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
     CYBORG_DEFAULT__HOST: STORM_HOST,
     CYBORG_LOG_LEVEL: 'warn',
@@ -130,7 +130,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
   const listen = async () => `127.0.0.1:${await freePort()}`
   const metrics: Shape['metrics'] = { api: '' }
   try {
-    await cyborg(root, ['db', 'sync'], env)
+    await cyborg(root, ['db', 'sync'], { ...env, CYBORG_DATABASE__CONNECTION: db.url('sync') })
     const serve = async (name: 'conductor' | 'agent', ready: RegExp) => {
       const at = baseline ? undefined : await listen()
       if (at) metrics[name] = `http://${at}/metrics`
@@ -154,7 +154,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     const apiService = await startService({
       root,
       command: ['api'],
-      env: { ...env, ...prof('api') },
+      env: { ...env, CYBORG_DATABASE__CONNECTION: db.url('api'), ...prof('api') },
       timeoutMs: 60_000,
     })
     started.push(apiService)
@@ -177,7 +177,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       url,
       rps,
       database,
-      dbUser: database,
+      dbUsers: { api: db.users.api!, conductor: db.users.conductor! },
       pids: {
         api: apiService.child.pid!,
         conductor: conductor.child.pid!,
