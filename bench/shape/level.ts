@@ -13,6 +13,8 @@ import {
   perCycle,
   pidsOf,
   sampleProcess,
+  tableRows,
+  tableRowsPerCycle,
   timeInCleaning,
   userPerCycle,
   userStatus,
@@ -126,11 +128,13 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
   const shared0 = sharedCpuMs(sharedNow)
   const db0: DbStatus | null = target.mariadb ? await dbStatus() : null
   const user0 = await usersStatus(target.dbUsers)
+  const tables0 = target.database && target.dbUsers ? await tableRows(target.database) : null
   const from = monotonicUs()
   const result = await storm(target.url, level, target.rps, seconds)
   const window: Window = [from, monotonicUs()]
   const db1 = target.mariadb ? await dbStatus() : null
   const user1 = await usersStatus(target.dbUsers)
+  const tables1 = target.database && target.dbUsers ? await tableRows(target.database) : null
   const shared1 = sharedCpuMs(sharedNow)
   const cpu1 = sampleAll(target.pids)
   const lag = await lagWindow(target.metrics)
@@ -167,6 +171,8 @@ export async function measureLevel(target: Target, level: number, seconds: numbe
     ),
     dbPerCycle: db0 && db1 ? perCycle(db0, db1, n) : null,
     dbUserPerCycle: user0 && user1 ? usersPerCycle(user0, user1, n) : null,
+    /** Rows read and changed per table per cycle (which tables a cycle touches). */
+    tableRowsPerCycle: tables0 && tables1 && n ? tableRowsPerCycle(tables0, tables1, n) : null,
     placementCallsPerCycle: placementTotal === null || !n ? null : round(placementTotal / n),
     placementCalls: calls ?? null,
     timeInCleaning: target.database ? await cleaningSince(target.database, since) : null,

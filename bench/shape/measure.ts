@@ -198,6 +198,40 @@ export function userPerCycle(before: UserStatus, after: UserStatus, cycles: numb
   )
 }
 
+/** Rows read and changed per table of `database` so far (MariaDB's TABLE_STATISTICS, userstat). */
+export async function tableRows(database: string): Promise<Record<string, [number, number]>> {
+  const conn = await admin()
+  try {
+    const [rows] = await conn.query(
+      'SELECT TABLE_NAME AS t, ROWS_READ AS r, ROWS_CHANGED AS c FROM information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = ?',
+      [database],
+    )
+    return Object.fromEntries(
+      (rows as { t: string; r: number; c: number }[]).map((x) => [x.t, [Number(x.r), Number(x.c)]]),
+    )
+  } finally {
+    await conn.end()
+  }
+}
+
+/** Per table, rows read and changed per cycle between two `tableRows`, the busiest first. */
+export function tableRowsPerCycle(
+  a: Record<string, [number, number]>,
+  b: Record<string, [number, number]>,
+  cycles: number,
+) {
+  const r = (x: number) => Math.round((x / cycles) * 100) / 100
+  return Object.fromEntries(
+    Object.entries(b)
+      .map(([t, [read, changed]]) => {
+        const [read0, changed0] = a[t] ?? [0, 0]
+        return [t, { read: r(read - read0), changed: r(changed - changed0) }] as const
+      })
+      .filter(([, v]) => v.read > 0 || v.changed > 0)
+      .sort((x, y) => y[1].changed + y[1].read - (x[1].changed + x[1].read)),
+  )
+}
+
 const pct = (xs: number[], q: number) =>
   xs.length ? xs[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)]! : null
 
