@@ -33,11 +33,7 @@ async function runSetting(
   })
   const out: ProductionRun[] = []
   try {
-    const target = {
-      ...shape,
-      mariadb: true,
-      ...(code === 'main' ? { database: shape.database } : {}),
-    }
+    const target = { ...shape, mariadb: true, placementUrl: options.placementUrl }
     for (const level of options.levels) {
       const figures = await measureLevel(target, level, options.seconds)
       out.push({
