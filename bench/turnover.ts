@@ -10,19 +10,24 @@
  * `--allocations`: `nova`, Nova's scheduler allocates (a stand-in takes the bound events; the
  * conductor writes no allocation), and/or `standalone`, the conductor allocates in Placement (four
  * Placement calls per cycle). Cycles whose bind failed still count as cycles (they delete too).
- * Not measured here: the production shape (api + conductor + agent over RabbitMQ and MariaDB).
+ * `--shapes production` (on by default, beside `embedded`): the production shape (bench/shape/:
+ * `cyborg api`, `conductor` and `agent` over RabbitMQ and MariaDB, Placement behind a counting
+ * proxy, a Nova stand-in), one set of processes per setting loaded at every level; its JSON under
+ * `production` adds per cycle (= per release) each process's CPU ms, MariaDB statements and commits
+ * (`SHOW GLOBAL STATUS` deltas) and RSS. `--baseline <checkout>` also runs another checkout's code
+ * there first, as the `clean = none` equivalent (`git worktree add ../old 34807ec && (cd ../old &&
+ * npm ci)`, then `--baseline ../old`), and `cleanNoneOverBaseline` is main's over its (goal ≥ 1).
  * Usage: npm run bench:turnover [-- --seconds 5 --levels 2,8,64 --rounds 1
- *   --allocations nova,standalone]
+ *   --allocations nova,standalone --shapes embedded,production --baseline ../old]
  */
-import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { loadavg, tmpdir } from 'node:os'
+import { loadavg } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { STORM_HOST } from '../test/support/storm-inventory.js'
-import { freePort, NODE, ROOT } from '../test/support/service.js'
 import { startPlacement } from '../test/support/placement.js'
 import { settled, storm } from './boot-storm-client.js'
+import { startEmbeddedServer as startServer } from './shape/embedded.js'
+import { productionTurnover } from './shape/turnover-production.js'
 
 const { values } = parseArgs({
   options: {
@@ -30,73 +35,25 @@ const { values } = parseArgs({
     levels: { type: 'string', default: '2,8,64' },
     rounds: { type: 'string', default: '1' },
     allocations: { type: 'string', default: 'nova,standalone' },
+    shapes: { type: 'string', default: 'embedded,production' },
+    baseline: { type: 'string' },
   },
 })
+const shapeList = values.shapes.split(',')
 const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
 /** Who allocates in Placement: Nova's scheduler (a stand-in takes the bound events), or the conductor. */
-const shapes = values.allocations.split(',')
+const shapes = shapeList.includes('embedded') ? values.allocations.split(',') : []
 const SETTINGS = [
   { name: 'clean-none', policy: 'none', delayMs: 0 },
   { name: 'clean-0ms', policy: 'auto', delayMs: 0 },
   { name: 'clean-50ms', policy: 'auto', delayMs: 50 },
 ] as const
 
-/** Starts the embedded server; `stop` ends it and resolves with the stats it printed. */
-async function startServer(
-  placementUrl: string,
-  policy: string,
-  delayMs: number,
-  allocations: string,
-) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-turnover-'))
-  const child = spawn(
-    NODE,
-    [
-      '--import',
-      'tsx',
-      path.join(ROOT, 'bench/turnover-embedded.ts'),
-      dir,
-      String(await freePort()),
-      placementUrl,
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: {
-        ...process.env,
-        CLEAN_POLICY: policy,
-        CLEAN_DELAY_MS: String(delayMs),
-        ALLOCATIONS: allocations,
-      },
-    },
-  )
-  let out = ''
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', () => {
-      const m = /ready (\S+)/.exec(out)
-      if (m) resolve(m[1]!)
-    })
-    child.once('exit', (code) => reject(new Error(`turnover-embedded.ts exited with ${code}`)))
-  })
-  const res = await fetch(`${url}/v2/deployables`)
-  const { deployables } = (await res.json()) as { deployables: { rp_uuid: string }[] }
-  return {
-    url,
-    rps: deployables.map((d) => d.rp_uuid),
-    async stop(): Promise<unknown> {
-      child.kill('SIGTERM')
-      await new Promise((r) => child.once('exit', r))
-      await rm(dir, { recursive: true, force: true })
-      const m = /stats (.*)/.exec(out)
-      return m ? (JSON.parse(m[1]!) as unknown) : null
-    },
-  }
-}
-
 const loadAtStart = loadavg()[0]
 const placement = await startPlacement()
 const runs: Record<string, unknown>[] = []
+let production: Awaited<ReturnType<typeof productionTurnover>> | null = null
 try {
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const [allocations, level] of shapes.flatMap((a) => levels.map((l) => [a, l] as const))) {
@@ -135,6 +92,14 @@ try {
       }
     }
   }
+  if (shapeList.includes('production'))
+    production = await productionTurnover({
+      placementUrl: placement.url,
+      levels,
+      seconds,
+      rounds: Number(values.rounds),
+      baselineRoot: values.baseline === undefined ? undefined : path.resolve(values.baseline),
+    })
 } finally {
   await placement.stop()
 }
@@ -175,6 +140,7 @@ process.stdout.write(
       },
       ratioToCleanNone: ratios,
       runs,
+      production,
     },
     null,
     2,
