@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { scrapeEventLoopLag, type LagFigures } from '../load.js'
-import { cpuMs, freePort, heapMb, rssMb, startCyborg, until } from './process.js'
+import { cpuMs, freePort, heapMb, memoryMb, rssMb, startCyborg, until } from './process.js'
 import type { Cyborg, Runner } from './process.js'
 
 export interface StartFigures {
@@ -54,6 +54,7 @@ export interface RequestsFigures {
   /** The service's own lag over the requests, from its /metrics. */
   serverEventLoopLag: LagFigures | null
   heapMb: Awaited<ReturnType<typeof heapMb>>
+  memoryMb: ReturnType<typeof memoryMb>
 }
 
 /** The paths 1,000 requests cycle through: the reads an operator's tools and Nova make. */
@@ -102,6 +103,7 @@ export function afterRequests(runner: Runner, requests = 1000): Promise<Requests
       rssAtReadyMb,
       rssAfterRequestsMb: rssMb(c.pid()),
       heapMb: await heapMb(`${url}/metrics`),
+      memoryMb: memoryMb(c.pid()),
       requests,
       failed,
       serverEventLoopLag,

@@ -77,6 +77,42 @@ export function rssMb(pid: number): number {
   }
 }
 
+/**
+ * Where a process's resident memory is, from /proc/<pid>/smaps, in MB: `nodeBinary` is the resident
+ * part of the node executable's own mappings (its code and the ICU data built into it: file pages
+ * every Node process on the host shares); `private` is what only this process holds; `pss` its
+ * proportional share of everything.
+ */
+export function memoryMb(pid: number) {
+  const sums = { rss: 0, pss: 0, private: 0, nodeBinary: 0 }
+  let text: string
+  try {
+    text = readFileSync(`/proc/${pid}/smaps`, 'utf8')
+  } catch {
+    return null
+  }
+  let binary = false
+  for (const line of text.split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+    if (head) binary = head[1]!.endsWith('/bin/node')
+    const m = /^(Rss|Pss|Private_Clean|Private_Dirty):\s+(\d+) kB/.exec(line)
+    if (!m) continue
+    const kb = Number(m[2])
+    if (m[1] === 'Rss') {
+      sums.rss += kb
+      if (binary) sums.nodeBinary += kb
+    } else if (m[1] === 'Pss') sums.pss += kb
+    else sums.private += kb
+  }
+  const mb = (kb: number) => Math.round(kb / 102.4) / 10
+  return {
+    rss: mb(sums.rss),
+    pss: mb(sums.pss),
+    private: mb(sums.private),
+    nodeBinary: mb(sums.nodeBinary),
+  }
+}
+
 export const cpuMs = (pid: number) => Math.round((cpuSeconds(pid) ?? 0) * 1000)
 
 /** Polls `check` every 5 ms until it is true; throws with the process's output after `ms`. */

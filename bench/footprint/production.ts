@@ -13,7 +13,8 @@ import { scrapeEventLoopLag } from '../load.js'
 import { DRIVER_OPTIONS, ENABLED_DRIVERS, writeHostFixture } from '../host-fixture.js'
 import { testDialects } from '../../test/support/db.js'
 import { testBroker } from '../../test/support/rabbitmq.js'
-import { cpuMs, freePort, heapMb, rssMb, startCyborg, until, type Cyborg } from './process.js'
+import { cpuMs, freePort, heapMb, memoryMb, rssMb, startCyborg, until } from './process.js'
+import type { Cyborg } from './process.js'
 import { issue, readPaths } from './embedded.js'
 
 const printed = (c: Cyborg, pattern: RegExp) => () => Promise.resolve(pattern.test(c.output()))
@@ -91,6 +92,7 @@ export async function productionShape(agentSeconds: number) {
         cpuMs: cpuMs(agent.pid()),
         eventLoopLag: agentLag,
         heapMb: await heapMb(agentLagUrl),
+        memoryMb: memoryMb(agent.pid()),
       },
       api: {
         rssAtReadyMb: apiAtReadyMb,
@@ -99,9 +101,11 @@ export async function productionShape(agentSeconds: number) {
         failed,
         eventLoopLag: apiLag,
         heapMb: await heapMb(`${url}/metrics`),
+        memoryMb: memoryMb(api.pid()),
       },
       conductor: {
         rssMb: rssMb(conductor.pid()),
+        memoryMb: memoryMb(conductor.pid()),
         eventLoopLag: await scrapeEventLoopLag(`http://127.0.0.1:${conductorMetrics}/metrics`),
       },
     }
