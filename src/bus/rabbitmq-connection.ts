@@ -153,8 +153,9 @@ export class ReconnectingConnection<S> {
     } = this.#o
     const shown = describeBroker(broker)
     // amqplib loads with the first connection: `cyborg up` (the in-process bus) never loads it.
-    const { connect } = await import('amqplib')
-    const model = await connect(
+    // Its default export: the bundle (docs/build.md) gives a CommonJS package no named ones.
+    const { default: amqplib } = await import('amqplib')
+    const model = await amqplib.connect(
       {
         protocol: 'amqp',
         hostname: broker.hostname,

@@ -285,8 +285,9 @@ export async function openDatabase(
     pool.on('connect', (client) => client.on('error', () => {}))
     dialect = new PostgresDialect({ pool })
   } else {
-    const { createPool } = await import('mysql2')
-    const pool = createPool({
+    // The default export: the bundle (docs/build.md) gives a CommonJS package no named ones.
+    const { default: mysql } = await import('mysql2')
+    const pool = mysql.createPool({
       host: parsed.host,
       port: parsed.port,
       user: parsed.user,
