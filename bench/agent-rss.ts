@@ -10,6 +10,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { NODE, ROOT } from '../test/support/service.js'
 import { testBroker } from '../test/support/rabbitmq.js'
+import { BIN } from '../test/support/cli.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { openDatabase } from '../src/db/connection.js'
 import { migrateToLatest } from '../src/db/migrate.js'
@@ -92,7 +93,7 @@ export async function rabbitMqAgentRss(dir: string, repeats: number) {
 }
 
 /**
- * The real `cyborg agent` process (bin/cyborg, under tsx) over RabbitMQ, its drivers reading the
+ * The real `cyborg agent` process (bin/cyborg: the compiled build, rebuilt first if stale) over RabbitMQ, its drivers reading the
  * fixture host through `[agent] host_root`, discovering every second: VmRSS 8 s after it is ready
  * (`reports`: changed reports it logged; the later ones are unchanged).
  */
@@ -101,7 +102,7 @@ async function cliAgentRss(dir: string, url: string, repeats: number) {
   const samples: { rssMb: number; reports: number }[] = []
   for (let i = 0; i < repeats; i++) {
     const state = await mkdtemp(path.join(tmpdir(), 'cyborg-bench-agent-'))
-    const child = spawn(path.join(ROOT, 'bin/cyborg'), ['agent'], {
+    const child = spawn(BIN, ['agent'], {
       env: {
         PATH: process.env.PATH ?? '',
         CYBORG_DEFAULT__TRANSPORT_URL: url,

@@ -140,7 +140,7 @@ try {
       cyborgAgent: cli
         ? {
             ...cli,
-            what: 'the real `cyborg agent` process (bin/cyborg, tsx) over RabbitMQ, drivers reading this host via [agent] host_root',
+            what: 'the real `cyborg agent` process (bin/cyborg, compiled) over RabbitMQ, drivers reading this host via [agent] host_root',
           }
         : overRabbitMq,
       full: {

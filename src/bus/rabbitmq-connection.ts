@@ -4,7 +4,7 @@
  * and jitter. The owner (rabbitmq-bus.ts) builds its per-connection state in `open` and re-declares
  * its consumers in `up`; this file knows nothing of calls or topics.
  */
-import { connect, type ChannelModel } from 'amqplib'
+import type { ChannelModel } from 'amqplib'
 import type { Logger } from '../domain/logger.js'
 import { UnavailableError } from '../domain/errors.js'
 import { describeBroker, type BrokerAddress } from './transport-url.js'
@@ -152,7 +152,10 @@ export class ReconnectingConnection<S> {
       log,
     } = this.#o
     const shown = describeBroker(broker)
-    const model = await connect(
+    // amqplib loads with the first connection: `cyborg up` (the in-process bus) never loads it.
+    // Its default export: the bundle (docs/build.md) gives a CommonJS package no named ones.
+    const { default: amqplib } = await import('amqplib')
+    const model = await amqplib.connect(
       {
         protocol: 'amqp',
         hostname: broker.hostname,

@@ -16,9 +16,7 @@ import {
   SqliteDriver,
   type Dialect as KyselyDialect,
 } from 'kysely'
-import SqliteDatabase from 'better-sqlite3'
-import pg from 'pg'
-import { createPool } from 'mysql2'
+import type SqliteDatabase from 'better-sqlite3'
 import { ConfigError } from '../domain/errors.js'
 import type { Database } from './schema.js'
 
@@ -247,7 +245,9 @@ export async function openDatabase(
   let backup: DatabaseHandle['backup']
   if (parsed.dialect === 'sqlite') {
     const file = parsed.file ?? ':memory:'
-    const sqlite = new SqliteDatabase(file, { readonly: readOnly, fileMustExist: readOnly })
+    // Each driver loads with the first database of its dialect: a process loads one of the three.
+    const { default: Sqlite } = await import('better-sqlite3')
+    const sqlite = new Sqlite(file, { readonly: readOnly, fileMustExist: readOnly })
     // Setting the journal mode writes the file's header: a reader takes the mode it has.
     if (!readOnly) sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = NORMAL')
@@ -269,6 +269,7 @@ export async function openDatabase(
       return statement.reader ? statement : undefined
     }
   } else if (parsed.dialect === 'postgres') {
+    const { default: pg } = await import('pg')
     const pool = new pg.Pool({
       host: parsed.host,
       port: parsed.port,
@@ -284,7 +285,9 @@ export async function openDatabase(
     pool.on('connect', (client) => client.on('error', () => {}))
     dialect = new PostgresDialect({ pool })
   } else {
-    const pool = createPool({
+    // The default export: the bundle (docs/build.md) gives a CommonJS package no named ones.
+    const { default: mysql } = await import('mysql2')
+    const pool = mysql.createPool({
       host: parsed.host,
       port: parsed.port,
       user: parsed.user,

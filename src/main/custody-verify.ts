@@ -24,12 +24,15 @@ export interface VerifyFlags {
   workers?: string | undefined
 }
 
+/** `.js` when running from dist/ (compiled), `.ts` when tsx runs the sources (tests, development). */
+const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
+
 /** From how many sealed records `--workers auto` walks two segments. */
 const PARALLEL_FROM = 100_000
 
 function runSegment(job: SegmentJob): Promise<CustodyVerifyResult> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./custody-verify-worker.ts', import.meta.url), {
+    const worker = new Worker(new URL(`./custody-verify-worker${EXT}`, import.meta.url), {
       workerData: job,
     })
     worker.once('message', (result: CustodyVerifyResult) => resolve(result))

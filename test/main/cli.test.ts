@@ -10,8 +10,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { BIN } from '../support/cli.js'
 
-const BIN = fileURLToPath(new URL('../../bin/cyborg', import.meta.url))
 const SAMPLE = fileURLToPath(new URL('../../etc/cyborg.conf.sample', import.meta.url))
 
 let dir: string

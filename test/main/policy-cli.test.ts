@@ -5,9 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-
-const BIN = fileURLToPath(new URL('../../bin/cyborg', import.meta.url))
+import { BIN } from '../support/cli.js'
 
 let dir: string
 before(() => {

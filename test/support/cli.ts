@@ -1,9 +1,20 @@
-/** Runs the built `cyborg` command (bin/cyborg) as an operator would, with only PATH, HOME and `env`. */
+/**
+ * Runs the built `cyborg` command (bin/cyborg) as an operator would, with only PATH, HOME and `env`.
+ * bin/cyborg runs the compiled dist/: importing this module first rebuilds it when a source under
+ * src/ is newer than its output (about a second; nothing when it is current), so a test never runs
+ * stale code (docs/build.md). Every test that spawns bin/cyborg takes BIN from here.
+ */
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 export const BIN = fileURLToPath(new URL('../../bin/cyborg', import.meta.url))
+
+execFileSync(
+  process.execPath,
+  [fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url)), '--if-stale'],
+  { stdio: ['ignore', 'inherit', 'inherit'] },
+)
 
 /** How one run ended: its exit code and what it printed. */
 export interface Run {
