@@ -1,7 +1,7 @@
 /**
  * The production shape for benchmarks (issue 28): `cyborg api`, `cyborg conductor` and
- * `cyborg agent` as separate processes of one checkout (this one, or a baseline's such as the code
- * of 34807ec), over RabbitMQ (a fresh vhost) and MariaDB (a fresh database migrated by that
+ * `cyborg agent` as separate processes of one checkout (this one's compiled build, as bin/cyborg
+ * runs it, or a baseline's sources under tsx, such as the code of 34807ec), over RabbitMQ (a fresh vhost) and MariaDB (a fresh database migrated by that
  * checkout's `cyborg db sync`), with a real Placement behind a counting proxy
  * (shape/stand-ins.ts) and a Nova stand-in taking the conductor's bound events (so that, as in a
  * cloud with Nova, Nova's scheduler allocates and the conductor writes no allocation). The agent
@@ -136,6 +136,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       if (at) metrics[name] = `http://${at}/metrics`
       const s = await startService({
         root,
+        compiled: !baseline,
         command: [name],
         env: {
           ...env,
@@ -153,6 +154,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     const agent = await serve('agent', /cyborg agent is ready/)
     const apiService = await startService({
       root,
+      compiled: !baseline,
       command: ['api'],
       env: { ...env, CYBORG_DATABASE__CONNECTION: db.url('api'), ...prof('api') },
       timeoutMs: 60_000,

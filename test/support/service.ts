@@ -2,7 +2,7 @@
  * Starts `cyborg <command>` as a real child process on a free port with a temporary state dir,
  * waits until it answers, and stops it with SIGTERM. Used by the cross-process and e2e tests.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -54,6 +54,21 @@ export interface StartOptions {
   stateDir?: string
   /** Another checkout to run instead of this one (a benchmark's baseline). @default this checkout */
   root?: string
+  /**
+   * Runs the checkout's compiled build (dist/main/cli.js, rebuilt first when a source is newer:
+   * docs/build.md), as bin/cyborg does, instead of the sources under tsx. @default false
+   */
+  compiled?: boolean
+}
+
+/** The node arguments that run `cyborg` of `root`: its compiled build, or its sources under tsx. */
+export function cyborgArgv(root: string, compiled: boolean): string[] {
+  if (!compiled) return ['--import', 'tsx', path.join(root, 'src/main/cli.ts')]
+  execFileSync(NODE, [path.join(root, 'scripts/build.mjs'), '--if-stale'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  return [path.join(root, 'dist/main/cli.js')]
 }
 
 /** A `ready` check for services without HTTP (conductor, agent): a log line matching `pattern`. */
@@ -80,11 +95,11 @@ export async function runCommand(
 }
 
 export async function startService(options: StartOptions = {}): Promise<RunningService> {
-  const { command = ['up'], env = {}, timeoutMs = 30_000, root = ROOT } = options
+  const { command = ['up'], env = {}, timeoutMs = 30_000, root = ROOT, compiled = false } = options
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'cyborg-test-')))
-  const child = spawn(NODE, ['--import', 'tsx', path.join(root, 'src/main/cli.ts'), ...command], {
+  const child = spawn(NODE, [...cyborgArgv(root, compiled), ...command], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
