@@ -20,6 +20,10 @@
  * release it names is remembered as aborted: an ask for it that arrives later (crossing the abort
  * on the bus) is refused with CLEAN_ABORTED instead of cleaning a unit that may be a tenant's by
  * then. An ask for a newer release cleans as usual.
+ *
+ * `cleanUnits` (AgentRpc 1.8, issue 28) is many `cleanUnit` asks in one message: each unit goes
+ * through `cleanUnit` (same joins, memory and aborts), and the answer has one entry per unit once
+ * all have ended; a unit's failure is its entry, not the message's.
  */
 import { hash } from 'node:crypto'
 import type { AcceleratorDriver, CleanRunner, CleanTarget } from '../drivers/driver.js'
@@ -31,7 +35,13 @@ import {
 } from '../domain/errors.js'
 import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
-import type { AbortCleanResult, CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
+import type {
+  AbortCleanResult,
+  CleanUnitRequest,
+  CleanUnitResult,
+  CleanUnitsResult,
+} from '../rpc/agent-rpc.js'
+import { MAX_CLEAN_UNITS, toCleanUnitsEntry } from '../rpc/clean-units.js'
 import { parseUuid } from './device-ops.js'
 
 export interface UnitCleanDeps {
@@ -162,7 +172,7 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     }
   }
 
-  return {
+  const cleaner = {
     cleanUnit(raw: unknown): Promise<CleanUnitResult> {
       let req: CleanUnitRequest
       try {
@@ -242,5 +252,21 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
       log.warn({ handle: req.handle, ticket: req.ticket }, 'clean aborted (force-in-service)')
       return { aborted: true }
     },
+
+    /**
+     * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended.
+     * @throws InvalidInputError (field `units`) when `units` is not a list of 1 to MAX_CLEAN_UNITS
+     */
+    async cleanUnits(raw: unknown): Promise<CleanUnitsResult> {
+      const list = (raw as { units?: unknown } | null)?.units
+      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLEAN_UNITS)
+        throw new InvalidInputError(`units must be a list of 1 to ${MAX_CLEAN_UNITS} units`, {
+          code: 'CLEAN_TARGET_INVALID',
+          details: { field: 'units' },
+        })
+      const settled = await Promise.allSettled(list.map((unit) => cleaner.cleanUnit(unit)))
+      return { results: settled.map(toCleanUnitsEntry) }
+    },
   }
+  return cleaner
 }

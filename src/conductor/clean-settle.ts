@@ -1,0 +1,107 @@
+/**
+ * Settles clean outcomes many at a time (issue 28; docs/cleaning.md): the outcomes that arrive
+ * together (the answers of one `cleanUnits`, and any others of the same tick) are written in one
+ * committer write, one transaction for all their units: back in service or failed, the custody
+ * records, the devices' health and the events (src/db/handle-cleaning.ts `settleClean`, in order).
+ * Should that write fail, each unit is settled again alone, so that one unit's failure (a broken
+ * row) never keeps the others out of service. Then each host's Placement sync runs once.
+ */
+import type { GroupCommitter } from '../db/group-commit.js'
+import { settleClean, type CleanSettlement, type CleaningUnit } from '../db/handle-cleaning.js'
+import type { Logger } from '../domain/logger.js'
+
+export interface CleanSettleDeps {
+  committer: Pick<GroupCommitter, 'run'>
+  now: () => string
+  uuid: () => string
+  log: Logger
+  /** Told of every settled unit (metrics): its outcome and when it was settled. */
+  onSettled?: (unit: CleaningUnit, outcome: CleanSettlement) => void
+  /** Told of every write: how many outcomes it settled (metrics). */
+  onBatch?: (size: number) => void
+}
+
+export interface SettleItem {
+  unit: CleaningUnit
+  outcome: CleanSettlement
+}
+
+export interface CleanSettle {
+  /**
+   * Settles `items` in one transaction (each alone only if that fails); per item, the record's
+   * uuid, undefined for a unit no longer cleaning (settled already, or released anew), or the
+   * error that kept it from being settled (it stays as it was).
+   */
+  settleAll(items: readonly SettleItem[]): Promise<PromiseSettledResult<string | undefined>[]>
+  /** Queues one outcome for this tick's write; resolves once it is written. */
+  settle(item: SettleItem): Promise<string | undefined>
+}
+
+export function createCleanSettle(deps: CleanSettleDeps): CleanSettle {
+  const { committer, now, uuid, log } = deps
+  let queue: {
+    item: SettleItem
+    resolve(v: string | undefined): void
+    reject(e: unknown): void
+  }[] = []
+
+  const write = (items: readonly SettleItem[]) =>
+    committer.run(async (trx) => {
+      const at = now()
+      const out: (string | undefined)[] = []
+      // In order, in one transaction: two units of one device see each other's health change.
+      for (const { unit, outcome } of items)
+        out.push(await settleClean(trx, unit, outcome, { now: at, recordUuid: uuid() }))
+      return out
+    })
+
+  const settleAll = async (
+    items: readonly SettleItem[],
+  ): Promise<PromiseSettledResult<string | undefined>[]> => {
+    if (items.length === 0) return []
+    let out: PromiseSettledResult<string | undefined>[]
+    try {
+      out = (await write(items)).map((value) => ({ status: 'fulfilled', value }))
+      deps.onBatch?.(items.length)
+    } catch (err) {
+      if (items.length > 1)
+        log.warn({ err, units: items.length }, 'settling cleans together failed; each alone now')
+      out =
+        items.length === 1
+          ? [{ status: 'rejected', reason: err }]
+          : await Promise.allSettled(
+              items.map((item) => write([item]).then(([r]) => (deps.onBatch?.(1), r))),
+            )
+    }
+    items.forEach((item, i) => {
+      const r = out[i]!
+      if (r.status === 'fulfilled' && r.value !== undefined)
+        deps.onSettled?.(item.unit, item.outcome)
+      if (r.status === 'rejected')
+        log.error({ err: r.reason, handle: item.unit.handleUuid }, 'could not settle a clean')
+    })
+    return out
+  }
+
+  const flush = () => {
+    const batch = queue
+    queue = []
+    void settleAll(batch.map((b) => b.item)).then((out) =>
+      batch.forEach((b, i) => {
+        const r = out[i]!
+        if (r.status === 'fulfilled') b.resolve(r.value)
+        else b.reject(r.reason)
+      }),
+    )
+  }
+
+  return {
+    settleAll,
+    settle(item) {
+      return new Promise((resolve, reject) => {
+        if (queue.length === 0) setImmediate(flush)
+        queue.push({ item, resolve, reject })
+      })
+    },
+  }
+}
