@@ -56,6 +56,8 @@ export interface UnitCleanDeps {
   log: Logger
   /** How long `abortClean` waits for a driver step to end before it answers CLEAN_STILL_RUNNING. @default 10000 */
   abortWaitMs?: number
+  /** How long `cleanUnits` waits for the rest once one unit's clean is over (CLEAN_RUNNING after). @default 20 */
+  batchGraceMs?: number
 }
 
 /** One clean of a unit while it runs: its own abort, and the driver step once it started. */
@@ -104,7 +106,7 @@ function parseRequest(req: unknown): CleanUnitRequest {
 }
 
 export function createUnitCleaner(deps: UnitCleanDeps) {
-  const { owner, runClean, signal, log, abortWaitMs = 10_000 } = deps
+  const { owner, runClean, signal, log, abortWaitMs = 10_000, batchGraceMs = 20 } = deps
   /** Per unit: the clean running or last done, and the release it was for. */
   const units = new Map<
     string,
@@ -254,7 +256,10 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     },
 
     /**
-     * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended.
+     * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended, or
+     * `batchGraceMs` after the first one did: a unit still cleaning then is answered CLEAN_RUNNING
+     * (its clean goes on, and the conductor's next ask for it joins it), so that a fast unit's
+     * return never waits for a slow one's clean.
      * @throws InvalidInputError (field `units`) when `units` is not a list of 1 to MAX_CLEAN_UNITS
      */
     async cleanUnits(raw: unknown): Promise<CleanUnitsResult> {
@@ -264,8 +269,33 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
           code: 'CLEAN_TARGET_INVALID',
           details: { field: 'units' },
         })
-      const settled = await Promise.allSettled(list.map((unit) => cleaner.cleanUnit(unit)))
-      return { results: settled.map(toCleanUnitsEntry) }
+      const settled: (PromiseSettledResult<CleanUnitResult> | undefined)[] = list.map(
+        () => undefined,
+      )
+      const runs = list.map((unit, i) =>
+        cleaner.cleanUnit(unit).then(
+          (value) => void (settled[i] = { status: 'fulfilled', value }),
+          (reason: unknown) => void (settled[i] = { status: 'rejected', reason }),
+        ),
+      )
+      let grace: NodeJS.Timeout | undefined
+      await Promise.race([
+        Promise.all(runs),
+        Promise.race(runs).then(() => new Promise((r) => (grace = setTimeout(r, batchGraceMs)))),
+      ])
+      clearTimeout(grace)
+      return {
+        results: settled.map((s) =>
+          toCleanUnitsEntry(
+            s ?? {
+              status: 'rejected',
+              reason: new UnavailableError('still cleaning: ask again to join the clean', {
+                code: 'CLEAN_RUNNING',
+              }),
+            },
+          ),
+        ),
+      }
     },
   }
   return cleaner

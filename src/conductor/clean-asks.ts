@@ -1,10 +1,16 @@
 /**
  * The conductor's clean asks, batched per host (issue 28; docs/cleaning.md, "Batched asks"). Asks
- * for one host that arrive within `windowMs`, or while the host already has `maxInFlight` asks in
- * flight, go in one `cleanUnits` message (AgentRpc 1.8); a lone ask goes as `cleanUnit` (1.5). An
- * agent older than 1.8 answers `cleanUnits` with RPC_NO_METHOD: its units are asked again one by
- * one with `cleanUnit`, and the host gets `cleanUnit` only for `legacyRecheckMs`, after which the
- * next batch tries `cleanUnits` again (the agent may have been upgraded).
+ * for one host that arrive within `windowMs` of the first go in one `cleanUnits` message (AgentRpc
+ * 1.8); a lone ask goes as `cleanUnit` (1.5). Asks are never held behind a message in flight: a
+ * clean may take an hour (a sanitize), and a unit's return must not wait for another's clean.
+ * For the same reason the agent answers a batch once its first unit is done plus a short grace;
+ * a unit still cleaning then is answered CLEAN_RUNNING, and is asked again alone with `cleanUnit`,
+ * which joins its running clean.
+ *
+ * An agent older than 1.8 answers `cleanUnits` with RPC_NO_METHOD: its units are asked again one
+ * by one, and the host's asks go one by one at once (no window) for `legacyRecheckMs`; then the
+ * next batch tries `cleanUnits` again (the agent may have been upgraded). An agent stand-in
+ * without `cleanUnits` is asked one by one too.
  *
  * Each ask resolves with its own unit's result or rejects with its own error (a failed entry of
  * the batch, or the message's error for every unit of it): the caller settles each unit exactly
@@ -27,13 +33,11 @@ export interface CleanAsksDeps {
 
 export interface CleanAsksOptions {
   /**
-   * How long the first ask for an idle host waits for company; 0 for the current tick only.
-   * @default 2
+   * How long the first ask for a host waits for company before its batch goes; 0 for the current
+   * tick only. @default 2
    */
   windowMs?: number
-  /** Messages in flight per host; asks arriving while that many are out form the next batch. @default 2 */
-  maxInFlight?: number
-  /** Units per message. @default 64 */
+  /** Units per message; a full batch goes at once. @default 64 */
   maxUnits?: number
   /** How long a host whose agent lacks `cleanUnits` is asked one unit at a time. @default 600000 */
   legacyRecheckMs?: number
@@ -50,19 +54,13 @@ interface Waiting {
   reject(err: unknown): void
 }
 
-interface HostQueue {
-  waiting: Waiting[]
-  inFlight: number
-  timer: NodeJS.Timeout | undefined
-}
-
 export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions = {}): CleanAsks {
   const { agentFor, log, onSent } = deps
   const windowMs = Math.max(0, options.windowMs ?? 2)
-  const maxInFlight = Math.max(1, options.maxInFlight ?? 2)
   const maxUnits = Math.min(MAX_CLEAN_UNITS, Math.max(1, options.maxUnits ?? 64))
   const legacyRecheckMs = options.legacyRecheckMs ?? 600_000
-  const hosts = new Map<string, HostQueue>()
+  /** Per host: the asks of its open window. */
+  const windows = new Map<string, { waiting: Waiting[]; timer: NodeJS.Timeout }>()
   /** Hosts whose agent answered RPC_NO_METHOD to `cleanUnits`, and when. */
   const legacy = new Map<string, number>()
 
@@ -74,23 +72,22 @@ export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions =
     return false
   }
 
-  /** Each unit alone, as before 1.8. */
-  const oneByOne = async (agent: CleanAgent, batch: readonly Waiting[]): Promise<void> =>
-    void (await Promise.all(
-      batch.map(async (w) => {
-        onSent?.('cleanUnit', 1)
-        try {
-          w.resolve(await agent.cleanUnit(w.req))
-        } catch (err) {
-          w.reject(err)
-        }
-      }),
-    ))
+  /** One unit alone, as before 1.8 (or a unit still cleaning when its batch was answered). */
+  const askOne = async (agent: CleanAgent, w: Waiting) => {
+    onSent?.('cleanUnit', 1)
+    try {
+      w.resolve(await agent.cleanUnit(w.req))
+    } catch (err) {
+      w.reject(err)
+    }
+  }
 
   const send = async (host: string, batch: Waiting[]): Promise<void> => {
     const agent = agentFor(host)
-    if (batch.length === 1 || typeof agent.cleanUnits !== 'function' || isLegacy(host))
-      return oneByOne(agent, batch)
+    if (batch.length === 1 || typeof agent.cleanUnits !== 'function' || isLegacy(host)) {
+      await Promise.all(batch.map((w) => askOne(agent, w)))
+      return
+    }
     onSent?.('cleanUnits', batch.length)
     let answer: Awaited<ReturnType<AgentRpc['cleanUnits']>>
     try {
@@ -99,49 +96,46 @@ export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions =
       if (err instanceof AppError && err.code === 'RPC_NO_METHOD') {
         legacy.set(host, Date.now())
         log.info({ host }, 'agent older than agent RPC 1.8: its units are asked one by one')
-        return oneByOne(agent, batch)
+        await Promise.all(batch.map((w) => askOne(agent, w)))
+        return
       }
       for (const w of batch) w.reject(err)
-      return undefined
+      return
     }
+    const again: Waiting[] = []
     batch.forEach((w, i) => {
       const out = fromCleanUnitsEntry(answer?.results?.[i])
-      if (out instanceof AppError) w.reject(out)
-      else w.resolve(out)
+      if (!(out instanceof AppError)) w.resolve(out)
+      else if (out.code === 'CLEAN_RUNNING') again.push(w)
+      else w.reject(out)
     })
+    await Promise.all(again.map((w) => askOne(agent, w)))
   }
 
-  /** Sends what waits for `host`, as long as it has a free slot. */
-  const flush = (host: string, q: HostQueue) => {
-    clearTimeout(q.timer)
-    q.timer = undefined
-    while (q.inFlight < maxInFlight && q.waiting.length > 0) {
-      const batch = q.waiting.splice(0, maxUnits)
-      q.inFlight++
-      void send(host, batch)
-        .catch((err: unknown) => {
-          for (const w of batch) w.reject(err)
-        })
-        .finally(() => {
-          q.inFlight--
-          // Asks that arrived meanwhile have waited long enough: they go at once.
-          if (q.waiting.length > 0) flush(host, q)
-          else if (q.inFlight === 0 && q.timer === undefined) hosts.delete(host)
-        })
-    }
+  const flush = (host: string) => {
+    const open = windows.get(host)
+    if (!open) return
+    windows.delete(host)
+    clearTimeout(open.timer)
+    void send(host, open.waiting).catch((err: unknown) => {
+      for (const w of open.waiting) w.reject(err)
+    })
   }
 
   return {
     ask(host, req) {
-      let q = hosts.get(host)
-      if (!q) hosts.set(host, (q = { waiting: [], inFlight: 0, timer: undefined }))
-      const queue = q
       return new Promise<CleanUnitResult>((resolve, reject) => {
-        queue.waiting.push({ req, resolve, reject })
-        if (queue.waiting.length >= maxUnits) return flush(host, queue)
-        // Busy: the ask waits for a free slot (a send's end flushes). Idle: a short window.
-        if (queue.inFlight >= maxInFlight || queue.timer !== undefined) return
-        queue.timer = setTimeout(() => flush(host, queue), windowMs)
+        const w = { req, resolve, reject }
+        const agent = agentFor(host)
+        // No batch to make: one by one at once, as before 1.8.
+        if (typeof agent.cleanUnits !== 'function' || isLegacy(host)) return void askOne(agent, w)
+        const open = windows.get(host)
+        if (open) {
+          open.waiting.push(w)
+          if (open.waiting.length >= maxUnits) flush(host)
+          return
+        }
+        windows.set(host, { waiting: [w], timer: setTimeout(() => flush(host), windowMs) })
       })
     },
   }
