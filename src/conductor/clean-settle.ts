@@ -2,12 +2,14 @@
  * Settles clean outcomes many at a time (issue 28; docs/cleaning.md): the outcomes that arrive
  * together (the answers of one `cleanUnits`, and any others of the same tick) are written in one
  * committer write, one transaction for all their units: back in service or failed, the custody
- * records, the devices' health and the events (src/db/handle-cleaning.ts `settleClean`, in order).
+ * records, the devices' health and the events (src/db/clean-settle-batch.ts: one UPDATE per unit,
+ * then one read of the devices and one INSERT each of the records and the events).
  * Should that write fail, each unit is settled again alone, so that one unit's failure (a broken
  * row) never keeps the others out of service. Then each host's Placement sync runs once.
  */
 import type { GroupCommitter } from '../db/group-commit.js'
-import { settleClean, type CleanSettlement, type CleaningUnit } from '../db/handle-cleaning.js'
+import { settleCleans } from '../db/clean-settle-batch.js'
+import type { CleanSettlement, CleaningUnit } from '../db/handle-cleaning.js'
 import type { Logger } from '../domain/logger.js'
 
 export interface CleanSettleDeps {
@@ -47,12 +49,8 @@ export function createCleanSettle(deps: CleanSettleDeps): CleanSettle {
 
   const write = (items: readonly SettleItem[]) =>
     committer.run(async (trx) => {
-      const at = now()
-      const out: (string | undefined)[] = []
-      // In order, in one transaction: two units of one device see each other's health change.
-      for (const { unit, outcome } of items)
-        out.push(await settleClean(trx, unit, outcome, { now: at, recordUuid: uuid() }))
-      return out
+      const entries = items.map((item) => ({ ...item, recordUuid: uuid() }))
+      return settleCleans(trx, entries, now())
     })
 
   const settleAll = async (
