@@ -56,7 +56,10 @@ export interface UnitCleanDeps {
   log: Logger
   /** How long `abortClean` waits for a driver step to end before it answers CLEAN_STILL_RUNNING. @default 10000 */
   abortWaitMs?: number
-  /** How long `cleanUnits` waits for the rest once one unit's clean is over (CLEAN_RUNNING after). @default 20 */
+  /**
+   * How long `cleanUnits` waits for the rest once one unit's clean is over, at least (half the
+   * first clean's time if longer); CLEAN_RUNNING after. @default 20
+   */
   batchGraceMs?: number
 }
 
@@ -257,9 +260,9 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
 
     /**
      * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended, or
-     * `batchGraceMs` after the first one did: a unit still cleaning then is answered CLEAN_RUNNING
-     * (its clean goes on, and the conductor's next ask for it joins it), so that a fast unit's
-     * return never waits for a slow one's clean.
+     * `batchGraceMs` (or half the first one's time, if longer) after the first one did: a unit
+     * still cleaning then is answered CLEAN_RUNNING (its clean goes on, and the conductor's next
+     * ask for it joins it), so that a fast unit's return never waits long for a slow one's.
      * @throws InvalidInputError (field `units`) when `units` is not a list of 1 to MAX_CLEAN_UNITS
      */
     async cleanUnits(raw: unknown): Promise<CleanUnitsResult> {
@@ -278,11 +281,15 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
           (reason: unknown) => void (settled[i] = { status: 'rejected', reason }),
         ),
       )
+      // The grace: `batchGraceMs`, or half the first clean's time if longer (units of one driver
+      // end together, give or take a loaded event loop).
+      const started = performance.now()
       let grace: NodeJS.Timeout | undefined
-      await Promise.race([
-        Promise.all(runs),
-        Promise.race(runs).then(() => new Promise((r) => (grace = setTimeout(r, batchGraceMs)))),
-      ])
+      const waitRest = () => {
+        const ms = Math.max(batchGraceMs, (performance.now() - started) / 2)
+        return new Promise((r) => (grace = setTimeout(r, ms)))
+      }
+      await Promise.race([Promise.all(runs), Promise.race(runs).then(waitRest)])
       clearTimeout(grace)
       return {
         results: settled.map((s) =>

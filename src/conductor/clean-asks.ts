@@ -1,7 +1,7 @@
 /**
  * The conductor's clean asks, batched per host (issue 28; docs/cleaning.md, "Batched asks"). Asks
- * for one host that arrive within `windowMs` of the first go in one `cleanUnits` message (AgentRpc
- * 1.8); a lone ask goes as `cleanUnit` (1.5). Asks are never held behind a message in flight: a
+ * for one host made in the same event-loop turn (or within `windowMs` of the first) go in one
+ * `cleanUnits` message (AgentRpc 1.8); a lone ask goes as `cleanUnit` (1.5). Asks are never held behind a message in flight: a
  * clean may take an hour (a sanitize), and a unit's return must not wait for another's clean.
  * For the same reason the agent answers a batch once its first unit is done plus a short grace;
  * a unit still cleaning then is answered CLEAN_RUNNING, and is asked again alone with `cleanUnit`,
@@ -33,8 +33,9 @@ export interface CleanAsksDeps {
 
 export interface CleanAsksOptions {
   /**
-   * How long the first ask for a host waits for company before its batch goes; 0 for the current
-   * tick only. @default 2
+   * How long the first ask for a host waits for company before its batch goes; 0: only the asks
+   * of the current event-loop turn (`setImmediate`), which adds no timer's wait on a busy loop.
+   * @default 0
    */
   windowMs?: number
   /** Units per message; a full batch goes at once. @default 64 */
@@ -56,11 +57,20 @@ interface Waiting {
 
 export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions = {}): CleanAsks {
   const { agentFor, log, onSent } = deps
-  const windowMs = Math.max(0, options.windowMs ?? 2)
+  const windowMs = Math.max(0, options.windowMs ?? 0)
   const maxUnits = Math.min(MAX_CLEAN_UNITS, Math.max(1, options.maxUnits ?? 64))
   const legacyRecheckMs = options.legacyRecheckMs ?? 600_000
   /** Per host: the asks of its open window. */
-  const windows = new Map<string, { waiting: Waiting[]; timer: NodeJS.Timeout }>()
+  const windows = new Map<string, { waiting: Waiting[]; cancel: () => void }>()
+  /** Calls `fn` at the end of this turn (window 0) or after the window. */
+  const later = (fn: () => void) => {
+    if (windowMs === 0) {
+      const t = setImmediate(fn)
+      return () => clearImmediate(t)
+    }
+    const t = setTimeout(fn, windowMs)
+    return () => clearTimeout(t)
+  }
   /** Hosts whose agent answered RPC_NO_METHOD to `cleanUnits`, and when. */
   const legacy = new Map<string, number>()
 
@@ -116,7 +126,7 @@ export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions =
     const open = windows.get(host)
     if (!open) return
     windows.delete(host)
-    clearTimeout(open.timer)
+    open.cancel()
     void send(host, open.waiting).catch((err: unknown) => {
       for (const w of open.waiting) w.reject(err)
     })
@@ -135,7 +145,7 @@ export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions =
           if (open.waiting.length >= maxUnits) flush(host)
           return
         }
-        windows.set(host, { waiting: [w], timer: setTimeout(() => flush(host), windowMs) })
+        windows.set(host, { waiting: [w], cancel: later(() => flush(host)) })
       })
     },
   }

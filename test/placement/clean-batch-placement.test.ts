@@ -105,13 +105,13 @@ void describe('a batched release on real Placement', { skip }, () => {
       `two inventory writes for ${UNITS} units, not two per unit: ${calls}`,
     )
     assert.ok(inventoryWrites.length <= 2 * done.length, `at most one conflict per write: ${calls}`)
-    assert.equal(stats.cleaning!.asks - before.cleaning!.asks, 1, 'one cleanUnits message')
-    assert.equal(stats.cleaning!.askedUnits - before.cleaning!.askedUnits, UNITS)
-    assert.equal(
-      stats.cleaning!.settleWrites - before.cleaning!.settleWrites,
-      1,
-      'one settle write',
-    )
+    // One cleanUnits carried every unit: a unit the agent answered CLEAN_RUNNING (still cleaning
+    // when the others were done, on a loaded machine) is asked again alone, adding 1 to both.
+    const asks = stats.cleaning!.asks - before.cleaning!.asks
+    const askedUnits = stats.cleaning!.askedUnits - before.cleaning!.askedUnits
+    assert.equal(askedUnits - asks, UNITS - 1, 'one message carried all the units')
+    const settleWrites = stats.cleaning!.settleWrites - before.cleaning!.settleWrites
+    assert.ok(settleWrites <= asks, 'at most one settle write per answer')
     assert.equal(stats.cleaning!.settled - before.cleaning!.settled, UNITS)
 
     // Placement matches the database: nothing reserved, nothing allocated.
