@@ -1,6 +1,6 @@
 /**
  * The conductor's clean asks, batched per host (issue 28; docs/cleaning.md, "Batched asks"). Asks
- * for one host made in the same event-loop turn (or within `windowMs` of the first) go in one
+ * for one host made together (a release's units; or within `windowMs` of the first) go in one
  * `cleanUnits` message (AgentRpc 1.8); a lone ask goes as `cleanUnit` (1.5). Asks are never held behind a message in flight: a
  * clean may take an hour (a sanitize), and a unit's return must not wait for another's clean.
  * For the same reason the agent answers a batch once its first unit is done plus a short grace;
@@ -34,7 +34,8 @@ export interface CleanAsksDeps {
 export interface CleanAsksOptions {
   /**
    * How long the first ask for a host waits for company before its batch goes; 0: only the asks
-   * of the current event-loop turn (`setImmediate`), which adds no timer's wait on a busy loop.
+   * made by the same synchronous run (a release's units: one microtask later), which adds no wait
+   * for a turn of a busy event loop.
    * @default 0
    */
   windowMs?: number
@@ -62,11 +63,12 @@ export function createCleanAsks(deps: CleanAsksDeps, options: CleanAsksOptions =
   const legacyRecheckMs = options.legacyRecheckMs ?? 600_000
   /** Per host: the asks of its open window. */
   const windows = new Map<string, { waiting: Waiting[]; cancel: () => void }>()
-  /** Calls `fn` at the end of this turn (window 0) or after the window. */
+  /** Calls `fn` once the current synchronous run is over (window 0) or after the window. */
   const later = (fn: () => void) => {
     if (windowMs === 0) {
-      const t = setImmediate(fn)
-      return () => clearImmediate(t)
+      let live = true
+      queueMicrotask(() => live && fn())
+      return () => (live = false)
     }
     const t = setTimeout(fn, windowMs)
     return () => clearTimeout(t)

@@ -1,6 +1,6 @@
 /**
  * Settles clean outcomes many at a time (issue 28; docs/cleaning.md): the outcomes that arrive
- * together (the answers of one `cleanUnits`, and any others of the same tick) are written in one
+ * together (the entries of one `cleanUnits` answer, settled by one synchronous run) are written in one
  * committer write, one transaction for all their units: back in service or failed, the custody
  * records, the devices' health and the events (src/db/clean-settle-batch.ts: one UPDATE per unit,
  * then one read of the devices and one INSERT each of the records and the events).
@@ -35,7 +35,10 @@ export interface CleanSettle {
    * error that kept it from being settled (it stays as it was).
    */
   settleAll(items: readonly SettleItem[]): Promise<PromiseSettledResult<string | undefined>[]>
-  /** Queues one outcome for this tick's write; resolves once it is written. */
+  /**
+   * Queues one outcome for the write of the outcomes queued by the same synchronous run (one
+   * `cleanUnits` answer's entries); resolves once it is written.
+   */
   settle(item: SettleItem): Promise<string | undefined>
 }
 
@@ -97,7 +100,7 @@ export function createCleanSettle(deps: CleanSettleDeps): CleanSettle {
     settleAll,
     settle(item) {
       return new Promise((resolve, reject) => {
-        if (queue.length === 0) setImmediate(flush)
+        if (queue.length === 0) queueMicrotask(flush)
         queue.push({ item, resolve, reject })
       })
     },
