@@ -343,6 +343,7 @@ export function createAgent(deps: AgentDeps, options: AgentOptions): Agent {
             listDrivers: () => listing.listDrivers(),
             registerRemote: (req) => remote.registerRemote(req),
             cleanUnit: (req) => cleaner.cleanUnit(req),
+            cleanUnits: (req) => cleaner.cleanUnits(req),
             abortClean: (req) => cleaner.abortClean(req),
             configureDevice: (req) => configurer.configureDevice(req),
           },

@@ -20,7 +20,11 @@ const cleanerOver = async (
   options: Record<string, string>,
   controller = new AbortController(),
   counted: { runs: number; running?: number; most?: number } = { runs: 0 },
-  extra: { abortWaitMs?: number; wrap?: (d: AcceleratorDriver) => AcceleratorDriver } = {},
+  extra: {
+    abortWaitMs?: number
+    batchGraceMs?: number
+    wrap?: (d: AcceleratorDriver) => AcceleratorDriver
+  } = {},
 ) => {
   const fake: AcceleratorDriver = createFakeDriver(
     { host: createMemoryHostProbe({}), hostname: 'h1' },
@@ -46,6 +50,7 @@ const cleanerOver = async (
     signal: controller.signal,
     log: noopLogger,
     ...(extra.abortWaitMs === undefined ? {} : { abortWaitMs: extra.abortWaitMs }),
+    ...(extra.batchGraceMs === undefined ? {} : { batchGraceMs: extra.batchGraceMs }),
   })
 }
 /** The fake device's units are numbered from 1. */
@@ -179,5 +184,55 @@ void describe('agent: cleanUnit', () => {
     finish()
     assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r1' }), { aborted: true })
     assert.deepEqual(await cleaner.abortClean({ ...unit(0), ticket: 'r1' }), { aborted: false })
+  })
+
+  void it("cleanUnits answers each unit in order; a unit's failure is its own entry", async () => {
+    const counted = { runs: 0 }
+    const cleaner = await cleanerOver({ clean_delay_ms: '20' }, new AbortController(), counted)
+    await cleaner.abortClean({ ...unit(2), ticket: 'aborted' })
+    const joined = cleaner.cleanUnit({ ...unit(0), ticket: 'r1' })
+    const { results } = await cleaner.cleanUnits({
+      units: [
+        { ...unit(0), ticket: 'r1' },
+        { ...unit(1), ticket: 'r1' },
+        {
+          handle: {
+            type: 'TEST_PCI',
+            info: { domain: '0000', bus: 'ff', device: '00', function: '0' },
+          },
+        },
+        { ...unit(2), ticket: 'aborted' },
+        { handle: 'nonsense' },
+      ] as never,
+    })
+    assert.equal(results.length, 5)
+    assert.ok(results[0]!.ok && results[1]!.ok)
+    assert.equal(results[0]!.ok && results[0]!.result.method, 'fake')
+    assert.deepEqual(results[0], { ok: true, result: await joined }, 'joined the running clean')
+    assert.equal(counted.runs, 2, 'units 0 and 1 once each; nothing for the refused ones')
+    const codes = results.slice(2).map((r) => (r.ok ? 'ok' : r.error.code))
+    assert.deepEqual(codes, ['UNIT_NOT_ON_HOST', 'CLEAN_ABORTED', 'CLEAN_TARGET_INVALID'])
+    for (const bad of [{}, { units: [] }, { units: Array(257).fill(unit(0)) }])
+      await assert.rejects(cleaner.cleanUnits(bad as never), { details: { field: 'units' } })
+  })
+
+  void it('cleanUnits answers a unit still cleaning CLEAN_RUNNING once the others are done; the next ask joins it', async () => {
+    const counted = { runs: 0 }
+    const cleaner = await cleanerOver({ clean_delay_ms: '150' }, new AbortController(), counted, {
+      batchGraceMs: 10,
+    })
+    const early = cleaner.cleanUnit({ ...unit(0), ticket: 'r1' })
+    await new Promise((r) => setTimeout(r, 100))
+    const { results } = await cleaner.cleanUnits({
+      units: [
+        { ...unit(0), ticket: 'r1' },
+        { ...unit(1), ticket: 'r1' },
+      ],
+    })
+    assert.deepEqual(results[0], { ok: true, result: await early })
+    assert.equal(!results[1]!.ok && results[1]!.error.code, 'CLEAN_RUNNING')
+    const late = await cleaner.cleanUnit({ ...unit(1), ticket: 'r1' })
+    assert.equal(late.method, 'fake')
+    assert.equal(counted.runs, 2, 'the ask after CLEAN_RUNNING joined the running clean')
   })
 })

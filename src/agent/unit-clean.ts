@@ -20,6 +20,10 @@
  * release it names is remembered as aborted: an ask for it that arrives later (crossing the abort
  * on the bus) is refused with CLEAN_ABORTED instead of cleaning a unit that may be a tenant's by
  * then. An ask for a newer release cleans as usual.
+ *
+ * `cleanUnits` (AgentRpc 1.8, issue 28) is many `cleanUnit` asks in one message: each unit goes
+ * through `cleanUnit` (same joins, memory and aborts), and the answer has one entry per unit once
+ * all have ended; a unit's failure is its entry, not the message's.
  */
 import { hash } from 'node:crypto'
 import type { AcceleratorDriver, CleanRunner, CleanTarget } from '../drivers/driver.js'
@@ -31,7 +35,13 @@ import {
 } from '../domain/errors.js'
 import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
-import type { AbortCleanResult, CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
+import type {
+  AbortCleanResult,
+  CleanUnitRequest,
+  CleanUnitResult,
+  CleanUnitsResult,
+} from '../rpc/agent-rpc.js'
+import { MAX_CLEAN_UNITS, toCleanUnitsEntry } from '../rpc/clean-units.js'
 import { parseUuid } from './device-ops.js'
 
 export interface UnitCleanDeps {
@@ -46,6 +56,11 @@ export interface UnitCleanDeps {
   log: Logger
   /** How long `abortClean` waits for a driver step to end before it answers CLEAN_STILL_RUNNING. @default 10000 */
   abortWaitMs?: number
+  /**
+   * How long `cleanUnits` waits for the rest once one unit's clean is over, at least (half the
+   * first clean's time if longer); CLEAN_RUNNING after. @default 20
+   */
+  batchGraceMs?: number
 }
 
 /** One clean of a unit while it runs: its own abort, and the driver step once it started. */
@@ -94,7 +109,7 @@ function parseRequest(req: unknown): CleanUnitRequest {
 }
 
 export function createUnitCleaner(deps: UnitCleanDeps) {
-  const { owner, runClean, signal, log, abortWaitMs = 10_000 } = deps
+  const { owner, runClean, signal, log, abortWaitMs = 10_000, batchGraceMs = 20 } = deps
   /** Per unit: the clean running or last done, and the release it was for. */
   const units = new Map<
     string,
@@ -162,7 +177,7 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     }
   }
 
-  return {
+  const cleaner = {
     cleanUnit(raw: unknown): Promise<CleanUnitResult> {
       let req: CleanUnitRequest
       try {
@@ -242,5 +257,53 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
       log.warn({ handle: req.handle, ticket: req.ticket }, 'clean aborted (force-in-service)')
       return { aborted: true }
     },
+
+    /**
+     * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended, or
+     * `batchGraceMs` (or half the first one's time, if longer) after the first one did: a unit
+     * still cleaning then is answered CLEAN_RUNNING (its clean goes on, and the conductor's next
+     * ask for it joins it), so that a fast unit's return never waits long for a slow one's.
+     * @throws InvalidInputError (field `units`) when `units` is not a list of 1 to MAX_CLEAN_UNITS
+     */
+    async cleanUnits(raw: unknown): Promise<CleanUnitsResult> {
+      const list = (raw as { units?: unknown } | null)?.units
+      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLEAN_UNITS)
+        throw new InvalidInputError(`units must be a list of 1 to ${MAX_CLEAN_UNITS} units`, {
+          code: 'CLEAN_TARGET_INVALID',
+          details: { field: 'units' },
+        })
+      const settled: (PromiseSettledResult<CleanUnitResult> | undefined)[] = list.map(
+        () => undefined,
+      )
+      const runs = list.map((unit, i) =>
+        cleaner.cleanUnit(unit).then(
+          (value) => void (settled[i] = { status: 'fulfilled', value }),
+          (reason: unknown) => void (settled[i] = { status: 'rejected', reason }),
+        ),
+      )
+      // The grace: `batchGraceMs`, or half the first clean's time if longer (units of one driver
+      // end together, give or take a loaded event loop).
+      const started = performance.now()
+      let grace: NodeJS.Timeout | undefined
+      const waitRest = () => {
+        const ms = Math.max(batchGraceMs, (performance.now() - started) / 2)
+        return new Promise((r) => (grace = setTimeout(r, ms)))
+      }
+      await Promise.race([Promise.all(runs), Promise.race(runs).then(waitRest)])
+      clearTimeout(grace)
+      return {
+        results: settled.map((s) =>
+          toCleanUnitsEntry(
+            s ?? {
+              status: 'rejected',
+              reason: new UnavailableError('still cleaning: ask again to join the clean', {
+                code: 'CLEAN_RUNNING',
+              }),
+            },
+          ),
+        ),
+      }
+    },
   }
+  return cleaner
 }

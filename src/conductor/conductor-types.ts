@@ -19,6 +19,8 @@ import type { WebhookDispatcherOptions } from './webhook-dispatcher.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
 import type { UnitCleaningOptions } from './unit-cleaning.js'
+import type { CleaningStats } from './cleaning-stats.js'
+import type { CleanAgent } from './clean-asks.js'
 import type { ReconfigSweepOptions } from './reconfig-sweep.js'
 
 export interface ConductorDeps {
@@ -54,7 +56,7 @@ export interface ConductorDeps {
    * The host's agent for cleans (docs/cleaning.md), with a time limit long enough for one (an
    * NVMe sanitize takes up to an hour). @default agentFor
    */
-  cleanAgentFor?: ((host: string) => Pick<AgentRpc, 'cleanUnit'>) | undefined
+  cleanAgentFor?: ((host: string) => CleanAgent) | undefined
   /**
    * The host's agent for a force-in-service's `abortClean` (issue 27), with a time limit under
    * the API's own call to the conductor, so that the operator reads which host did not answer.
@@ -140,7 +142,8 @@ export interface Conductor extends ConductorRpc {
   /** Writes what is queued, then refuses further writes with UnavailableError. */
   stop(): Promise<void>
   /** Write transactions (batches) started and writes run through them. */
-  stats(): { batches: number; ops: number }
+  /** Group-commit batches and writes; with agents, what cleaning did (asks, settle writes). */
+  stats(): { batches: number; ops: number; cleaning?: CleaningStats }
   /** Delivers the events written so far to the sinks (tests, shutdown); resolves with how many. */
   drainEvents(): Promise<number>
   /** One sweep of reconfiguration fences left behind (reconfig-sweep.ts); how many were lifted. */

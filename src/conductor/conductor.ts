@@ -135,6 +135,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
         log,
         clock,
         uuid,
+        metrics: deps.metrics,
       },
       options.cleaning || undefined,
     )
@@ -350,7 +351,10 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
         stopFleetGauges = fleetGauges(fleetRefreshMs)
       }
     },
-    stats: () => committer.stats(),
+    stats: () => ({
+      ...committer.stats(),
+      ...(cleaning ? { cleaning: cleaning.stats() } : {}),
+    }),
     drainEvents: () => relay.drain(),
     drainCustody: () => sealer.drain(),
     cleaningIdle: async () => cleaning?.idle(),

@@ -2,11 +2,13 @@
  * Clean before reuse, the conductor's part (issue 18; docs/cleaning.md). A release leaves its
  * handle `cleaning` (src/db/attach-handles.ts); here the conductor:
  *
- * 1. asks the host's agent to clean the unit (`cleanUnit`, AgentRpc 1.5) while Placement is
+ * 1. asks the host's agent to clean the unit (`cleanUnit`, AgentRpc 1.5; a host's asks of a few
+ *    ms, or made while its last ask is out, go as one `cleanUnits`, 1.8: clean-asks.ts) while Placement is
  *    brought in step with the host (the unit shows reserved; one coalesced sync per host, not
  *    awaited by the ask); the ask is stamped in the database (by the release itself for the first
  *    ask, else by `claimCleanAttempt` first);
- * 2. settles the answer in one transaction (src/db/handle-cleaning.ts): cleaned → back in service;
+ * 2. settles the answer in one transaction, shared by the answers that arrive together
+ *    (clean-settle.ts; src/db/handle-cleaning.ts): cleaned → back in service;
  *    a refusal or failure (CLEAN_UNSUPPORTED, CLEAN_FAILED, VERIFY_FAILED, CLEAN_TIMEOUT, the unit
  *    gone from the host) → `failed`, the device fenced (health `failed`, `clean failed: …`); each
  *    with its custody record and event; then syncs Placement again;
@@ -28,7 +30,6 @@ import {
   claimCleanAttempt,
   listCleaningUnits,
   requestCleanNow,
-  settleClean,
   type CleanSettlement,
   type CleaningUnit,
 } from '../db/handle-cleaning.js'
@@ -37,8 +38,12 @@ import { AppError, ConflictError, NotFoundError, UnavailableError } from '../dom
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
+import type { Metrics } from '../domain/metrics.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { AgentRpc, CleanUnitRequest, CleanUnitResult } from '../rpc/agent-rpc.js'
+import { createCleanAsks, type CleanAgent, type CleanAsksOptions } from './clean-asks.js'
+import { createCleanSettle } from './clean-settle.js'
+import { createCleaningCounters, type CleaningStats } from './cleaning-stats.js'
 import type { DeviceCleanOutcome } from '../rpc/conductor-rpc.js'
 import { checkDeviceClean } from './validate.js'
 
@@ -56,7 +61,7 @@ export interface UnitCleaningDeps {
   db: DatabaseHandle
   committer: Pick<GroupCommitter, 'run'>
   /** The host's agent; an ask's time limit is the composition root's (two retry intervals). */
-  agentFor: (host: string) => Pick<AgentRpc, 'cleanUnit'>
+  agentFor: (host: string) => CleanAgent
   /**
    * The host's agent for `abortClean` (a force-in-service), with the ordinary RPC time limit.
    * @default agentFor
@@ -67,6 +72,8 @@ export interface UnitCleaningDeps {
   log: Logger
   clock: Clock
   uuid?: () => string
+  /** The conductor's metrics (asks sent, units per settle, time in cleaning). @default none */
+  metrics?: Metrics | undefined
 }
 
 export interface UnitCleaningOptions {
@@ -80,6 +87,8 @@ export interface UnitCleaningOptions {
    * sync. @default 50
    */
   placementWindowMs?: number
+  /** How a host's asks are batched into `cleanUnits` messages (clean-asks.ts). */
+  asks?: CleanAsksOptions
 }
 
 export interface UnitCleaning {
@@ -93,6 +102,7 @@ export interface UnitCleaning {
   idle(): Promise<void>
   start(): void
   stop(): Promise<void>
+  stats(): CleaningStats
 }
 
 export function createUnitCleaning(
@@ -107,6 +117,9 @@ export function createUnitCleaning(
   const windowMs = options.placementWindowMs ?? 50
   const now = () => formatTimestamp(clock.now())
   const staleBefore = () => formatTimestamp(new Date(clock.now().getTime() - retryMs))
+  const counters = createCleaningCounters(deps.metrics, clock)
+  const asks = createCleanAsks({ agentFor, log, onSent: counters.onSent }, options.asks)
+  const settler = createCleanSettle({ committer, now, uuid, log, ...counters })
   const running = new Set<Promise<unknown>>()
   let timer: NodeJS.Timeout | undefined
   let stopped = false
@@ -117,9 +130,7 @@ export function createUnitCleaning(
   }
 
   const settle = async (unit: CleaningUnit, outcome: CleanSettlement) => {
-    const record = await committer.run((trx) =>
-      settleClean(trx, unit, outcome, { now: now(), recordUuid: uuid() }),
-    )
+    const record = await settler.settle({ unit, outcome })
     if (record === undefined) return
     if (outcome.kind === 'failed')
       log.error(
@@ -146,7 +157,7 @@ export function createUnitCleaning(
     if (!claimed) return
     let answer: CleanUnitResult
     try {
-      answer = await agentFor(unit.hostname).cleanUnit(askOf(unit))
+      answer = await asks.ask(unit.hostname, askOf(unit))
     } catch (err) {
       const code = err instanceof AppError ? err.code : undefined
       if (code !== undefined && FINAL_CODES.has(code)) {
@@ -196,21 +207,27 @@ export function createUnitCleaning(
         }
       }),
     )
-    const done: string[] = []
-    for (const answer of answers) {
-      if (!answer.ok) continue
-      const { unit, aborted } = answer
-      const outcome = { kind: 'override' as const, reason: 'force-in-service', ...by }
-      const record = await committer.run((trx) =>
-        settleClean(
-          trx,
-          unit,
-          { ...outcome, cleanAborted: aborted },
-          { now: now(), recordUuid: uuid() },
-        ),
-      )
-      if (record !== undefined) done.push(unit.handleUuid)
-    }
+    // Every confirmed unit in one transaction (issue 28), not one write per unit.
+    const confirmed = answers.flatMap((a) =>
+      a.ok
+        ? [
+            {
+              unit: a.unit,
+              outcome: {
+                kind: 'override' as const,
+                reason: 'force-in-service',
+                ...by,
+                cleanAborted: a.aborted,
+              },
+            },
+          ]
+        : [],
+    )
+    const records = await settler.settleAll(confirmed)
+    const unsettled = records.find((r) => r.status === 'rejected')
+    const done = confirmed
+      .filter((_, i) => records[i]!.status === 'fulfilled' && records[i]!.value !== undefined)
+      .map((c) => c.unit.handleUuid)
     if (done.length > 0) {
       log.warn(
         { device: deviceUuid, units: done, userId: by.userId },
@@ -220,6 +237,7 @@ export function createUnitCleaning(
     }
     const refused = answers.filter((a) => !a.ok)
     if (refused.length > 0) throw abortRefused(deviceUuid, refused, done)
+    if (unsettled) throw unsettled.reason
     return { device: deviceUuid, units: done, forced: true }
   }
 
@@ -276,6 +294,7 @@ export function createUnitCleaning(
       dispatch(units)
       return { device: deviceUuid, units: units.map((u) => u.handleUuid), forced: false }
     },
+    stats: counters.stats,
     async idle() {
       while (running.size > 0) await Promise.allSettled([...running])
     },

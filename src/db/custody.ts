@@ -104,6 +104,32 @@ export async function appendFollowUpRecord(
   written.add(db)
 }
 
+/** Many `appendFollowUpRecord`s in one statement (per 100): a batch of settled cleans. */
+export async function appendFollowUpRecords(
+  db: Kysely<Database>,
+  records: readonly Omit<CustodyFields, 'projectId' | 'instanceUuid' | 'deviceSerial'>[],
+): Promise<void> {
+  if (records.length === 0) return
+  const of = (interval: string, column: 'device_serial' | 'project_id' | 'instance_uuid') =>
+    db.selectFrom('custody_records as a').select(`a.${column}`).where('a.uuid', '=', interval)
+  for (let i = 0; i < records.length; i += 100)
+    await db
+      .insertInto('custody_records')
+      .values(
+        records.slice(i, i + 100).map((record) => {
+          const interval = record.allocationUuid ?? ''
+          return {
+            ...toRow({ ...record, deviceSerial: null, projectId: null, instanceUuid: null }),
+            device_serial: of(interval, 'device_serial'),
+            project_id: of(interval, 'project_id'),
+            instance_uuid: of(interval, 'instance_uuid'),
+          }
+        }),
+      )
+      .execute()
+  written.add(db)
+}
+
 /** Whether `trx` appended records since the last call (and forgets it). */
 export function takeCustodyWritten(trx: object): boolean {
   return written.delete(trx)

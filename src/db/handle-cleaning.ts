@@ -162,7 +162,21 @@ export async function settleClean(
   outcome: CleanSettlement,
   options: { now: string; recordUuid: string },
 ): Promise<string | undefined> {
-  const { now, recordUuid } = options
+  if (!(await closeClean(db, unit, outcome, options.now))) return undefined
+  await finishClean(db, unit, outcome, options)
+  return options.recordUuid
+}
+
+/**
+ * The first statement of a settle: ends `unit`'s clean state if it is still the release it was
+ * read for (pending, or failed too for an override). False when it was not (nothing written).
+ */
+export async function closeClean(
+  db: Kysely<Database>,
+  unit: CleaningUnit,
+  outcome: CleanSettlement,
+  now: string,
+): Promise<boolean> {
   const failed = outcome.kind === 'failed'
   const update = db
     .updateTable('attach_handles')
@@ -192,7 +206,18 @@ export async function settleClean(
       ? update.where('clean_state', 'is not', null)
       : update.where('clean_state', '=', 'pending')
   ).executeTakeFirst()
-  if (Number(res.numUpdatedRows) !== 1) return undefined
+  return Number(res.numUpdatedRows) === 1
+}
+
+/** The rest of a settle once `closeClean` did: the record, the device's health, the event. */
+async function finishClean(
+  db: Kysely<Database>,
+  unit: CleaningUnit,
+  outcome: CleanSettlement,
+  options: { now: string; recordUuid: string },
+): Promise<void> {
+  const { now } = options
+  const failed = outcome.kind === 'failed'
   // The clean belongs to the interval's tenant: it carries the interval's project and instance.
   await appendFollowUpRecord(db, custodyRecord(unit, outcome, options))
 
@@ -240,33 +265,41 @@ export async function settleClean(
           .where('id', '=', unit.deviceId)
           .executeTakeFirstOrThrow()
       : device
+  await insertEvents(db, [cleanEvent(unit, outcome, saved, options)])
+}
+
+/** The `accelerator.device.<cleaned|clean_failed|clean_overridden>` event of a settle. */
+export function cleanEvent(
+  unit: CleaningUnit,
+  outcome: CleanSettlement,
+  device: Parameters<typeof deviceFacts>[0],
+  options: { now: string; recordUuid: string },
+): NewEvent {
+  const failed = outcome.kind === 'failed'
   const action = failed
     ? 'clean_failed'
     : outcome.kind === 'override'
       ? 'clean_overridden'
       : 'cleaned'
-  const events: NewEvent[] = [
-    deviceCleanEvent(
-      action,
-      deviceFacts(saved),
-      {
-        handleUuid: unit.handleUuid,
-        deployableUuid: unit.deployableUuid,
-        method: outcome.kind === 'override' ? null : outcome.method,
-        result: failed ? 'failed' : outcome.kind === 'override' ? 'override' : outcome.result,
-        evidenceSha256: outcome.kind === 'cleaned' ? outcome.evidenceSha256 : null,
-        reason: outcome.kind === 'cleaned' ? null : outcome.reason,
-        allocationRecordUuid: unit.allocationUuid,
-        cleanRecordUuid: recordUuid,
-      },
-      now,
-    ),
-  ]
-  await insertEvents(db, events)
-  return recordUuid
+  return deviceCleanEvent(
+    action,
+    deviceFacts(device),
+    {
+      handleUuid: unit.handleUuid,
+      deployableUuid: unit.deployableUuid,
+      method: outcome.kind === 'override' ? null : outcome.method,
+      result: failed ? 'failed' : outcome.kind === 'override' ? 'override' : outcome.result,
+      evidenceSha256: outcome.kind === 'cleaned' ? outcome.evidenceSha256 : null,
+      reason: outcome.kind === 'cleaned' ? null : outcome.reason,
+      allocationRecordUuid: unit.allocationUuid,
+      cleanRecordUuid: options.recordUuid,
+    },
+    options.now,
+  )
 }
 
-function custodyRecord(
+/** The custody record of a settle (a `clean`, or an `override`), following its interval. */
+export function custodyRecord(
   unit: CleaningUnit,
   outcome: CleanSettlement,
   options: { now: string; recordUuid: string },

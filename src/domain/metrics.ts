@@ -72,6 +72,29 @@ export const METRICS = {
     labels: ['peer'],
     buckets: LATENCY,
   },
+  cyborg_clean_asks_total: {
+    type: 'counter',
+    help: "Clean asks sent by this conductor to agents, by RPC method (cleanUnit: one unit; cleanUnits: a host's batch).",
+    labels: ['method'],
+  },
+  cyborg_clean_asked_units_total: {
+    type: 'counter',
+    help: 'Units carried by the clean asks of this conductor (cleanUnits carries many per message).',
+    labels: [],
+  },
+  cyborg_clean_settle_batch_size: {
+    type: 'histogram',
+    help: "Clean outcomes settled per write transaction (one agent's answers that arrive together).",
+    labels: [],
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+  },
+  cyborg_unit_cleaning_seconds: {
+    type: 'histogram',
+    help: 'Time a released unit spent cleaning, from its release to its clean settled, by result (ok, skipped, failed, override).',
+    labels: ['result'],
+    // Fine near a fast clean plus its bound (issue 28: p99 < clean + 50 ms), up to a sanitize's hour.
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 10, 60, 600, 3600],
+  },
   cyborg_lease_sweeps_total: {
     type: 'counter',
     help: 'Lease sweeps run by this conductor, by outcome (ok, error).',

@@ -6,8 +6,9 @@
  * 1.2 adds `install`, `programFpga`, `setDriverEnabled`, `updateDriverOptions`; 1.3 `programFpgaImage`;
  * 1.4 adds the driver listing and the remote backend's registration (issue 5); 1.5 `cleanUnit` (issue 18);
  * 1.6 `configureDevice` (re-partitioning: SR-IOV VF count, vGPU type); 1.7 `abortClean` (an
- * operator's force-in-service stops a running clean, issue 27). An older agent answers a
- * newer method with RPC_NO_METHOD (the server checks only the major version).
+ * operator's force-in-service stops a running clean, issue 27); 1.8 `cleanUnits` (many units in
+ * one message, one answer entry per unit, issue 28). An older agent answers a newer method with
+ * RPC_NO_METHOD (the server checks only the major version).
  */
 import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
@@ -16,11 +17,24 @@ import type { AgentDriverInfo, DriverAdminState, InventoryReportResult } from '.
 import type { PciAddress } from '../domain/inventory.js'
 import { cleanDeviceSamples, type DeviceSample } from '../domain/device-telemetry.js'
 import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
+import type {
+  CleanUnitRequest,
+  CleanUnitResult,
+  CleanUnitsRequest,
+  CleanUnitsResult,
+} from './clean-units.js'
 
 export type { AgentDriverInfo, DriverAdminState } from './admin-types.js'
 export type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
+export type {
+  CleanUnitRequest,
+  CleanUnitResult,
+  CleanUnitsEntry,
+  CleanUnitsRequest,
+  CleanUnitsResult,
+} from './clean-units.js'
 
-export const AGENT_RPC_VERSION = '1.7'
+export const AGENT_RPC_VERSION = '1.8'
 export const agentTopic = (host: string) => `cyborg.agent.${host}`
 
 /** The fanout topic of agent telemetry: one {@link AgentTelemetry} per agent per period. */
@@ -108,31 +122,6 @@ export interface DeviceActionResult {
   driver: string
   /** The device's control path (its PF), `dddd:bb:dd.f`. */
   address: string
-}
-
-/** What `cleanUnit` is asked to clean: a released unit, by its attach handle as discovered. */
-export interface CleanUnitRequest {
-  handle: { type: string; info: Record<string, string> }
-  /** An `MDEV` unit's mdev (created at bind time under the handle's uuid). */
-  mdevUuid?: string
-  /**
-   * The release this clean is for: an ask for the release last cleaned is answered without a new
-   * clean, and one for a newer release never joins an older clean (src/agent/unit-clean.ts).
-   */
-  ticket?: string
-}
-
-/** The answer of `cleanUnit`: what the custody ledger records (docs/cleaning.md). */
-export interface CleanUnitResult {
-  /** The driver that owns the unit. */
-  driver: string
-  /** `auto`, or `none` (not cleaned: the operator's choice, recorded). */
-  policy: 'auto' | 'none'
-  /** How it was cleaned (`pci-flr`, `nvme-sanitize`, …, `none`). */
-  method: string
-  /** sha256 (hex) of the clean's and the verify's evidence. */
-  evidenceSha256: string
-  durationMs: number
 }
 
 /** The answer of `abortClean`: given only once no clean of the unit runs on the host. */
@@ -234,6 +223,14 @@ export interface AgentRpc {
    */
   cleanUnit(req: CleanUnitRequest): Promise<CleanUnitResult>
   /**
+   * (1.8) Cleans many units, each as `cleanUnit` would (side by side, idempotent, joining a running
+   * clean of the same release, refused CLEAN_ABORTED after `abortClean`), and answers once all have
+   * ended: `results[i]` is `units[i]`'s result or its error (src/rpc/clean-units.ts).
+   * @throws InvalidInputError naming the field (`units`) when the request is not a list of at most
+   *   MAX_CLEAN_UNITS units; a bad unit is its own entry
+   */
+  cleanUnits(req: CleanUnitsRequest): Promise<CleanUnitsResult>
+  /**
    * (1.7) Stops every clean of the unit (an operator's force-in-service) and answers once the
    * driver's step has ended; later asks for the release `ticket` names are refused (CLEAN_ABORTED).
    * @throws UnavailableError (CLEAN_STILL_RUNNING) when a driver step did not end in time;
@@ -279,6 +276,7 @@ const AGENT_METHODS = Object.keys({
   listDrivers: true,
   registerRemote: true,
   cleanUnit: true,
+  cleanUnits: true,
   abortClean: true,
   configureDevice: true,
 } satisfies Record<keyof AgentRpc, true>) as (keyof AgentRpc)[]
