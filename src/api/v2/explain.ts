@@ -2,7 +2,7 @@
  * `POST /device_profiles/{name_or_uuid}/explain` (2.6, issue 17): for each request group of the
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
- * only: the candidates come from src/db/explain.ts, kept for `[api] fleet_cache_ms` (fleet-reads.ts). The body is optional:
+ * only: the candidates come from src/db/explain.ts, kept as fleet-reads.ts says. The body is optional:
  * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
  * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
@@ -27,7 +27,6 @@ import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
 import { ExplainBody, explainDeviceProfile } from './schemas/device-profiles.js'
-import { providerUuidsOf } from '../../db/explain-providers.js'
 import { amountOf, comparePlacement, type CandidateFacts } from './explain-placement.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
@@ -94,10 +93,7 @@ export function explainRoutes(
           const { limits, usage } = await quotaOf(db, quota, quotaProject(request.ctx, asked))
           standing = standingOf(project, limits, usage)
         }
-        const [rows, rps] = await Promise.all([
-          fleet.explain(hostname),
-          providerUuidsOf(db, hostname),
-        ])
+        const { rows, providers: rps } = await fleet.explain(hostname)
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
         const cutoff = formatTimestamp(new Date(Date.now() - lease))
         const groups = explainGroups(profile.groups)
