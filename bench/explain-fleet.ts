@@ -220,7 +220,16 @@ export async function startApi(dbUrl: string): Promise<ApiProcess> {
   const port = await freePort()
   const child = spawn(
     NODE,
-    ['--import', 'tsx', path.join(ROOT, 'bench/explain.ts'), '--serve', dbUrl, String(port)],
+    [
+      // e.g. BENCH_API_NODE_ARGS=--cpu-prof to profile the API process alone.
+      ...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
+      '--import',
+      'tsx',
+      path.join(ROOT, 'bench/explain.ts'),
+      '--serve',
+      dbUrl,
+      String(port),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   )
   const url = await new Promise<string>((resolve, reject) => {

@@ -10,7 +10,12 @@
  * why not where the two disagree (explain-placement.ts; the conductor reads Placement).
  */
 import type { Static } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  preValidationHookHandler,
+} from 'fastify'
 import type { ExplainRow } from '../../db/explain.js'
 import {
   explainGroups,
@@ -27,7 +32,8 @@ import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
 import { ExplainBody, explainDeviceProfile } from './schemas/device-profiles.js'
-import { amountOf, comparePlacement, type CandidateFacts } from './explain-placement.js'
+import { amountOf, askGroups, clearPlacement, compareAnswer } from './explain-placement.js'
+import { keptAnswer } from './fleet-memo.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
@@ -79,7 +85,7 @@ export function explainRoutes(
       since: 6,
       preValidation: emptyBodyIsEmptyObject,
       schema: { body: ExplainBody },
-      handler: async (request: FastifyRequest) => {
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const { value } = request.params as { value: string }
         const body = request.body as Static<typeof ExplainBody>
         const hostname = body.hostname ?? undefined
@@ -93,37 +99,43 @@ export function explainRoutes(
           const { limits, usage } = await quotaOf(db, quota, quotaProject(request.ctx, asked))
           standing = standingOf(project, limits, usage)
         }
-        const { rows, providers: rps } = await fleet.explain(hostname)
-        const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
-        const cutoff = formatTimestamp(new Date(Date.now() - lease))
         const groups = explainGroups(profile.groups)
-        const judged = groups.map((g) =>
-          explainGroup(g, rows, { leaseCutoff: cutoff, quota: standing }),
-        )
-        const facts = new Map<string, CandidateFacts>(
-          rows.map((r) => [
-            r.deployableUuid,
-            {
-              rpUuid: rps.get(r.deployableUuid) ?? null,
-              traits: r.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
-              handles: r.handles,
-            },
-          ]),
-        )
-        const placement = await comparePlacement(
-          conductor,
-          groups,
-          groups.map((g) => amountOf(profile.groups, g)),
-          judged.map((g) => g.candidates),
-          facts,
-        )
-        return {
+        const amounts = groups.map((g) => amountOf(profile.groups, g))
+        const [read, answer] = await Promise.all([
+          fleet.explain(hostname),
+          askGroups(conductor, groups, amounts),
+        ])
+        const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
+        const options = {
+          leaseCutoff: formatTimestamp(new Date(Date.now() - lease)),
+          quota: standing,
+        }
+        const judgeAll = () => groups.map((g) => explainGroup(g, read.rows, options))
+        const head = {
           device_profile: { uuid: profile.uuid, name: profile.name },
           hostname: hostname ?? null,
           project_id: project ?? null,
-          placement,
-          groups: judged,
         }
+        if ('done' in answer) {
+          // Nothing from Placement to compare: the same read and question, the same bytes.
+          const question = [head, profile.groups, standing ?? null, answer.done]
+          const bytes = keptAnswer({
+            read,
+            beats: () => read.rows.map((r) => r.agentLastSeen),
+            question: JSON.stringify(question),
+            leaseCutoff: options.leaseCutoff,
+            compute: () => {
+              const judged = judgeAll()
+              clearPlacement(judged.map((g) => g.candidates))
+              return JSON.stringify({ ...head, placement: answer.done, groups: judged })
+            },
+          })
+          return reply.type('application/json; charset=utf-8').send(bytes)
+        }
+        const judged = judgeAll()
+        const candidates = judged.map((g) => g.candidates)
+        const placement = await compareAnswer(conductor, answer, candidates, read.facts)
+        return { ...head, placement, groups: judged }
       },
     },
   })

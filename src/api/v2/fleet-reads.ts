@@ -16,11 +16,12 @@ import { listExplainCandidates, type ExplainRow } from '../../db/explain.js'
 import { providerUuidsOf } from '../../db/explain-providers.js'
 import { markedCache, readThroughCache } from '../../domain/fleet-snapshot.js'
 import type { Db } from '../types.js'
+import type { CandidateFacts } from './explain-placement.js'
 
-/** Explain's candidates and their Placement providers (deployable uuid → rp uuid). */
+/** Explain's candidates, with what the comparison with Placement reads of each, by uuid. */
 export interface ExplainFleet {
   rows: ExplainRow[]
-  providers: Map<string, string | null>
+  facts: Map<string, CandidateFacts>
 }
 
 export interface FleetReads {
@@ -36,7 +37,14 @@ async function explainFleet(db: Db, hostname: string | undefined): Promise<Expla
     listExplainCandidates(db, hostname),
     providerUuidsOf(db, hostname),
   ])
-  return { rows, providers }
+  const facts = new Map<string, CandidateFacts>()
+  for (const r of rows)
+    facts.set(r.deployableUuid, {
+      rpUuid: providers.get(r.deployableUuid) ?? null,
+      traits: r.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
+      handles: r.handles,
+    })
+  return { rows, facts }
 }
 
 export function createFleetReads(db: Db, ttlMs = DEFAULT_FLEET_CACHE_MS): FleetReads {
