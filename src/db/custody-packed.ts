@@ -6,10 +6,10 @@
  * unpacked values (custodyHashOfValues): the database only joins the stored columns, it never
  * builds what is hashed.
  *
- * Each column is tagged, \x01 for NULL and \x02 before a value, and the columns are joined with
- * \x1f. A row splits back into exactly 21 tagged parts unless some value holds \x1f itself; such a
- * row (or any that does not unpack cleanly) is read again whole, the ordinary way, so a value can
- * never be misread: the unpacked values are the stored ones, or the row is not used.
+ * The columns are joined with \x1f (a NULL as the empty text), and a second column, an integer,
+ * has bit i set when column i is NULL. A row splits back into exactly 21 parts unless some value
+ * holds \x1f itself; such a row is read again whole, the ordinary way, so a value can never be
+ * misread: the unpacked values are the stored ones, or the row is not used.
  */
 import { sql } from 'kysely'
 import {
@@ -29,26 +29,22 @@ const KIND = 1
 const DETAIL = PACKED_COLUMNS.indexOf('detail')
 
 const SEPARATOR = '\x1f'
-const NULL_TAG = 1
-const VALUE_TAG = 2
 
 const packed = sql.raw(
-  `concat_ws(chr(31), ${PACKED_COLUMNS.map(
-    (c) => `case when "${c}" is null then chr(${NULL_TAG}) else chr(${VALUE_TAG}) || "${c}" end`,
-  ).join(', ')})`,
+  `concat_ws(chr(31), ${PACKED_COLUMNS.map((c) => `coalesce("${c}", '')`).join(', ')})`,
+)
+const nullBits = sql.raw(
+  PACKED_COLUMNS.map((c, i) => `(case when "${c}" is null then ${2 ** i} else 0 end)`).join(' + '),
 )
 
-/** The stored values of a packed text, or undefined when it does not unpack into every column. */
-export function unpackCustody(text: string): (string | null)[] | undefined {
+/**
+ * The stored values of a packed text and its NULL bits, or undefined when it does not split into
+ * every column.
+ */
+export function unpackCustody(text: string, nulls: number): (string | null)[] | undefined {
   const parts: (string | null)[] = text.split(SEPARATOR)
   if (parts.length !== PACKED_COLUMNS.length) return undefined
-  for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]!
-    const tag = part.charCodeAt(0)
-    if (tag === NULL_TAG && part.length === 1) parts[i] = null
-    else if (tag === VALUE_TAG) parts[i] = part.slice(1)
-    else return undefined
-  }
+  for (let i = 0; nulls !== 0; i++, nulls >>>= 1) if (nulls & 1) parts[i] = null
   return parts
 }
 
@@ -70,14 +66,14 @@ export async function listSealedCustodyPacked(
 ): Promise<VerifiableCustodyRecord[]> {
   let qb = db
     .selectFrom('custody_records')
-    .select(['seq', 'prev_hash', 'hash', packed.as('packed')])
+    .select(['seq', 'prev_hash', 'hash', packed.as('packed'), nullBits.as('nulls')])
     .where('seq', '>', range.afterSeq)
   if (range.throughSeq !== undefined) qb = qb.where('seq', '<=', range.throughSeq)
   const rows = await qb.orderBy('seq').limit(limit).execute()
   const out: VerifiableCustodyRecord[] = []
   for (const r of rows) {
     const seq = Number(r.seq)
-    const values = unpackCustody(r.packed as string)
+    const values = unpackCustody(r.packed as string, Number(r.nulls))
     // uuid and kind are NOT NULL: a null there is a row to read whole, as it is.
     if (values === undefined || values[UUID] === null || values[KIND] === null) {
       out.push(await readWhole(db, seq))

@@ -131,7 +131,9 @@ export function custodyHashOfValues(
   values: readonly (string | null)[],
 ): string {
   // One-shot `hash` (Node 21.7+): no Hash object per record.
-  return hash('sha256', prevHash + '\n' + JSON.stringify([CUSTODY_FORMAT, seq, ...values]), 'hex')
+  // The text of JSON.stringify([CUSTODY_FORMAT, seq, ...values]), without copying `values`.
+  const json = `[${CUSTODY_FORMAT},${seq},${JSON.stringify(values).slice(1)}`
+  return hash('sha256', prevHash + '\n' + json, 'hex')
 }
 
 const hashOf = (r: VerifiableCustodyRecord) =>
