@@ -6,10 +6,11 @@
  * unpacked values (custodyHashOfValues): the database only joins the stored columns, it never
  * builds what is hashed.
  *
- * The columns are joined with \x1f (a NULL as the empty text), and a second column, an integer,
- * has bit i set when column i is NULL. A row splits back into exactly 21 parts unless some value
- * holds \x1f itself; such a row is read again whole, the ordinary way, so a value can never be
- * misread: the unpacked values are the stored ones, or the row is not used.
+ * The values are joined with \x1f (concat_ws leaves NULLs out), and a second column, an integer,
+ * has bit i set when column i is NULL. A row splits back into exactly as many values as it has
+ * non-NULL columns unless some value holds \x1f itself; such a row is read again whole, the
+ * ordinary way, so a value can never be misread: the unpacked values are the stored ones, or the
+ * row is not used.
  */
 import { sql } from 'kysely'
 import {
@@ -30,22 +31,21 @@ const DETAIL = PACKED_COLUMNS.indexOf('detail')
 
 const SEPARATOR = '\x1f'
 
-const packed = sql.raw(
-  `concat_ws(chr(31), ${PACKED_COLUMNS.map((c) => `coalesce("${c}", '')`).join(', ')})`,
-)
+const packed = sql.raw(`concat_ws(chr(31), ${PACKED_COLUMNS.map((c) => `"${c}"`).join(', ')})`)
 const nullBits = sql.raw(
   PACKED_COLUMNS.map((c, i) => `(case when "${c}" is null then ${2 ** i} else 0 end)`).join(' + '),
 )
 
 /**
- * The stored values of a packed text and its NULL bits, or undefined when it does not split into
- * every column.
+ * The stored values of a packed text and its NULL bits, or undefined when the text does not split
+ * into one value per non-NULL column.
  */
 export function unpackCustody(text: string, nulls: number): (string | null)[] | undefined {
-  const parts: (string | null)[] = text.split(SEPARATOR)
-  if (parts.length !== PACKED_COLUMNS.length) return undefined
-  for (let i = 0; nulls !== 0; i++, nulls >>>= 1) if (nulls & 1) parts[i] = null
-  return parts
+  const parts = text.split(SEPARATOR)
+  const values: (string | null)[] = new Array<string | null>(PACKED_COLUMNS.length)
+  let next = 0
+  for (let i = 0; i < values.length; i++) values[i] = (nulls >>> i) & 1 ? null : parts[next++]!
+  return next === parts.length ? values : undefined
 }
 
 /** One sealed record read whole (a row whose packed text did not unpack). */

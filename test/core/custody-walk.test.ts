@@ -69,10 +69,11 @@ async function walk(db: ReadDb, read: Reader) {
 void describe('unpackCustody', () => {
   it('gives back every column, null or text, and refuses what is not a whole row', () => {
     const values = PACKED_COLUMNS.map((_, i) => (i % 3 === 0 ? null : i === 4 ? '' : `v${i}`))
-    const packed = values.map((v) => v ?? '').join('\x1f')
+    const packed = values.filter((v) => v !== null).join('\x1f')
     const nulls = values.reduce<number>((bits, v, i) => bits + (v === null ? 2 ** i : 0), 0)
     assert.deepEqual(unpackCustody(packed, nulls), values)
     assert.equal(unpackCustody(`${packed}\x1fextra`, nulls), undefined)
+    assert.equal(unpackCustody(packed, nulls - 1), undefined)
   })
 })
 
