@@ -189,7 +189,7 @@ const apiEnv = (dbUrl: string, port: number) => ({
   CYBORG_API__PORT: String(port),
   CYBORG_LOG_LEVEL: 'warn',
   CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
-  // The default 0 reads the database on every request; --fleet-cache-ms measures the cache.
+  // The default 0 keeps reads only while nothing was committed; --fleet-cache-ms sets the opt-in.
   CYBORG_API__FLEET_CACHE_MS: process.env.BENCH_FLEET_CACHE_MS ?? '0',
 })
 
