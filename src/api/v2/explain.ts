@@ -116,9 +116,10 @@ export function explainRoutes(
           hostname: hostname ?? null,
           project_id: project ?? null,
         }
-        if ('done' in answer) {
-          // Nothing from Placement to compare: the same read and question, the same bytes.
-          const question = [head, profile.groups, standing ?? null, answer.done]
+        if ('done' in answer && standing === undefined) {
+          // Nothing from Placement to compare and no quota standing (limits come from Keystone,
+          // not the database): the same read and question, the same bytes.
+          const question = [head, profile.groups, answer.done]
           const bytes = keptAnswer({
             read,
             beats: () => read.rows.map((r) => r.agentLastSeen),
