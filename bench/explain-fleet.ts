@@ -189,7 +189,7 @@ const apiEnv = (dbUrl: string, port: number) => ({
   CYBORG_API__PORT: String(port),
   CYBORG_LOG_LEVEL: 'warn',
   CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
-  // The default 0 reads the database on every request; --fleet-cache-ms measures the cache.
+  // The default 0 keeps reads only while nothing was committed; --fleet-cache-ms sets the opt-in.
   CYBORG_API__FLEET_CACHE_MS: process.env.BENCH_FLEET_CACHE_MS ?? '0',
 })
 
@@ -220,7 +220,16 @@ export async function startApi(dbUrl: string): Promise<ApiProcess> {
   const port = await freePort()
   const child = spawn(
     NODE,
-    ['--import', 'tsx', path.join(ROOT, 'bench/explain.ts'), '--serve', dbUrl, String(port)],
+    [
+      // e.g. BENCH_API_NODE_ARGS=--cpu-prof to profile the API process alone.
+      ...(process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter((a) => a !== ''),
+      '--import',
+      'tsx',
+      path.join(ROOT, 'bench/explain.ts'),
+      '--serve',
+      dbUrl,
+      String(port),
+    ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   )
   const url = await new Promise<string>((resolve, reject) => {

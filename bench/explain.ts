@@ -30,7 +30,7 @@ const { values, positionals } = parseArgs({
     'load-s': opt('0'),
     connections: opt('2'),
     sections: opt('capacity,explain'),
-    /** `[api] fleet_cache_ms` of the API process (0: every request reads the database). */
+    /** `[api] fleet_cache_ms` of the API process (0, the default: reads kept only while nothing was committed). */
     'fleet-cache-ms': opt('0'),
     /** Internal: run the API process (`--serve <database url> <port>`). */
     serve: { type: 'string' },

@@ -113,7 +113,7 @@ export const schema = {
     fleet_cache_ms: int({
       default: 0,
       min: 0,
-      help: 'Milliseconds GET /v2/capacity and explain may reuse one read of the fleet (per API process, per host filter), so that dashboards polling a large fleet share one read; their answers may then be that much older than the database. 0 (the default) reads the database on every request.',
+      help: 'Milliseconds GET /v2/capacity and explain may reuse one read of the fleet (per API process, per host filter), so that dashboards polling a large fleet share one read; their answers may then be that much older than the database. 0 (the default): a read is reused only while nothing was committed to the database since (PostgreSQL, checked per request), so answers are never older than the request; SQLite and MariaDB then read on every request.',
     }),
     auth_strategy: enumOf(['noauth', 'keystone'] as const, {
       default: 'noauth',

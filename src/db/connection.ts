@@ -23,7 +23,7 @@ import type { Database } from './schema.js'
 export type DialectName = 'sqlite' | 'postgres' | 'mysql'
 
 /** Which database `db` (a root instance or a transaction) talks to. */
-export function dialectOf(db: Kysely<Database>): DialectName {
+export function dialectOf(db: Pick<Kysely<Database>, 'getExecutor'>): DialectName {
   const adapter = db.getExecutor().adapter
   return adapter instanceof SqliteAdapter
     ? 'sqlite'

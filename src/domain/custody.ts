@@ -79,8 +79,23 @@ export interface CustodyRecord extends CustodyFields {
   hash: string
 }
 
+/**
+ * A record as the verifier reads it from a packed page (src/db/custody-packed.ts): what the checks
+ * read, and `values`, every hashed value in hashing order (uuid, kind, then HASHED_FIELDS), so
+ * that no object of every field is built per record. The hash is the same (custodyHashOfValues).
+ */
+export interface PackedCustodyRecord extends Pick<
+  CustodyRecord,
+  'seq' | 'prevHash' | 'hash' | 'uuid' | 'kind' | 'detail'
+> {
+  values: readonly (string | null)[]
+}
+
+/** What the verifier walks: whole records, or packed ones. */
+export type VerifiableCustodyRecord = CustodyRecord | PackedCustodyRecord
+
 /** The hashed fields, in hashing order (after format, seq, uuid and kind). */
-const HASHED_FIELDS = [
+export const HASHED_FIELDS = [
   'allocationUuid',
   'arqUuid',
   'deviceUuid',
@@ -104,11 +119,27 @@ const HASHED_FIELDS = [
 
 /** The hash of `fields` at position `seq` after a record whose hash is `prevHash`. */
 export function custodyHash(prevHash: string, seq: number, fields: CustodyFields): string {
-  const values: unknown[] = [CUSTODY_FORMAT, seq, fields.uuid, fields.kind]
+  const values: (string | null)[] = [fields.uuid, fields.kind]
   for (const f of HASHED_FIELDS) values.push(fields[f])
-  // One-shot `hash` (Node 21.7+): no Hash object per record.
-  return hash('sha256', prevHash + '\n' + JSON.stringify(values), 'hex')
+  return custodyHashOfValues(prevHash, seq, values)
 }
+
+/** The same hash over `values`: uuid, kind, then the HASHED_FIELDS, in that order. */
+export function custodyHashOfValues(
+  prevHash: string,
+  seq: number,
+  values: readonly (string | null)[],
+): string {
+  // One-shot `hash` (Node 21.7+): no Hash object per record.
+  // The text of JSON.stringify([CUSTODY_FORMAT, seq, ...values]), without copying `values`.
+  const json = `[${CUSTODY_FORMAT},${seq},${JSON.stringify(values).slice(1)}`
+  return hash('sha256', prevHash + '\n' + json, 'hex')
+}
+
+const hashOf = (r: VerifiableCustodyRecord) =>
+  'values' in r
+    ? custodyHashOfValues(r.prevHash, r.seq, r.values)
+    : custodyHash(r.prevHash, r.seq, r)
 
 /** Seals `fields` in order after `head` (undefined: the chain is empty). */
 export function sealCustody(
@@ -256,15 +287,15 @@ export interface CustodyVerifierOptions {
 export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
   const anchorDetail = options.anchor && checkpointDetail(options.anchor)
   let count = 0
-  let prev: CustodyRecord | undefined
+  let prev: VerifiableCustodyRecord | undefined
   let firstSeq: number | null = null
   let start: CustodyLink | undefined
   let broken: CustodyBreak | undefined
-  const brk = (r: CustodyRecord, reason: CustodyBreakReason, message: string) => {
+  const brk = (r: VerifiableCustodyRecord, reason: CustodyBreakReason, message: string) => {
     broken = custodyBreak(r, reason, message)
     return false
   }
-  const check = (r: CustodyRecord): boolean => {
+  const check = (r: VerifiableCustodyRecord): boolean => {
     count++
     if (!prev) {
       firstSeq = r.seq
@@ -301,7 +332,7 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
       broken = linkBreak(prev, r)
       if (broken) return false
     }
-    if (custodyHash(r.prevHash, r.seq, r) !== r.hash)
+    if (hashOf(r) !== r.hash)
       return brk(r, 'hash_mismatch', 'its fields do not match its hash: the record was edited')
     if (r.kind === CustodyKind.Checkpoint) {
       const d = checkpointDetail(r)
@@ -312,7 +343,7 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
     return true
   }
   return {
-    push(records: readonly CustodyRecord[]): boolean {
+    push(records: readonly VerifiableCustodyRecord[]): boolean {
       if (broken) return false
       for (const r of records) if (!check(r)) return false
       return true

@@ -81,3 +81,71 @@ export function readThroughCache<K, V>({
     },
   }
 }
+
+export interface MarkedCacheOptions<K, V> {
+  /**
+   * A text that changes whenever the data may have (src/db/commit-marker.ts); undefined: no
+   * marker, nothing is kept and every call loads.
+   */
+  marker: () => Promise<string | undefined>
+  /** Reads the value of `key`. */
+  load: (key: K) => Promise<V>
+  /** How many keys are held at most. @default 64 */
+  maxEntries?: number
+}
+
+/**
+ * A cache that is never stale (issue 28): `get(key)` asks the marker first and answers from the
+ * value loaded under that same marker, else loads. A value is kept only when the marker read just
+ * before its load equals the one read just after it (nothing changed while it loaded, so the value
+ * is what that marker stands for); a load that saw a change is answered but not kept. Callers that
+ * miss under the same marker while a load is under way share it. Values are shared: read-only.
+ */
+export function markedCache<K, V>({
+  marker,
+  load,
+  maxEntries = 64,
+}: MarkedCacheOptions<K, V>): ReadThroughCache<K, V> {
+  const entries = new Map<K, { marker: string; value: Promise<V> }>()
+  // Forgets `entry` unless a newer one took its key meanwhile.
+  const forget = (key: K, entry: object) => {
+    if (entries.get(key) === entry) entries.delete(key)
+  }
+
+  function start(key: K, before: string): Promise<V> {
+    const entry = { marker: before, value: undefined as unknown as Promise<V> }
+    entry.value = (async () => {
+      try {
+        const value = await load(key)
+        if ((await marker()) !== before) forget(key, entry)
+        return value
+      } catch (err) {
+        forget(key, entry)
+        throw err
+      }
+    })()
+    // The oldest key goes first when the cache is full (Map keeps insertion order).
+    entries.delete(key)
+    while (entries.size >= Math.max(1, maxEntries)) {
+      entries.delete(entries.keys().next().value as K)
+    }
+    entries.set(key, entry)
+    return entry.value
+  }
+
+  return {
+    async get(key: K): Promise<V> {
+      const now = await marker()
+      if (now === undefined) return load(key)
+      const entry = entries.get(key)
+      if (entry !== undefined && entry.marker === now) return entry.value
+      return start(key, now)
+    },
+    clear() {
+      entries.clear()
+    },
+    get size() {
+      return entries.size
+    },
+  }
+}

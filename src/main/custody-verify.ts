@@ -34,6 +34,7 @@ function runSegment(job: SegmentJob): Promise<CustodyVerifyResult> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(new URL(`./custody-verify-worker${EXT}`, import.meta.url), {
       workerData: job,
+      resourceLimits: { maxYoungGenerationSizeMb: 64 },
     })
     worker.once('message', (result: CustodyVerifyResult) => resolve(result))
     worker.once('error', reject)

@@ -3,10 +3,10 @@
  * host and trait set, or per host, resource class or device type (`group_by`), as `total`, `used`,
  * `reserved`, `fenced`, `cleaning` and `free`. Filters `resource_class`, `hostname` and `trait`
  * (repeatable or a comma list: rows whose trait set includes all). Reads only: src/db/capacity.ts,
- * kept for `[api] fleet_cache_ms` (fleet-reads.ts). The query string is checked by its schema
+ * kept as fleet-reads.ts says (never stale by default). The query string is checked by its schema
  * (schemas/capacity.ts). Below 2.6 the route is a 404 naming the microversion it needs (`since`).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   summarizeCapacity,
   type CapacityGroupBy,
@@ -20,6 +20,7 @@ import { resource } from '../routing.js'
 import type { V2Env } from './env.js'
 import type { CapacityQueryString } from './schemas/capacity.js'
 import { getCapacity } from './schemas/capacity.js'
+import { keptAnswer } from './fleet-memo.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
@@ -58,13 +59,23 @@ export function capacityRoutes(app: FastifyInstance, { fleet, serviceDownAfterMs
       policy: 'cyborg:capacity:get',
       doc: getCapacity,
       since: 6,
-      handler: async (request: FastifyRequest) => {
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const query = capacityQueryOf(request.query as QueryOf<typeof CapacityQueryString>)
         const deployables = await fleet.capacity(query.hostname)
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
         const leaseCutoff = formatTimestamp(new Date(Date.now() - lease))
-        const rows = summarizeCapacity(deployables, { ...query, leaseCutoff })
-        return { group_by: query.groupBy ?? null, capacity: rows.map(rowView) }
+        // The same read, question and lease verdicts: the same bytes (fleet-memo.ts).
+        const body = keptAnswer({
+          read: deployables,
+          beats: () => deployables.map((d) => d.agentLastSeen),
+          question: JSON.stringify(query),
+          leaseCutoff,
+          compute: () => {
+            const rows = summarizeCapacity(deployables, { ...query, leaseCutoff })
+            return JSON.stringify({ group_by: query.groupBy ?? null, capacity: rows.map(rowView) })
+          },
+        })
+        return reply.type('application/json; charset=utf-8').send(body)
       },
     },
   })

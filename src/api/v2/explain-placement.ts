@@ -69,19 +69,20 @@ async function ask(
 
 const tooOld = (err: unknown) => (err as { code?: unknown }).code === 'RPC_NO_METHOD'
 
-/**
- * Annotates `judged` (one candidate list per group of `groups`, in place) with Placement's answer,
- * and returns the top-level summary.
- */
-export async function comparePlacement(
+/** The conductor's answer for the groups, or the summary when there is nothing to compare. */
+export type GroupsAnswer =
+  | { done: PlacementSummary }
+  | {
+      first: Extract<PlacementExplainResult, { configured: true }>
+      asked: { index: number; query: PlacementGroupQuery }[]
+    }
+
+/** Asks the conductor which providers Placement offers for each group (the first question). */
+export async function askGroups(
   conductor: ConductorRpc,
   groups: readonly ExplainGroup[],
   amounts: readonly number[],
-  judged: readonly PlacementCandidate[][],
-  facts: ReadonlyMap<string, CandidateFacts>,
-): Promise<PlacementSummary> {
-  for (const list of judged)
-    for (const c of list) Object.assign(c, { placement: null, placement_reason: null })
+): Promise<GroupsAnswer> {
   const asked: { index: number; query: PlacementGroupQuery }[] = []
   groups.forEach((g, index) => {
     if (g.resourceClass === null) return
@@ -99,10 +100,45 @@ export async function comparePlacement(
   try {
     first = await ask(conductor, { groups: asked.map((a) => a.query) })
   } catch (err) {
-    if (tooOld(err)) return null
-    return { configured: false, error: `the conductor did not answer: ${errorMessage(err)}` }
+    if (tooOld(err)) return { done: null }
+    return {
+      done: { configured: false, error: `the conductor did not answer: ${errorMessage(err)}` },
+    }
   }
-  if (!first.configured) return { configured: false }
+  if (!first.configured) return { done: { configured: false } }
+  return { first, asked }
+}
+
+/**
+ * Annotates `judged` (one candidate list per group of `groups`, in place) with Placement's answer,
+ * and returns the top-level summary.
+ */
+export async function comparePlacement(
+  conductor: ConductorRpc,
+  groups: readonly ExplainGroup[],
+  amounts: readonly number[],
+  judged: readonly PlacementCandidate[][],
+  facts: ReadonlyMap<string, CandidateFacts>,
+): Promise<PlacementSummary> {
+  return compareAnswer(conductor, await askGroups(conductor, groups, amounts), judged, facts)
+}
+
+/** Gives every candidate `placement` and `placement_reason` null (what no answer leaves). */
+export function clearPlacement(judged: readonly PlacementCandidate[][]): void {
+  for (const list of judged)
+    for (const c of list) Object.assign(c, { placement: null, placement_reason: null })
+}
+
+/** comparePlacement once the groups are asked (`answer`). */
+export async function compareAnswer(
+  conductor: ConductorRpc,
+  answer: GroupsAnswer,
+  judged: readonly PlacementCandidate[][],
+  facts: ReadonlyMap<string, CandidateFacts>,
+): Promise<PlacementSummary> {
+  clearPlacement(judged)
+  if ('done' in answer) return answer.done
+  const { first, asked } = answer
 
   /** Disagreements that need a provider's view: [candidate, group query, truncated]. */
   const pending: [PlacementCandidate, PlacementGroupQuery, boolean, string][] = []

@@ -2,7 +2,7 @@
  * `POST /device_profiles/{name_or_uuid}/explain` (2.6, issue 17): for each request group of the
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
- * only: the candidates come from src/db/explain.ts, kept for `[api] fleet_cache_ms` (fleet-reads.ts). The body is optional:
+ * only: the candidates come from src/db/explain.ts, kept as fleet-reads.ts says. The body is optional:
  * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
  * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
@@ -10,7 +10,12 @@
  * why not where the two disagree (explain-placement.ts; the conductor reads Placement).
  */
 import type { Static } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  preValidationHookHandler,
+} from 'fastify'
 import type { ExplainRow } from '../../db/explain.js'
 import {
   explainGroups,
@@ -27,8 +32,8 @@ import { resource } from '../routing.js'
 import { resolveDeviceProfile } from './device-profiles.js'
 import type { V2Env } from './env.js'
 import { ExplainBody, explainDeviceProfile } from './schemas/device-profiles.js'
-import { providerUuidsOf } from '../../db/explain-providers.js'
-import { amountOf, comparePlacement, type CandidateFacts } from './explain-placement.js'
+import { amountOf, askGroups, clearPlacement, compareAnswer } from './explain-placement.js'
+import { keptAnswer } from './fleet-memo.js'
 
 /** The lease when `[DEFAULT] service_down_time` is not passed: its default, 60 s. */
 const DEFAULT_LEASE_MS = 60_000
@@ -80,7 +85,7 @@ export function explainRoutes(
       since: 6,
       preValidation: emptyBodyIsEmptyObject,
       schema: { body: ExplainBody },
-      handler: async (request: FastifyRequest) => {
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const { value } = request.params as { value: string }
         const body = request.body as Static<typeof ExplainBody>
         const hostname = body.hostname ?? undefined
@@ -94,40 +99,44 @@ export function explainRoutes(
           const { limits, usage } = await quotaOf(db, quota, quotaProject(request.ctx, asked))
           standing = standingOf(project, limits, usage)
         }
-        const [rows, rps] = await Promise.all([
+        const groups = explainGroups(profile.groups)
+        const amounts = groups.map((g) => amountOf(profile.groups, g))
+        const [read, answer] = await Promise.all([
           fleet.explain(hostname),
-          providerUuidsOf(db, hostname),
+          askGroups(conductor, groups, amounts),
         ])
         const lease = serviceDownAfterMs ?? DEFAULT_LEASE_MS
-        const cutoff = formatTimestamp(new Date(Date.now() - lease))
-        const groups = explainGroups(profile.groups)
-        const judged = groups.map((g) =>
-          explainGroup(g, rows, { leaseCutoff: cutoff, quota: standing }),
-        )
-        const facts = new Map<string, CandidateFacts>(
-          rows.map((r) => [
-            r.deployableUuid,
-            {
-              rpUuid: rps.get(r.deployableUuid) ?? null,
-              traits: r.attributes.filter((a) => a.key.startsWith('trait')).map((a) => a.value),
-              handles: r.handles,
-            },
-          ]),
-        )
-        const placement = await comparePlacement(
-          conductor,
-          groups,
-          groups.map((g) => amountOf(profile.groups, g)),
-          judged.map((g) => g.candidates),
-          facts,
-        )
-        return {
+        const options = {
+          leaseCutoff: formatTimestamp(new Date(Date.now() - lease)),
+          quota: standing,
+        }
+        const judgeAll = () => groups.map((g) => explainGroup(g, read.rows, options))
+        const head = {
           device_profile: { uuid: profile.uuid, name: profile.name },
           hostname: hostname ?? null,
           project_id: project ?? null,
-          placement,
-          groups: judged,
         }
+        if ('done' in answer && standing === undefined) {
+          // Nothing from Placement to compare and no quota standing (limits come from Keystone,
+          // not the database): the same read and question, the same bytes.
+          const question = [head, profile.groups, answer.done]
+          const bytes = keptAnswer({
+            read,
+            beats: () => read.rows.map((r) => r.agentLastSeen),
+            question: JSON.stringify(question),
+            leaseCutoff: options.leaseCutoff,
+            compute: () => {
+              const judged = judgeAll()
+              clearPlacement(judged.map((g) => g.candidates))
+              return JSON.stringify({ ...head, placement: answer.done, groups: judged })
+            },
+          })
+          return reply.type('application/json; charset=utf-8').send(bytes)
+        }
+        const judged = judgeAll()
+        const candidates = judged.map((g) => g.candidates)
+        const placement = await compareAnswer(conductor, answer, candidates, read.facts)
+        return { ...head, placement, groups: judged }
       },
     },
   })
