@@ -38,7 +38,10 @@ import { coalescedWake, wakeOnWrite } from './wake-on-write.js'
 export interface CustodySealerOptions {
   /** Records sealed per pass (one UPDATE per 500). @default 500 */
   batchSize?: number
-  /** How long a wake waits for more commits to share its pass (0: the same turn only). @default 50 */
+  /**
+   * How long a wake waits for more commits to share its pass (0: the same turn only): at most about
+   * 1000 / coalesceMs passes a second; sealing is internal, nobody waits on it. @default 250
+   */
   coalesceMs?: number
   /** How often to look for records nobody woke this sealer for. @default 1000 */
   pollIntervalMs?: number
@@ -80,7 +83,7 @@ export function createCustodySealer(
     retainDays = 400,
     pruneIntervalMs = 3_600_000,
     signingKey,
-    coalesceMs = 50,
+    coalesceMs = 250,
   } = options
   let inFlight: Promise<number> | undefined
   let again = false

@@ -44,7 +44,7 @@ export interface EventRelayOptions {
   batchSize?: number
   /**
    * How long a wake waits for more commits to share its pass (0: the same turn only); bounds the
-   * relay to about 1000 / coalesceMs passes a second whatever the commit rate. @default 25
+   * relay to about 1000 / coalesceMs passes a second whatever the commit rate. @default 50
    */
   coalesceMs?: number
   /** How often to look for events nobody woke this relay for (another conductor's, a killed one's). @default 1000 */
@@ -105,7 +105,7 @@ export function createEventRelay(
     retentionHours = 24,
     purgeIntervalMs = 600_000,
     deliverTimeoutMs = 30_000,
-    coalesceMs = 25,
+    coalesceMs = 50,
   } = options
   const { initialMs = 500, maxMs = 30_000 } = options.retry ?? {}
   /** Sinks whose timed-out delivery has not settled: they get nothing more until it does. */
