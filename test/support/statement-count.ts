@@ -9,6 +9,7 @@ import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
 import { migrateToLatest } from '../../src/db/migrate.js'
 import { noopLogger } from '../../src/domain/logger.js'
+import type { ConductorOptions } from '../../src/conductor/conductor.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { createNovaClient } from '../../src/openstack/nova.js'
 
@@ -60,8 +61,20 @@ export interface CountedCore {
   stop(): Promise<void>
 }
 
-/** A core (conductor, agent with the fake driver on node1, a Nova stand-in) whose statements count. */
-export async function startCountedCore(url = 'sqlite://'): Promise<CountedCore> {
+/** Relay and sealer passes only when `settle` drains them: counts that timers cannot move. */
+export const DRAIN_ONLY: ConductorOptions = {
+  events: { coalesceMs: 3_600_000, pollIntervalMs: 3_600_000 },
+  custody: { coalesceMs: 3_600_000, pollIntervalMs: 3_600_000 },
+}
+
+/**
+ * A core (conductor, agent with the fake driver on node1, a Nova stand-in) whose statements count;
+ * `conductor`: its options (default: as shipped).
+ */
+export async function startCountedCore(
+  url = 'sqlite://',
+  conductor: ConductorOptions = {},
+): Promise<CountedCore> {
   const tally = createTally()
   const db = await openDatabase(url, {
     log: (e) => {
@@ -79,6 +92,7 @@ export async function startCountedCore(url = 'sqlite://'): Promise<CountedCore> 
     db,
     bus: createInProcessBus(),
     log: noopLogger,
+    conductor,
     agent: {
       host: 'node1',
       enabledDrivers: ['fake'],
