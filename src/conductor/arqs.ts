@@ -288,8 +288,22 @@ export function createArqService(deps: ArqDeps): ArqMethods {
         const steps: BindStep[] = []
         const claims: QuotaClaim[] = []
         const events: ArqEventItem[] = []
-        const note = (moved: Arq[], action: ArqAction, reason?: string) =>
-          events.push(...moved.map((m) => ({ arq: m, action, reason })))
+        const names = new Map(profiles.map((p) => [p.id, p.name]))
+        const note = (
+          moved: Arq[],
+          action: ArqAction,
+          reason?: string,
+          handle?: ArqEventItem['handle'],
+        ) =>
+          events.push(
+            ...moved.map((m) => ({
+              arq: m,
+              action,
+              reason,
+              profileName: names.get(m.deviceProfileId!),
+              handle,
+            })),
+          )
         for (const arq of arqs) {
           const b = bindings[arq.uuid]!
           const set = {
@@ -328,7 +342,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
             steps.push({ arq, spec, placed })
           } else {
             const { moved } = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
-            note(moved, 'bound')
+            note(moved, 'bound', undefined, placed.handle)
             steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
           }
         }

@@ -33,11 +33,16 @@ import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import { newUuid } from '../domain/ids.js'
-import { wakeOnWrite } from './wake-on-write.js'
+import { coalescedWake, wakeOnWrite } from './wake-on-write.js'
 
 export interface CustodySealerOptions {
   /** Records sealed per pass (one UPDATE per 500). @default 500 */
   batchSize?: number
+  /**
+   * How long a wake waits for more commits to share its pass (0: the same turn only): at most about
+   * 1000 / coalesceMs passes a second; sealing is internal, nobody waits on it. @default 250
+   */
+  coalesceMs?: number
   /** How often to look for records nobody woke this sealer for. @default 1000 */
   pollIntervalMs?: number
   /** `[custody] retain_days`: sealed records older than this are pruned. @default 400 */
@@ -78,6 +83,7 @@ export function createCustodySealer(
     retainDays = 400,
     pruneIntervalMs = 3_600_000,
     signingKey,
+    coalesceMs = 250,
   } = options
   let inFlight: Promise<number> | undefined
   let again = false
@@ -105,6 +111,8 @@ export function createCustodySealer(
       }
       if (!n) return sealed
       sealed += n
+      // A short batch took every record committed when it read; a later commit wakes its own pass.
+      if (n < batchSize) return sealed
       // The event loop's turn between batches: a backlog never holds it (SQLite is synchronous).
       await nextTurn()
     }
@@ -125,6 +133,10 @@ export function createCustodySealer(
     inFlight = current
     return current
   }
+
+  const waker = coalescedWake(() => {
+    if (!stopped) void run()
+  }, coalesceMs)
 
   const poll = async () => {
     if (inFlight) return
@@ -210,7 +222,7 @@ export function createCustodySealer(
       }
     },
     wake() {
-      if (!stopped) void run()
+      if (!stopped) waker.wake()
     },
     drain,
     prune,
@@ -218,6 +230,7 @@ export function createCustodySealer(
       stopped = true
       clearInterval(poller)
       clearInterval(pruner)
+      waker.cancel()
       again = false
       while (inFlight) await inFlight
       await pass()

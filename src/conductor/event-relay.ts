@@ -37,11 +37,16 @@ import { TimeoutError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'
-import { wakeOnWrite } from './wake-on-write.js'
+import { coalescedWake, wakeOnWrite } from './wake-on-write.js'
 
 export interface EventRelayOptions {
   /** Events per delivery. @default 100 */
   batchSize?: number
+  /**
+   * How long a wake waits for more commits to share its pass (0: the same turn only); bounds the
+   * relay to about 1000 / coalesceMs passes a second whatever the commit rate. @default 50
+   */
+  coalesceMs?: number
   /** How often to look for events nobody woke this relay for (another conductor's, a killed one's). @default 1000 */
   pollIntervalMs?: number
   /** `[events] retention_hours`: how long sent events are kept. @default 24 */
@@ -100,6 +105,7 @@ export function createEventRelay(
     retentionHours = 24,
     purgeIntervalMs = 600_000,
     deliverTimeoutMs = 30_000,
+    coalesceMs = 50,
   } = options
   const { initialMs = 500, maxMs = 30_000 } = options.retry ?? {}
   /** Sinks whose timed-out delivery has not settled: they get nothing more until it does. */
@@ -186,6 +192,9 @@ export function createEventRelay(
       if (n !== undefined) failures = 0
       if (!n) return sent
       sent += n
+      // A short batch read every unsent row committed when it read: a later commit wakes a pass of
+      // its own (`again`), so another read now would find nothing (one transaction saved a pass).
+      if (n < batchSize) return sent
       // Bounded work per batch, and the event loop's turn between batches (API reads, RPCs).
       await nextTurn()
     }
@@ -207,6 +216,10 @@ export function createEventRelay(
     inFlight = current
     return current
   }
+
+  const waker = coalescedWake(() => {
+    if (!stopped && retryTimer === undefined) void run()
+  }, coalesceMs)
 
   const poll = async () => {
     if (inFlight || retryTimer !== undefined) return
@@ -239,7 +252,7 @@ export function createEventRelay(
       purger.unref()
     },
     wake() {
-      if (!stopped && retryTimer === undefined) void run()
+      if (!stopped && retryTimer === undefined) waker.wake()
     },
     async drain() {
       if (inFlight) await inFlight
@@ -250,6 +263,7 @@ export function createEventRelay(
       clearInterval(poller)
       clearInterval(purger)
       clearTimeout(retryTimer)
+      waker.cancel()
       retryTimer = undefined
       again = false
       while (inFlight) await inFlight

@@ -26,3 +26,32 @@ export function wakeOnWrite(
     stats: () => committer.stats(),
   }
 }
+
+/**
+ * Wakes that arrive within `delayMs` of the first (0: within the same turn of the event loop) ask
+ * for one pass, not one each: every op of a group-commit batch wakes the worker, and concurrent
+ * batches commit close together (docs/performance.md, "Statements per cycle (issue 28)").
+ * `cancel` drops a pending wake (stopping: the caller's last pass covers it).
+ */
+export function coalescedWake(
+  run: () => unknown,
+  delayMs: number,
+): { wake(): void; cancel(): void } {
+  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined
+  const fire = () => {
+    timer = undefined
+    run()
+  }
+  return {
+    wake() {
+      if (timer !== undefined) return
+      timer = delayMs > 0 ? setTimeout(fire, delayMs) : setImmediate(fire)
+    },
+    cancel() {
+      if (timer === undefined) return
+      if (delayMs > 0) clearTimeout(timer as NodeJS.Timeout)
+      else clearImmediate(timer as NodeJS.Immediate)
+      timer = undefined
+    },
+  }
+}

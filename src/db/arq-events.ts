@@ -20,6 +20,8 @@ export interface ArqEventItem {
   reason?: string | null
   /** The request's device profile name when the caller has it (saves the lookup). */
   profileName?: string
+  /** The handle the request holds, when the caller has it (saves the lookup; issue 28). */
+  handle?: { id: number; uuid: string; type: string; info: Record<string, unknown> }
 }
 
 async function byIds<R>(
@@ -31,6 +33,19 @@ async function byIds<R>(
   for (let i = 0; i < unique.length; i += CHUNK)
     out.push(...(await query(unique.slice(i, i + CHUNK))))
   return out
+}
+
+/** A looked-up handle row as the event gives it. */
+function toFound(
+  row: { uuid: string; attach_type: string; attach_info: string } | undefined,
+): { uuid: string; attach_type: string; info: Record<string, unknown> } | undefined {
+  return (
+    row && {
+      uuid: row.uuid,
+      attach_type: row.attach_type,
+      info: JSON.parse(row.attach_info) as Record<string, unknown>,
+    }
+  )
 }
 
 /** Writes one event per item, in item order (one INSERT). */
@@ -48,7 +63,9 @@ export async function recordArqEvents(
   )
   const names = new Map(profiles.map((p) => [p.id, p.name]))
   const handleIds = items.flatMap((i) =>
-    i.arq.attachHandleId === null ? [] : [i.arq.attachHandleId],
+    i.arq.attachHandleId === null || i.handle?.id === i.arq.attachHandleId
+      ? []
+      : [i.arq.attachHandleId],
   )
   const handles = await byIds(handleIds, (ids) =>
     db
@@ -58,8 +75,13 @@ export async function recordArqEvents(
       .execute(),
   )
   const byId = new Map(handles.map((h) => [h.id, h]))
-  const events = items.map(({ arq, action, reason = null, profileName }) => {
-    const handle = arq.attachHandleId === null ? undefined : byId.get(arq.attachHandleId)
+  const events = items.map(({ arq, action, reason = null, profileName, handle: given }) => {
+    const handle =
+      arq.attachHandleId === null
+        ? undefined
+        : given?.id === arq.attachHandleId
+          ? { uuid: given.uuid, attach_type: given.type, info: given.info }
+          : toFound(byId.get(arq.attachHandleId))
     const facts: ArqFacts = {
       uuid: arq.uuid,
       state: arq.state,
@@ -72,11 +94,7 @@ export async function recordArqEvents(
       deviceRpUuid: arq.deviceRpUuid,
       instanceUuid: arq.instanceUuid,
       attachHandle: handle
-        ? {
-            uuid: handle.uuid,
-            type: handle.attach_type,
-            info: JSON.parse(handle.attach_info) as Record<string, unknown>,
-          }
+        ? { uuid: handle.uuid, type: handle.attach_type, info: handle.info }
         : null,
     }
     return arqEvent(action, facts, now, reason)

@@ -231,7 +231,7 @@ async function transitionLocked(
 ): Promise<AcceleratorRequestRow[]> {
   const locked = await db
     .selectFrom('accelerator_requests')
-    .select('id')
+    .selectAll()
     .where('uuid', 'in', uuids)
     .where('state', 'in', from)
     .forUpdate()
@@ -244,6 +244,10 @@ async function transitionLocked(
     .where('id', 'in', ids)
     .where('state', 'in', from)
     .executeTakeFirst()
+  // In a transaction the rows stay locked from the read to the UPDATE, which changed them all: the
+  // saved rows are the locked ones with `values` applied (one read fewer per transition, issue 28).
+  if (db.isTransaction && Number(res.numUpdatedRows) === ids.length)
+    return locked.map((row) => ({ ...row, ...values }) as AcceleratorRequestRow)
   let qb = db.selectFrom('accelerator_requests').selectAll().where('id', 'in', ids)
   if (Number(res.numUpdatedRows) !== ids.length) {
     qb = qb.where('state', '=', to).where('updated_at', '=', values.updated_at)

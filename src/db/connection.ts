@@ -15,6 +15,7 @@ import {
   SqliteDialect,
   SqliteDriver,
   type Dialect as KyselyDialect,
+  type KyselyConfig,
 } from 'kysely'
 import type SqliteDatabase from 'better-sqlite3'
 import { ConfigError } from '../domain/errors.js'
@@ -84,6 +85,11 @@ export interface OpenOptions {
    * read-only transactions, so that no statement (DDL included) can write. @default false
    */
   readOnly?: boolean
+  /**
+   * Kysely's `log` (tests counting statements, test/core/cycle-statements.test.ts). With one, SQLite
+   * reads go through Kysely too (no direct reader), so that every statement is seen.
+   */
+  log?: KyselyConfig['log']
 }
 
 export interface ParsedUrl {
@@ -308,8 +314,8 @@ export async function openDatabase(
         : {}),
     })
   }
-  const db = new Kysely<Database>({ dialect })
-  if (directReader) directReaders.set(db, directReader)
+  const db = new Kysely<Database>({ dialect, ...(options.log ? { log: options.log } : {}) })
+  if (directReader && !options.log) directReaders.set(db, directReader)
   return {
     db,
     dialect: parsed.dialect,

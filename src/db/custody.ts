@@ -15,7 +15,7 @@ import {
   sealCustody,
 } from '../domain/custody.js'
 import type { Arq } from '../domain/arq.js'
-import type { DatabaseHandle, ReadDb } from './connection.js'
+import { dialectOf, type DatabaseHandle, type ReadDb } from './connection.js'
 import type { CustodyRecordsTable, Database } from './schema.js'
 import { withLockRow } from './lock-row.js'
 
@@ -236,19 +236,34 @@ export async function hasUnsealedCustody(db: ReadDb): Promise<boolean> {
   return row !== undefined
 }
 
-/** The oldest unsealed records, in id order, at most `limit`. */
+/**
+ * The oldest unsealed records, in id order, at most `limit`. On MariaDB the unsealed index is
+ * named: its optimizer may otherwise scan the primary key for `ORDER BY id LIMIT` and read the
+ * whole ledger on every pass (measured: every row, issue 28).
+ */
 export async function listUnsealedCustody(
   db: ReadDb,
   limit: number,
 ): Promise<(CustodyFields & { id: number })[]> {
-  const rows = await db
+  const rows =
+    dialectOf(db as Kysely<Database>) === 'mysql'
+      ? (
+          await sql<Row>`
+            select * from custody_records force index (custody_unsealed_idx)
+            where seq is null order by id limit ${limit}`.execute(db)
+        ).rows
+      : await unsealedRows(db, limit)
+  return rows.map((r) => ({ id: Number(r.id), ...toFields(r) }))
+}
+
+function unsealedRows(db: ReadDb, limit: number): Promise<Row[]> {
+  return db
     .selectFrom('custody_records')
     .selectAll()
     .where('seq', 'is', null)
     .orderBy('id')
     .limit(limit)
     .execute()
-  return rows.map((r) => ({ id: Number(r.id), ...toFields(r) }))
 }
 
 /**

@@ -5,10 +5,10 @@
  * (`withEventRelayLock`) throughout, so that one relay publishes at a time. Sent rows are deleted
  * after a retention period (`deleteSentEvents`).
  */
-import type { Kysely, Selectable } from 'kysely'
+import { sql, type Kysely, type Selectable } from 'kysely'
 import type { EventPriority, NewEvent, StoredEvent } from '../domain/events.js'
 import { canonicalJson } from '../domain/inventory.js'
-import type { DatabaseHandle, ReadDb } from './connection.js'
+import { dialectOf, type DatabaseHandle, type ReadDb } from './connection.js'
 import type { Database, EventsTable } from './schema.js'
 import { withLockRow } from './lock-row.js'
 
@@ -76,8 +76,18 @@ export async function hasUnsentEvents(db: ReadDb): Promise<boolean> {
   return row !== undefined
 }
 
-/** The oldest unsent events, in id order, at most `limit`. */
+/**
+ * The oldest unsent events, in id order, at most `limit`. On MariaDB the unsent index is named:
+ * after a burst of inserts its statistics may count most rows unsent and choose a primary-key scan
+ * for `ORDER BY id LIMIT`, which reads every sent row kept for retention (issue 28).
+ */
 export async function listUnsentEvents(db: ReadDb, limit: number): Promise<StoredEvent[]> {
+  if (dialectOf(db as Kysely<Database>) === 'mysql') {
+    const { rows } = await sql<Selectable<EventsTable>>`
+      select * from events force index (events_unsent_idx)
+      where sent_at is null order by id limit ${limit}`.execute(db)
+    return rows.map(toEvent)
+  }
   const rows = await db
     .selectFrom('events')
     .selectAll()
