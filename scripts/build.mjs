@@ -18,6 +18,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import { builtinsAsRequire } from './lib/builtins-as-require.mjs'
+import { lazyPackages } from './lib/lazy-package.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dist = path.join(root, 'dist')
@@ -55,7 +56,7 @@ const result = await build({
   target: 'node24',
   // better-sqlite3 finds its native addon beside its own files: it stays in node_modules.
   external: ['better-sqlite3'],
-  plugins: [builtinsAsRequire],
+  plugins: [builtinsAsRequire, lazyPackages],
   // The bundled CommonJS packages call require() for Node's modules.
   banner: {
     js: "import { createRequire as __cyborgRequire } from 'node:module'; const require = __cyborgRequire(import.meta.url);",
