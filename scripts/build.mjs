@@ -13,11 +13,13 @@
 //
 // Each output is written beside itself and renamed into place, so a process starting bin/cyborg
 // while another builds reads either the old file or the new one, never half of one.
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import { builtinsAsRequire } from './lib/builtins-as-require.mjs'
+import { lazyPackages } from './lib/lazy-package.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dist = path.join(root, 'dist')
@@ -55,7 +57,7 @@ const result = await build({
   target: 'node24',
   // better-sqlite3 finds its native addon beside its own files: it stays in node_modules.
   external: ['better-sqlite3'],
-  plugins: [builtinsAsRequire],
+  plugins: [builtinsAsRequire, lazyPackages],
   // The bundled CommonJS packages call require() for Node's modules.
   banner: {
     js: "import { createRequire as __cyborgRequire } from 'node:module'; const require = __cyborgRequire(import.meta.url);",
@@ -80,5 +82,20 @@ if (!ifStale)
     const file = path.join(dist, 'main', name)
     if (!written.has(file)) rmSync(file, { force: true })
   }
+// Node's compile cache for bin/cyborg (docs/build.md, "The compile cache"): a full build starts it
+// afresh (entries of chunks that are gone would only take space), then warms it.
+const cache = path.join(dist, '.cache')
+if (!ifStale) rmSync(cache, { recursive: true, force: true })
+// The Node bin/cyborg runs (the cache is kept per Node version).
+const node = path.join(root, 'node_modules/.bin/node')
+try {
+  execFileSync(
+    statSync(node, { throwIfNoEntry: false }) ? node : process.execPath,
+    [path.join(root, 'scripts/lib/warm-compile-cache.mjs'), path.join(dist, 'main'), cache],
+    { stdio: ['ignore', 'inherit', 'inherit'], timeout: 60_000 },
+  )
+} catch (err) {
+  console.error(`the compile cache was not warmed (each start compiles instead): ${err.message}`)
+}
 writeFileSync(stamp, `${new Date().toISOString()}\n`)
 console.error(`built dist/ in ${Date.now() - started} ms`)

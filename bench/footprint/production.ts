@@ -61,7 +61,9 @@ export async function productionShape(agentSeconds: number) {
       CYBORG_METRICS__LISTEN: `127.0.0.1:${conductorMetrics}`,
     })
     await until(conductor, 60_000, printed(conductor, /cyborg conductor is ready/))
-    const api = run('api', { CYBORG_API__PORT: String(apiPort) })
+    // One process: the goal is one API process's memory. Unset, `[api] api_workers` forks one
+    // worker per core and the pid measured would be the cluster's primary, which serves nothing.
+    const api = run('api', { CYBORG_API__PORT: String(apiPort), CYBORG_API__API_WORKERS: '1' })
     const agent = run('agent', {
       CYBORG_DEFAULT__HOST: 'bench-footprint',
       CYBORG_AGENT__HOST_ROOT: host,

@@ -23,6 +23,7 @@ import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
 import { createFleetReads } from './v2/fleet-reads.js'
 import { AJV_OPTIONS } from './validation-errors.js'
+import { lazyValidators } from './lazy-validators.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
 
 export type { ApiDeps, ApiOptions, RequestContext } from './types.js'
@@ -51,6 +52,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   // Node checks headers_timeout and request_timeout on this period (30 s by default), so a slow
   // client would otherwise keep its connection up to 30 s past its limit.
   const nodeLimits = { headersTimeout: limits.headersMs, connectionsCheckingInterval: 1000 }
+  const validators = lazyValidators()
   const app = Fastify({
     loggerInstance: deps.log,
     logController: new LogController({
@@ -91,7 +93,10 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
         keywords: [...AJV_OPTIONS.customOptions.keywords],
       },
     },
+    // Each route's validators are compiled on its first request, not at start (lazy-validators.ts).
+    schemaController: { compilersFactory: { buildValidator: validators.buildValidator } },
   }) as unknown as FastifyInstance
+  validators.register(app)
 
   closeSilentConnections(app.server, limits.headersMs, deps.log, options.https !== undefined)
   // First: the document generators must see every route registered after them.
