@@ -4,11 +4,11 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { createConductor } from '../../src/conductor/conductor.js'
-import { testDialects, type TestDatabase } from '../support/db.js'
+import type { TestDatabase } from '../support/db.js'
+import { startFakeHostCore } from '../support/fake-host-core.js'
 import { noopLogger } from '../../src/domain/logger.js'
-import { startCore, type Core } from '../../src/main/core.js'
+import type { Core } from '../../src/main/core.js'
 import { V1_CONSUMER_PROJECT } from '../../src/conductor/v1-placement.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
@@ -25,20 +25,10 @@ void describe('ARQ allocations in real Placement (standalone, no Nova)', { skip 
 
   before(async () => {
     placement = await startPlacement()
-    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
-    core = await startCore({
-      db,
-      bus: createInProcessBus(),
-      log: noopLogger,
-      agent: {
-        host: 'alloc-1',
-        enabledDrivers: ['fake'],
-        autoActivate: true,
-        periodicIntervalMs: 3_600_000,
-      },
+    ;({ db, core } = await startFakeHostCore({
+      host: 'alloc-1',
       placement: { client: placement.client, createRootProvider: true },
-    })
-    await core.agent!.discoverNow()
+    }))
     await core.conductorClient.createDeviceProfile({
       name: 'fpga2',
       description: null,

@@ -9,10 +9,9 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { noopLogger } from '../../src/domain/logger.js'
-import { startCore, type Core } from '../../src/main/core.js'
-import { testDialects, type TestDatabase } from '../support/db.js'
+import type { Core } from '../../src/main/core.js'
+import type { TestDatabase } from '../support/db.js'
+import { startFakeHostCore } from '../support/fake-host-core.js'
 import {
   countingClient,
   placementSkip,
@@ -35,22 +34,14 @@ void describe('a batched release on real Placement', { skip }, () => {
   before(async () => {
     placement = await startPlacement()
     counted = countingClient(placement.url)
-    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
-    core = await startCore({
-      db,
-      bus: createInProcessBus(),
-      log: noopLogger,
+    ;({ db, core } = await startFakeHostCore({
+      host: HOST,
       agent: {
-        host: HOST,
-        enabledDrivers: ['fake'],
-        autoActivate: true,
-        periodicIntervalMs: 3_600_000,
         driverOptions: { fake: { clean_delay_ms: String(CLEAN_MS) } },
       },
       placement: { client: counted.client, createRootProvider: true },
       conductor: { reapIntervalMs: 0, cleaning: { retryIntervalMs: 600_000, sweepIntervalMs: 0 } },
-    })
-    await core.agent!.discoverNow()
+    }))
     await core.conductorClient.createDeviceProfile({
       name: 'batch',
       description: null,

@@ -5,12 +5,11 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { noopLogger } from '../../src/domain/logger.js'
 import { createPlacementClient } from '../../src/openstack/placement.js'
-import { startCore, type Core } from '../../src/main/core.js'
+import type { Core } from '../../src/main/core.js'
 import { placementDrift } from '../../src/main/db-check-command.js'
-import { testDialects, type TestDatabase } from '../support/db.js'
+import type { TestDatabase } from '../support/db.js'
+import { startFakeHostCore } from '../support/fake-host-core.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
 const skip = await placementSkip()
@@ -21,20 +20,10 @@ void describe('db check: Placement drift', { skip }, () => {
   let core: Core
   before(async () => {
     placement = await startPlacement()
-    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
-    core = await startCore({
-      db,
-      bus: createInProcessBus(),
-      log: noopLogger,
-      agent: {
-        host: 'drift-1',
-        enabledDrivers: ['fake'],
-        autoActivate: true,
-        periodicIntervalMs: 3_600_000,
-      },
+    ;({ db, core } = await startFakeHostCore({
+      host: 'drift-1',
       placement: { client: placement.client, createRootProvider: true },
-    })
-    await core.agent!.discoverNow()
+    }))
   })
   after(async () => {
     await core?.stop()

@@ -8,10 +8,9 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { noopLogger } from '../../src/domain/logger.js'
-import { startCore, type Core } from '../../src/main/core.js'
-import { testDialects, type TestDatabase } from '../support/db.js'
+import type { Core } from '../../src/main/core.js'
+import type { TestDatabase } from '../support/db.js'
+import { startFakeHostCore } from '../support/fake-host-core.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
 
 const skip = await placementSkip()
@@ -35,23 +34,15 @@ void describe('turnover with real Placement', { skip }, () => {
 
   before(async () => {
     placement = await startPlacement()
-    db = await (await testDialects()).find((d) => d.name === 'sqlite')!.create()
-    core = await startCore({
-      db,
-      bus: createInProcessBus(),
-      log: noopLogger,
+    ;({ db, core } = await startFakeHostCore({
+      host: HOST,
       agent: {
-        host: HOST,
-        enabledDrivers: ['fake'],
-        autoActivate: true,
-        periodicIntervalMs: 3_600_000,
         driverOptions: { fake: { clean_delay_ms: String(CLEAN_MS) } },
       },
       placement: { client: placement.client, createRootProvider: true },
       // No sweep: a unit left cleaning would stay so for the whole test.
       conductor: { reapIntervalMs: 0, cleaning: { retryIntervalMs: 600_000, sweepIntervalMs: 0 } },
-    })
-    await core.agent!.discoverNow()
+    }))
     await core.conductorClient.createDeviceProfile({
       name: 'turnover',
       description: null,
