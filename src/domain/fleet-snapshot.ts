@@ -57,12 +57,7 @@ export function readThroughCache<K, V>({
       },
     )
     const entry: Entry<V> = { value, expiresAt: Infinity }
-    // The oldest key goes first when the cache is full (Map keeps insertion order).
-    entries.delete(key)
-    while (entries.size >= Math.max(1, maxEntries)) {
-      entries.delete(entries.keys().next().value as K)
-    }
-    entries.set(key, entry)
+    putNewest(entries, key, entry, maxEntries)
     return entry.value
   }
 
@@ -124,12 +119,7 @@ export function markedCache<K, V>({
         throw err
       }
     })()
-    // The oldest key goes first when the cache is full (Map keeps insertion order).
-    entries.delete(key)
-    while (entries.size >= Math.max(1, maxEntries)) {
-      entries.delete(entries.keys().next().value as K)
-    }
-    entries.set(key, entry)
+    putNewest(entries, key, entry, maxEntries)
     return entry.value
   }
 
@@ -148,4 +138,13 @@ export function markedCache<K, V>({
       return entries.size
     },
   }
+}
+
+/** Puts `entry` under `key` as the newest, first dropping the oldest while the map is full (a Map keeps insertion order). */
+function putNewest<K, E>(entries: Map<K, E>, key: K, entry: E, maxEntries: number): void {
+  entries.delete(key)
+  while (entries.size >= Math.max(1, maxEntries)) {
+    entries.delete(entries.keys().next().value as K)
+  }
+  entries.set(key, entry)
 }
