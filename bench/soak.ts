@@ -24,6 +24,7 @@ const { values } = parseArgs({
     'max-in-flight': { type: 'string', default: '16' },
     'api-workers': { type: 'string', default: '1' },
     'reference-minute': { type: 'string', default: '2' },
+    'node-options': { type: 'string', default: '' },
   },
 })
 const durationMs = Number(values.minutes) * 60_000
@@ -33,10 +34,14 @@ const placement = await startPlacement()
 const shape = await startShape({
   placementUrl: placement.url,
   apiWorkers: Number(values['api-workers']),
+  ...(values['node-options'] ? { nodeOptions: values['node-options'] } : {}),
 })
 type Rss = Record<string, number[]>
 const rss = (): Rss =>
   Object.fromEntries(Object.entries(shape.pids).map(([k, pid]) => [k, sampleProcess(pid).rssMb]))
+const cpuMs = (): Record<string, number> =>
+  Object.fromEntries(Object.entries(shape.pids).map(([k, pid]) => [k, sampleProcess(pid).cpuMs]))
+const cpuAtStart = cpuMs()
 const series: { atS: number; rssMb: Rss }[] = []
 let reference: Rss | undefined
 const started = Date.now()
@@ -56,6 +61,14 @@ try {
   clearInterval(sampler)
 }
 const end = rss()
+const cpuAtEnd = cpuMs()
+// CPU per bind cycle, each process (what a smaller young generation costs in scavenges).
+const cpuMsPerCycle = Object.fromEntries(
+  Object.keys(cpuAtEnd).map((k) => [
+    k,
+    Math.round(((cpuAtEnd[k]! - cpuAtStart[k]!) / Math.max(1, result.cycles)) * 100) / 100,
+  ]),
+)
 await shape.stop()
 await placement.stop()
 const ref: Rss = reference ?? series[0]?.rssMb ?? end
@@ -77,6 +90,7 @@ process.stdout.write(
       minutes: Number(values.minutes),
       referenceAtS: referenceMs / 1000,
       load: result,
+      cpuMsPerCycle,
       rssMbAtReference: ref,
       rssMbAtEnd: end,
       growthPercent: growth,

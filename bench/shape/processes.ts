@@ -9,6 +9,7 @@
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { testBroker } from '../../test/support/rabbitmq.js'
 import {
@@ -38,6 +39,8 @@ export interface ShapeOptions {
   placementUrl: string
   /** `--cpu-prof` on every child, profiles written to this directory. */
   cpuProfileDir?: string
+  /** More NODE_OPTIONS for every child (e.g. `--heapsnapshot-signal=SIGUSR2`). */
+  nodeOptions?: string
 }
 
 export interface Shape {
@@ -56,6 +59,16 @@ export interface Shape {
   /** Changes the fake driver's clean options on the agent (not on a baseline). */
   setClean(clean: 'auto' | 'none', delayMs: number): Promise<void>
   stop(): Promise<void>
+}
+
+/**
+ * The Node flags bin/cyborg gives `command` (its `case` lines, such as the young generation's
+ * size), which startService's direct `node dist/main/cli.js` would otherwise miss.
+ */
+export function binFlags(root: string, command: string): string[] {
+  const script = readFileSync(path.join(root, 'bin/cyborg'), 'utf8')
+  const line = new RegExp(`^\\s*${command}\\) flags=(\\S+) ;;$`, 'm').exec(script)
+  return line ? [line[1]!] : []
 }
 
 /** Runs `cyborg <args>` of `root` to its end; rejects with its output when it fails. */
@@ -122,10 +135,16 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     CYBORG_NOVA__ENDPOINT_OVERRIDE: `${nova.url}/v2.1`,
     ...(baseline ? {} : { CYBORG_API__API_WORKERS: String(apiWorkers) }),
   }
-  const prof = (name: string): Record<string, string> =>
-    options.cpuProfileDir
-      ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${options.cpuProfileDir}/${name}` }
-      : {}
+  const prof = (name: string): Record<string, string> => {
+    const flags = [
+      ...(baseline ? [] : binFlags(root, name)),
+      ...(options.cpuProfileDir
+        ? [`--cpu-prof --cpu-prof-dir=${options.cpuProfileDir}/${name}`]
+        : []),
+      ...(options.nodeOptions ? [options.nodeOptions] : []),
+    ]
+    return flags.length > 0 ? { NODE_OPTIONS: flags.join(' ') } : {}
+  }
   const started: RunningService[] = []
   const listen = async () => `127.0.0.1:${await freePort()}`
   const metrics: Shape['metrics'] = { api: '' }
