@@ -4,11 +4,8 @@
  * long chain side by side (src/main/custody-verify.ts, src/domain/custody-segments.ts). Read-only.
  */
 import type { KeyObject } from 'node:crypto'
-import {
-  createCustodyVerifier,
-  type VerifiableCustodyRecord,
-  type CustodyVerifyResult,
-} from '../domain/custody.js'
+import { type VerifiableCustodyRecord } from '../domain/custody.js'
+import { createCustodyVerifier, type CustodyVerifyResult } from '../domain/custody-verify.js'
 import { dialectOf, type ReadDb } from './connection.js'
 import { getLatestCheckpoint, toFields } from './custody.js'
 import { listSealedCustodyPacked } from './custody-packed.js'

@@ -6,13 +6,8 @@
  */
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  CustodyKind,
-  createCustodyVerifier,
-  sealCustody,
-  verifyCustodyChain,
-  type CustodyRecord,
-} from './custody.js'
+import { CustodyKind, sealCustody, type CustodyRecord } from './custody.js'
+import { createCustodyVerifier, verifyCustodyChain } from './custody-verify.js'
 import { joinCustodySegments } from './custody-segments.js'
 
 const uuid = (n: number) => `c0570d10-0000-4000-8000-${String(n).padStart(12, '0')}`

@@ -7,7 +7,7 @@
  * same rule and the same words as inside one (`linkBreak`). The joined result is the one a single
  * walk gives: the first break in seq order, or the whole chain's head.
  */
-import { linkBreak, type CustodyVerifyResult } from './custody.js'
+import { linkBreak, type CustodyVerifyResult } from './custody-verify.js'
 
 /**
  * Joins the results of consecutive segments, in seq order, into the result of the whole walk.

@@ -11,10 +11,10 @@ import {
   GENESIS_HASH,
   sealCustody,
   signCheckpoint,
-  verifyCustodyChain,
   type CustodyFields,
   type CustodyRecord,
 } from './custody.js'
+import { verifyCustodyChain } from './custody-verify.js'
 import { canonicalJson } from './inventory.js'
 
 const uuid = (n: number) => `c0570d10-0000-4000-8000-${String(n).padStart(12, '0')}`

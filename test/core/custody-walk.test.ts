@@ -15,7 +15,8 @@ import {
   listSealedCustodyWhole,
   type SeqRange,
 } from '../../src/db/custody-walk.js'
-import { CustodyKind, createCustodyVerifier, type CustodyFields } from '../../src/domain/custody.js'
+import { CustodyKind, type CustodyFields } from '../../src/domain/custody.js'
+import { createCustodyVerifier } from '../../src/domain/custody-verify.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import type { ReadDb } from '../../src/db/connection.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
