@@ -19,7 +19,7 @@ async function run(): Promise<InventoryReportResult | undefined> {
   if (mode === 'baseline') return undefined
   const { createAgent } = await import('../src/agent/agent.js')
   const { createDrivers, DRIVER_REGISTRY } = await import('../src/drivers/index.js')
-  const { createFixtureHostProbe } = await import('../src/drivers/fixture-host-probe.js')
+  const { createFixtureHostProbe } = await import('../src/drivers/host-probe/fixture-host-probe.js')
   const { noopLogger } = await import('../src/domain/logger.js')
   const { systemClock } = await import('../src/domain/time.js')
   const { DRIVER_OPTIONS, ENABLED_DRIVERS } = await import('./host-fixture.js')

@@ -1,6 +1,6 @@
 /**
  * Writes a synthetic host for the discovery benchmark into `dir`, in the layout the fixture host
- * probe replays (src/drivers/fixture-host-probe.ts): `sys/bus/pci/devices/<bdf>/…`,
+ * probe replays (src/drivers/host-probe/fixture-host-probe.ts): `sys/bus/pci/devices/<bdf>/…`,
  * `sys/class/nvme/…` and recorded command outputs named in `commands.json`. Every function is
  * listed in the PCI tree, as on a real host, so every PCI-scanning driver reads all of them.
  */

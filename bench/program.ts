@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { noopLogger } from '../src/domain/logger.js'
-import { fakeFunctionId } from '../src/drivers/fake-program.js'
+import { fakeFunctionId } from '../src/drivers/fake/fake-program.js'
 import { startCore } from '../src/main/core.js'
 import { glanceImageSource } from '../src/main/resources.js'
 import { createGlanceClient } from '../src/openstack/glance.js'

@@ -7,15 +7,15 @@ import { createAgent, type Agent } from './agent.js'
 import { createFileAgentCache } from './local-cache.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
 import type { MessageBus } from '../bus/bus.js'
-import { createFakeDriver, FAKE_CONTROL_PATH } from '../drivers/fake.js'
+import { createFakeDriver, FAKE_CONTROL_PATH } from '../drivers/fake/fake.js'
 import { DRIVER_REGISTRY } from '../drivers/index.js'
-import { createIntelQatDriver } from '../drivers/intel-qat.js'
-import { createNvidiaGpuDriver } from '../drivers/nvidia-gpu.js'
+import { createIntelQatDriver } from '../drivers/intel-qat/intel-qat.js'
+import { createNvidiaGpuDriver } from '../drivers/nvidia-gpu/nvidia-gpu.js'
 import {
   createFixtureHostProbe,
   type FixtureHostProbe,
   type FixtureHostProbeOptions,
-} from '../drivers/fixture-host-probe.js'
+} from '../drivers/host-probe/fixture-host-probe.js'
 import type { AcceleratorDriver, DriverDeps } from '../drivers/driver.js'
 import { createAgentClient, type AgentRpc } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'

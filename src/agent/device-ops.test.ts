@@ -4,7 +4,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createDeviceOps } from './device-ops.js'
-import { createFixtureHostProbe, type FixtureHostProbe } from '../drivers/fixture-host-probe.js'
+import {
+  createFixtureHostProbe,
+  type FixtureHostProbe,
+} from '../drivers/host-probe/fixture-host-probe.js'
 import { noopLogger } from '../domain/logger.js'
 
 const FREE = '0000:3b:00.1' // bound to its vendor driver, no override

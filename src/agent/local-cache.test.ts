@@ -10,8 +10,8 @@ import {
   encodeCacheFile,
 } from './local-cache.js'
 import { buildSnapshot } from './snapshot.js'
-import { createFakeDriver } from '../drivers/fake.js'
-import { createFixtureHostProbe } from '../drivers/fixture-host-probe.js'
+import { createFakeDriver } from '../drivers/fake/fake.js'
+import { createFixtureHostProbe } from '../drivers/host-probe/fixture-host-probe.js'
 import { noopLogger } from '../domain/logger.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 

@@ -9,7 +9,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { createFakeDriver, fakeHandleAddress } from '../drivers/fake.js'
+import { createFakeDriver, fakeHandleAddress } from '../drivers/fake/fake.js'
 import { createMemoryHostProbe } from '../drivers/driver-contract.case.js'
 import type { AcceleratorDriver } from '../drivers/driver.js'
 import { noopLogger } from '../domain/logger.js'

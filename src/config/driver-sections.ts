@@ -7,7 +7,7 @@
 import { list, optionalStr } from './options.js'
 
 /**
- * The PCIe health thresholds every PCI-based driver takes (src/drivers/pci-health.ts, docs/health.md).
+ * The PCIe health thresholds every PCI-based driver takes (src/drivers/pci/pci-health.ts, docs/health.md).
  * Unset: the driver's default, so that the defaults live in one place.
  */
 function pciHealth(driver: string, linkDefault = 'speed-and-width') {

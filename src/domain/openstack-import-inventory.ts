@@ -23,7 +23,7 @@ const DEVICE_TYPES: readonly string[] = Object.values(DeviceType).filter(
 const ATTACH_TYPES: readonly string[] = Object.values(AttachType)
 const STATUSES: readonly string[] = Object.values(DeviceStatus)
 
-/** Hex digits of each PCI field as our drivers write them (src/drivers/pci-sysfs.ts). */
+/** Hex digits of each PCI field as our drivers write them (src/drivers/pci/pci-sysfs.ts). */
 const PCI_WIDTH: Readonly<Record<keyof PciAddress, number>> = {
   domain: 4,
   bus: 2,

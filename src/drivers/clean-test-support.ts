@@ -5,7 +5,7 @@
 import type { HostProbe } from './driver.js'
 import type { CleanTarget } from './clean.js'
 import { AttachType } from '../domain/inventory.js'
-import { parsePciAddress } from './pci-sysfs.js'
+import { parsePciAddress } from './pci/pci-sysfs.js'
 import { DriverError } from '../domain/errors.js'
 
 /** A command that is not installed, as node-host-probe reports it. */

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createDrivers, DRIVER_ALIASES, DRIVERS, driverNames } from './index.js'
-import { createFixtureHostProbe } from './fixture-host-probe.js'
+import { createFixtureHostProbe } from './host-probe/fixture-host-probe.js'
 import { ConfigError } from '../domain/errors.js'
 
 void describe('driver registry', () => {

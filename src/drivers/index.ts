@@ -3,14 +3,14 @@
  * factories. No dynamic discovery: adding a driver means adding a line here.
  */
 import type { AcceleratorDriver, DriverDeps, DriverFactory, DriverRegistry } from './driver.js'
-import { createFakeDriver } from './fake.js'
-import { createPciDriver } from './pci.js'
-import { createNvidiaGpuDriver } from './nvidia-gpu.js'
-import { createNvmeSsdDriver } from './nvme-ssd.js'
-import { createIntelQatDriver } from './intel-qat.js'
-import { createIntelFpgaDriver } from './intel-fpga.js'
-import { createXilinxFpgaDriver } from './xilinx-fpga.js'
-import { createIntelNicDriver } from './intel-nic.js'
+import { createFakeDriver } from './fake/fake.js'
+import { createPciDriver } from './pci/pci.js'
+import { createNvidiaGpuDriver } from './nvidia-gpu/nvidia-gpu.js'
+import { createNvmeSsdDriver } from './nvme-ssd/nvme-ssd.js'
+import { createIntelQatDriver } from './intel-qat/intel-qat.js'
+import { createIntelFpgaDriver } from './fpga/intel-fpga.js'
+import { createXilinxFpgaDriver } from './fpga/xilinx-fpga.js'
+import { createIntelNicDriver } from './intel-nic/intel-nic.js'
 import { createRemoteDriver } from './remote.js'
 import { ConfigError } from '../domain/errors.js'
 

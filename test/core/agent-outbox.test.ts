@@ -11,7 +11,7 @@ import { testDialects } from '../support/db.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { startCore } from '../../src/main/core.js'
 import { createFileAgentCache } from '../../src/agent/local-cache.js'
-import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
+import { createFixtureHostProbe } from '../../src/drivers/host-probe/fixture-host-probe.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { eventually, recordingLogger } from './helpers.js'
 

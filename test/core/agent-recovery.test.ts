@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { testDialects } from '../support/db.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { startCore } from '../../src/main/core.js'
-import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
+import { createFixtureHostProbe } from '../../src/drivers/host-probe/fixture-host-probe.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { eventually, recordingLogger } from './helpers.js'
 

@@ -26,8 +26,8 @@ import {
   UNMAPPABLE,
   type OpenStackDatabase,
 } from '../support/openstack-cyborg.js'
-import { createFakeDriver } from '../../src/drivers/fake.js'
-import { createFixtureHostProbe } from '../../src/drivers/fixture-host-probe.js'
+import { createFakeDriver } from '../../src/drivers/fake/fake.js'
+import { createFixtureHostProbe } from '../../src/drivers/host-probe/fixture-host-probe.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 
 const dialects = await testDialects()
