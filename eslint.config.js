@@ -219,12 +219,12 @@ function restrictedImports(folder, { tests = false } = {}) {
   if (folder === 'api') {
     patterns.push(
       {
-        group: ['**/db/*'],
+        group: ['**/db/**'],
         importNamePattern: WRITE_FUNCTION,
         message: 'src/api only reads: a write goes through the conductor (docs/ARCHITECTURE.md).',
       },
       {
-        group: WRITE_MODULES.map((m) => `**/db/${m}.js`),
+        group: WRITE_MODULES.map((m) => `**/db/**/${m}.js`),
         message: 'src/api only reads: this src/db module writes (docs/ARCHITECTURE.md).',
       },
     )

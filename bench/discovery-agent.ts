@@ -40,8 +40,8 @@ async function run(): Promise<InventoryReportResult | undefined> {
     conductor = createConductorClient(b)
     stop = () => b.close()
   } else if (mode === 'full') {
-    const { openDatabase } = await import('../src/db/connection.js')
-    const { migrateToLatest } = await import('../src/db/migrate.js')
+    const { openDatabase } = await import('../src/db/core/connection.js')
+    const { migrateToLatest } = await import('../src/db/core/migrate.js')
     const { createInProcessBus } = await import('../src/bus/in-process-bus.js')
     const { createConductor } = await import('../src/conductor/conductor.js')
     const { createConductorClient, serveConductor } = await import('../src/rpc/conductor-rpc.js')

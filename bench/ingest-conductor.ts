@@ -8,7 +8,7 @@
  * Usage (forked): ingest-conductor.ts <database url> <transport url> <save interval ms> <max batch> <pool size>
  */
 import pg from 'pg'
-import { openDatabase } from '../src/db/connection.js'
+import { openDatabase } from '../src/db/core/connection.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { createConductor } from '../src/conductor/conductor.js'
 import { serveConductor } from '../src/rpc/conductor-rpc.js'

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createConnection } from 'mysql2/promise'
-import { parseConnectionUrl } from '../../src/db/connection.js'
+import { parseConnectionUrl } from '../../src/db/core/connection.js'
 import { MYSQL_URL } from '../../test/support/db.js'
 
 const TICKS_PER_SECOND = 100

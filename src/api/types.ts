@@ -3,7 +3,7 @@
  * carries once the `onRequest` hooks ran (its caller context and its microversion).
  */
 import type { Logger } from 'pino'
-import type { ReadDb } from '../db/connection.js'
+import type { ReadDb } from '../db/core/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'
@@ -15,7 +15,7 @@ import type { MessageBus } from '../bus/bus.js'
 import type { LimitSource } from '../domain/quota.js'
 
 /**
- * The database as the API holds it: for reads only (src/db/connection.ts's ReadDb has no insert,
+ * The database as the API holds it: for reads only (src/db/core/connection.ts's ReadDb has no insert,
  * update, delete or transaction), so no write repository function accepts it.
  */
 export type Db = ReadDb

@@ -4,7 +4,7 @@
  * attach handle there claimed and recorded on the request. Runs in the bind's transaction.
  */
 import { getTargetByProvider, listTargetsOnHost, type BindTarget } from '../db/arq-targets.js'
-import type { WriteTrx } from '../db/group-commit.js'
+import type { WriteTrx } from '../db/core/group-commit.js'
 import { silentAgentReason } from './lease-sweep.js'
 import type { Arq, ArqSpec } from '../domain/arq.js'
 import { ConflictError } from '../domain/errors.js'

@@ -6,14 +6,14 @@
  * is asked to rediscover the card at once (its new function traits reach Placement without
  * waiting for the periodic discovery; the bind does not wait for that).
  */
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { type BindTarget } from '../db/arq-targets.js'
 import type { ArqSpec } from '../domain/arq.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { updateBitstream } from '../db/deployables.js'
-import { getDeployableFacts } from '../db/device-events.js'
-import { insertEvents } from '../db/events.js'
+import { getDeployableFacts } from '../db/outbox/device-events.js'
+import { insertEvents } from '../db/outbox/events.js'
 import { deployableEvent } from '../domain/events.js'
 import { errorMessage } from '../domain/error-message.js'
 

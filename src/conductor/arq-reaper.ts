@@ -4,15 +4,15 @@
  * transaction with their `accelerator.arq.bind_failed` events, and Nova hears "failed". Any conductor may run it: the state change is conditional,
  * so two reapers (or a late binder) never both act on one request.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { updateArqStates } from '../db/arqs.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import { releaseAttachHandle } from '../db/attach-handles.js'
 import { listStaleBinds } from '../db/arqs.js'
-import { recordArqAction } from '../db/arq-events.js'
+import { recordArqAction } from '../db/outbox/arq-events.js'
 
 export interface ReaperDeps {
   db: DatabaseHandle

@@ -4,7 +4,7 @@
  */
 import { after, before, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createGroupCommitter, type GroupCommitter } from '../db/group-commit.js'
+import { createGroupCommitter, type GroupCommitter } from '../db/core/group-commit.js'
 import { createArqs, getArq, listArqs, updateArqHandle, updateArqStates } from '../db/arqs.js'
 import { claimAttachHandle, getAttachHandle } from '../db/attach-handles.js'
 import { createDeviceProfile } from '../db/device-profiles.js'

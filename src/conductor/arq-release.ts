@@ -10,8 +10,8 @@
  * request deleted without an unbind gets `.unbound` first).
  * Module functions over `ReleaseDeps`, so that each step can be tested alone.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
 import {
   deleteArqs,
   getArq,
@@ -30,7 +30,7 @@ import type { ArqBindOutcome } from '../rpc/conductor-rpc.js'
 import type { ArqAllocator } from './arq-allocations.js'
 import { rcOf } from './arq-claim.js'
 import { pciAddress } from './arq-program.js'
-import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/arq-events.js'
+import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/outbox/arq-events.js'
 import type { V1Placement } from './v1-placement.js'
 import { appendAllocationRecords } from '../db/custody.js'
 import { AllocatedVia } from '../domain/custody.js'

@@ -10,10 +10,10 @@
  *   the ARQ is Bound; a failure is BindFailed and frees the handle.
  * - When Nova is configured, the ARQs of one bind are announced in one event batch.
  * - Each change writes its event (`accelerator.arq.created`, `.bound`, `.bind_failed`) in its own
- *   transaction (src/db/arq-events.ts).
+ *   transaction (src/db/outbox/arq-events.ts).
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { createArqs, listArqs, listBoundArqsOfInstance, updateArqStates } from '../db/arqs.js'
 import { releaseAttachHandle } from '../db/attach-handles.js'
 import { claimInstanceLocks } from '../db/arq-instances.js'
@@ -27,7 +27,7 @@ import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { NovaClient } from '../openstack/nova.js'
 import type { PlacementClient } from '../openstack/placement.js'
 import { createArqAllocator } from './arq-allocations.js'
-import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/arq-events.js'
+import { recordArqAction, recordArqEvents, type ArqEventItem } from '../db/outbox/arq-events.js'
 import type { ArqAction } from '../domain/events.js'
 import { leaseCutoff } from './lease-sweep.js'
 import {

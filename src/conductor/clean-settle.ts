@@ -7,9 +7,9 @@
  * Should that write fail, each unit is settled again alone, so that one unit's failure (a broken
  * row) never keeps the others out of service. Then each host's Placement sync runs once.
  */
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { settleCleans } from '../db/clean-settle-batch.js'
-import type { CleanSettlement, CleaningUnit } from '../db/handle-cleaning.js'
+import type { CleanSettlement, CleaningUnit } from '../db/cleaning.js'
 import type { Logger } from '../domain/logger.js'
 
 export interface CleanSettleDeps {

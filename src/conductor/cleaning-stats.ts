@@ -3,7 +3,7 @@
  * carry, the write transactions that settle outcomes, and each unit's time in `cleaning`, as
  * Prometheus metrics (docs/metrics.md) and as plain figures for benchmarks (`conductor.stats()`).
  */
-import type { CleanSettlement, CleaningUnit } from '../db/handle-cleaning.js'
+import type { CleanSettlement, CleaningUnit } from '../db/cleaning.js'
 import { noopMetrics, type Metrics } from '../domain/metrics.js'
 import type { Clock } from '../domain/time.js'
 

@@ -2,7 +2,7 @@
  * What the conductor (conductor.ts) is built from and what it offers: its dependencies, its
  * options, and its handle.
  */
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { PlacementClient } from '../openstack/placement.js'

@@ -6,8 +6,8 @@
  * This file wires the services and lists, one line each, which function serves each RPC method
  * (the `rpc` table below); the flows live in the files it names.
  */
-import { createGroupCommitter } from '../db/group-commit.js'
-import { updateReportHash } from '../db/services.js'
+import { createGroupCommitter } from '../db/core/group-commit.js'
+import { updateReportHash } from '../db/service-rows.js'
 import { deleteStaleInstanceLocks } from '../db/arq-instances.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createLifecycle } from './lifecycle.js'

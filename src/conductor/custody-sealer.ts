@@ -16,7 +16,7 @@
  */
 import type { KeyObject } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import {
   appendCustodyRecords,
   deleteCustodyThrough,
@@ -27,7 +27,7 @@ import {
   takeCustodyWritten,
   withCustodyLock,
 } from '../db/custody.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { CustodyKind, signCheckpoint, type CustodyFields } from '../domain/custody.js'
 import { canonicalJson } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'

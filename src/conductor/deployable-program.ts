@@ -14,11 +14,11 @@
  * When the agent does not answer, the units stay fenced and the answer is 503: the sweep
  * (reconfig-sweep.ts) rediscovers the device once its agent is back, and only then lifts it.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
-import { getDeployableFacts } from '../db/device-events.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
+import { getDeployableFacts } from '../db/outbox/device-events.js'
 import { updateBitstream } from '../db/deployables.js'
-import { insertEvents } from '../db/events.js'
+import { insertEvents } from '../db/outbox/events.js'
 import {
   clearBitstreams,
   getProgramTarget,

@@ -14,11 +14,11 @@
  *    that could not fences the device (health `failed`, `configure failed: …`) until a configure
  *    succeeds. When the agent does not answer, the units stay fenced (reconfig-sweep.ts).
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
-import { getDeviceFacts } from '../db/device-events.js'
-import { setConfigureFence } from '../db/device-fence.js'
-import { insertEvents } from '../db/events.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
+import { getDeviceFacts } from '../db/outbox/device-events.js'
+import { setConfigureFence } from '../db/configure-fence.js'
+import { insertEvents } from '../db/outbox/events.js'
 import {
   getConfigureTarget,
   liftReconfigFence,

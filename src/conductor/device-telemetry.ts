@@ -12,7 +12,7 @@
  * is not there yet has none. Every conductor exports the same gauges: aggregate with `max by (…)`.
  */
 import type { MessageBus } from '../bus/bus.js'
-import type { ReadDb } from '../db/connection.js'
+import type { ReadDb } from '../db/core/connection.js'
 import { listDeviceKeys } from '../db/device-keys.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'

@@ -10,9 +10,9 @@
  * state, so the conductor learns of a change from their answers: each host that made one gets an
  * `accelerator.driver.installed`, `.uninstalled` or `.updated` event, written once it answered.
  */
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import { listDriverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
-import { AGENT_BINARY, listServices, type Service } from '../db/services.js'
+import { AGENT_BINARY, listServices, type Service } from '../db/service-rows.js'
 import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type {
@@ -34,8 +34,8 @@ import { diffDeployables, flattenInventory } from './discovery-diff.js'
 import { checkDriverRequest, checkDriverUpdate, checkHostRequest } from './validate.js'
 import { getHostInventory } from '../db/host-inventory.js'
 import { errorMessage } from '../domain/error-message.js'
-import type { GroupCommitter } from '../db/group-commit.js'
-import { insertEvents } from '../db/events.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
+import { insertEvents } from '../db/outbox/events.js'
 import { driverEvent, type DriverAction } from '../domain/events.js'
 import { formatTimestamp } from '../domain/time.js'
 

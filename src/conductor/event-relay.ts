@@ -1,6 +1,6 @@
 /**
  * The event relay (issue 16): publishes the outbox. Every state change writes its events into
- * `events` in its own transaction (src/db/events.ts); the relay takes the oldest unsent rows in id
+ * `events` in its own transaction (src/db/outbox/events.ts); the relay takes the oldest unsent rows in id
  * order, delivers them to every sink in turn, then stamps them sent. At least once: a relay that
  * dies between delivery and stamp delivers the same events (same uuids) again after a restart, or
  * another conductor's relay does.
@@ -22,7 +22,7 @@
  *   (whose calls are synchronous) never holds the API, RPCs or the agent of the same process.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import {
   deleteSentEvents,
   hasUnsentEvents,
@@ -30,8 +30,8 @@ import {
   markEventsSent,
   takeEventsWritten,
   withEventRelayLock,
-} from '../db/events.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+} from '../db/outbox/events.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import type { StoredEvent } from '../domain/events.js'
 import { TimeoutError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -273,7 +273,7 @@ export function createEventRelay(
 }
 
 /**
- * `committer`, whose `run` wakes the relay after a commit that wrote events (src/db/events.ts
+ * `committer`, whose `run` wakes the relay after a commit that wrote events (src/db/outbox/events.ts
  * marks a transaction that wrote some; writes without events cost nothing more).
  */
 export function wakingCommitter(committer: GroupCommitter, wake: () => void): GroupCommitter {

@@ -4,8 +4,8 @@
  * their own, never per scrape. Every conductor sets them (each serves the same counts; Prometheus
  * queries should aggregate with `max by (…)` over conductors, or scrape one).
  */
-import type { ReadDb } from '../db/connection.js'
-import { getFleetCounts } from '../db/fleet-counts.js'
+import type { ReadDb } from '../db/core/connection.js'
+import { getFleetCounts } from '../db/reads/fleet-counts.js'
 import type { Logger } from '../domain/logger.js'
 import { secondsSince, type Metrics } from '../domain/metrics.js'
 

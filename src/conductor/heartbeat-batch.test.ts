@@ -6,14 +6,14 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { DatabaseHandle } from '../db/connection.js'
-import { createGroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import { createGroupCommitter } from '../db/core/group-commit.js'
 import {
   deleteReportHashes,
   listServices,
   updateHeartbeat,
   updateReportHash,
-} from '../db/services.js'
+} from '../db/service-rows.js'
 import { UnavailableError } from '../domain/errors.js'
 import { noopLogger } from '../domain/logger.js'
 import { testDialects } from '../../test/support/db.js'

@@ -1,7 +1,7 @@
 /**
  * Heartbeat coalescing (issue 15): 10,000 agents beating every 10 s are 1,000 heartbeats a second,
  * and one conductor must record them in far fewer statements than that. Heartbeats that arrive
- * together are written by one statement (updateHeartbeats in src/db/services.ts): an UPDATE of
+ * together are written by one statement (updateHeartbeats in src/db/service-rows.ts): an UPDATE of
  * last_seen for every beat whose row exists with its version and, for a beat carrying its
  * inventory hash, that hash, checked in the same statement. The rare beats it cannot settle (first
  * sight, a new version, a hash that differs or was nulled by the lease sweep meanwhile) are then
@@ -29,15 +29,15 @@
  * A failing batch statement (after a few tries on lock conflicts) fails every caller of its batch;
  * the agents beat again next period.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
-import { isTransientLockError } from '../db/errors.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
+import { isTransientLockError } from '../db/core/errors.js'
 import {
   MAX_BEATS_PER_STATEMENT,
   updateHeartbeat,
   updateHeartbeats,
   type Beat,
-} from '../db/services.js'
+} from '../db/service-rows.js'
 import { UnavailableError } from '../domain/errors.js'
 
 export interface HeartbeatBatchOptions {

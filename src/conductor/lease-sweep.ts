@@ -11,10 +11,10 @@
  * not a heartbeat alone, lifts the fence (src/domain/inventory-diff.ts).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { fenceDevicesOfSilentAgents } from '../db/lease-fence.js'
-import { AGENT_BINARY, listSilentAgents } from '../db/services.js'
+import { AGENT_BINARY, listSilentAgents } from '../db/service-rows.js'
 import { silentAgentReason as reasonFor } from '../domain/health-diff.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'

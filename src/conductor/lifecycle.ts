@@ -6,11 +6,11 @@
  * start an install of one device: the second gets a ConflictError. Only `active` devices are
  * offered as inventory, so every outcome is followed by `onInventoryChanged(host)`.
  */
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import { getDevice } from '../db/devices.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { updateDeviceLifecycle } from '../db/lifecycle.js'
-import { recordDeviceEvent } from '../db/device-events.js'
+import { recordDeviceEvent } from '../db/outbox/device-events.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import { AppError, ConflictError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import { Lifecycle, type Device } from '../domain/inventory.js'

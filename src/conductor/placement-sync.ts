@@ -16,9 +16,9 @@
  *   that follow-up. Releases, cleans and reports of one host under turnover thus cost one write per
  *   round, not one (and a generation conflict with each other) per change.
  */
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import { listPlacementRows, updatePlacementHashes } from '../db/placement-rows.js'
-import type { WriteRunner } from '../db/group-commit.js'
+import type { WriteRunner } from '../db/core/group-commit.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { isCustomName } from '../domain/placement.js'

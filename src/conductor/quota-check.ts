@@ -3,16 +3,16 @@
  * claim's transaction:
  * 1. before it, the limits of the projects concerned (Keystone, cached: never inside a
  *    transaction);
- * 2. in it, before any claim, the projects' quota locks (src/db/quota-usage.ts), in sorted order;
+ * 2. in it, before any claim, the projects' quota locks (src/db/reads/quota-usage.ts), in sorted order;
  * 3. in it, after the claims, the projects' usage counted afresh (the new claims included) against
  *    their limits: one over makes the whole operation a 403 and its transaction rolls back.
  * Only the resource classes this operation claimed are judged, so a project already over a limit
  * lowered since (on another class) is not refused what it is within.
  */
 import type { BindTarget } from '../db/arq-targets.js'
-import type { ReadDb } from '../db/connection.js'
-import type { WriteTrx } from '../db/group-commit.js'
-import { claimQuotaLock, countQuotaUsage } from '../db/quota-usage.js'
+import type { ReadDb } from '../db/core/connection.js'
+import type { WriteTrx } from '../db/core/group-commit.js'
+import { claimQuotaLock, countQuotaUsage } from '../db/reads/quota-usage.js'
 import { ConflictError } from '../domain/errors.js'
 import type { Arq } from '../domain/arq.js'
 import type { ArqBindRequest } from '../rpc/conductor-rpc.js'

@@ -7,8 +7,8 @@
  * While the agent stays silent the units stay fenced: a card is never offered on a guess.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { clearBitstreams, liftReconfigFence, listStaleFences } from '../db/reconfig-fence.js'
 import type { Logger } from '../domain/logger.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'

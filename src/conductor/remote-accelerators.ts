@@ -12,9 +12,9 @@
  * REMOTE_BACKEND_NOT_ENABLED (409: enable the driver), or UnavailableError REMOTE_BACKEND_UNREACHABLE
  * (503) when some candidate did not answer. Nothing is written here: the agent's report writes.
  */
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import { getDeployable, listDeployables } from '../db/deployables.js'
-import { AGENT_BINARY, listServices } from '../db/services.js'
+import { AGENT_BINARY, listServices } from '../db/service-rows.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import {

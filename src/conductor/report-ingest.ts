@@ -9,15 +9,15 @@
  * - A report racing another conductor's identical write (a unique violation) is diffed again
  *   against what that one wrote.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import { isUniqueViolation } from '../db/errors.js'
-import type { GroupCommitter, WriteTrx } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import { isUniqueViolation } from '../db/core/errors.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
 import {
   getHostInventory,
   updateHostInventory,
   type InventoryWriteOptions,
 } from '../db/host-inventory.js'
-import { getReportHash, updateReportHash } from '../db/services.js'
+import { getReportHash, updateReportHash } from '../db/service-rows.js'
 import { listDeviceIdentities } from '../db/device-identities.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'

@@ -4,15 +4,15 @@
  * go through the heartbeat batcher when there is one (heartbeat-batch.ts). A status that changes
  * writes `accelerator.device.enabled` or `.disabled` in the same transaction.
  */
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import type { HeartbeatBatcher } from './heartbeat-batch.js'
 import { createAttribute, deleteAttribute } from '../db/attributes.js'
 import { createDeviceProfile, deleteDeviceProfiles } from '../db/device-profiles.js'
 import { updateDeviceStatus } from '../db/devices.js'
-import { getDeviceFacts } from '../db/device-events.js'
-import { insertEvents } from '../db/events.js'
+import { getDeviceFacts } from '../db/outbox/device-events.js'
+import { insertEvents } from '../db/outbox/events.js'
 import { deviceEvent } from '../domain/events.js'
-import { updateHeartbeat } from '../db/services.js'
+import { updateHeartbeat } from '../db/service-rows.js'
 import { DeviceStatus } from '../domain/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'

@@ -16,8 +16,8 @@ import { DriverError, NotFoundError, UnavailableError } from '../domain/errors.j
 import { noopLogger } from '../domain/logger.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import type { AbortCleanResult, CleanUnitResult } from '../rpc/agent-rpc.js'
-import { listCapacityDeployables } from '../db/capacity.js'
-import { listCleaningUnits } from '../db/handle-cleaning.js'
+import { listCapacityDeployables } from '../db/reads/capacity.js'
+import { listCleaningUnits } from '../db/cleaning.js'
 import { createConductor } from './conductor.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'
 

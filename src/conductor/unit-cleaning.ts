@@ -8,7 +8,7 @@
  *    awaited by the ask); the ask is stamped in the database (by the release itself for the first
  *    ask, else by `claimCleanAttempt` first);
  * 2. settles the answer in one transaction, shared by the answers that arrive together
- *    (clean-settle.ts; src/db/handle-cleaning.ts): cleaned → back in service;
+ *    (clean-settle.ts; src/db/cleaning.ts): cleaned → back in service;
  *    a refusal or failure (CLEAN_UNSUPPORTED, CLEAN_FAILED, VERIFY_FAILED, CLEAN_TIMEOUT, the unit
  *    gone from the host) → `failed`, the device fenced (health `failed`, `clean failed: …`); each
  *    with its custody record and event; then syncs Placement again;
@@ -24,16 +24,16 @@
  * none runs; the override records whether one was stopped (`clean_aborted`). A unit whose agent
  * does not answer stays out of service, and the operator is told which host to bring back.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import {
   claimCleanAttempt,
   listCleaningUnits,
   requestCleanNow,
   type CleanSettlement,
   type CleaningUnit,
-} from '../db/handle-cleaning.js'
-import { getDeviceFacts } from '../db/device-events.js'
+} from '../db/cleaning.js'
+import { getDeviceFacts } from '../db/outbox/device-events.js'
 import { AppError, ConflictError, NotFoundError, UnavailableError } from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'

@@ -16,10 +16,10 @@
  * - Events as for v2 requests (the attachment is one): `accelerator.arq.created` and `.bound` on
  *   attach, `.unbound` and `.deleted` on detach (through the delete path).
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 import { updateArqStates } from '../db/arqs.js'
-import { recordArqAction, recordArqEvents } from '../db/arq-events.js'
+import { recordArqAction, recordArqEvents } from '../db/outbox/arq-events.js'
 import {
   listHolders,
   hasHandles,
@@ -53,7 +53,7 @@ import { errorMessage } from '../domain/error-message.js'
 import { newUuid } from '../domain/ids.js'
 import { leaseCutoff, silentAgentReason } from './lease-sweep.js'
 import { judge } from '../domain/explain.js'
-import { getAgentLastSeen } from '../db/services.js'
+import { getAgentLastSeen } from '../db/service-rows.js'
 
 export interface V1Deps {
   db: DatabaseHandle

@@ -4,7 +4,7 @@
  * after ledger records (`sealingCommitter`). `wrote(trx)` tells, and forgets, whether the
  * transaction wrote such rows; the wake comes once the commit is done, never for a rollback.
  */
-import type { GroupCommitter } from '../db/group-commit.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
 
 export function wakeOnWrite(
   committer: GroupCommitter,

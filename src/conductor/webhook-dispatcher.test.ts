@@ -15,9 +15,9 @@ import {
   waitFor,
   type Receiver,
 } from '../../test/support/webhook-receiver.js'
-import { openDatabase, type DatabaseHandle } from '../db/connection.js'
-import { listWebhookDeliveries } from '../db/webhook-deliveries.js'
-import { createWebhook, getWebhookId } from '../db/webhooks.js'
+import { openDatabase, type DatabaseHandle } from '../db/core/connection.js'
+import { listWebhookDeliveries } from '../db/outbox/webhook-deliveries.js'
+import { createWebhook, getWebhookId } from '../db/outbox/webhooks.js'
 import { newUuid } from '../domain/ids.js'
 import { noopLogger } from '../domain/logger.js'
 import { formatTimestamp, systemClock } from '../domain/time.js'

@@ -4,7 +4,7 @@
  * - Apart from the RPC path: it runs on its own timers and promises, writes through its own short
  *   transactions (never the group committer), and has at most `concurrency` posts in flight, each
  *   bounded by `timeoutMs`; a slow or dead receiver holds one slot, never a conductor write.
- * - Order per resource: it claims an endpoint (src/db/webhook-claims.ts: a lease, SKIP LOCKED on
+ * - Order per resource: it claims an endpoint (src/db/outbox/webhook-claims.ts: a lease, SKIP LOCKED on
  *   PostgreSQL and MariaDB), then sends that endpoint's pending deliveries in queue order, up to
  *   `maxInFlight` at once but never two of one resource (webhook-sender.ts), up to `turnSize`,
  *   and lets it go. A delivery that fails holds back the ones after it until it succeeds or goes
@@ -16,7 +16,7 @@
  *   than an attempt) runs out, and that delivery is sent again: at least once, same `webhook-id`.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import {
   claimDueWebhooks,
   recordAttempts,
@@ -25,12 +25,12 @@ import {
   updateWebhookClaim,
   type AttemptOutcome,
   type ClaimedWebhook,
-} from '../db/webhook-claims.js'
+} from '../db/outbox/webhook-claims.js'
 import {
   deleteDeliveredBefore,
   listPendingDeliveries,
   type PendingDelivery,
-} from '../db/webhook-deliveries.js'
+} from '../db/outbox/webhook-deliveries.js'
 import { newUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'

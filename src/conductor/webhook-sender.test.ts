@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { PendingDelivery } from '../db/webhook-deliveries.js'
+import type { PendingDelivery } from '../db/outbox/webhook-deliveries.js'
 import type { PostResult } from './webhook-post.js'
 import { sendBatch, type Queued } from './webhook-sender.js'
 

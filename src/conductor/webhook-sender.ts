@@ -5,7 +5,7 @@
  * or aborted attempt stops new starts; the batch ends once nothing is in flight. A delivery not
  * yet due (a failed one waiting for its retry) holds back every one after it.
  */
-import type { PendingDelivery } from '../db/webhook-deliveries.js'
+import type { PendingDelivery } from '../db/outbox/webhook-deliveries.js'
 import { nextRun } from '../domain/webhook-window.js'
 import type { PostResult } from './webhook-post.js'
 

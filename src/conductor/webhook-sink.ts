@@ -9,9 +9,12 @@
  * endpoints in id order (the order the dispatcher's claims lock them in), events in outbox order
  * within each, so that each endpoint's deliveries go out in the order of the events.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import { insertWebhookDeliveries, type NewWebhookDelivery } from '../db/webhook-deliveries.js'
-import { listWebhookTargets, type WebhookTarget } from '../db/webhooks.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import {
+  insertWebhookDeliveries,
+  type NewWebhookDelivery,
+} from '../db/outbox/webhook-deliveries.js'
+import { listWebhookTargets, type WebhookTarget } from '../db/outbox/webhooks.js'
 import { webhookBody } from '../domain/webhook-signature.js'
 import { webhookWants } from '../domain/webhooks.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'

@@ -3,8 +3,8 @@
  * endpoint. Each re-checks its input with the domain's parsers (the API checked it first) and runs
  * as one write of the group committer. The secret is made here and returned by create only.
  */
-import type { GroupCommitter } from '../db/group-commit.js'
-import { createWebhook, deleteWebhook, updateWebhook } from '../db/webhooks.js'
+import type { GroupCommitter } from '../db/core/group-commit.js'
+import { createWebhook, deleteWebhook, updateWebhook } from '../db/outbox/webhooks.js'
 import { invalidField } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { newWebhookSecret } from '../domain/webhook-signature.js'

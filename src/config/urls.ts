@@ -1,6 +1,6 @@
 /**
  * URL form checks for connection options. Config may import only the domain, so this repeats the
- * *form* of src/db/connection.ts's parser (scheme, host, database name); src/db still does the
+ * *form* of src/db/core/connection.ts's parser (scheme, host, database name); src/db still does the
  * real parsing when it connects, and both accept the same strings.
  */
 

@@ -4,8 +4,8 @@
  * once no request names the instance any more.
  */
 import type { Kysely } from 'kysely'
-import type { DialectName } from './connection.js'
-import type { Database } from './schema.js'
+import type { DialectName } from './core/connection.js'
+import type { Database } from './core/schema.js'
 
 /**
  * Takes the bind lock of each instance (an upsert of its `arq_instances` row, in sorted order), so

@@ -4,10 +4,10 @@
  * requests hold. Read-only: every write of a bind lives with its table (arqs.ts, attach-handles.ts,
  * arq-instances.ts, deployables.ts).
  */
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import { isOffered } from '../domain/inventory.js'
 import { isFencedHealth } from '../domain/health-diff.js'
-import { AGENT_BINARY } from './services.js'
+import { AGENT_BINARY } from './service-rows.js'
 
 export interface BindTarget {
   deployableId: number

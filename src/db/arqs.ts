@@ -7,10 +7,10 @@ import type { Kysely, Updateable } from 'kysely'
 import { allowedFrom, type Arq, type ArqSpec, type ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
 import { newUuid } from '../domain/ids.js'
-import { dialectOf, type ReadDb } from './connection.js'
-import { translateDbError } from './errors.js'
-import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './schema.js'
+import { dialectOf, type ReadDb } from './core/connection.js'
+import { translateDbError } from './core/errors.js'
+import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './core/schema.js'
 
 /** Rows per multi-row INSERT and ids per IN list: under every driver's parameter limit. */
 const CHUNK = 500

@@ -3,9 +3,9 @@
  * free one and releases it when the request lets go.
  */
 import type { Kysely } from 'kysely'
-import { dialectOf, type ReadDb } from './connection.js'
+import { dialectOf, type ReadDb } from './core/connection.js'
 import type { AttachHandle, AttachType } from '../domain/inventory.js'
-import type { AttachHandleRow, Database } from './schema.js'
+import type { AttachHandleRow, Database } from './core/schema.js'
 
 /** Maps an `attach_handles` row to the domain type. */
 export function toAttachHandle(row: AttachHandleRow): AttachHandle {
@@ -91,7 +91,7 @@ export async function claimAttachHandle(
  * Marks a handle free again, unless an accelerator request still names it (so a late release can
  * never free a handle that another request has claimed meanwhile). With `clean`, the handle stays
  * out of service in `clean_state = pending` (still `in_use`, so no claim takes it) until its clean
- * is settled (src/db/handle-cleaning.ts), stamped as asked now: the releasing conductor asks. Returns false when it was not in use, does not exist,
+ * is settled (src/db/cleaning.ts), stamped as asked now: the releasing conductor asks. Returns false when it was not in use, does not exist,
  * is already cleaning, or is still named.
  */
 export async function releaseAttachHandle(

@@ -1,10 +1,10 @@
 /** Attributes of deployables: key `rc` is the resource class, keys starting with `trait` are traits. */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Attribute } from '../domain/inventory.js'
-import { translateDbError } from './errors.js'
-import type { AttributeRow, Database } from './schema.js'
+import { translateDbError } from './core/errors.js'
+import type { AttributeRow, Database } from './core/schema.js'
 
 /** Ids per query when reading the attributes of many deployables; stays under every driver's parameter limit. */
 const CHUNK = 1000

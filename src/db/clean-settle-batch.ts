@@ -10,7 +10,7 @@
 import type { Kysely } from 'kysely'
 import { isCleanFailedReason } from '../domain/health-diff.js'
 import { appendFollowUpRecords } from './custody.js'
-import { insertEvents } from './events.js'
+import { insertEvents } from './outbox/events.js'
 import {
   cleanEvent,
   closeClean,
@@ -18,8 +18,8 @@ import {
   settleClean,
   type CleanSettlement,
   type CleaningUnit,
-} from './handle-cleaning.js'
-import type { Database } from './schema.js'
+} from './cleaning.js'
+import type { Database } from './core/schema.js'
 
 export interface CleanSettleEntry {
   unit: CleaningUnit

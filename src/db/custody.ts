@@ -4,7 +4,7 @@
  * closes (the device, deployable and handle uuids and the device's serial are read by that same
  * statement); records are unsealed until the conductor's sealer gives them `seq`, `prev_hash` and
  * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
- * by id (src/db/custody-reads.ts); the verifier streams sealed records by seq.
+ * by id (src/db/reads/custody-reads.ts); the verifier streams sealed records by seq.
  */
 import { sql, type Kysely, type Selectable } from 'kysely'
 import {
@@ -15,9 +15,9 @@ import {
   sealCustody,
 } from '../domain/custody.js'
 import type { Arq } from '../domain/arq.js'
-import { dialectOf, type DatabaseHandle, type ReadDb } from './connection.js'
-import type { CustodyRecordsTable, Database } from './schema.js'
-import { withLockRow } from './lock-row.js'
+import { dialectOf, type DatabaseHandle, type ReadDb } from './core/connection.js'
+import type { CustodyRecordsTable, Database } from './core/schema.js'
+import { withLockRow } from './core/lock-row.js'
 
 /** Ids per IN list and rows per UPDATE: under every driver's parameter limit. */
 const CHUNK = 500
@@ -362,7 +362,7 @@ export async function deleteCustodyThrough(db: Kysely<Database>, through: number
   return Number(res.numDeletedRows)
 }
 
-/** Runs `fn` holding the sealer lock (the `custody_sealer` row), or undefined when another sealer holds it (src/db/lock-row.ts). */
+/** Runs `fn` holding the sealer lock (the `custody_sealer` row), or undefined when another sealer holds it (src/db/core/lock-row.ts). */
 export function withCustodyLock<T>(
   handle: DatabaseHandle,
   fn: (db: Kysely<Database>) => Promise<T>,

@@ -1,10 +1,10 @@
 /** Deployables: the units that Placement sees as resource providers. */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { Deployable } from '../domain/inventory.js'
-import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import type { Database, DeployableRow } from './schema.js'
+import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import type { Database, DeployableRow } from './core/schema.js'
 
 /** Columns a deployable list may sort by. */
 export const DEPLOYABLE_SORT_KEYS = [

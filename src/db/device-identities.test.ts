@@ -10,7 +10,7 @@ import {
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
 import { testDialects } from '../../test/support/db.js'
-import type { Database } from './schema.js'
+import type { Database } from './core/schema.js'
 
 const HOST = 'h1'
 const T0 = '2024-01-01T00:00:00.000000+00:00'

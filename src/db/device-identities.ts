@@ -4,10 +4,10 @@
  * its transaction. The matching itself is pure domain policy (src/domain/device-identity.ts).
  */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import type { KnownIdentity } from '../domain/device-identity.js'
 import type { InventoryDiff } from '../domain/inventory-diff.js'
-import type { Database, DeviceRow } from './schema.js'
+import type { Database, DeviceRow } from './core/schema.js'
 
 /** Rows per multi-row INSERT and ids per IN list. */
 const CHUNK = 200

@@ -1,13 +1,13 @@
 /** Device profiles: named lists of request groups, stored as `{"groups":[…]}` in profile_json. */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
-import { translateDbError } from './errors.js'
-import { jsonMemo } from './json-memo.js'
-import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import { precompile } from './precompiled.js'
-import type { Database, DeviceProfileRow } from './schema.js'
+import { translateDbError } from './core/errors.js'
+import { jsonMemo } from './core/json-memo.js'
+import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import { precompile } from './core/precompiled.js'
+import type { Database, DeviceProfileRow } from './core/schema.js'
 
 /** `profile_json`, parsed once per distinct text (see json-memo.ts). */
 const parseProfileJson = jsonMemo<{ groups?: Record<string, string>[] }>()

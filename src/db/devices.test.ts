@@ -19,7 +19,7 @@ import {
 } from './devices.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import type { Database } from './schema.js'
+import type { Database } from './core/schema.js'
 import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'

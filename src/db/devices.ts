@@ -1,6 +1,6 @@
 /** Devices: list (filtered, sorted, paged), get, and the operator's status switch. */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 import { NotFoundError } from '../domain/errors.js'
 import type {
   Device,
@@ -10,10 +10,10 @@ import type {
   Lifecycle,
   PciAddress,
 } from '../domain/inventory.js'
-import { jsonMemo } from './json-memo.js'
-import { paginate, type PageOptions, type PageSpec } from './pagination.js'
-import { precompile } from './precompiled.js'
-import type { Database, DeviceRow } from './schema.js'
+import { jsonMemo } from './core/json-memo.js'
+import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import { precompile } from './core/precompiled.js'
+import type { Database, DeviceRow } from './core/schema.js'
 
 /** Columns a device list may sort by. */
 export const DEVICE_SORT_KEYS = [

@@ -4,7 +4,7 @@
  * request in BindStarted or Bound names it or holds one of its attach handles (v2 ARQs and v1
  * attachments alike), or when one of its attach handles is marked in use.
  */
-import type { ReadDb } from './connection.js'
+import type { ReadDb } from './core/connection.js'
 
 /** States in which a request holds its deployable. */
 const HOLDING_STATES = ['BindStarted', 'Bound']

@@ -2,15 +2,15 @@
  * Recorded health transitions (migration 0008): one row per change of a device's health state,
  * written in the transaction that changes it (report ingestion, the lease sweep), numbered so that
  * a reader can resume after the last row it saw. Each is also an event in the outbox
- * (`accelerator.device.health_changed`, src/db/events.ts), written alongside.
+ * (`accelerator.device.health_changed`, src/db/outbox/events.ts), written alongside.
  */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
-import type { Database } from './schema.js'
+import type { ReadDb } from './core/connection.js'
+import type { Database } from './core/schema.js'
 import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
-import { deviceFacts, listDevicesById } from './device-events.js'
-import { insertEvents } from './events.js'
-import { AGENT_BINARY } from './services.js'
+import { deviceFacts, listDevicesById } from './outbox/device-events.js'
+import { insertEvents } from './outbox/events.js'
+import { AGENT_BINARY } from './service-rows.js'
 
 /** One change of a device's health. `from` is `new` for a device that arrived unhealthy. */
 export interface HealthTransition {

@@ -5,7 +5,7 @@ import { deployableRpUuid } from '../domain/ids.js'
 import type { InventorySnapshot } from '../domain/inventory.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import type { Database } from './schema.js'
+import type { Database } from './core/schema.js'
 import { testDialects } from '../../test/support/db.js'
 import { MISSING_REASON } from '../domain/inventory-diff.js'
 

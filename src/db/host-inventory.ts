@@ -5,11 +5,11 @@
  * pure domain policy (src/domain/inventory-diff.ts). Run the writes inside a transaction.
  */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
-import { translateDbError } from './errors.js'
-import type { Database, DeviceRow } from './schema.js'
+import type { ReadDb } from './core/connection.js'
+import { translateDbError } from './core/errors.js'
+import type { Database, DeviceRow } from './core/schema.js'
 import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
-import { deviceFacts, listDevicesById } from './device-events.js'
+import { deviceFacts, listDevicesById } from './outbox/device-events.js'
 import { deviceEvent } from '../domain/events.js'
 import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
 import { moveDevices, updateDeviceIdentities } from './device-identities.js'

@@ -6,13 +6,13 @@
  * `accelerator.agent.lease_lost` per host fenced, then `accelerator.device.health_changed` per device.
  */
 import type { Kysely } from 'kysely'
-import { dialectOf } from './connection.js'
-import type { Database } from './schema.js'
-import { AGENT_BINARY, deleteReportHashes } from './services.js'
+import { dialectOf } from './core/connection.js'
+import type { Database } from './core/schema.js'
+import { AGENT_BINARY, deleteReportHashes } from './service-rows.js'
 import { insertHealthTransitions, type HealthTransition } from './health-transitions.js'
 import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
-import { deviceFacts } from './device-events.js'
-import { insertEvents } from './events.js'
+import { deviceFacts } from './outbox/device-events.js'
+import { insertEvents } from './outbox/events.js'
 
 /** Hosts per statement's IN list. */
 const CHUNK = 500

@@ -5,7 +5,7 @@
  */
 import type { Kysely } from 'kysely'
 import type { Lifecycle } from '../domain/inventory.js'
-import type { Database } from './schema.js'
+import type { Database } from './core/schema.js'
 
 /** lifecycle_reason is text; a reason longer than this is cut (a tool's whole stderr is not a reason). */
 export const MAX_LIFECYCLE_REASON = 2000

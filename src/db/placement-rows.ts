@@ -3,8 +3,8 @@
  * should hold (device state, attributes) and the hash of what Placement was last confirmed to hold.
  */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
-import type { Database } from './schema.js'
+import type { ReadDb } from './core/connection.js'
+import type { Database } from './core/schema.js'
 
 export interface PlacementRow {
   id: number

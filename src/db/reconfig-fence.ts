@@ -9,8 +9,8 @@
  * after finds the units in use.
  */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './connection.js'
-import type { Database } from './schema.js'
+import type { ReadDb } from './core/connection.js'
+import type { Database } from './core/schema.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
 import type { PciAddress } from '../domain/inventory.js'
 

@@ -3,7 +3,7 @@
  * was done (`detail`, canonical JSON). It carries no allocation: the device was held by no tenant.
  */
 import type { Kysely } from 'kysely'
-import type { Database } from './schema.js'
+import type { Database } from './core/schema.js'
 import { appendCustodyRecords } from './custody.js'
 import { deviceSerialOf } from './device-identities.js'
 import type { ReconfigTarget } from './reconfig-fence.js'

@@ -14,8 +14,8 @@ import { NotFoundError } from '../domain/errors.js'
 import { isOffered } from '../domain/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import { toArq } from './arqs.js'
-import type { DialectName, ReadDb } from './connection.js'
-import type { Database } from './schema.js'
+import type { DialectName, ReadDb } from './core/connection.js'
+import type { Database } from './core/schema.js'
 
 /** An accelerator as an attach or a spec update sees it. */
 export interface AttachableAccelerator {

@@ -5,7 +5,7 @@
  * (a pending or failed clean, docs/cleaning.md); of the rest, its deployable's device decides:
  * `fenced` when its health is failed or unknown or its host's agent is past its lease, `reserved`
  * when it is otherwise not offered (src/domain/inventory.ts's isOffered), else `free`. Pure:
- * src/db/capacity.ts reads the facts.
+ * src/db/reads/capacity.ts reads the facts.
  */
 import { isFencedHealth } from './health-diff.js'
 import { isOffered } from './inventory.js'

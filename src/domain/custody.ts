@@ -81,7 +81,7 @@ export interface CustodyRecord extends CustodyFields {
 }
 
 /**
- * A record as the verifier reads it from a packed page (src/db/custody-packed.ts): what the checks
+ * A record as the verifier reads it from a packed page (src/db/reads/custody-packed.ts): what the checks
  * read, and `values`, every hashed value in hashing order (uuid, kind, then HASHED_FIELDS), so
  * that no object of every field is built per record. The hash is the same (custodyHashOfValues).
  */

@@ -2,7 +2,7 @@
  * Why a deployable can or cannot take a request group (issue 17): the rules a bind applies, in
  * order, each with a stable name, and the first one that rules a candidate out, or `fits`. Pure:
  * the API's explain (`POST /v2/device_profiles/{name_or_uuid}/explain`, candidates read by
- * src/db/explain.ts) and the conductor's standalone bind (src/conductor/arq-claim.ts) both judge
+ * src/db/reads/explain.ts) and the conductor's standalone bind (src/conductor/arq-claim.ts) both judge
  * with it, so a failed bind names the same rule that explain shows.
  */
 import {
@@ -30,7 +30,7 @@ export const EXPLAIN_RULES = [
 ] as const
 export type ExplainRule = (typeof EXPLAIN_RULES)[number]
 
-/** The agent binary whose heartbeat is a host's lease (src/db/services.ts's AGENT_BINARY). */
+/** The agent binary whose heartbeat is a host's lease (src/db/service-rows.ts's AGENT_BINARY). */
 const AGENT = 'cyborg-agent'
 
 /** What the rules read of a deployable and its device. */

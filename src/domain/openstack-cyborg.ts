@@ -2,7 +2,7 @@
  * OpenStack Cyborg's database as `cyborg db import-openstack` reads it (docs/migrate-from-openstack-cyborg.md):
  * the alembic revisions whose schema it knows, and its rows, one type per table. Names follow
  * upstream `cyborg/db/sqlalchemy/models.py`; values are as the database gave them (timestamps
- * as `YYYY-MM-DD HH:MM:SS[.ffffff]` text, naive UTC). Pure: the reading is src/db/openstack-source.ts.
+ * as `YYYY-MM-DD HH:MM:SS[.ffffff]` text, naive UTC). Pure: the reading is src/db/openstack-import/openstack-source.ts.
  */
 import { InvalidInputError } from './errors.js'
 

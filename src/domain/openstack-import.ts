@@ -1,7 +1,7 @@
 /**
  * The plan of `cyborg db import-openstack` (docs/migrate-from-openstack-cyborg.md): which rows of an
  * OpenStack Cyborg database become which of ours, with their uuids, and every row that cannot, with
- * the reason. Pure: src/db/openstack-source.ts reads the source, src/db/openstack-import-target.ts
+ * the reason. Pure: src/db/openstack-import/openstack-source.ts reads the source, src/db/openstack-import/openstack-import-target.ts
  * reads what the target holds (`TargetIndex`) and writes the plan. The tables: inventory in
  * openstack-import-inventory.ts, device profiles and requests in openstack-import-requests.ts.
  */

@@ -3,7 +3,7 @@
  * accelerator service, one resource per resource class named as Nova names it (`class:FPGA`),
  * against the units a project holds through standalone binds and v1 attaches. Pure: the limits come
  * through the `LimitSource` port (src/openstack/unified-limits.ts), usage is counted in the claim's
- * transaction (src/db/quota-usage.ts).
+ * transaction (src/db/reads/quota-usage.ts).
  */
 import { ForbiddenError } from './errors.js'
 

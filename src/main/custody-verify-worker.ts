@@ -6,7 +6,7 @@
 import { createPublicKey } from 'node:crypto'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { Config } from '../config/config.js'
-import { verifyStoredCustody, type SeqRange } from '../db/custody-walk.js'
+import { verifyStoredCustody, type SeqRange } from '../db/reads/custody-walk.js'
 import { openConfiguredDatabase } from './database.js'
 
 /** What the parent gives a worker. */

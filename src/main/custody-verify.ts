@@ -12,7 +12,7 @@ import type { Config } from '../config/config.js'
 import { joinCustodySegments } from '../domain/custody-segments.js'
 import { InvalidInputError } from '../domain/errors.js'
 import type { CustodyVerifyResult } from '../domain/custody-verify.js'
-import { getSealedSeqRange, verifyStoredCustody } from '../db/custody-walk.js'
+import { getSealedSeqRange, verifyStoredCustody } from '../db/reads/custody-walk.js'
 import type { SegmentJob } from './custody-verify-worker.js'
 import { openConfiguredDatabase, requireCurrentSchema } from './database.js'
 

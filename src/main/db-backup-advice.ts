@@ -4,7 +4,7 @@
  * printed: pg_dump reads PGPASSWORD or ~/.pgpass, mariadb-dump ~/.my.cnf or asks with -p).
  * docs/operations.md, "Backups".
  */
-import { parseConnectionUrl } from '../db/connection.js'
+import { parseConnectionUrl } from '../db/core/connection.js'
 
 /** `value` as one shell word. */
 export const shellWord = (value: string): string =>

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs'
 import { Option, type Command } from 'commander'
 import type { Config } from '../config/config.js'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import { InvalidInputError } from '../domain/errors.js'
 
 export interface DbCommandDeps {
@@ -91,7 +91,7 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
         deps,
         'db version',
         async (handle, _config, opts: { format: string }) => {
-          const { migrationStatus } = await import('../db/migrate.js')
+          const { migrationStatus } = await import('../db/core/migrate.js')
           const s = await migrationStatus(handle)
           if (opts.format === 'json') {
             const { current, pending, applied, unknown } = s
@@ -126,7 +126,7 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
     .option('--to <rev>', 'a migration name (0012-device-identities) or its number (12)')
     .action(
       dbAction(deps, 'db upgrade', async (handle, _config, opts: { to?: string }) => {
-        const { migrationStatus, upgradeTo } = await import('../db/migrate.js')
+        const { migrationStatus, upgradeTo } = await import('../db/core/migrate.js')
         const { applied } = await upgradeTo(handle, opts.to)
         for (const name of applied) out(`applied ${name}`)
         const s = await migrationStatus(handle)
@@ -153,7 +153,7 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
         deps,
         'db downgrade',
         async (handle, _config, opts: { to: string; force?: boolean }) => {
-          const { downgradeTo, migrationStatus } = await import('../db/migrate.js')
+          const { downgradeTo, migrationStatus } = await import('../db/core/migrate.js')
           const report = await downgradeTo(handle, opts.to, { force: opts.force === true })
           for (const d of report.dropped) warn(`dropped (--force): ${d.migration}: ${d.loss}`)
           for (const name of report.undone) out(`undone ${name}`)

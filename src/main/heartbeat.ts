@@ -8,8 +8,8 @@ import type { Logger } from '../domain/logger.js'
 
 /** The binary names the API and conductor heartbeat under (agents use `cyborg-agent`). */
 export const API_BINARY = 'cyborg-api'
-/** The API's /healthcheck reads the conductors' beats under this name (src/db/ping.ts). */
-export { CONDUCTOR_BINARY } from '../db/ping.js'
+/** The API's /healthcheck reads the conductors' beats under this name (src/db/reads/ping.ts). */
+export { CONDUCTOR_BINARY } from '../db/reads/ping.js'
 
 export interface HeartbeatOptions {
   conductor: Pick<ConductorRpc, 'heartbeat'>

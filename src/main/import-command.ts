@@ -18,7 +18,7 @@ interface ImportFlags {
 
 /** Refuses a `--from` that is not a MariaDB/MySQL or PostgreSQL URL, before anything is opened. */
 async function checkFrom(flags: ImportFlags): Promise<void> {
-  const { parseConnectionUrl, redactUrl } = await import('../db/connection.js')
+  const { parseConnectionUrl, redactUrl } = await import('../db/core/connection.js')
   const shown = JSON.stringify(cut(redactUrl(flags.from)))
   const expected =
     'expected mysql+pymysql://user:pass@host/cyborg, mysql://… or postgresql://user:pass@host/cyborg'

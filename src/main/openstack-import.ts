@@ -1,19 +1,19 @@
 /**
  * `cyborg db import-openstack` (docs/migrate-from-openstack-cyborg.md): reads a live OpenStack
- * Cyborg database (src/db/openstack-source.ts), plans the import against `[database] connection`
+ * Cyborg database (src/db/openstack-import/openstack-source.ts), plans the import against `[database] connection`
  * (src/domain/openstack-import.ts) and writes it in one transaction
- * (src/db/openstack-import-target.ts), or only prints it (`dryRun`). Refuses a target that is not
+ * (src/db/openstack-import/openstack-import-target.ts), or only prints it (`dryRun`). Refuses a target that is not
  * at the current schema, and one that holds anything unless `merge`.
  */
-import type { DatabaseHandle } from '../db/connection.js'
-import { migrationStatus } from '../db/migrate.js'
-import { readOpenStackSource } from '../db/openstack-source.js'
-import { importIntoTarget } from '../db/openstack-import-target.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
+import { migrationStatus } from '../db/core/migrate.js'
+import { readOpenStackSource } from '../db/openstack-import/openstack-source.js'
+import { importIntoTarget } from '../db/openstack-import/openstack-import-target.js'
 import { ConfigError, ConflictError } from '../domain/errors.js'
 import { planImport, unmappedRows } from '../domain/openstack-import.js'
 import { IMPORT_TABLES, type ImportPlan } from '../domain/openstack-import-plan.js'
 import { formatTimestamp, systemClock, type Clock } from '../domain/time.js'
-import { redactUrl } from '../db/connection.js'
+import { redactUrl } from '../db/core/connection.js'
 
 export interface ImportOptions {
   /** The OpenStack Cyborg database: `mysql+pymysql://…`, `mysql://…` or `postgresql://…`. */

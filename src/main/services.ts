@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
-import type { DatabaseHandle } from '../db/connection.js'
+import type { DatabaseHandle } from '../db/core/connection.js'
 import type { MessageBus } from '../bus/bus.js'
 import type { Conductor } from '../conductor/conductor.js'
 import { createConductorClient, type ConductorRpc } from '../rpc/conductor-rpc.js'

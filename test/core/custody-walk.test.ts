@@ -1,6 +1,6 @@
 /**
  * The custody walk's page reader on every database (issue 28): on PostgreSQL the columns come
- * packed into one text a row (src/db/custody-packed.ts). Records whose values hold the packing's
+ * packed into one text a row (src/db/reads/custody-packed.ts). Records whose values hold the packing's
  * own tag and separator characters, quotes, backslashes, new lines and non-ASCII text walk to the
  * same verdict and head as the whole-column reader, and an edit is named at its seq by both, also
  * when the edited value holds the separator (a row read again whole).
@@ -9,16 +9,16 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createCustodySealer } from '../../src/conductor/custody-sealer.js'
 import { appendCustodyRecords } from '../../src/db/custody.js'
-import { PACKED_COLUMNS, unpackCustody } from '../../src/db/custody-packed.js'
+import { PACKED_COLUMNS, unpackCustody } from '../../src/db/reads/custody-packed.js'
 import {
   listSealedCustody,
   listSealedCustodyWhole,
   type SeqRange,
-} from '../../src/db/custody-walk.js'
+} from '../../src/db/reads/custody-walk.js'
 import { CustodyKind, type CustodyFields } from '../../src/domain/custody.js'
 import { createCustodyVerifier } from '../../src/domain/custody-verify.js'
 import { noopLogger } from '../../src/domain/logger.js'
-import type { ReadDb } from '../../src/db/connection.js'
+import type { ReadDb } from '../../src/db/core/connection.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 
 const uuid = (n: number) => `c0570d10-0000-4000-8000-${String(n).padStart(12, '0')}`

@@ -1,5 +1,5 @@
 /**
- * `cyborg db check`'s database checks (src/db/db-check.ts) on SQLite, PostgreSQL and MariaDB: a
+ * `cyborg db check`'s database checks (src/db/core/db-check.ts) on SQLite, PostgreSQL and MariaDB: a
  * consistent database (the migration seeds) has no finding; then each planted inconsistency is
  * named once, by kind and uuid. Orphans can only exist with the foreign keys off, as in a database
  * restored or imported with its checks off: they are planted so, on one connection.
@@ -7,9 +7,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { sql, type Kysely } from 'kysely'
-import type { DialectName } from '../../src/db/connection.js'
-import { checkDatabase } from '../../src/db/db-check.js'
-import type { Database } from '../../src/db/schema.js'
+import type { DialectName } from '../../src/db/core/connection.js'
+import { checkDatabase } from '../../src/db/core/db-check.js'
+import type { Database } from '../../src/db/core/schema.js'
 import { testDialects } from '../support/db.js'
 import { insert, NOW, SEED, SEEDS } from '../support/migration-seeds.js'
 

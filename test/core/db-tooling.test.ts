@@ -1,5 +1,5 @@
 /**
- * `cyborg db` revisions (src/db/migrate.ts) on SQLite, PostgreSQL and MariaDB, and `db backup` on
+ * `cyborg db` revisions (src/db/core/migrate.ts) on SQLite, PostgreSQL and MariaDB, and `db backup` on
  * SQLite (docs/operations.md):
  * - revisions by name, by number and `base`; an unknown one, an upgrade "to" a lower one, a
  *   downgrade "to" a higher one are refused, naming it, and change nothing;
@@ -15,15 +15,15 @@ import { copyFile, mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
-import { openDatabase } from '../../src/db/connection.js'
+import { openDatabase } from '../../src/db/core/connection.js'
 import {
   downgradeTo,
   migrateToLatest,
   migrationStatus,
   resolveRevision,
   upgradeTo,
-} from '../../src/db/migrate.js'
-import { GUARDED_MIGRATIONS } from '../../src/db/migration-guards.js'
+} from '../../src/db/core/migrate.js'
+import { GUARDED_MIGRATIONS } from '../../src/db/core/migration-guards.js'
 import { testDialects } from '../support/db.js'
 import { ingestSnapshot } from '../support/ingest.js'
 import { NOW, SEEDS } from '../support/migration-seeds.js'

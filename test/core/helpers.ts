@@ -1,5 +1,5 @@
 /** Shared bits of the core tests: a logger that remembers, table dumps, and polling. */
-import type { DatabaseHandle } from '../../src/db/connection.js'
+import type { DatabaseHandle } from '../../src/db/core/connection.js'
 import type { Logger } from '../../src/domain/logger.js'
 
 export interface LogLine {

@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
-import { openDatabase, type DatabaseHandle } from '../../src/db/connection.js'
+import { openDatabase, type DatabaseHandle } from '../../src/db/core/connection.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { noopLogger } from '../../src/domain/logger.js'

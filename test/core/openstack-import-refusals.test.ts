@@ -10,8 +10,8 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { openDatabase } from '../../src/db/connection.js'
-import { checkDatabase } from '../../src/db/db-check.js'
+import { openDatabase } from '../../src/db/core/connection.js'
+import { checkDatabase } from '../../src/db/core/db-check.js'
 import { unmappedRows } from '../../src/domain/openstack-import.js'
 import {
   importExitCode,

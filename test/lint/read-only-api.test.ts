@@ -1,5 +1,5 @@
 /**
- * The API holds the database typed for reads only (src/api/types.ts's Db, src/db/connection.ts's
+ * The API holds the database typed for reads only (src/api/types.ts's Db, src/db/core/connection.ts's
  * ReadDb): a write repository function does not accept it. The check is the typecheck of this file
  * (`npm test` runs tsc first): if a ReadDb ever fitted a write, the `@ts-expect-error` below would
  * be unused, which tsc reports as an error.

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
-import { openDatabase } from '../../src/db/connection.js'
+import { openDatabase } from '../../src/db/core/connection.js'
 import { backupAdvice } from '../../src/main/db-backup-advice.js'
 import { runCommand } from '../support/service.js'
 

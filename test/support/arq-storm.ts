@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict'
 import type { Kysely } from 'kysely'
-import type { Database } from '../../src/db/schema.js'
+import type { Database } from '../../src/db/core/schema.js'
 import { STORM_HOST, STORM_PROFILE } from './storm-inventory.js'
 
 /** What one PATCH of the storm got: an HTTP status, or no answer at all (the server died). */

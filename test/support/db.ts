@@ -12,8 +12,8 @@ import {
   parseConnectionUrl,
   type DatabaseHandle,
   type DialectName,
-} from '../../src/db/connection.js'
-import { migrateToLatest } from '../../src/db/migrate.js'
+} from '../../src/db/core/connection.js'
+import { migrateToLatest } from '../../src/db/core/migrate.js'
 
 export const POSTGRES_URL =
   process.env.CYBORG_TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict'
 import { sql } from 'kysely'
-import type { DatabaseHandle } from '../../src/db/connection.js'
+import type { DatabaseHandle } from '../../src/db/core/connection.js'
 
 export async function killTransactionHolder(db: DatabaseHandle): Promise<void> {
   if (db.dialect === 'postgres') {

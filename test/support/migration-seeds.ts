@@ -7,7 +7,7 @@
  * guard refuses to drop, so that a walk down exercises every guard.
  */
 import { sql, type Kysely } from 'kysely'
-import type { Database } from '../../src/db/schema.js'
+import type { Database } from '../../src/db/core/schema.js'
 
 type Db = Kysely<Database>
 type Row = Record<string, unknown>

@@ -4,7 +4,7 @@
  * traits). `backend` is a device uuid; an unknown one is a 404 naming it.
  */
 import type { FastifyInstance } from 'fastify'
-import { listBackends, type Backend } from '../../db/backend-services.js'
+import { listBackends, type Backend } from '../../db/reads/backend-services.js'
 import { NotFoundError } from '../../domain/errors.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'

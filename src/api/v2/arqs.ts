@@ -7,13 +7,13 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ARQ_SORT_KEYS } from '../../db/arq-views.js'
+import type { ARQ_SORT_KEYS } from '../../db/reads/arq-views.js'
 import {
   getArqDetail,
   hasUnresolvedArqs,
   listArqDetails,
   RESOLVED_STATES,
-} from '../../db/arq-views.js'
+} from '../../db/reads/arq-views.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { visibleProject, type RequestContext } from '../../domain/request-context.js'

@@ -2,7 +2,7 @@
  * `GET /capacity` (2.6, issue 17; docs/capacity.md): attach handles counted per resource class,
  * host and trait set, or per host, resource class or device type (`group_by`), as `total`, `used`,
  * `reserved`, `fenced`, `cleaning` and `free`. Filters `resource_class`, `hostname` and `trait`
- * (repeatable or a comma list: rows whose trait set includes all). Reads only: src/db/capacity.ts,
+ * (repeatable or a comma list: rows whose trait set includes all). Reads only: src/db/reads/capacity.ts,
  * kept as fleet-reads.ts says (never stale by default). The query string is checked by its schema
  * (schemas/capacity.ts). Below 2.6 the route is a 404 naming the microversion it needs (`since`).
  */

@@ -6,7 +6,7 @@
  * are a 404 naming the microversion they need.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { getCustody, listCustody, type CustodySortKey } from '../../db/custody-reads.js'
+import { getCustody, listCustody, type CustodySortKey } from '../../db/reads/custody-reads.js'
 import type { StoredCustodyRecord } from '../../db/custody.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { refuseOtherProject } from '../../domain/request-context.js'

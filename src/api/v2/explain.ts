@@ -2,7 +2,7 @@
  * `POST /device_profiles/{name_or_uuid}/explain` (2.6, issue 17): for each request group of the
  * profile, every deployable of one host (body `hostname`) or of the fleet, with the first rule
  * that rules it out or `fits` (src/domain/explain.ts, the rules a standalone bind applies). Reads
- * only: the candidates come from src/db/explain.ts, kept as fleet-reads.ts says. The body is optional:
+ * only: the candidates come from src/db/reads/explain.ts, kept as fleet-reads.ts says. The body is optional:
  * `{hostname?, project_id?}`, checked by its schema. With `[quota] driver = unified_limits`, the
  * quota rule judges `project_id`'s limits and usage, or the caller's project's (docs/quota.md).
  * Below 2.6 the route is a 404 naming the microversion it needs, like `POST /devices/{uuid}/ready`.
@@ -16,7 +16,7 @@ import type {
   FastifyRequest,
   preValidationHookHandler,
 } from 'fastify'
-import type { ExplainRow } from '../../db/explain.js'
+import type { ExplainRow } from '../../db/reads/explain.js'
 import {
   explainGroups,
   judge,

@@ -6,7 +6,7 @@
  * Below 2.7 the route is a 404 naming the microversion it needs.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { readQuotaUsage } from '../../db/quota-usage.js'
+import { readQuotaUsage } from '../../db/reads/quota-usage.js'
 import { InvalidInputError } from '../../domain/errors.js'
 import { quotaRows, type Limits, type LimitSource } from '../../domain/quota.js'
 import { refuseOtherProject, type RequestContext } from '../../domain/request-context.js'

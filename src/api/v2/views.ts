@@ -1,6 +1,6 @@
 /** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
 import type { Attribute, Deployable, Device } from '../../domain/inventory.js'
-import type { ArqDetail } from '../../db/arq-views.js'
+import type { ArqDetail } from '../../db/reads/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
 import { Type } from '@sinclair/typebox'
 import { selfLink, type Link } from '../links.js'

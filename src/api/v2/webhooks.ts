@@ -5,8 +5,11 @@
  * from the database (never the secret); writes go to the conductor. A malformed uuid is a 404.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { countWebhookDeliveries, listWebhookDeliveries } from '../../db/webhook-deliveries.js'
-import { getWebhook, getWebhookId, listWebhooks } from '../../db/webhooks.js'
+import {
+  countWebhookDeliveries,
+  listWebhookDeliveries,
+} from '../../db/outbox/webhook-deliveries.js'
+import { getWebhook, getWebhookId, listWebhooks } from '../../db/outbox/webhooks.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import {

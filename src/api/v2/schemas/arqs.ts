@@ -1,6 +1,6 @@
 /** The documentation of `/v2/accelerator_requests` (src/api/v2/arqs.ts); bodies are validated by their schemas there. */
 import { Type } from '@sinclair/typebox'
-import { ARQ_SORT_KEYS } from '../../../db/arq-views.js'
+import { ARQ_SORT_KEYS } from '../../../db/reads/arq-views.js'
 import {
   guarded,
   guardedWrite,

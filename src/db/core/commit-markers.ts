@@ -1,0 +1,151 @@
+/**
+ * Commit markers: how the group committer (group-commit.ts) learns whether a transaction whose
+ * COMMIT failed did commit, since the server may have committed and only its answer was lost.
+ *
+ * Each transaction inserts one row into `commit_markers` (migration 0006) as its last statement,
+ * under a uuid made before the transaction began. After a failed COMMIT the committer inserts the
+ * same id again, on another connection, committing at once. That insert waits on the unique key
+ * while the first transaction is still settling (the server may be committing it right now); then
+ * a duplicate means it committed, and success means it rolled back (and, the id being taken now,
+ * it never can commit later). A plain SELECT would not do: it does not wait, so it could read
+ * "absent" just before the COMMIT lands. A lock wait longer than PROBE_LOCK_WAIT_S, or a database
+ * that cannot be reached, leaves the outcome unknown.
+ *
+ * SQLite needs none of this: it runs in this process, so a COMMIT's answer cannot be lost, and a
+ * failed COMMIT there left the transaction open (the committer then rolls it back) or rolled back.
+ *
+ * Rows of settled transactions are deleted in bulk every SWEEP_AT transactions and when the
+ * committer closes, so the table holds about SWEEP_AT rows per committer. Rows older than a day
+ * (a committer that died, an unknown outcome) go at a committer's first sweep, then hourly.
+ */
+import { sql, type Kysely, type RawBuilder } from 'kysely'
+import { newUuid } from '../../domain/ids.js'
+import { formatTimestamp } from '../../domain/time.js'
+import type { DatabaseHandle, DialectName } from './connection.js'
+import { isTransientLockError, isUniqueViolation } from './errors.js'
+import type { Database } from './schema.js'
+
+/** Where a transaction whose COMMIT failed stands. */
+export type Outcome = 'committed' | 'rolled-back' | 'unknown'
+
+/** The marker of one transaction, made before it begins. */
+export interface Marker {
+  id: string
+  createdAt: string
+}
+
+export interface CommitMarkers {
+  /** A fresh marker for the next transaction; undefined when the database needs none (SQLite). */
+  next(): Marker | undefined
+  /** Writes `marker` in `trx`: its last statement before COMMIT. */
+  write(trx: Kysely<Database>, marker: Marker): Promise<void>
+  /** The transaction of `marker` committed: its row may go. */
+  settled(marker: Marker): void
+  /** After a failed COMMIT: how the transaction of `marker` ended. Never rejects. */
+  outcome(marker: Marker): Promise<Outcome>
+  /** Deletes the rows of settled transactions once SWEEP_AT piled up, or any with `all`. Never rejects. */
+  sweep(options?: { all?: boolean }): Promise<void>
+}
+
+/** Settled rows deleted together (one DELETE per this many transactions). */
+const SWEEP_AT = 64
+/** Settled ids kept for deletion at most; older ones are left to the day-old sweep. */
+const MAX_SETTLED = 1024
+/** How long the outcome query waits for the transaction to settle. */
+const PROBE_LOCK_WAIT_S = 10
+/** Tries of the outcome query that could not reach the database. */
+const PROBE_ATTEMPTS = 3
+const HOUR_MS = 3_600_000
+const DAY_MS = 24 * HOUR_MS
+
+/** Session statements bounding the probe's lock wait, and restoring the default afterwards. */
+const LOCK_WAIT: Record<
+  Exclude<DialectName, 'sqlite'>,
+  [RawBuilder<unknown>, RawBuilder<unknown>]
+> = {
+  postgres: [sql.raw(`SET lock_timeout = '${PROBE_LOCK_WAIT_S}s'`), sql.raw('RESET lock_timeout')],
+  mysql: [
+    sql.raw(`SET SESSION innodb_lock_wait_timeout = ${PROBE_LOCK_WAIT_S}`),
+    sql.raw('SET SESSION innodb_lock_wait_timeout = DEFAULT'),
+  ],
+}
+
+/** The commit markers of one committer over `handle`. */
+export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
+  const { db, dialect } = handle
+  const settledIds: string[] = []
+  let lastDayOldSweep = -Infinity
+
+  const settled = (marker: Marker) => {
+    settledIds.push(marker.id)
+    if (settledIds.length > MAX_SETTLED) settledIds.splice(0, settledIds.length - MAX_SETTLED)
+  }
+
+  /** One try of the outcome query; rejects when the database could not be asked. */
+  const probe = (marker: Marker, lockWait: [RawBuilder<unknown>, RawBuilder<unknown>]) =>
+    db.connection().execute(async (conn): Promise<Outcome> => {
+      await lockWait[0].execute(conn)
+      try {
+        await conn
+          .insertInto('commit_markers')
+          .values({ id: marker.id, created_at: marker.createdAt })
+          .execute()
+        return 'rolled-back'
+      } catch (err) {
+        if (isUniqueViolation(err)) return 'committed'
+        if (isTransientLockError(err)) return 'unknown' // still not settled: it may yet commit
+        throw err
+      } finally {
+        await lockWait[1].execute(conn).catch(() => {})
+      }
+    })
+
+  return {
+    next: () =>
+      dialect === 'sqlite' ? undefined : { id: newUuid(), createdAt: formatTimestamp(new Date()) },
+
+    async write(trx, marker) {
+      await trx
+        .insertInto('commit_markers')
+        .values({ id: marker.id, created_at: marker.createdAt })
+        .execute()
+    },
+
+    settled,
+
+    async outcome(marker) {
+      if (dialect === 'sqlite') return 'rolled-back'
+      for (let attempt = 1; attempt <= PROBE_ATTEMPTS; attempt++) {
+        try {
+          const outcome = await probe(marker, LOCK_WAIT[dialect])
+          // Committed, the row is the transaction's; rolled back, the probe's own: either may go.
+          if (outcome !== 'unknown') settled(marker)
+          return outcome
+        } catch {
+          if (attempt < PROBE_ATTEMPTS) await new Promise((r) => setTimeout(r, 100 * attempt))
+        }
+      }
+      return 'unknown'
+    },
+
+    async sweep(options = {}) {
+      if (settledIds.length === 0 || (settledIds.length < SWEEP_AT && !options.all)) return
+      const ids = settledIds.splice(0)
+      try {
+        await db.deleteFrom('commit_markers').where('id', 'in', ids).execute()
+      } catch {
+        settledIds.unshift(...ids)
+        if (settledIds.length > MAX_SETTLED) settledIds.splice(0, settledIds.length - MAX_SETTLED)
+        return
+      }
+      if (Date.now() - lastDayOldSweep < HOUR_MS) return
+      lastDayOldSweep = Date.now()
+      const cutoff = formatTimestamp(new Date(Date.now() - DAY_MS))
+      await db
+        .deleteFrom('commit_markers')
+        .where('created_at', '<', cutoff)
+        .execute()
+        .catch(() => {})
+    },
+  }
+}
