@@ -12,7 +12,7 @@ import { openConfiguredDatabase, migrateDatabase } from '../src/main/database.js
 import { startCore } from '../src/main/core.js'
 import { startHttpApi } from '../src/main/http.js'
 import { createLogger } from '../src/main/logger.js'
-import { createPrometheusMetrics } from '../src/main/prometheus.js'
+import { createPrometheusMetrics } from '../src/main/metrics/prometheus.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { seedStorm } from '../test/support/storm-inventory.js'
 import { serveStormCleanAgent } from './storm-clean-agent.js'

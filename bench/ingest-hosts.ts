@@ -4,7 +4,7 @@
  */
 import { buildSnapshot } from '../src/agent/snapshot.js'
 import { sampleDevice } from '../test/support/sample-inventory.js'
-import type { InventorySnapshot } from '../src/domain/inventory.js'
+import type { InventorySnapshot } from '../src/domain/inventory/inventory.js'
 import type { ConductorRpc, InventoryReportResult } from '../src/rpc/conductor-rpc.js'
 
 export const hostName = (i: number) => `bench-host-${String(i).padStart(6, '0')}`

@@ -23,7 +23,7 @@ import { testDialects } from '../test/support/db.js'
 import { ingestSnapshot } from '../test/support/ingest.js'
 import { sampleSnapshot } from '../test/support/sample-inventory.js'
 import { refreshFleetGauges } from '../src/conductor/fleet-metrics.js'
-import { createPrometheusMetrics } from '../src/main/prometheus.js'
+import { createPrometheusMetrics } from '../src/main/metrics/prometheus.js'
 
 const { values } = parseArgs({
   options: {

@@ -7,11 +7,11 @@
  * that does not exist, and the storm runs out of units.
  */
 import type { MessageBus } from '../src/bus/bus.js'
-import { createUnitCleaner } from '../src/agent/unit-clean.js'
+import { createUnitCleaner } from '../src/agent/cleaning.js'
 import { runClean } from '../src/drivers/clean.js'
 import { createMemoryHostProbe } from '../src/drivers/driver-contract.case.js'
 import { createFakeDriver } from '../src/drivers/fake/fake.js'
-import type { DiscoveredDevice } from '../src/domain/inventory.js'
+import type { DiscoveredDevice } from '../src/domain/inventory/inventory.js'
 import { noopLogger, type Logger } from '../src/domain/logger.js'
 import type { CleanUnitResult } from '../src/rpc/agent-rpc.js'
 import { serveStandInAgent } from '../test/support/stand-in-agent.js'

@@ -9,7 +9,7 @@ import type {
   RemoteAccelerator,
 } from '../drivers/driver.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
-import type { InventorySnapshot } from '../domain/inventory.js'
+import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { Clock } from '../domain/time.js'
 import type { DriverRun } from './snapshot.js'

@@ -15,7 +15,7 @@ import type { Subscription } from '../bus/bus.js'
 import { serveAgent, TELEMETRY_TOPIC } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { DriverError, InvalidStateError } from '../domain/errors.js'
-import type { InventorySnapshot } from '../domain/inventory.js'
+import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import { buildSnapshot, discoverAll, type DriverRun } from './snapshot.js'
 import type {
   Agent,
@@ -27,7 +27,7 @@ import type {
 } from './agent-types.js'
 import { createDeviceOps } from './device-ops.js'
 import { createDriverAdmin } from './driver-admin.js'
-import { createUnitCleaner } from './unit-clean.js'
+import { createUnitCleaner } from './cleaning.js'
 import { createDeviceConfigurer } from './device-configure.js'
 import type { CleanRunner } from '../drivers/driver.js'
 import { createDriverListing } from './driver-list.js'

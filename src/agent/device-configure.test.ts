@@ -25,7 +25,7 @@ import {
   type DiscoveredDevice,
   type InventorySnapshot,
   type PciAddress,
-} from '../domain/inventory.js'
+} from '../domain/inventory/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 import { systemClock } from '../domain/time.js'
 

@@ -18,7 +18,7 @@ import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import { AppError, DriverError, InvalidInputError, NotFoundError } from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
 import { parseDeviceConfigChange } from '../domain/device-config.js'
-import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { parseControlPath } from './driver-admin-input.js'
 

@@ -17,7 +17,7 @@ const invalid = (name: string, message: string, code = 'INVALID_INPUT'): never =
 
 /**
  * `controlPath` ({domain, bus, device, function}) as `dddd:bb:dd.f`, lower case; a remote
- * accelerator's ({uuid}) as `remote:<uuid>` (controlPathAddress of src/domain/inventory.ts).
+ * accelerator's ({uuid}) as `remote:<uuid>` (controlPathAddress of src/domain/inventory/inventory.ts).
  */
 export function parseControlPath(req: unknown): string {
   const cp = field(req, 'controlPath')

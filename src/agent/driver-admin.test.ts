@@ -6,7 +6,7 @@ import { createFakeDriver, FAKE_CONTROL_PATH } from '../drivers/fake/fake.js'
 import { DRIVER_REGISTRY } from '../drivers/index.js'
 import { createFixtureHostProbe } from '../drivers/host-probe/fixture-host-probe.js'
 import { DriverError, InvalidInputError, NotFoundError } from '../domain/errors.js'
-import { canonicalJson } from '../domain/inventory.js'
+import { canonicalJson } from '../domain/inventory/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 import {
   startRig,

@@ -24,7 +24,7 @@ import {
   UnavailableError,
 } from '../domain/errors.js'
 import { errorMessage } from '../domain/error-message.js'
-import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import {
   parseAdminDriver,

@@ -13,7 +13,7 @@ import { buildSnapshot } from './snapshot.js'
 import { createFakeDriver } from '../drivers/fake/fake.js'
 import { createFixtureHostProbe } from '../drivers/host-probe/fixture-host-probe.js'
 import { noopLogger } from '../domain/logger.js'
-import type { InventorySnapshot } from '../domain/inventory.js'
+import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 
 const devicesOf = (hostname: string) =>
   createFakeDriver({ host: createFixtureHostProbe('/nonexistent'), hostname }).discover()

@@ -18,7 +18,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import * as nodeFs from 'node:fs/promises'
 import path from 'node:path'
-import type { InventorySnapshot } from '../domain/inventory.js'
+import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { systemClock, type Clock } from '../domain/time.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'

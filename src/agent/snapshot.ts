@@ -8,7 +8,7 @@ import {
   canonicalJson,
   type DiscoveredDevice,
   type InventorySnapshot,
-} from '../domain/inventory.js'
+} from '../domain/inventory/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 
 /** A driver whose discovery failed, and why. */

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Metrics } from '../domain/metrics.js'
 import { metricsDoc } from './schemas/root.js'
 
-/** The exposition of the process's metrics, negotiated on the Accept header (src/main/prometheus.ts). */
+/** The exposition of the process's metrics, negotiated on the Accept header (src/main/metrics/prometheus.ts). */
 export type Exposition = (
   accept: string | undefined,
 ) => Promise<{ contentType: string; body: string }>

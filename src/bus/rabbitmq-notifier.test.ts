@@ -1,7 +1,7 @@
 /**
  * RabbitMqNotifier against the real broker: the exact AMQP message and entities, order, lost
  * connections, queues declared with other properties, a deleted queue. That a real oslo.messaging
- * listener decodes it is in src/conductor/oslo-notification-sink.test.ts (through the sink). Each
+ * listener decodes it is in src/conductor/outbox/oslo-notification-sink.test.ts (through the sink). Each
  * run gets a fresh vhost, dropped at the end.
  */
 import { after, before, describe, it } from 'node:test'

@@ -4,7 +4,7 @@ import { createConductor, type Conductor } from './conductor.js'
 import { testDialects, type TestDatabase } from '../../test/support/db.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { InvalidInputError, NotFoundError, UnavailableError } from '../domain/errors.js'
-import type { DiscoveredDevice } from '../domain/inventory.js'
+import type { DiscoveredDevice } from '../domain/inventory/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 
 const device = (fn: string, name: string): DiscoveredDevice => ({

@@ -5,7 +5,7 @@
  */
 import type { DiscoveredItem } from '../rpc/admin-types.js'
 import { controlPathText } from '../domain/control-path.js'
-import type { CurrentDevice } from '../domain/inventory-diff.js'
+import type { CurrentDevice } from '../domain/inventory/inventory-diff.js'
 
 /** One deployable reduced to what an operator may see change. */
 export interface DeployableFacts {

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory.js'
+import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { testDialects } from '../../test/support/db.js'

@@ -8,7 +8,7 @@
  * is a conditional UPDATE that re-checks the lease in its own statement, so N conductors sweeping
  * at once fence each device once and a beat that lands meanwhile wins. The fence also forgets the
  * host's accepted report hash: the agent's next report is then diffed in full, and that report,
- * not a heartbeat alone, lifts the fence (src/domain/inventory-diff.ts).
+ * not a heartbeat alone, lifts the fence (src/domain/inventory/inventory-diff.ts).
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/core/connection.js'

@@ -9,7 +9,7 @@ import { updateDeviceLifecycle } from '../db/lifecycle.js'
 import { createAgentClient } from '../rpc/agent-rpc.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { ConflictError, NotFoundError, TimeoutError } from '../domain/errors.js'
-import type { DiscoveredDevice } from '../domain/inventory.js'
+import type { DiscoveredDevice } from '../domain/inventory/inventory.js'
 import { noopLogger } from '../domain/logger.js'
 
 // The conductor side alone; test/core/lifecycle.test.ts runs it against real agents.

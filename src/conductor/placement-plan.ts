@@ -10,7 +10,7 @@ import {
   type ProviderState,
 } from '../domain/placement.js'
 import type { PlacementRow } from '../db/placement-rows.js'
-import { isOffered } from '../domain/inventory.js'
+import { isOffered } from '../domain/inventory/inventory.js'
 
 export interface ProviderWrite {
   id: number

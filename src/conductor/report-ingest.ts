@@ -19,14 +19,14 @@ import {
 } from '../db/host-inventory.js'
 import { getReportHash, updateReportHash } from '../db/service-rows.js'
 import { listDeviceIdentities } from '../db/device-identities.js'
-import type { InventorySnapshot } from '../domain/inventory.js'
+import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { HealthTransition } from '../db/health-transitions.js'
 import { isFencedHealth, isSilentAgentReason } from '../domain/health-diff.js'
 import type { RootHint } from './placement-sync.js'
 import { checkSnapshot } from './validate.js'
-import { diffInventory } from '../domain/inventory-diff.js'
+import { diffInventory } from '../domain/inventory/inventory-diff.js'
 
 /** What one ingestion changed. */
 export interface IngestCounts {

@@ -13,7 +13,7 @@ import { getDeviceFacts } from '../db/outbox/device-events.js'
 import { insertEvents } from '../db/outbox/events.js'
 import { deviceEvent } from '../domain/events.js'
 import { updateHeartbeat } from '../db/service-rows.js'
-import { DeviceStatus } from '../domain/inventory.js'
+import { DeviceStatus } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import {

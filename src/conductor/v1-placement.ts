@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../domain/logger.js'
 import type { PlacementClient } from '../openstack/placement.js'
-import { createArqAllocator } from './arq-allocations.js'
+import { createArqAllocator } from './arq/arq-allocations.js'
 
 /** The project Placement records for v1 attachments' consumers. */
 export const V1_CONSUMER_PROJECT = 'cyborg-v1-attachments'

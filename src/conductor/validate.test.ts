@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { InvalidInputError } from '../domain/errors.js'
 import { isUuidLike } from '../domain/ids.js'
-import type { DiscoveredDevice } from '../domain/inventory.js'
+import type { DiscoveredDevice } from '../domain/inventory/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import {
   checkArqBindings,

@@ -10,7 +10,7 @@ import {
   canonicalJson,
   type DiscoveredDevice,
   type InventorySnapshot,
-} from '../domain/inventory.js'
+} from '../domain/inventory/inventory.js'
 import { inventoryHash } from '../rpc/inventory-hash.js'
 import { compilePayload, invalid } from '../rpc/payload-check.js'
 import { Uuid } from '../rpc/payload-types.js'

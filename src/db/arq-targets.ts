@@ -5,7 +5,7 @@
  * arq-instances.ts, deployables.ts).
  */
 import type { ReadDb } from './core/connection.js'
-import { isOffered } from '../domain/inventory.js'
+import { isOffered } from '../domain/inventory/inventory.js'
 import { isFencedHealth } from '../domain/health-diff.js'
 import { AGENT_BINARY } from './service-rows.js'
 

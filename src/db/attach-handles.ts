@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely'
 import { dialectOf, type ReadDb } from './core/connection.js'
-import type { AttachHandle, AttachType } from '../domain/inventory.js'
+import type { AttachHandle, AttachType } from '../domain/inventory/inventory.js'
 import type { AttachHandleRow, Database } from './core/schema.js'
 
 /** Maps an `attach_handles` row to the domain type. */

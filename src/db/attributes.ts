@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import { NotFoundError } from '../domain/errors.js'
-import type { Attribute } from '../domain/inventory.js'
+import type { Attribute } from '../domain/inventory/inventory.js'
 import { translateDbError } from './core/errors.js'
 import type { AttributeRow, Database } from './core/schema.js'
 

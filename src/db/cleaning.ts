@@ -9,7 +9,7 @@
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import type { Database } from './core/schema.js'
-import { CustodyKind, type CustodyFields } from '../domain/custody.js'
+import { CustodyKind, type CustodyFields } from '../domain/custody/custody.js'
 import { deviceCleanEvent, type NewEvent } from '../domain/events.js'
 import { CLEAN_FAILED_PREFIX, isCleanFailedReason } from '../domain/health-diff.js'
 import { appendFollowUpRecord } from './custody.js'

@@ -13,7 +13,7 @@ import {
   type CustodyFields,
   type CustodyRecord,
   sealCustody,
-} from '../domain/custody.js'
+} from '../domain/custody/custody.js'
 import type { Arq } from '../domain/arq.js'
 import { dialectOf, type DatabaseHandle, type ReadDb } from './core/connection.js'
 import type { CustodyRecordsTable, Database } from './core/schema.js'

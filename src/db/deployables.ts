@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import { NotFoundError } from '../domain/errors.js'
-import type { Deployable } from '../domain/inventory.js'
+import type { Deployable } from '../domain/inventory/inventory.js'
 import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
 import type { Database, DeployableRow } from './core/schema.js'
 

@@ -6,7 +6,7 @@ import {
   canonicalJson,
   type DiscoveredDevice,
   type InventorySnapshot,
-} from '../domain/inventory.js'
+} from '../domain/inventory/inventory.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
 import { testDialects } from '../../test/support/db.js'

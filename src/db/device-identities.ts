@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import type { KnownIdentity } from '../domain/device-identity.js'
-import type { InventoryDiff } from '../domain/inventory-diff.js'
+import type { InventoryDiff } from '../domain/inventory/inventory-diff.js'
 import type { Database, DeviceRow } from './core/schema.js'
 
 /** Rows per multi-row INSERT and ids per IN list. */

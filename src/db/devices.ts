@@ -9,7 +9,7 @@ import type {
   Health,
   Lifecycle,
   PciAddress,
-} from '../domain/inventory.js'
+} from '../domain/inventory/inventory.js'
 import { jsonMemo } from './core/json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
 import { precompile } from './core/precompiled.js'

@@ -2,7 +2,7 @@
  * The queries of report ingestion (src/conductor/report-ingest.ts): a host's inventory rows as the
  * diff needs them (`getHostInventory`, five queries), and a diff's writes (`updateHostInventory`),
  * table by table, children first for deletes and parents first for inserts. The diff itself is
- * pure domain policy (src/domain/inventory-diff.ts). Run the writes inside a transaction.
+ * pure domain policy (src/domain/inventory/inventory-diff.ts). Run the writes inside a transaction.
  */
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
@@ -11,7 +11,11 @@ import type { Database, DeviceRow } from './core/schema.js'
 import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
 import { deviceFacts, listDevicesById } from './outbox/device-events.js'
 import { deviceEvent } from '../domain/events.js'
-import type { CurrentDevice, InventoryDiff, NewDeployable } from '../domain/inventory-diff.js'
+import type {
+  CurrentDevice,
+  InventoryDiff,
+  NewDeployable,
+} from '../domain/inventory/inventory-diff.js'
 import { moveDevices, updateDeviceIdentities } from './device-identities.js'
 
 /** Ids per IN list and rows per multi-row INSERT: stays under every driver's parameter limit. */

@@ -4,7 +4,7 @@
  * on one device cannot both move it: the loser updates no row and learns it from the answer.
  */
 import type { Kysely } from 'kysely'
-import type { Lifecycle } from '../domain/inventory.js'
+import type { Lifecycle } from '../domain/inventory/inventory.js'
 import type { Database } from './core/schema.js'
 
 /** lifecycle_reason is text; a reason longer than this is cut (a tool's whole stderr is not a reason). */

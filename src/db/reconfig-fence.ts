@@ -12,7 +12,7 @@ import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import type { Database } from './core/schema.js'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
-import type { PciAddress } from '../domain/inventory.js'
+import type { PciAddress } from '../domain/inventory/inventory.js'
 
 export type ReconfigKind = 'program' | 'configure'
 

@@ -7,7 +7,7 @@ import type { Database } from './core/schema.js'
 import { appendCustodyRecords } from './custody.js'
 import { deviceSerialOf } from './device-identities.js'
 import type { ReconfigTarget } from './reconfig-fence.js'
-import type { CustodyKind } from '../domain/custody.js'
+import type { CustodyKind } from '../domain/custody/custody.js'
 
 export interface Who {
   userId: string | null

@@ -4,7 +4,7 @@
  * lifecycle, its attributes, and the instances its bound requests attach it to.
  */
 import type { ReadDb } from './core/connection.js'
-import type { Attribute } from '../domain/inventory.js'
+import type { Attribute } from '../domain/inventory/inventory.js'
 import { NotFoundError } from '../domain/errors.js'
 import { listAttributesByDeployableIds } from './attributes.js'
 import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'

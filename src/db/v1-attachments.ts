@@ -11,7 +11,7 @@
 import type { Kysely } from 'kysely'
 import type { Arq, ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
-import { isOffered } from '../domain/inventory.js'
+import { isOffered } from '../domain/inventory/inventory.js'
 import { newUuid } from '../domain/ids.js'
 import { toArq } from './arqs.js'
 import type { DialectName, ReadDb } from './core/connection.js'

@@ -4,11 +4,11 @@
  * `used` when flagged in use or held by a request, `cleaning` when released and not yet cleaned
  * (a pending or failed clean, docs/cleaning.md); of the rest, its deployable's device decides:
  * `fenced` when its health is failed or unknown or its host's agent is past its lease, `reserved`
- * when it is otherwise not offered (src/domain/inventory.ts's isOffered), else `free`. Pure:
+ * when it is otherwise not offered (src/domain/inventory/inventory.ts's isOffered), else `free`. Pure:
  * src/db/reads/capacity.ts reads the facts.
  */
 import { isFencedHealth } from './health-diff.js'
-import { isOffered } from './inventory.js'
+import { isOffered } from './inventory/inventory.js'
 
 /** The groupings other than the default one row per (resource class, host, trait set). */
 export const CAPACITY_GROUP_BY = ['host', 'resource_class', 'device_type'] as const

@@ -13,7 +13,7 @@ import {
   usableSerial,
   type KnownIdentity,
 } from './device-identity.js'
-import { canonicalJson, type DiscoveredDevice } from './inventory.js'
+import { canonicalJson, type DiscoveredDevice } from './inventory/inventory.js'
 import { sampleDevice } from '../../test/support/sample-inventory.js'
 
 const HOST = 'h1'

@@ -6,7 +6,7 @@
  * rows were deleted gets its uuid and its lifecycle back. Pure: no I/O.
  */
 import { CYBORG_NAMESPACE, uuidV5 } from './ids.js'
-import { canonicalJson, Lifecycle, type DiscoveredDevice } from './inventory.js'
+import { canonicalJson, Lifecycle, type DiscoveredDevice } from './inventory/inventory.js'
 
 /** The longest serial taken as an identity; a longer one is ignored (the control path is used). */
 export const MAX_SERIAL_LENGTH = 200

@@ -2,7 +2,7 @@
  * Why a deployable can or cannot take a request group (issue 17): the rules a bind applies, in
  * order, each with a stable name, and the first one that rules a candidate out, or `fits`. Pure:
  * the API's explain (`POST /v2/device_profiles/{name_or_uuid}/explain`, candidates read by
- * src/db/reads/explain.ts) and the conductor's standalone bind (src/conductor/arq-claim.ts) both judge
+ * src/db/reads/explain.ts) and the conductor's standalone bind (src/conductor/arq/arq-claim.ts) both judge
  * with it, so a failed bind names the same rule that explain shows.
  */
 import {
@@ -11,7 +11,7 @@ import {
   MISSING_REASON,
   silentAgentReason,
 } from './health-diff.js'
-import { DeviceStatus, Lifecycle } from './inventory.js'
+import { DeviceStatus, Lifecycle } from './inventory/inventory.js'
 import { quotaReason, type QuotaStanding } from './quota.js'
 
 /** The rules in the order they are applied, then `fits`. */

@@ -1,6 +1,6 @@
 /**
  * The metrics port (issue 16, docs/metrics.md): what the services record, by name from one catalog,
- * without depending on prom-client (src/main/prometheus.ts implements it). Every metric, its type,
+ * without depending on prom-client (src/main/metrics/prometheus.ts implements it). Every metric, its type,
  * help and labels are listed in METRICS; a test checks that docs/metrics.md lists each one.
  *
  * Label sets are bounded: no ARQ, instance or request uuid is ever a label. Device uuids appear only

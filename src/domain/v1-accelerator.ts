@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { isUuidLike } from './ids.js'
 import { invalidField, NotFoundError } from './errors.js'
-import { canonicalJson } from './inventory.js'
+import { canonicalJson } from './inventory/inventory.js'
 
 /** Where a v1 attach goes: to a VM (the Nova path) or to a host (the agent prepares the device). */
 export type AttachTarget = { instanceUuid: string } | { hostname: string }

@@ -4,7 +4,7 @@
  */
 import type { HostProbe } from './driver.js'
 import type { CleanTarget } from './clean.js'
-import { AttachType } from '../domain/inventory.js'
+import { AttachType } from '../domain/inventory/inventory.js'
 import { parsePciAddress } from './pci/pci-sysfs.js'
 import { DriverError } from '../domain/errors.js'
 

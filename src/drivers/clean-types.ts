@@ -2,7 +2,7 @@
  * The types of the optional `clean` / `verify` driver capabilities (docs/cleaning.md), in a leaf
  * file so that driver.ts and clean.ts (which runs them) both import it without a cycle.
  */
-import type { AttachType, ControlPath, DiscoveredDevice } from '../domain/inventory.js'
+import type { AttachType, ControlPath, DiscoveredDevice } from '../domain/inventory/inventory.js'
 
 /** What a driver is asked to clean: one unit (an attach handle) of one device. */
 export interface CleanTarget {

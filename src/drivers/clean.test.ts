@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { cleanSettings, runClean, type CleanResult } from './clean.js'
 import type { AcceleratorDriver } from './driver.js'
-import { DeviceType } from '../domain/inventory.js'
+import { DeviceType } from '../domain/inventory/inventory.js'
 import { ConfigError } from '../domain/errors.js'
 import { pciTarget } from './clean-test-support.js'
 

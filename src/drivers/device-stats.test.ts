@@ -21,7 +21,7 @@ import { createNvidiaGpuDriver } from './nvidia-gpu/nvidia-gpu.js'
 import { createNvmeSsdDriver } from './nvme-ssd/nvme-ssd.js'
 import { createIntelFpgaDriver } from './fpga/intel-fpga.js'
 import type { AcceleratorDriver } from './driver.js'
-import { controlPathAddress } from '../domain/inventory.js'
+import { controlPathAddress } from '../domain/inventory/inventory.js'
 import {
   cleanDeviceSamples,
   type DeviceSample,

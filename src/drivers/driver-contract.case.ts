@@ -23,7 +23,7 @@ import { DRIVERS } from './index.js'
 import { createFixtureHostProbe } from './host-probe/fixture-host-probe.js'
 import { createNodeHostProbe } from './host-probe/node-host-probe.js'
 import { isValidTrait } from './traits.js'
-import { AttachType, canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
+import { AttachType, canonicalJson, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 import { CleanErrorCode, runClean, type CleanTarget } from './clean.js'
 import { DriverError } from '../domain/errors.js'
 

@@ -2,7 +2,7 @@
  * Ports for hardware drivers. A driver touches the OS only through `HostProbe`, so that every
  * driver runs in tests against recorded fixtures (a sysfs subtree and command outputs).
  */
-import type { DeviceType, DiscoveredDevice } from '../domain/inventory.js'
+import type { DeviceType, DiscoveredDevice } from '../domain/inventory/inventory.js'
 import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 import { isCanonicalUuid } from '../domain/ids.js'
 import type { Logger } from '../domain/logger.js'

@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { choiceOption, counted, thresholdOption, withHealth, worstHealth } from './health.js'
 import { ConfigError } from '../domain/errors.js'
-import type { DiscoveredDevice } from '../domain/inventory.js'
+import type { DiscoveredDevice } from '../domain/inventory/inventory.js'
 
 const device: DiscoveredDevice = {
   type: 'PCI',

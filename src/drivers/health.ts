@@ -6,7 +6,7 @@
  * (fenced). The worst finding wins; the reasons of every finding at that level are kept, joined
  * by `; `, so an operator reads all of what is wrong at once.
  */
-import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory.js'
+import type { DiscoveredDevice, ReportedHealth } from '../domain/inventory/inventory.js'
 import { ConfigError } from '../domain/errors.js'
 
 const SEVERITY: Record<ReportedHealth['state'], number> = {

@@ -11,7 +11,7 @@ import {
   remoteDevice,
 } from './remote.js'
 import { ConfigError } from '../domain/errors.js'
-import { canonicalJson } from '../domain/inventory.js'
+import { canonicalJson } from '../domain/inventory/inventory.js'
 
 /** A host that fails every call: the remote driver must never touch it. */
 const untouchable: HostProbe = {

@@ -20,7 +20,7 @@ import {
   type RemoteAccelerator,
 } from './driver.js'
 import { AppError, ConfigError } from '../domain/errors.js'
-import { DeviceType, type DiscoveredDevice } from '../domain/inventory.js'
+import { DeviceType, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 import { OWNER_CYBORG, rcAndTraits } from './traits.js'
 
 /** The Placement resource class of a remote accelerator. */

@@ -21,10 +21,10 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import { safeLine } from '../cli/client.js'
 import { reconfigureLogger } from './logger.js'
-import { primaryMetrics } from './cluster-metrics.js'
-import { createMetricsListener } from './metrics-server.js'
+import { primaryMetrics } from './metrics/cluster-metrics.js'
+import { createMetricsListener } from './metrics/metrics-server.js'
 import { createReloader, reloadOnSighup } from './reload.js'
-import { startApiService, type RunningService, type StartOptions } from './services.js'
+import { startApiService, type RunningService, type StartOptions } from './compose.js'
 
 /** A worker that exits sooner than this after its start counts as failing to start. */
 export const QUICK_EXIT_MS = 10_000

@@ -18,8 +18,8 @@ import { renderSample } from '../config/sample.js'
 import { renderEffective } from '../config/show.js'
 import { createLogger } from './logger.js'
 import { errorMessage } from './error-message.js'
-import type * as ServicesModule from './services.js'
-import type { RunningService } from './services.js'
+import type * as ServicesModule from './compose.js'
+import type { RunningService } from './compose.js'
 import { VERSION } from './version.js'
 import { registerClientCommands } from '../cli/commands.js'
 import { integerIn, oneLineErrors, safeLine } from '../cli/client.js'
@@ -35,13 +35,13 @@ import { registerQuotaCommands } from '../cli/quota-commands.js'
 import { registerCustodyCommands } from '../cli/custody-commands.js'
 import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
-import { registerDbCommands } from './db-commands.js'
-import { registerImportCommand } from './import-command.js'
+import { registerDbCommands } from './commands/db-commands.js'
+import { registerImportCommand } from './commands/import-command.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
 type Services = typeof ServicesModule
-const services = (): Promise<Services> => import('./services.js')
+const services = (): Promise<Services> => import('./compose.js')
 
 /** A shutdown that takes longer than this exits with code 1. */
 const SHUTDOWN_DEADLINE_MS = 30_000

@@ -4,7 +4,7 @@
  * config → options happens in the caller.
  */
 import type { LimitSource } from '../domain/quota.js'
-import type { EventSink } from '../conductor/event-sinks.js'
+import type { EventSink } from '../conductor/outbox/event-sinks.js'
 import type { Metrics } from '../domain/metrics.js'
 import { hostname as osHostname } from 'node:os'
 import type { MessageBus, Subscription } from '../bus/bus.js'

@@ -3,15 +3,15 @@
  * hash chain from its newest checkpoint (or seq 1), 10,000 records a query; prints the head or the
  * first broken record and why. Resolves false when the chain is broken. A long chain is cut into
  * `--workers` seq ranges walked side by side in worker threads, each on its own connection, and
- * the results joined (src/domain/custody-segments.ts): the same answer, on more cores.
+ * the results joined (src/domain/custody/custody-segments.ts): the same answer, on more cores.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config/config.js'
-import { joinCustodySegments } from '../domain/custody-segments.js'
+import { joinCustodySegments } from '../domain/custody/custody-segments.js'
 import { InvalidInputError } from '../domain/errors.js'
-import type { CustodyVerifyResult } from '../domain/custody-verify.js'
+import type { CustodyVerifyResult } from '../domain/custody/custody-verify.js'
 import { getSealedSeqRange, verifyStoredCustody } from '../db/reads/custody-walk.js'
 import type { SegmentJob } from './custody-verify-worker.js'
 import { openConfiguredDatabase, requireCurrentSchema } from './database.js'

@@ -13,9 +13,9 @@ import { errorCode, quotaLimits } from './resources.js'
 import { loadApiTls } from './tls.js'
 import type { ApiTls } from '../api/types.js'
 import type { MessageBus } from '../bus/bus.js'
-import type { PrometheusMetrics } from './prometheus.js'
+import type { PrometheusMetrics } from './metrics/prometheus.js'
 import type { Reloader } from './reload.js'
-import { workerMetrics } from './cluster-metrics.js'
+import { workerMetrics } from './metrics/cluster-metrics.js'
 
 export interface ListeningApi {
   app: FastifyInstance

@@ -6,12 +6,12 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config/config.js'
 import { createRabbitMqNotifier } from '../bus/rabbitmq-notifier.js'
-import type { EventSink } from '../conductor/event-sinks.js'
+import type { EventSink } from '../conductor/outbox/event-sinks.js'
 import {
   createOsloNotificationSink,
   notificationPublisherId,
   notificationTransportUrl,
-} from '../conductor/oslo-notification-sink.js'
+} from '../conductor/outbox/oslo-notification-sink.js'
 
 export interface ConfiguredSinks {
   sinks: EventSink[]

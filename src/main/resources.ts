@@ -13,7 +13,7 @@ import { DRIVER_ALIASES, driverNames } from '../drivers/index.js'
 import { driverOptions } from './driver-options.js'
 import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
-import type { WebhookDispatcherOptions } from '../conductor/webhook-dispatcher.js'
+import type { WebhookDispatcherOptions } from '../conductor/outbox/webhook-dispatcher.js'
 import type { Logger } from '../domain/logger.js'
 import { errorMessage } from './error-message.js'
 import { ConfigError } from '../domain/errors.js'
@@ -31,7 +31,7 @@ import { createUnifiedLimits } from '../openstack/unified-limits.js'
 import type { LimitSource } from '../domain/quota.js'
 import type { ImageSource } from '../agent/fpga-images.js'
 import type { CorePlacement } from './core.js'
-import { custodyKeyPath, loadCustodySigningKey } from './custody-key.js'
+import { custodyKeyPath, loadCustodySigningKey } from './commands/custody-key.js'
 
 /** Creates `[DEFAULT] state_path` (mode 0750) if missing. */
 export function ensureStateDir(config: Config): string {

@@ -1,7 +1,7 @@
 /**
  * The bounds of every outbound HTTP exchange (docs/auth-outbound.md, Limits): each call to
  * Placement, Nova, Glance, Barbican and Keystone, and each webhook attempt
- * (src/conductor/webhook-post.ts), reads its answer's body through `readAnswer`, which stops at a
+ * (src/conductor/outbox/webhook-post.ts), reads its answer's body through `readAnswer`, which stops at a
  * byte limit and closes the connection, while the caller's one time limit (an AbortSignal, or a
  * timer that destroys the request) covers connect, headers and body together. Glance's image
  * download streams instead, bounded by the image's declared size and its own times (glance.ts).

@@ -14,7 +14,7 @@ import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'
 import type { AgentDriverInfo, DriverAdminState, InventoryReportResult } from './admin-types.js'
-import type { PciAddress } from '../domain/inventory.js'
+import type { PciAddress } from '../domain/inventory/inventory.js'
 import { cleanDeviceSamples, type DeviceSample } from '../domain/device-telemetry.js'
 import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 import type {

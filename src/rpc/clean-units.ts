@@ -15,7 +15,7 @@ export interface CleanUnitRequest {
   mdevUuid?: string
   /**
    * The release this clean is for: an ask for the release last cleaned is answered without a new
-   * clean, and one for a newer release never joins an older clean (src/agent/unit-clean.ts).
+   * clean, and one for a newer release never joins an older clean (src/agent/cleaning.ts).
    */
   ticket?: string
 }

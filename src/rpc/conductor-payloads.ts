@@ -5,7 +5,7 @@
  * say (unique control paths, the inventory hash, …) the conductor checks after them.
  */
 import { Type } from '@sinclair/typebox'
-import { AttachType, DeviceStatus, DeviceType } from '../domain/inventory.js'
+import { AttachType, DeviceStatus, DeviceType } from '../domain/inventory/inventory.js'
 import { KEY, PROBLEM } from './payload-check.js'
 import {
   NonNegativeInt,

@@ -5,11 +5,21 @@
  */
 import type { Metrics } from '../domain/metrics.js'
 import type { MessageBus } from '../bus/bus.js'
-import type { Attribute, Device, DeviceStatus, InventorySnapshot } from '../domain/inventory.js'
+import type {
+  Attribute,
+  Device,
+  DeviceStatus,
+  InventorySnapshot,
+} from '../domain/inventory/inventory.js'
 import type { DeviceProfile } from '../domain/device-profile.js'
 import type { Arq, ArqState } from '../domain/arq.js'
 import type { AttachTarget } from '../domain/v1-accelerator.js'
-import type { CreatedWebhook, NewWebhook, Webhook, WebhookChanges } from '../domain/webhooks.js'
+import type {
+  CreatedWebhook,
+  NewWebhook,
+  Webhook,
+  WebhookChanges,
+} from '../domain/webhooks/webhooks.js'
 import type { PlacementExplainResult, PlacementGroupQuery } from '../domain/placement-explain.js'
 import type { DeviceConfigChange, DeviceLayout } from '../domain/device-config.js'
 import { createRpcClient, pickMethods, serveRpc, type RpcClientOptions } from './rpc.js'

@@ -3,7 +3,7 @@
  * sends it, the conductor recomputes it before trusting it to skip a write.
  */
 import { createHash } from 'node:crypto'
-import { canonicalJson, type DiscoveredDevice } from '../domain/inventory.js'
+import { canonicalJson, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 
 /** sha256 (hex) of the canonical JSON of `devices`. */
 export function inventoryHash(devices: readonly DiscoveredDevice[]): string {

@@ -1,7 +1,7 @@
 /** The API's metrics: requests counted by route template (never a uuid), and GET /metrics without a token. */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createPrometheusMetrics } from '../../src/main/prometheus.js'
+import { createPrometheusMetrics } from '../../src/main/metrics/prometheus.js'
 import { createTestApp, throwingConductor } from '../support/api-app.js'
 import type { Authenticator } from '../../src/api/auth.js'
 import { createApp } from '../../src/api/app.js'

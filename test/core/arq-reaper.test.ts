@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { reapStaleBinds } from '../../src/conductor/arq-reaper.js'
+import { reapStaleBinds } from '../../src/conductor/arq/arq-reaper.js'
 import { createConductor } from '../../src/conductor/conductor.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { createNovaClient } from '../../src/openstack/nova.js'

@@ -7,7 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createCustodySealer } from '../../src/conductor/custody-sealer.js'
+import { createCustodySealer } from '../../src/conductor/outbox/custody-sealer.js'
 import { appendCustodyRecords } from '../../src/db/custody.js'
 import { PACKED_COLUMNS, unpackCustody } from '../../src/db/reads/custody-packed.js'
 import {
@@ -15,8 +15,8 @@ import {
   listSealedCustodyWhole,
   type SeqRange,
 } from '../../src/db/reads/custody-walk.js'
-import { CustodyKind, type CustodyFields } from '../../src/domain/custody.js'
-import { createCustodyVerifier } from '../../src/domain/custody-verify.js'
+import { CustodyKind, type CustodyFields } from '../../src/domain/custody/custody.js'
+import { createCustodyVerifier } from '../../src/domain/custody/custody-verify.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import type { ReadDb } from '../../src/db/core/connection.js'
 import { testDialects, type TestDatabase } from '../support/db.js'

@@ -18,7 +18,7 @@ import {
   type ConductorRpc,
 } from '../../src/rpc/conductor-rpc.js'
 import { ConflictError, NotFoundError } from '../../src/domain/errors.js'
-import type { DiscoveredDevice } from '../../src/domain/inventory.js'
+import type { DiscoveredDevice } from '../../src/domain/inventory/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
 
 const clock = { now: () => new Date('2026-11-22T06:00:00.000Z') }

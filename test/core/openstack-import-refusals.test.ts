@@ -12,12 +12,12 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { openDatabase } from '../../src/db/core/connection.js'
 import { checkDatabase } from '../../src/db/core/db-check.js'
-import { unmappedRows } from '../../src/domain/openstack-import.js'
+import { unmappedRows } from '../../src/domain/openstack-import/openstack-import.js'
 import {
   importExitCode,
   renderImportReport,
   runOpenStackImport,
-} from '../../src/main/openstack-import.js'
+} from '../../src/main/commands/openstack-import.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { ingestSnapshot } from '../support/ingest.js'
 import {

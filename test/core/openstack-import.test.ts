@@ -16,9 +16,9 @@ import type { FastifyInstance } from 'fastify'
 import { createApp } from '../../src/api/app.js'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
 import { checkDatabase } from '../../src/db/core/db-check.js'
-import { unmappedRows } from '../../src/domain/openstack-import.js'
+import { unmappedRows } from '../../src/domain/openstack-import/openstack-import.js'
 import { startCore, type Core } from '../../src/main/core.js'
-import { runOpenStackImport } from '../../src/main/openstack-import.js'
+import { runOpenStackImport } from '../../src/main/commands/openstack-import.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import {
   DUMP_900,

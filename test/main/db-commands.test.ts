@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
 import { openDatabase } from '../../src/db/core/connection.js'
-import { backupAdvice } from '../../src/main/db-backup-advice.js'
+import { backupAdvice } from '../../src/main/commands/db-backup-advice.js'
 import { runCommand } from '../support/service.js'
 
 const ARQ = '0b5e0000-0000-4000-8000-000000000001'

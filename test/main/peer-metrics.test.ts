@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import { loadConfig } from '../../src/config/config.js'
 import { placementOptions } from '../../src/main/resources.js'
-import { createPrometheusMetrics } from '../../src/main/prometheus.js'
+import { createPrometheusMetrics } from '../../src/main/metrics/prometheus.js'
 
 await test('Placement calls are counted by outcome and timed', async () => {
   let answers = [200, 503]

@@ -10,7 +10,7 @@ import { testDialects, type TestDatabase } from '../support/db.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { deployableRpUuid } from '../../src/domain/ids.js'
-import type { DiscoveredDevice } from '../../src/domain/inventory.js'
+import type { DiscoveredDevice } from '../../src/domain/inventory/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import type { PlacementClient } from '../../src/openstack/placement.js'
 import {

@@ -25,7 +25,7 @@ import {
   type DiscoveredDevice,
   type InventorySnapshot,
   type PciAddress,
-} from '../../src/domain/inventory.js'
+} from '../../src/domain/inventory/inventory.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { systemClock } from '../../src/domain/time.js'
 

@@ -6,7 +6,7 @@ import {
   canonicalJson,
   type DiscoveredDevice,
   type InventorySnapshot,
-} from '../../src/domain/inventory.js'
+} from '../../src/domain/inventory/inventory.js'
 
 export interface SampleOptions {
   /** @default 2 */

@@ -3,7 +3,7 @@
  * handles (no agent preparation needed), reported to a conductor as an agent would, active at
  * once. Shared by the embedded and the multi-process boot storms.
  */
-import type { DiscoveredDevice } from '../../src/domain/inventory.js'
+import type { DiscoveredDevice } from '../../src/domain/inventory/inventory.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
 

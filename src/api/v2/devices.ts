@@ -23,7 +23,7 @@ import { DriverError, invalidField, NotFoundError } from '../../domain/errors.js
 import { layoutView } from '../../domain/configure-events.js'
 import { ApiError } from '../errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import type { DeviceStatus } from '../../domain/inventory.js'
+import type { DeviceStatus } from '../../domain/inventory/inventory.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'

@@ -1,5 +1,5 @@
 /** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
-import type { Attribute, Deployable, Device } from '../../domain/inventory.js'
+import type { Attribute, Deployable, Device } from '../../domain/inventory/inventory.js'
 import type { ArqDetail } from '../../db/reads/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
 import { Type } from '@sinclair/typebox'

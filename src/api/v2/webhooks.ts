@@ -19,7 +19,7 @@ import {
   type DeliveryState,
   type Webhook,
   type WebhookDelivery,
-} from '../../domain/webhooks.js'
+} from '../../domain/webhooks/webhooks.js'
 import { selfLink, type Link } from '../links.js'
 import { markerNotFoundToInvalid } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'

@@ -4,7 +4,7 @@
  * The foreign keys are declared (RESTRICT), but a database restored or imported with its checks
  * off (`SET FOREIGN_KEY_CHECKS = 0`, SQLite's `foreign_keys = OFF`) can still hold orphans, and the
  * rules of in-use units are the code's, not the schema's. Placement drift is checked by the caller
- * (src/main/db-check-command.ts), which can reach Placement.
+ * (src/main/commands/db-check-command.ts), which can reach Placement.
  */
 import { sql, type RawBuilder } from 'kysely'
 import type { ReadDb } from './connection.js'

@@ -1,14 +1,17 @@
 /**
  * The target side of `cyborg db import-openstack`: what our database holds already (the plan's
- * `TargetIndex`, src/domain/openstack-import-plan.ts), and the plan's writes, all in one
+ * `TargetIndex`, src/domain/openstack-import/openstack-import-plan.ts), and the plan's writes, all in one
  * transaction: a failure leaves the target as it was. Rows keep OpenStack Cyborg's uuids; ids are
  * ours, resolved by uuid. Every imported device is remembered in `device_identities` under its
  * control path, so the first report of its host's agent finds it (docs/identity.md).
  */
 import type { Kysely } from 'kysely'
 import { ConflictError } from '../../domain/errors.js'
-import type { ImportPlan, TargetIndex } from '../../domain/openstack-import-plan.js'
-import { emptyTargetIndex } from '../../domain/openstack-import-plan.js'
+import type {
+  ImportPlan,
+  TargetIndex,
+} from '../../domain/openstack-import/openstack-import-plan.js'
+import { emptyTargetIndex } from '../../domain/openstack-import/openstack-import-plan.js'
 import type { ReadDb } from '../core/connection.js'
 import { isUniqueViolation, violatedNames } from '../core/errors.js'
 import type { Database } from '../core/schema.js'

@@ -1,7 +1,7 @@
 /**
  * Reads a live OpenStack Cyborg database (MariaDB/MySQL or PostgreSQL) for
  * `cyborg db import-openstack`: its alembic revision (refused unless supported,
- * src/domain/openstack-cyborg.ts) and every row the import brings over, in one repeatable-read
+ * src/domain/openstack-import/openstack-cyborg.ts) and every row the import brings over, in one repeatable-read
  * transaction, so the tables agree with each other even while something still writes. Reads only.
  * Timestamps stay text (naive UTC, as stored): no driver turns them into local-time Dates.
  */
@@ -14,7 +14,7 @@ import {
   openStackRevision,
   type OpenStackRevision,
   type OpenStackSnapshot,
-} from '../../domain/openstack-cyborg.js'
+} from '../../domain/openstack-import/openstack-cyborg.js'
 import { parseConnectionUrl, redactUrl } from '../core/connection.js'
 
 type Ts = string | null

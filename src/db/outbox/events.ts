@@ -1,13 +1,13 @@
 /**
  * The outbox (migration 0009): events are written with `insertEvents` inside the transaction of
- * the change they describe, and the conductor's relay (src/conductor/event-relay.ts) reads the
+ * the change they describe, and the conductor's relay (src/conductor/outbox/event-relay.ts) reads the
  * unsent ones in id order, delivers them, and stamps them sent, holding the relay lock
  * (`withEventRelayLock`) throughout, so that one relay publishes at a time. Sent rows are deleted
  * after a retention period (`deleteSentEvents`).
  */
 import { sql, type Kysely, type Selectable } from 'kysely'
 import type { EventPriority, NewEvent, StoredEvent } from '../../domain/events.js'
-import { canonicalJson } from '../../domain/inventory.js'
+import { canonicalJson } from '../../domain/inventory/inventory.js'
 import { dialectOf, type DatabaseHandle, type ReadDb } from '../core/connection.js'
 import type { Database, EventsTable } from '../core/schema.js'
 import { withLockRow } from '../core/lock-row.js'

@@ -9,7 +9,7 @@
  */
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
-import { DeliveryState } from '../../domain/webhooks.js'
+import { DeliveryState } from '../../domain/webhooks/webhooks.js'
 import type { DatabaseHandle, ReadDb } from '../core/connection.js'
 import type { Database } from '../core/schema.js'
 

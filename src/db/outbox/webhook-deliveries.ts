@@ -10,7 +10,7 @@ import {
   DeliveryState,
   type DeliveryState as State,
   type WebhookDelivery,
-} from '../../domain/webhooks.js'
+} from '../../domain/webhooks/webhooks.js'
 import { dialectOf, type ReadDb } from '../core/connection.js'
 import type { Database, WebhookDeliveriesTable } from '../core/schema.js'
 

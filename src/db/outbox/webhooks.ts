@@ -1,12 +1,12 @@
 /**
- * Webhook endpoints (migration 0010): written by the conductor (src/conductor/webhooks.ts), read
+ * Webhook endpoints (migration 0010): written by the conductor (src/conductor/outbox/webhooks.ts), read
  * by the API and by the webhook sink. Reads never return the secret; only the dispatcher's claim
  * (webhook-claims.ts) does.
  */
 import type { Kysely, Selectable } from 'kysely'
 import { NotFoundError } from '../../domain/errors.js'
-import { canonicalJson } from '../../domain/inventory.js'
-import type { NewWebhook, Webhook, WebhookChanges } from '../../domain/webhooks.js'
+import { canonicalJson } from '../../domain/inventory/inventory.js'
+import type { NewWebhook, Webhook, WebhookChanges } from '../../domain/webhooks/webhooks.js'
 import type { ReadDb } from '../core/connection.js'
 import type { Database, WebhooksTable } from '../core/schema.js'
 

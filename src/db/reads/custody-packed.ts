@@ -17,13 +17,13 @@ import {
   HASHED_FIELDS,
   type PackedCustodyRecord,
   type VerifiableCustodyRecord,
-} from '../../domain/custody.js'
+} from '../../domain/custody/custody.js'
 import type { ReadDb } from '../core/connection.js'
 import { toFields } from '../custody.js'
 
 const snake = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 
-/** Every column a record's hash covers, in hashing order (src/domain/custody.ts). */
+/** Every column a record's hash covers, in hashing order (src/domain/custody/custody.ts). */
 export const PACKED_COLUMNS: readonly string[] = ['uuid', 'kind', ...HASHED_FIELDS.map(snake)]
 const UUID = 0
 const KIND = 1

@@ -3,7 +3,7 @@
  * sealed or not, filtered and paged. Read-only; the table and its writes are src/db/custody.ts.
  */
 import { sql } from 'kysely'
-import { CUSTODY_KINDS } from '../../domain/custody.js'
+import { CUSTODY_KINDS } from '../../domain/custody/custody.js'
 import { NotFoundError } from '../../domain/errors.js'
 import type { ReadDb } from '../core/connection.js'
 import { toStored, type StoredCustodyRecord } from '../custody.js'

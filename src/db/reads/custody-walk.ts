@@ -1,11 +1,14 @@
 /**
  * Walking the sealed custody chain (docs/custody.md): pages of records in seq order, one query a
  * page, optionally within a seq range, so that `cyborg custody verify` can walk two halves of a
- * long chain side by side (src/main/custody-verify.ts, src/domain/custody-segments.ts). Read-only.
+ * long chain side by side (src/main/custody-verify.ts, src/domain/custody/custody-segments.ts). Read-only.
  */
 import type { KeyObject } from 'node:crypto'
-import { type VerifiableCustodyRecord } from '../../domain/custody.js'
-import { createCustodyVerifier, type CustodyVerifyResult } from '../../domain/custody-verify.js'
+import { type VerifiableCustodyRecord } from '../../domain/custody/custody.js'
+import {
+  createCustodyVerifier,
+  type CustodyVerifyResult,
+} from '../../domain/custody/custody-verify.js'
 import { dialectOf, type ReadDb } from '../core/connection.js'
 import { getLatestCheckpoint, toFields } from '../custody.js'
 import { listSealedCustodyPacked } from './custody-packed.js'

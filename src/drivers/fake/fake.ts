@@ -11,7 +11,7 @@ import {
   type DiscoveredDevice,
   type PciAddress,
   type ReportedHealth,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import { AppError, InvalidInputError } from '../../domain/errors.js'
 import type { DeviceStatsCapability } from '../../domain/device-telemetry.js'
 import { fakeSampleValues } from './fake-telemetry.js'

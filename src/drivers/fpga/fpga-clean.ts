@@ -20,7 +20,7 @@ import {
   type VerifyResult,
 } from '../clean.js'
 import { runProgrammer } from './fpga-program.js'
-import { controlPathAddress, type PciAddress } from '../../domain/inventory.js'
+import { controlPathAddress, type PciAddress } from '../../domain/inventory/inventory.js'
 import {
   formatPciAddress,
   parseHexId,

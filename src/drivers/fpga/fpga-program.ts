@@ -8,7 +8,7 @@ import type { HostProbe } from '../driver.js'
 import { formatPciAddress, parsePciAddress } from '../pci/pci-sysfs.js'
 import { DriverError, InvalidInputError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'
-import type { PciAddress } from '../../domain/inventory.js'
+import type { PciAddress } from '../../domain/inventory/inventory.js'
 
 /** How long a programming tool may run. */
 export const PROGRAM_TIMEOUT_MS = 30 * 60_000

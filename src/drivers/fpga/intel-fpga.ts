@@ -22,7 +22,7 @@ import {
   DeviceType,
   type DiscoveredDevice,
   type PciAddress,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import {
   createVfClaimer,
   listPciFunctions,

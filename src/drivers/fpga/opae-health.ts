@@ -18,7 +18,7 @@
  * there but cannot be read or parsed is `unknown`. `first_error` and `next_error` only add detail.
  */
 import type { HostProbe } from '../driver.js'
-import type { ReportedHealth } from '../../domain/inventory.js'
+import type { ReportedHealth } from '../../domain/inventory/inventory.js'
 import { choiceOption, worstHealth } from '../health.js'
 import { readDirOptional, readOptional } from '../pci/pci-sysfs.js'
 

@@ -10,7 +10,7 @@
  * and are followed by indented `Kernel driver in use: xclmgmt` lines.
  */
 import type { AcceleratorDriver, DriverDeps } from '../driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../../domain/inventory.js'
+import { AttachType, DeviceType, type DiscoveredDevice } from '../../domain/inventory/inventory.js'
 import { AppError, DriverError } from '../../domain/errors.js'
 import {
   formatPciAddress,

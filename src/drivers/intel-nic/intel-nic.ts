@@ -17,7 +17,7 @@
  * Configure: a port's VF count, through `sriov_numvfs` (sriov-configure.ts).
  */
 import type { AcceleratorDriver, DriverDeps } from '../driver.js'
-import { AttachType, DeviceType, type DiscoveredDevice } from '../../domain/inventory.js'
+import { AttachType, DeviceType, type DiscoveredDevice } from '../../domain/inventory/inventory.js'
 import {
   createVfClaimer,
   listPciFunctions,

@@ -24,7 +24,7 @@ import {
   DeviceType,
   type DiscoveredDevice,
   type ReportedHealth,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import {
   createVfClaimer,
   listPciFunctions,

@@ -13,7 +13,7 @@
  *   not know (a newer kernel's) is fenced rather than offered.
  */
 import type { HostProbe } from '../driver.js'
-import type { ReportedHealth } from '../../domain/inventory.js'
+import type { ReportedHealth } from '../../domain/inventory/inventory.js'
 import { readOptional } from '../pci/pci-sysfs.js'
 
 /** The state file of a PF directory. */

@@ -23,7 +23,7 @@ import {
   type DiscoveredDeployable,
   type DiscoveredDevice,
   type PciAddress,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import {
   formatPciAddress,
   listPciFunctions,

@@ -24,7 +24,7 @@ import {
   controlPathAddress,
   type DiscoveredDevice,
   type ReportedHealth,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import { choiceOption, counted, thresholdOption, withHealth, worstHealth } from '../health.js'
 import { DEFAULT_PCI_HEALTH, withPciHealth, type PciHealthThresholds } from '../pci/pci-health.js'
 import { formatPciAddress, parsePciAddress, readOptional } from '../pci/pci-sysfs.js'

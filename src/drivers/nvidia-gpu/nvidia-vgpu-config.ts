@@ -19,7 +19,7 @@ import {
   configureUnsupported,
   type DeviceLayout,
 } from '../../domain/device-config.js'
-import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory/inventory.js'
 import { readMdevTypes, type MdevType } from './mdev-types.js'
 import { formatPciAddress, parsePciAddress } from '../pci/pci-sysfs.js'
 

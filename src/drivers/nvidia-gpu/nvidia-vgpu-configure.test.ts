@@ -11,7 +11,7 @@ import {
 } from './nvidia-vgpu-config.js'
 import type { AcceleratorDriver } from '../driver.js'
 import { ConfigError, InvalidInputError } from '../../domain/errors.js'
-import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory/inventory.js'
 
 const fixtures = path.join(import.meta.dirname, '..', '__fixtures__', 'nvidia-gpu')
 const GPU = '0000:3b:00.0'

@@ -28,7 +28,7 @@ import {
   type CleanTarget,
   type VerifyResult,
 } from '../clean.js'
-import { controlPathAddress } from '../../domain/inventory.js'
+import { controlPathAddress } from '../../domain/inventory/inventory.js'
 import { readDirOptional } from '../pci/pci-sysfs.js'
 import { errorMessage } from '../../domain/error-message.js'
 

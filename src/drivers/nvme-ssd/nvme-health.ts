@@ -19,7 +19,7 @@
  * threshold options (docs/drivers.md, `nvme-ssd`); `0` turns a check off.
  */
 import type { HostProbe } from '../driver.js'
-import type { ReportedHealth } from '../../domain/inventory.js'
+import type { ReportedHealth } from '../../domain/inventory/inventory.js'
 import { choiceOption, counted, thresholdOption, worstHealth } from '../health.js'
 
 /** How long one `nvme smart-log` may take before the controller is `unknown`. */

@@ -17,7 +17,7 @@ import {
   DeviceType,
   type DiscoveredDevice,
   type ReportedHealth,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import {
   parseHexId,
   parsePciAddress,

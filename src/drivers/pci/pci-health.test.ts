@@ -16,7 +16,7 @@ import type { HostProbe } from '../driver.js'
 import { createFixtureHostProbe } from '../host-probe/fixture-host-probe.js'
 import { createMemoryHostProbe } from '../driver-contract.case.js'
 import { ConfigError } from '../../domain/errors.js'
-import type { DiscoveredDevice } from '../../domain/inventory.js'
+import type { DiscoveredDevice } from '../../domain/inventory/inventory.js'
 
 const fixture = new URL('../__fixtures__/pci/aer-link', import.meta.url).pathname
 const ROOT = '/sys/bus/pci/devices'

@@ -17,7 +17,7 @@ import {
   controlPathAddress,
   type DiscoveredDevice,
   type ReportedHealth,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import { choiceOption, counted, thresholdOption, withHealth, worstHealth } from '../health.js'
 import { readOptional } from './pci-sysfs.js'
 

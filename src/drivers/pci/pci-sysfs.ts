@@ -9,7 +9,7 @@
  * holding a `uevent` file).
  */
 import type { HostProbe } from '../driver.js'
-import type { PciAddress } from '../../domain/inventory.js'
+import type { PciAddress } from '../../domain/inventory/inventory.js'
 import { AppError, DriverError } from '../../domain/errors.js'
 
 /** Where the kernel lists PCI functions. */

@@ -12,7 +12,7 @@ import {
   controlPathAddress,
   DeviceType,
   type DiscoveredDevice,
-} from '../../domain/inventory.js'
+} from '../../domain/inventory/inventory.js'
 import { ConfigError } from '../../domain/errors.js'
 import { listPciFunctions, pciHandleInfo, throwIfAborted, type PciFunction } from './pci-sysfs.js'
 import { pciHealthThresholds, withPciHealth, type PciHealthOptions } from './pci-health.js'

@@ -9,7 +9,7 @@ import {
 } from '../host-probe/fixture-host-probe.js'
 import type { AcceleratorDriver, HostProbe } from '../driver.js'
 import { DriverError, InvalidInputError } from '../../domain/errors.js'
-import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory.js'
+import { controlPathAddress, type DiscoveredDevice } from '../../domain/inventory/inventory.js'
 
 const fixtures = path.join(import.meta.dirname, '..', '__fixtures__')
 const QAT_PF = '0000:3d:00.0'

@@ -13,7 +13,7 @@ import type { AcceleratorDriver, ConfigureOutcome, HostProbe } from '../driver.j
 import { AppError, DriverError, InvalidInputError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'
 import { configureUnsupported } from '../../domain/device-config.js'
-import type { DiscoveredDevice } from '../../domain/inventory.js'
+import type { DiscoveredDevice } from '../../domain/inventory/inventory.js'
 import { formatPciAddress, PCI_DEVICES_ROOT, readOptional } from './pci-sysfs.js'
 
 /** A sysfs count (`16\n`); undefined if the text is not one. */

@@ -1,6 +1,6 @@
 /** The documentation of `/v2/custody` (src/api/v2/custody.ts; docs/custody.md). */
 import { Type } from '@sinclair/typebox'
-import { CUSTODY_KINDS } from '../../../domain/custody.js'
+import { CUSTODY_KINDS } from '../../../domain/custody/custody.js'
 import {
   guarded,
   NullableString,

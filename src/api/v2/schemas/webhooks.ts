@@ -1,4 +1,4 @@
-/** The documentation of `/v2/webhooks` (src/api/v2/webhooks.ts); bodies are checked by src/domain/webhooks.ts. */
+/** The documentation of `/v2/webhooks` (src/api/v2/webhooks.ts); bodies are checked by src/domain/webhooks/webhooks.ts. */
 import { Type } from '@sinclair/typebox'
 import {
   DELIVERY_STATES,
@@ -6,7 +6,7 @@ import {
   WEBHOOK_LIST_MAX,
   WEBHOOK_TEXT_MAX,
   WEBHOOK_URL_MAX,
-} from '../../../domain/webhooks.js'
+} from '../../../domain/webhooks/webhooks.js'
 import {
   guarded,
   guardedWrite,

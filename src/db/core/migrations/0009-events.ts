@@ -1,6 +1,6 @@
 /**
  * Events (issue 16, the outbox): every state change writes a row into `events` in the transaction
- * that makes it, and the conductor's relay (src/conductor/event-relay.ts) publishes unsent rows in
+ * that makes it, and the conductor's relay (src/conductor/outbox/event-relay.ts) publishes unsent rows in
  * id order and stamps `sent_at`. `event_relay` holds one row: the relay's lock, held
  * (`SELECT … FOR UPDATE SKIP LOCKED`) across one delivery, so that one relay publishes at a time.
  */
