@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util'
 import { machineFacts, scrapeEventLoopLag, type LagFigures } from './load.js'
 import { childrenOf, cpuByPid, cpuOf, cpuPerRequest, grownBy, machineCpu } from './workers/procs.js'
 import { testDialects } from '../test/support/db.js'
-import { testBroker } from '../test/support/rabbitmq.js'
+import { testBroker } from '../test/support/peers/rabbitmq.js'
 import { NODE, ROOT, printed, runCommand, startService } from '../test/support/service.js'
 
 const { values } = parseArgs({

@@ -3,7 +3,7 @@
  * `cyborg up` with `[api] auth_strategy = keystone` and a token already in the API's cache, against
  * the same request on `cyborg up` with noauth, loaded alternately in the same run with autocannon
  * (in turn first and second, round by round).
- * A real Keystone (test/support/keystone.ts) issues the token; the first request validates it, the
+ * A real Keystone (test/support/peers/keystone.ts) issues the token; the first request validates it, the
  * warm-up and the measured run then hit the cache. Goal: keystone ≥ 90 % of noauth's req/s.
  * Besides req/s and latency it reports each server's CPU time per request (from /proc), which
  * other load on a shared machine disturbs less than req/s.
@@ -18,7 +18,7 @@ import {
   compareFigures,
   type LoadFigures,
 } from './load.js'
-import { createPersonas, keystoneSkip, startKeystone } from '../test/support/keystone.js'
+import { createPersonas, keystoneSkip, startKeystone } from '../test/support/peers/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 
 const { values } = parseArgs({

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { testBroker } from '../test/support/rabbitmq.js'
+import { testBroker } from '../test/support/peers/rabbitmq.js'
 import { testDialects } from '../test/support/db.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
 import {

@@ -22,7 +22,7 @@ import { eventSinks } from '../src/main/notifications.js'
 import { conductorOptions } from '../src/main/resources.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
 import { testDialects } from '../test/support/db.js'
-import { testBroker, type TestVhost } from '../test/support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../test/support/peers/rabbitmq.js'
 import {
   NODE,
   freePort,

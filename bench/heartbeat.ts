@@ -87,7 +87,7 @@ async function conductorChild([dbUrl, busUrl, coalesce, batchOptions]: string[])
 
 async function main() {
   const { testDialects } = await import('../test/support/db.js')
-  const { testBroker } = await import('../test/support/rabbitmq.js')
+  const { testBroker } = await import('../test/support/peers/rabbitmq.js')
   const opt = (d: string) => ({ type: 'string' as const, default: d })
   const { values } = parseArgs({
     options: {

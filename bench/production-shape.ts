@@ -19,7 +19,7 @@
 import { loadavg } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
-import { startPlacement } from '../test/support/placement.js'
+import { startPlacement } from '../test/support/peers/placement.js'
 import { machineFacts } from './load.js'
 import { startEmbeddedServer } from './shape/embedded.js'
 import { measureLevel, type LevelFigures, type Target } from './shape/level.js'

@@ -17,8 +17,8 @@ import { startCore } from '../src/main/core.js'
 import { glanceImageSource } from '../src/main/resources.js'
 import { createGlanceClient } from '../src/openstack/glance.js'
 import { testDialects } from '../test/support/db.js'
-import { startGlance } from '../test/support/glance.js'
-import { startPlacement } from '../test/support/placement.js'
+import { startGlance } from '../test/support/peers/glance.js'
+import { startPlacement } from '../test/support/peers/placement.js'
 import { eventLoopLag } from './load.js'
 
 const { values } = parseArgs({

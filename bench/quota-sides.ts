@@ -16,7 +16,11 @@ import { keystoneSettings } from '../src/openstack/service-auth.js'
 import { createUnifiedLimits } from '../src/openstack/unified-limits.js'
 import { inventoryHash } from '../src/rpc/inventory-hash.js'
 import type { TestDatabase, TestDialect } from '../test/support/db.js'
-import { ADMIN_PASSWORD, startKeystone, type RunningKeystone } from '../test/support/keystone.js'
+import {
+  ADMIN_PASSWORD,
+  startKeystone,
+  type RunningKeystone,
+} from '../test/support/peers/keystone.js'
 import { STORM_HOST, stormDevices } from '../test/support/storm-inventory.js'
 import { percentiles, round2 } from './events-sinks.js'
 

@@ -11,7 +11,7 @@
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { startPlacement } from '../test/support/placement.js'
+import { startPlacement } from '../test/support/peers/placement.js'
 import { machineFacts } from './load.js'
 import { pacedCycles } from './shape/paced.js'
 import { sampleProcess } from './shape/measure.js'

@@ -15,7 +15,7 @@ import path from 'node:path'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
 import { testDialects } from '../test/support/db.js'
-import { testBroker } from '../test/support/rabbitmq.js'
+import { testBroker } from '../test/support/peers/rabbitmq.js'
 import {
   NODE,
   ROOT,

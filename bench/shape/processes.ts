@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { testBroker } from '../../test/support/rabbitmq.js'
+import { testBroker } from '../../test/support/peers/rabbitmq.js'
 import {
   NODE,
   ROOT,

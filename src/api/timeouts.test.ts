@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
-import { rawExchange, type RawExchange } from '../../test/support/raw-http.js'
+import { rawExchange, type RawExchange } from '../../test/support/fuzz/raw-http.js'
 
 /** A conductor that never answers. */
 const silentConductor = () =>

@@ -9,7 +9,7 @@ import type { MessageBus } from './bus.js'
 import { runBusContract } from './bus-contract.case.js'
 import { createRabbitMqBus, type RabbitMqBusOptions } from './rabbitmq-bus.js'
 import { describeBroker, parseTransportUrl } from './transport-url.js'
-import { testBroker, type TestVhost } from '../../test/support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../../test/support/peers/rabbitmq.js'
 import {
   AppError,
   ConflictError,

@@ -13,7 +13,7 @@ import type { NotificationMessage, Notifier } from './notifier.js'
 import { parseTransportUrl } from './transport-url.js'
 import { AppError, TimeoutError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import { testBroker, type TestVhost } from '../../test/support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../../test/support/peers/rabbitmq.js'
 
 const broker = await testBroker()
 

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { loadConfig } from '../config/config.js'
 import { file } from '../../test/support/config.js'
-import { createPki, type Pki } from '../../test/support/pki.js'
+import { createPki, type Pki } from '../../test/support/peers/pki.js'
 import { imageSignatureCheck } from './resources.js'
 
 const config = (env: Record<string, string>) =>

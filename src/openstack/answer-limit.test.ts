@@ -1,6 +1,6 @@
 /**
  * Every OpenStack call ends within its bounds against a server that answers a status line and then
- * misbehaves (test/support/hostile-server.ts): an endless body stops at the answer limit, a stalled
+ * misbehaves (test/support/fuzz/hostile-server.ts): an endless body stops at the answer limit, a stalled
  * or trickling one at the call's time limit, with an UnavailableError that says which, and the
  * connection is closed (the server sees it go, having sent a bounded number of bytes).
  * Requests through requestJson (Placement, Nova, Glance's metadata, Barbican's metadata, Keystone
@@ -11,7 +11,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { hostileServer, type Misbehaviour } from '../../test/support/hostile-server.js'
+import { hostileServer, type Misbehaviour } from '../../test/support/fuzz/hostile-server.js'
 import { UnavailableError } from '../domain/errors.js'
 import { OPENSTACK_ANSWER_LIMIT_BYTES } from './answer-limit.js'
 import { createBarbicanClient } from './barbican.js'

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { X509Certificate } from 'node:crypto'
-import { createPki, opensslDate, type Cert, type Pki } from '../../test/support/pki.js'
+import { createPki, opensslDate, type Cert, type Pki } from '../../test/support/peers/pki.js'
 import {
   checkSigningCertificate,
   parseCaBundle,

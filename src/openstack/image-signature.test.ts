@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { X509Certificate } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { createPki, type Cert, type Pki } from '../../test/support/pki.js'
+import { createPki, type Cert, type Pki } from '../../test/support/peers/pki.js'
 import {
   createSignatureVerifier,
   maxPssSaltLength,

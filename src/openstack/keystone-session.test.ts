@@ -3,7 +3,7 @@
  * (`POST /v3/auth/tokens`: 201, X-Subject-Token, token.issued_at/expires_at/catalog; 401 for a bad
  * password), with a clock shared with the session so that renewal is checked without waiting.
  * Cheap and deterministic; test/keystone/outbound-placement.test.ts runs the same client against the
- * real Keystone of test/support/keystone.ts. The stand-ins are in test/support/fake-keystone.ts;
+ * real Keystone of test/support/peers/keystone.ts. The stand-ins are in test/support/peers/fake-keystone.ts;
  * keystone-settings.test.ts checks the Nova [service_user] and the option checks.
  */
 import assert from 'node:assert/strict'
@@ -11,7 +11,12 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
 import { UnavailableError } from '../domain/errors.js'
-import { endpoints, fakeKeystone, fakeService, HOUR } from '../../test/support/fake-keystone.js'
+import {
+  endpoints,
+  fakeKeystone,
+  fakeService,
+  HOUR,
+} from '../../test/support/peers/fake-keystone.js'
 import { OpenStackHttpError, requestJson, type ServiceEndpoint } from './http.js'
 import { createKeystoneSession } from './keystone-session.js'
 import { createPlacementClient, placementSettings } from './placement.js'

@@ -1,12 +1,12 @@
 /**
  * Settings of the Keystone-authenticated clients: Nova's [service_user] token sent next to the
- * admin token (against the stand-ins of test/support/fake-keystone.ts), and keystoneSettings'
+ * admin token (against the stand-ins of test/support/peers/fake-keystone.ts), and keystoneSettings'
  * refusal of options that cannot work.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ConfigError } from '../domain/errors.js'
-import { fakeKeystone, fakeService } from '../../test/support/fake-keystone.js'
+import { fakeKeystone, fakeService } from '../../test/support/peers/fake-keystone.js'
 import { createNovaClient, novaSettings } from './nova.js'
 import { keystoneSettings } from './service-auth.js'
 

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { fuzzParameters } from '../support/api-fuzz.js'
+import { fuzzParameters } from '../support/fuzz/api-fuzz.js'
 import { startStack, type Stack } from './stack.js'
 
 const json = { 'content-type': 'application/json' }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import { startStack, type Stack } from './stack.js'
-import { rawExchange, routePaths } from '../support/raw-http.js'
+import { rawExchange, routePaths } from '../support/fuzz/raw-http.js'
 
 const CONTENT_TYPES = [
   'application/json',

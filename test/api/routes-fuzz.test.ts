@@ -21,7 +21,7 @@ import {
   sampleOf,
   variantsOf,
   withTextAtEveryPlace,
-} from '../support/api-fuzz.js'
+} from '../support/fuzz/api-fuzz.js'
 import { startStack, type Stack } from './stack.js'
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'

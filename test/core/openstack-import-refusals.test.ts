@@ -25,7 +25,7 @@ import {
   loadOpenStackCyborg,
   UNMAPPABLE,
   type OpenStackDatabase,
-} from '../support/openstack-cyborg.js'
+} from '../support/peers/openstack-cyborg.js'
 import { createFakeDriver } from '../../src/drivers/fake/fake.js'
 import { createFixtureHostProbe } from '../../src/drivers/host-probe/fixture-host-probe.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'

@@ -29,7 +29,7 @@ import {
   ourTimestamp,
   paddedInfo,
   type OpenStackDatabase,
-} from '../support/openstack-cyborg.js'
+} from '../support/peers/openstack-cyborg.js'
 
 const dialects = await testDialects()
 const maria = dialects.find((d) => d.name === 'mysql')!

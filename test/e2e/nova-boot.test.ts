@@ -7,8 +7,8 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startService, type RunningService } from '../support/service.js'
-import { novaClientSkip, novaStep } from '../support/nova-client.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { novaClientSkip, novaStep } from '../support/peers/nova-client.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = novaClientSkip() ?? (await placementSkip())
 const HOST = 'nova-boot.example'

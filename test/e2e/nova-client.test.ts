@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { startService, type RunningService } from '../support/service.js'
-import { novaClientSkip, novaStep } from '../support/nova-client.js'
+import { novaClientSkip, novaStep } from '../support/peers/nova-client.js'
 
 const skip = novaClientSkip()
 const nova = (service: RunningService, args: string[]) => novaStep(service.url, args)

@@ -14,14 +14,14 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { testDialects } from '../support/db.js'
-import { novaClientSkip, novaStep } from '../support/nova-client.js'
+import { novaClientSkip, novaStep } from '../support/peers/nova-client.js'
 import {
   DUMP_900,
   EXPECTED,
   loadOpenStackCyborg,
   paddedInfo,
   type OpenStackDatabase,
-} from '../support/openstack-cyborg.js'
+} from '../support/peers/openstack-cyborg.js'
 import { runCommand, startService, type RunningService } from '../support/service.js'
 
 const OPENSTACK = '/usr/bin/openstack'

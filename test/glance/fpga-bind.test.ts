@@ -14,7 +14,7 @@ import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { glanceImageSource } from '../../src/main/resources.js'
 import { createGlanceClient } from '../../src/openstack/glance.js'
-import { glanceSkip, startGlance, type RunningGlance } from '../support/glance.js'
+import { glanceSkip, startGlance, type RunningGlance } from '../support/peers/glance.js'
 
 const skip = await glanceSkip()
 

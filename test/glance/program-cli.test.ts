@@ -9,8 +9,8 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { startService, type RunningService } from '../support/service.js'
-import { glanceSkip, startGlance, type RunningGlance } from '../support/glance.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { glanceSkip, startGlance, type RunningGlance } from '../support/peers/glance.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const OPENSTACK = '/usr/bin/openstack'
 if (!existsSync(OPENSTACK) && process.env.CYBORG_REQUIRE_SERVICES === '1')

@@ -15,8 +15,8 @@ import { startCore, type Core } from '../../src/main/core.js'
 import { glanceImageSource } from '../../src/main/resources.js'
 import { createGlanceClient } from '../../src/openstack/glance.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { glanceSkip, startGlance, type RunningGlance } from '../support/glance.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { glanceSkip, startGlance, type RunningGlance } from '../support/peers/glance.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = (await glanceSkip()) ?? (await placementSkip())
 const HOST = 'prog-1'

@@ -26,15 +26,15 @@ import { startCore, type Core } from '../../src/main/core.js'
 import { glanceImages, imageSignatureCheck } from '../../src/main/resources.js'
 import { createGlanceClient } from '../../src/openstack/glance.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { barbicanSkip, startBarbican, type RunningBarbican } from '../support/barbican.js'
-import { glanceSkip, startGlance, type RunningGlance } from '../support/glance.js'
+import { barbicanSkip, startBarbican, type RunningBarbican } from '../support/peers/barbican.js'
+import { glanceSkip, startGlance, type RunningGlance } from '../support/peers/glance.js'
 import {
   ADMIN_PASSWORD,
   keystoneSkip,
   startKeystone,
   type RunningKeystone,
-} from '../support/keystone.js'
-import { createPki, opensslDate, type Cert, type Pki } from '../support/pki.js'
+} from '../support/peers/keystone.js'
+import { createPki, opensslDate, type Cert, type Pki } from '../support/peers/pki.js'
 import { ROOT } from '../support/service.js'
 
 const run = promisify(execFile)
@@ -120,7 +120,7 @@ void describe('signed FPGA images, verified against Barbican certificates', { sk
   })
   const cursive = async (s: Signed, data = s.data) => {
     const args = [
-      path.join(ROOT, 'test/support/cursive-verify.py'),
+      path.join(ROOT, 'test/support/peers/cursive-verify.py'),
       data,
       s.signature,
       s.cert.certPath,

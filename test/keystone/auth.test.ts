@@ -26,7 +26,7 @@ import {
   startKeystone,
   type Personas,
   type RunningKeystone,
-} from '../support/keystone.js'
+} from '../support/peers/keystone.js'
 
 const skip = await keystoneSkip()
 

@@ -23,7 +23,7 @@ import {
   type Persona,
   type Personas,
   type RunningKeystone,
-} from '../support/keystone.js'
+} from '../support/peers/keystone.js'
 
 const OPENSTACK = '/usr/bin/openstack'
 if (!existsSync(OPENSTACK) && process.env.CYBORG_REQUIRE_SERVICES === '1') {

@@ -20,8 +20,8 @@ import {
   startKeystone,
   USER_PASSWORD,
   type RunningKeystone,
-} from '../support/keystone.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+} from '../support/peers/keystone.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = (await keystoneSkip()) ?? (await placementSkip())
 

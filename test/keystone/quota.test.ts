@@ -26,7 +26,7 @@ import {
   keystoneSkip,
   startKeystone,
   type RunningKeystone,
-} from '../support/keystone.js'
+} from '../support/peers/keystone.js'
 import { STORM_HOST as HOST, stormDevices } from '../support/storm-inventory.js'
 import { cyborg, cyborgJson } from '../support/cli.js'
 import { startService } from '../support/service.js'

@@ -1,7 +1,7 @@
 /**
  * The RBAC matrix against a real Keystone: every endpoint × every persona, with the exact status.
  *
- * Personas (test/support/keystone.ts): `admin`, `manager`, `member` and `reader` of project main;
+ * Personas (test/support/peers/keystone.ts): `admin`, `manager`, `member` and `reader` of project main;
  * `service` (role service in project service, its own token as X-Service-Token too); `other`
  * (member of another project); `nova` (main's member, with the service user's X-Service-Token, as
  * Nova calls); `none` (no token), `garbage` (a token Keystone does not know) and `revoked`.
@@ -31,7 +31,7 @@ import {
   startKeystone,
   type Personas,
   type RunningKeystone,
-} from '../support/keystone.js'
+} from '../support/peers/keystone.js'
 import { PERSONAS, rbacRows, unbind, type Who } from '../support/rbac-matrix.js'
 import {
   CROSS_PERSONAS,

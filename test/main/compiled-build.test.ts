@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { BIN, cyborg } from '../support/cli.js'
 import { testDialects } from '../support/db.js'
-import { testBroker } from '../support/rabbitmq.js'
+import { testBroker } from '../support/peers/rabbitmq.js'
 
 describe('the compiled build', () => {
   let dir: string

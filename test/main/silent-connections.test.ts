@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { startService, type RunningService } from '../support/service.js'
-import { rawExchange } from '../support/raw-http.js'
+import { rawExchange } from '../support/fuzz/raw-http.js'
 
 const CONNECTIONS = 200
 /** Far above the 1 s limit, far below Node's own 30 s check and TLS's 120 s handshake limit. */

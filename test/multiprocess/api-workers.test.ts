@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { request } from 'node:http'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 
 const [dialects, broker] = await Promise.all([testDialects(), testBroker()])

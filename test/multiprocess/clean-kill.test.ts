@@ -22,7 +22,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 import { eventually } from '../support/host-inventory.js'
 

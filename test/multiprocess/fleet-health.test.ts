@@ -15,15 +15,15 @@ import assert from 'node:assert/strict'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { eventually } from '../support/host-inventory.js'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import {
   osloListenerSkip,
   startOsloListener,
   type RunningListener,
-} from '../support/oslo-listener.js'
+} from '../support/peers/oslo-listener.js'
 
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')
 const skip =

@@ -11,13 +11,13 @@ import { randomBytes } from 'node:crypto'
 import path from 'node:path'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 import {
   connectedAt,
   rabbitNodeSkip,
   startRabbitNode,
   type RabbitNode,
-} from '../support/rabbitmq-node.js'
+} from '../support/peers/rabbitmq-node.js'
 import {
   addNvmeController,
   fixtureHost,

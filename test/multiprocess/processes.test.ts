@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 
 const [dialects, broker] = await Promise.all([testDialects(), testBroker()])

@@ -17,9 +17,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { glanceSkip, startGlance, type RunningGlance } from '../support/glance.js'
+import { glanceSkip, startGlance, type RunningGlance } from '../support/peers/glance.js'
 import { eventually } from '../support/host-inventory.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')

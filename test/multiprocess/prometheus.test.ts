@@ -17,10 +17,14 @@ import {
   startService,
   type RunningService,
 } from '../support/service.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { eventually } from '../support/host-inventory.js'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
-import { prometheusSkip, startPrometheus, type RunningPrometheus } from '../support/prometheus.js'
+import {
+  prometheusSkip,
+  startPrometheus,
+  type RunningPrometheus,
+} from '../support/peers/prometheus.js'
 
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')
 const broker = await testBroker()

@@ -1,7 +1,7 @@
 /**
  * Issue 13: a protocol-level fuzz of `cyborg up` over real sockets, seeded and bounded. Every route
  * of v1 and v2, every body framing, odd content types, Expect, HEAD and OPTIONS, pipelining and raw
- * garbage (test/support/http-fuzz.ts). Each connection must end within its deadline with
+ * garbage (test/support/fuzz/http-fuzz.ts). Each connection must end within its deadline with
  * well-formed answers and no 5xx (or, when the request can never be complete, with the server's
  * close); afterwards the server is healthy, logged no error, and holds no leftover connection.
  * FUZZ_SEED and FUZZ_RUNS reproduce or widen a run.
@@ -11,8 +11,8 @@ import assert from 'node:assert/strict'
 import { readdirSync, readlinkSync } from 'node:fs'
 import fc from 'fast-check'
 import { startService, type RunningService } from '../support/service.js'
-import { rawExchange, routePaths, type RawExchange } from '../support/raw-http.js'
-import { fuzzCases, type FuzzCase, type ParamValues } from '../support/http-fuzz.js'
+import { rawExchange, routePaths, type RawExchange } from '../support/fuzz/raw-http.js'
+import { fuzzCases, type FuzzCase, type ParamValues } from '../support/fuzz/http-fuzz.js'
 import { createTestApp } from '../support/api-app.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125)

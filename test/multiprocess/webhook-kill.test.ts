@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { testBroker, type TestVhost } from '../support/rabbitmq.js'
+import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
 import { seedStorm } from '../support/storm-inventory.js'

@@ -10,7 +10,7 @@ import { startFakeHostCore } from '../support/fake-host-core.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import type { Core } from '../../src/main/core.js'
 import { V1_CONSUMER_PROJECT } from '../../src/conductor/v1-placement.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const VM = '7a11c0c0-0000-4000-8000-000000000001'

@@ -17,7 +17,7 @@ import {
   placementSkip,
   startPlacement,
   type RunningPlacement,
-} from '../support/placement.js'
+} from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const HOST = 'batch-1'

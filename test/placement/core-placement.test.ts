@@ -11,7 +11,7 @@ import { NotFoundError } from '../../src/domain/errors.js'
 import { noopLogger } from '../../src/domain/logger.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { findRootProvider } from '../../src/openstack/root-provider.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 

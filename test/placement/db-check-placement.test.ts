@@ -10,7 +10,7 @@ import type { Core } from '../../src/main/core.js'
 import { placementDrift } from '../../src/main/commands/db-check-command.js'
 import type { TestDatabase } from '../support/db.js'
 import { startFakeHostCore } from '../support/fake-host-core.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 

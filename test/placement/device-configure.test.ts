@@ -13,7 +13,7 @@ import { noopLogger } from '../../src/domain/logger.js'
 import { createFixtureHostProbe } from '../../src/drivers/host-probe/fixture-host-probe.js'
 import { startCore, type Core } from '../../src/main/core.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 import { ROOT } from '../support/service.js'
 
 const skip = await placementSkip()

@@ -20,7 +20,7 @@ import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 import { freePort } from '../support/service.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const log = pino({ level: 'silent' })

@@ -20,7 +20,7 @@ import {
   placementSkip,
   startPlacement,
   type RunningPlacement,
-} from '../support/placement.js'
+} from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const clock = { now: () => new Date('2026-01-01T00:00:00.000Z') }

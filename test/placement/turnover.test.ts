@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto'
 import type { Core } from '../../src/main/core.js'
 import type { TestDatabase } from '../support/db.js'
 import { startFakeHostCore } from '../support/fake-host-core.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/placement.js'
+import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const HOST = 'turn-1'

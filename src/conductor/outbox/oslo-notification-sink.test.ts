@@ -1,7 +1,7 @@
 /**
  * The oslo notification sink: the mapping from outbox events, oslo's timestamp, where the
  * configuration sends notifications; then, against the real broker, a real oslo.messaging
- * notification listener (test/support/oslo-listener.py, as Ceilometer runs one) decoding what the
+ * notification listener (test/support/peers/oslo-listener.py, as Ceilometer runs one) decoding what the
  * sink sends.
  */
 import { createRabbitMqBus } from '../../bus/rabbitmq-bus.js'
@@ -23,8 +23,8 @@ import {
   notificationTransportUrl,
   toNotification,
 } from './oslo-notification-sink.js'
-import { testBroker, type TestVhost } from '../../../test/support/rabbitmq.js'
-import { osloListenerSkip, startOsloListener } from '../../../test/support/oslo-listener.js'
+import { testBroker, type TestVhost } from '../../../test/support/peers/rabbitmq.js'
+import { osloListenerSkip, startOsloListener } from '../../../test/support/peers/oslo-listener.js'
 
 const event = (n: number, eventType: string, priority: 'INFO' | 'ERROR') => ({
   id: n,

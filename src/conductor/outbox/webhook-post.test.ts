@@ -1,12 +1,12 @@
 /**
  * A webhook attempt is bounded as a whole (docs/webhooks.md, Limits): against a receiver that
- * answers a status line and then misbehaves (test/support/hostile-server.ts), the attempt ends
+ * answers a status line and then misbehaves (test/support/fuzz/hostile-server.ts), the attempt ends
  * within `timeout_seconds` with at most 64 KiB of the answer's body read, and the connection is
  * closed. A well-behaved receiver's connection is kept and used again.
  */
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { hostileServer, type Misbehaviour } from '../../../test/support/hostile-server.js'
+import { hostileServer, type Misbehaviour } from '../../../test/support/fuzz/hostile-server.js'
 import { createWebhookPoster, type PostResult } from './webhook-post.js'
 
 /** The answer limit, plus what loopback socket buffers may hold. */

@@ -8,8 +8,8 @@ import { access, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { createPlacementClient, type PlacementClient } from '../../src/openstack/placement.js'
-import { freePort, ROOT } from './service.js'
+import { createPlacementClient, type PlacementClient } from '../../../src/openstack/placement.js'
+import { freePort, ROOT } from '../service.js'
 
 const run = promisify(execFile)
 const SCRIPT = path.join(ROOT, 'scripts/placement.sh')

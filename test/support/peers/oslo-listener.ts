@@ -1,15 +1,15 @@
 /**
- * A real oslo.messaging notification listener (test/support/oslo-listener.py, run with Debian's
+ * A real oslo.messaging notification listener (test/support/peers/oslo-listener.py, run with Debian's
  * /usr/bin/python3 and python3-oslo.messaging) for tests of what Cyborg puts on the bus. Without
  * the package the tests skip, unless CYBORG_REQUIRE_SERVICES=1 (CI), where that fails.
  */
 import { execFile, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import path from 'node:path'
-import { ROOT } from './service.js'
+import { ROOT } from '../service.js'
 
 const PYTHON = '/usr/bin/python3'
-const SCRIPT = path.join(ROOT, 'test/support/oslo-listener.py')
+const SCRIPT = path.join(ROOT, 'test/support/peers/oslo-listener.py')
 
 /** What the listener's endpoint got for one notification. */
 export interface ReceivedNotification {

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { connect } from 'amqplib'
-import { parseTransportUrl, type BrokerAddress } from '../../src/bus/transport-url.js'
+import { parseTransportUrl, type BrokerAddress } from '../../../src/bus/transport-url.js'
 
 export const TEST_TRANSPORT_URL =
   process.env.CYBORG_TEST_TRANSPORT_URL ?? 'rabbit://guest:guest@127.0.0.1:5672/'

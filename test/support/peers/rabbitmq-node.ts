@@ -9,7 +9,7 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { ROOT } from './service.js'
+import { ROOT } from '../service.js'
 
 const run = promisify(execFile)
 const SCRIPT = path.join(ROOT, 'scripts/rabbitmq-node.sh')

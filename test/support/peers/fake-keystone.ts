@@ -8,7 +8,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after } from 'node:test'
-import type { PasswordAuth } from '../../src/openstack/keystone-session.js'
+import type { PasswordAuth } from '../../../src/openstack/keystone-session.js'
 
 export const HOUR = 3600_000
 

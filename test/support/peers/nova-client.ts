@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
-import { ROOT } from './service.js'
+import { ROOT } from '../service.js'
 
 const NOVA = '/usr/lib/python3/dist-packages/nova/accelerator/cyborg.py'
 

@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
 import { createConnection } from 'mysql2/promise'
-import { parseConnectionUrl } from '../../src/db/core/connection.js'
-import { MYSQL_URL, POSTGRES_URL } from './db.js'
-import { ROOT } from './service.js'
+import { parseConnectionUrl } from '../../../src/db/core/connection.js'
+import { MYSQL_URL, POSTGRES_URL } from '../db.js'
+import { ROOT } from '../service.js'
 
 export const FIXTURE_DIR = path.join(ROOT, 'test/fixtures/openstack-cyborg')
 

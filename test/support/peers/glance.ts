@@ -8,7 +8,7 @@ import { access, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { freePort, ROOT } from './service.js'
+import { freePort, ROOT } from '../service.js'
 
 const run = promisify(execFile)
 const SCRIPT = path.join(ROOT, 'scripts/glance.sh')

@@ -12,8 +12,8 @@ import { access, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import type { KeystoneAuthOptions } from '../../src/api/keystone-auth.js'
-import { freePort, ROOT } from './service.js'
+import type { KeystoneAuthOptions } from '../../../src/api/keystone-auth.js'
+import { freePort, ROOT } from '../service.js'
 
 const run = promisify(execFile)
 const SCRIPT = path.join(ROOT, 'scripts/keystone.sh')

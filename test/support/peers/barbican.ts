@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { ADMIN_PASSWORD, type RunningKeystone } from './keystone.js'
-import { freePort, ROOT } from './service.js'
+import { freePort, ROOT } from '../service.js'
 
 const run = promisify(execFile)
 const SCRIPT = path.join(ROOT, 'scripts/barbican.sh')
