@@ -9,7 +9,7 @@ import type { MessageBus } from '../src/bus/bus.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { testBroker } from '../test/support/peers/rabbitmq.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '5000' } } })
 const calls = Number(values.calls)

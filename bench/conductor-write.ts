@@ -10,7 +10,7 @@ import { testDialects, type TestDialect } from '../test/support/db.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: {

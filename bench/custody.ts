@@ -20,7 +20,7 @@ import { noopLogger } from '../src/domain/logger.js'
 import { testDialects, type TestDatabase } from '../test/support/db.js'
 import { BIN } from '../test/support/cli.js'
 import { seedStorm, STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { eventLoopLag, machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './support/load.js'
 
 const { values: args } = parseArgs({
   options: {

@@ -1,6 +1,6 @@
 /**
  * Inventory ingestion at fleet scale: simulated agents report full snapshots over RabbitMQ to ONE
- * conductor (bench/ingest-conductor.ts, a child process, so its CPU is measured alone) on a fresh
+ * conductor (bench/ingest/ingest-conductor.ts, a child process, so its CPU is measured alone) on a fresh
  * PostgreSQL database. Time-compressed: one `--period-s` period plays in period-s / compress
  * seconds. Period 1 is every host's first report (all changed); in later periods a fraction of
  * the hosts (`--changed`, default 1 %) changes one device. Prints one JSON document.
@@ -16,8 +16,8 @@ import { testDialects } from '../test/support/db.js'
 import { testBroker } from '../test/support/peers/rabbitmq.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
-import { changedHosts, hostSnapshot, playPeriod } from './ingest-hosts.js'
-import { eventLoopLag } from './load.js'
+import { changedHosts, hostSnapshot, playPeriod } from './ingest/ingest-hosts.js'
+import { eventLoopLag } from './support/load.js'
 
 const opt = (d: string) => ({ type: 'string' as const, default: d })
 const { values } = parseArgs({
@@ -73,7 +73,7 @@ if (broker.skip || postgres.skip) throw new Error(`cannot run: ${broker.skip ?? 
 const vhost = await broker.createVhost()
 const database = await postgres.create()
 const child = fork(
-  path.join(ROOT, 'bench/ingest-conductor.ts'),
+  path.join(ROOT, 'bench/ingest/ingest-conductor.ts'),
   [
     database.url,
     vhost.url,
