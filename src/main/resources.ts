@@ -86,7 +86,8 @@ export async function createConfiguredBus(
         config,
         'DEFAULT',
         'transport_url',
-        'separate api, conductor and agent processes need a shared message bus (RabbitMQ: rabbit://user:pass@host:5672/); run `cyborg up` to run them in one process',
+        'separate api, conductor and agent processes need a shared message bus (RabbitMQ: ' +
+          'rabbit://user:pass@host:5672/); run `cyborg up` to run them in one process',
       )
     }
     return createInProcessBus({

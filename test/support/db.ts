@@ -110,7 +110,8 @@ async function discover(): Promise<TestDialect[]> {
   ])
   if (servicesRequired && (pgSkip || mySkip)) {
     throw new Error(
-      `CYBORG_REQUIRE_SERVICES=1 but a database is unreachable: ${[pgSkip && `PostgreSQL: ${pgSkip}`, mySkip && `MariaDB: ${mySkip}`].filter(Boolean).join('; ')}`,
+      `CYBORG_REQUIRE_SERVICES=1 but a database is unreachable: ` +
+        `${[pgSkip && `PostgreSQL: ${pgSkip}`, mySkip && `MariaDB: ${mySkip}`].filter(Boolean).join('; ')}`,
     )
   }
   return [
