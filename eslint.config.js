@@ -307,6 +307,11 @@ export default tseslint.config(
           message:
             'Use errorMessage(err) (one line) or rawErrorMessage(err) (as thrown) from src/domain/error-message.ts.',
         },
+        {
+          selector:
+            "LogicalExpression[left.type='MemberExpression'][left.property.name='message'][right.callee.name='String']",
+          message: 'Use errorMessage(err) from src/domain/error-message.ts.',
+        },
       ],
     },
   },

@@ -205,6 +205,11 @@ describe('docs keep up with the tree', () => {
       return (result?.messages ?? []).map((m) => m.ruleId ?? m.message)
     }
     assert.ok((await ids('src/api/health-probe.ts')).includes('no-restricted-syntax'))
+    const cast = 'export const m = (err: unknown) => (err as Error).message || String(err)\n'
+    const [castResult] = await eslint.lintText(cast, {
+      filePath: path.join(ROOT, 'src/api/health-probe.ts'),
+    })
+    assert.ok(castResult?.messages.some((m) => m.ruleId === 'no-restricted-syntax'))
     assert.ok(!(await ids('src/domain/error-message.ts')).includes('no-restricted-syntax'))
   })
 })
