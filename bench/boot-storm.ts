@@ -124,5 +124,16 @@ const cleaning =
     : undefined
 
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'boot-storm', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { seconds, levels, rounds, targets }, results, ...(cleaning ? { cleaning } : {}) }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'boot-storm',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { seconds, levels, rounds, targets },
+      results,
+      ...(cleaning ? { cleaning } : {}),
+    },
+    null,
+    2,
+  ) + '\n',
 )

@@ -66,5 +66,19 @@ if (broker.skip) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'bus-rpc', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { calls }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'both ends of every call run in the benchmark process' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'bus-rpc',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { calls },
+      results,
+      eventLoopLag: {
+        benchmarkProcess: lag(),
+        services: 'both ends of every call run in the benchmark process',
+      },
+    },
+    null,
+    2,
+  ) + '\n',
 )

@@ -75,5 +75,16 @@ for (const dialect of await testDialects()) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'conductor-write', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { writes, concurrency }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'conductor-write',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { writes, concurrency },
+      results,
+      eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' },
+    },
+    null,
+    2,
+  ) + '\n',
 )

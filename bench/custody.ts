@@ -229,5 +229,19 @@ const lag = eventLoopLag()
 const statements = await statementBench()
 const verify = await verifyBench()
 process.stdout.write(
-  `${JSON.stringify({ bench: 'custody', machine: machineFacts(loadAtStart), statements, verify, eventLoopLag: { benchmarkProcess: lag(), services: 'the conductor is embedded; custody verify runs as a child process (not measured)' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      bench: 'custody',
+      machine: machineFacts(loadAtStart),
+      statements,
+      verify,
+      eventLoopLag: {
+        benchmarkProcess: lag(),
+        services:
+          'the conductor is embedded; custody verify runs as a child process (not measured)',
+      },
+    },
+    null,
+    2,
+  ) + '\n',
 )

@@ -174,7 +174,28 @@ try {
     },
   }
   process.stdout.write(
-    `${JSON.stringify({ benchmark: 'discovery', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { runs, warmup, rssRepeats: repeats, shape, drivers: ENABLED_DRIVERS, probe: 'fixture host probe over a temp dir (page cache)' }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'discovery runs in the benchmark process; the RSS children are not measured' } }, null, 2)}\n`,
+    JSON.stringify(
+      {
+        benchmark: 'discovery',
+        date: new Date().toISOString(),
+        machine: { cpus: cpus().length, node: process.version },
+        settings: {
+          runs,
+          warmup,
+          rssRepeats: repeats,
+          shape,
+          drivers: ENABLED_DRIVERS,
+          probe: 'fixture host probe over a temp dir (page cache)',
+        },
+        results,
+        eventLoopLag: {
+          benchmarkProcess: lag(),
+          services: 'discovery runs in the benchmark process; the RSS children are not measured',
+        },
+      },
+      null,
+      2,
+    ) + '\n',
   )
 } finally {
   await rm(base, { recursive: true, force: true })

@@ -181,13 +181,17 @@ try {
           agents: 'one process, one AMQP connection, createConductorClient',
         },
         statementCounting:
-          'pg.Client.prototype.query wrapped in the conductor process: every statement sent, BEGIN/COMMIT/SAVEPOINT included. Each simulated host sends what an agent sends per period: unchanged → one heartbeat carrying its inventory hash (no report); changed → the full report, then a plain heartbeat',
+          'pg.Client.prototype.query wrapped in the conductor process: every statement sent, ' +
+          'BEGIN/COMMIT/SAVEPOINT included. Each simulated host sends what an agent sends per ' +
+          'period: unchanged → one heartbeat carrying its inventory hash (no report); changed → the ' +
+          'full report, then a plain heartbeat',
         placementCalls: 'see bench/ingest-placement.ts (real Placement behind a counting endpoint)',
         periods: rows,
         goal: {
           goal: '10,000 hosts per 60 s at < 25 % of one core',
           basis:
-            'the worst steady period (after the first): conductor CPU per report × 10,000 ÷ 60 s, the CPU share at real time (uncompressed); met only when the run had ≥ 10,000 hosts',
+            'the worst steady period (after the first): conductor CPU per report × 10,000 ÷ 60 s, the ' +
+            'CPU share at real time (uncompressed); met only when the run had ≥ 10,000 hosts',
           projectedCpuPercentOfOneCore: projected ?? null,
           met: projected === undefined ? null : projected < 25 && settings.hosts >= 10_000,
         },

@@ -101,7 +101,9 @@ try {
       for (const level of levels) {
         runs.push(await measureLevel(target, level, seconds))
         process.stderr.write(
-          `production-shape ${name} ${level} in flight: ${runs.at(-1)!.cyclesPerSecond} cycles/s, p50 ${runs.at(-1)!.cycleMs?.p50} ms, ${runs.at(-1)!.cpuMsPerCycle.cyborgTotal} CPU ms/cycle\n`,
+          `production-shape ${name} ${level} in flight: ${runs.at(-1)!.cyclesPerSecond} cycles/s, ` +
+            `p50 ${runs.at(-1)!.cycleMs?.p50} ms, ${runs.at(-1)!.cpuMsPerCycle.cyborgTotal} CPU ` +
+            `ms/cycle\n`,
         )
       }
     } finally {

@@ -130,7 +130,20 @@ try {
   // The embedded child prints its own lag on stderr when it stops (bench/storm/boot-storm-embedded.ts).
   const service = (await scrapeEventLoopLag(`${target.url}/metrics`)) ?? LAG_NOT_SERVED
   process.stdout.write(
-    `${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results, eventLoopLag: { benchmarkProcess, service } }, null, 2)}\n`,
+    JSON.stringify(
+      {
+        bench: 'v1-attach',
+        date: new Date().toISOString(),
+        cpus: cpus().length,
+        node: process.version,
+        seconds,
+        target: 'embedded (SQLite, in-process bus)',
+        results,
+        eventLoopLag: { benchmarkProcess, service },
+      },
+      null,
+      2,
+    ) + '\n',
   )
 } finally {
   await target.stop()
