@@ -2,7 +2,7 @@
 // Builds dist/ for bin/cyborg (docs/build.md): src/main/cli.ts bundled by esbuild (the compiler tsx
 // runs the tests with) with the packages it imports, split so that what a command loads lazily
 // stays a chunk of its own. Every output lies in dist/main/, so a path a module in src/main/ builds
-// from import.meta.url (version.ts, custody-verify.ts) holds from dist/ too. It checks no types
+// from import.meta.url (version.ts, commands/custody-verify.ts beside its worker) holds from dist/ too. It checks no types
 // (`npm run typecheck` does) and takes a few seconds.
 //
 //   node scripts/build.mjs             build, and remove outputs of earlier builds (npm run build;
@@ -47,7 +47,12 @@ if (ifStale && mtime(stamp) >= Math.max(...inputs.map(newest))) process.exit(0)
 const started = Date.now()
 const result = await build({
   absWorkingDir: root,
-  entryPoints: ['src/main/cli.ts', 'src/main/custody-verify-worker.ts'],
+  // Flat names: the worker lands beside the chunks, where custody-verify.ts (its sibling in src/)
+  // finds it from import.meta.url.
+  entryPoints: {
+    cli: 'src/main/cli.ts',
+    'custody-verify-worker': 'src/main/commands/custody-verify-worker.ts',
+  },
   outdir: 'dist/main',
   chunkNames: '[name]-[hash]',
   bundle: true,

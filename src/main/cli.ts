@@ -255,7 +255,7 @@ registerCustodyCommands(program)
       command: Command,
     ) => {
       try {
-        const { verifyCustodyLedger } = await import('./custody-verify.js')
+        const { verifyCustodyLedger } = await import('./commands/custody-verify.js')
         const ok = await verifyCustodyLedger(configFor(command), opts)
         if (!ok) process.exitCode = 1
       } catch (err) {

@@ -1,7 +1,7 @@
 /**
  * Walking the sealed custody chain (docs/custody.md): pages of records in seq order, one query a
  * page, optionally within a seq range, so that `cyborg custody verify` can walk two halves of a
- * long chain side by side (src/main/custody-verify.ts, src/domain/custody/custody-segments.ts). Read-only.
+ * long chain side by side (src/main/commands/custody-verify.ts, src/domain/custody/custody-segments.ts). Read-only.
  */
 import type { KeyObject } from 'node:crypto'
 import { type VerifiableCustodyRecord } from '../../domain/custody/custody.js'

@@ -8,13 +8,13 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
-import type { Config } from '../config/config.js'
-import { joinCustodySegments } from '../domain/custody/custody-segments.js'
-import { InvalidInputError } from '../domain/errors.js'
-import type { CustodyVerifyResult } from '../domain/custody/custody-verify.js'
-import { getSealedSeqRange, verifyStoredCustody } from '../db/reads/custody-walk.js'
+import type { Config } from '../../config/config.js'
+import { joinCustodySegments } from '../../domain/custody/custody-segments.js'
+import { InvalidInputError } from '../../domain/errors.js'
+import type { CustodyVerifyResult } from '../../domain/custody/custody-verify.js'
+import { getSealedSeqRange, verifyStoredCustody } from '../../db/reads/custody-walk.js'
 import type { SegmentJob } from './custody-verify-worker.js'
-import { openConfiguredDatabase, requireCurrentSchema } from './database.js'
+import { openConfiguredDatabase, requireCurrentSchema } from '../database.js'
 
 export interface VerifyFlags {
   publicKey?: string | undefined

@@ -1,13 +1,13 @@
 /**
- * One segment of `cyborg custody verify --workers N` (src/main/custody-verify.ts): opens the
+ * One segment of `cyborg custody verify --workers N` (src/main/commands/custody-verify.ts): opens the
  * database on its own connection, walks its seq range of the chain and posts the result. A worker
  * thread, so that decoding rows and hashing them run on another core than the other segments.
  */
 import { createPublicKey } from 'node:crypto'
 import { parentPort, workerData } from 'node:worker_threads'
-import type { Config } from '../config/config.js'
-import { verifyStoredCustody, type SeqRange } from '../db/reads/custody-walk.js'
-import { openConfiguredDatabase } from './database.js'
+import type { Config } from '../../config/config.js'
+import { verifyStoredCustody, type SeqRange } from '../../db/reads/custody-walk.js'
+import { openConfiguredDatabase } from '../database.js'
 
 /** What the parent gives a worker. */
 export interface SegmentJob {
