@@ -15,7 +15,8 @@ import { noopMetrics, type Metrics } from '../domain/metrics.js'
 import { systemClock } from '../domain/time.js'
 import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
-import type { AgentCache, DriverState } from './agent-types.js'
+import type { AgentCache } from './agent-types.js'
+import type { DriverRunState } from './driver-list.js'
 import {
   discoveryFailed,
   driverStates,
@@ -35,7 +36,7 @@ function setup(drivers: AcceleratorDriver[], opts: { pending?: number; cache?: A
   const sent: InventorySnapshot[] = []
   const beats: { inventoryHash?: string }[] = []
   const counted: string[] = []
-  const recorded: DriverState[][] = []
+  const recorded: DriverRunState[][] = []
   const conductor = {
     async reportInventory(req: InventorySnapshot): Promise<InventoryReportResult> {
       sent.push(req)
