@@ -23,7 +23,7 @@
  *
  * `cleanUnits` (AgentRpc 1.8, issue 28) is many `cleanUnit` asks in one message: each unit goes
  * through `cleanUnit` (same joins, memory and aborts), and the answer has one entry per unit once
- * all have ended; a unit's failure is its entry, not the message's.
+ * all have ended; a unit's failure is its entry, not the message's (clean-batch.ts).
  */
 import { hash } from 'node:crypto'
 import type { AcceleratorDriver, CleanRunner, CleanTarget } from '../drivers/driver.js'
@@ -41,7 +41,7 @@ import type {
   CleanUnitResult,
   CleanUnitsResult,
 } from '../rpc/agent-rpc.js'
-import { MAX_CLEAN_UNITS, toCleanUnitsEntry } from '../rpc/clean-units.js'
+import { cleanBatch } from './clean-batch.js'
 import { parseUuid } from './device-ops.js'
 
 export interface UnitCleanDeps {
@@ -108,6 +108,57 @@ function parseRequest(req: unknown): CleanUnitRequest {
   return out
 }
 
+/** A clean's own abort signal, and where it hands over the driver step once that started. */
+interface CleanStep {
+  signal: AbortSignal
+  onStep: (step: Promise<unknown>) => void
+}
+
+/**
+ * Cleans the unit `hit` found (the driver's clean and verify through `runClean`) and answers what
+ * the custody ledger records. @throws NotFoundError UNIT_NOT_ON_HOST when no enabled driver has it
+ */
+async function cleanFound(
+  deps: Pick<UnitCleanDeps, 'runClean' | 'log'>,
+  hit: { driver: AcceleratorDriver; device: DiscoveredDevice } | undefined,
+  req: CleanUnitRequest,
+  info: string,
+  job: CleanStep,
+): Promise<CleanUnitResult> {
+  if (!hit) {
+    throw new NotFoundError(
+      `no enabled driver on this host reported the ${req.handle.type} unit ${info}`,
+      { code: 'UNIT_NOT_ON_HOST', details: { handle: req.handle } },
+    )
+  }
+  const { driver, device } = hit
+  const report = await deps.runClean(
+    driver,
+    {
+      controlPath: device.controlPath,
+      handle: req.handle as CleanTarget['handle'],
+      ...(req.mdevUuid === undefined ? {} : { mdevUuid: req.mdevUuid }),
+      device,
+    },
+    { signal: job.signal, log: deps.log, onStep: job.onStep },
+  )
+  const evidence =
+    report.verifyEvidence === undefined
+      ? report.evidence
+      : `${report.evidence}\n--- verify\n${report.verifyEvidence}`
+  deps.log.info(
+    { driver: driver.name, handle: req.handle, method: report.method, ms: report.durationMs },
+    'unit cleaned',
+  )
+  return {
+    driver: driver.name,
+    policy: report.policy,
+    method: report.method,
+    evidenceSha256: hash('sha256', evidence, 'hex'),
+    durationMs: report.durationMs,
+  }
+}
+
 export function createUnitCleaner(deps: UnitCleanDeps) {
   const { owner, runClean, signal, log, abortWaitMs = 10_000, batchGraceMs = 20 } = deps
   /** Per unit: the clean running or last done, and the release it was for. */
@@ -140,42 +191,9 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     req: CleanUnitRequest,
     info: string,
     key: string,
-    job: { signal: AbortSignal; onStep: (step: Promise<unknown>) => void },
-  ): Promise<CleanUnitResult> => {
-    const hit = await locate(req, info, key)
-    if (!hit) {
-      throw new NotFoundError(
-        `no enabled driver on this host reported the ${req.handle.type} unit ${info}`,
-        { code: 'UNIT_NOT_ON_HOST', details: { handle: req.handle } },
-      )
-    }
-    const { driver, device } = hit
-    const report = await runClean(
-      driver,
-      {
-        controlPath: device.controlPath,
-        handle: req.handle as CleanTarget['handle'],
-        ...(req.mdevUuid === undefined ? {} : { mdevUuid: req.mdevUuid }),
-        device,
-      },
-      { signal: job.signal, log, onStep: job.onStep },
-    )
-    const evidence =
-      report.verifyEvidence === undefined
-        ? report.evidence
-        : `${report.evidence}\n--- verify\n${report.verifyEvidence}`
-    log.info(
-      { driver: driver.name, handle: req.handle, method: report.method, ms: report.durationMs },
-      'unit cleaned',
-    )
-    return {
-      driver: driver.name,
-      policy: report.policy,
-      method: report.method,
-      evidenceSha256: hash('sha256', evidence, 'hex'),
-      durationMs: report.durationMs,
-    }
-  }
+    job: CleanStep,
+  ): Promise<CleanUnitResult> =>
+    cleanFound({ runClean, log }, await locate(req, info, key), req, info, job)
 
   const cleaner = {
     cleanUnit(raw: unknown): Promise<CleanUnitResult> {
@@ -259,51 +277,11 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
     },
 
     /**
-     * Cleans each unit as `cleanUnit` does, side by side; answers once all have ended, or
-     * `batchGraceMs` (or half the first one's time, if longer) after the first one did: a unit
-     * still cleaning then is answered CLEAN_RUNNING (its clean goes on, and the conductor's next
-     * ask for it joins it), so that a fast unit's return never waits long for a slow one's.
+     * Cleans each unit as `cleanUnit` does, side by side (clean-batch.ts).
      * @throws InvalidInputError (field `units`) when `units` is not a list of 1 to MAX_CLEAN_UNITS
      */
-    async cleanUnits(raw: unknown): Promise<CleanUnitsResult> {
-      const list = (raw as { units?: unknown } | null)?.units
-      if (!Array.isArray(list) || list.length === 0 || list.length > MAX_CLEAN_UNITS)
-        throw new InvalidInputError(`units must be a list of 1 to ${MAX_CLEAN_UNITS} units`, {
-          code: 'CLEAN_TARGET_INVALID',
-          details: { field: 'units' },
-        })
-      const settled: (PromiseSettledResult<CleanUnitResult> | undefined)[] = list.map(
-        () => undefined,
-      )
-      const runs = list.map((unit, i) =>
-        cleaner.cleanUnit(unit).then(
-          (value) => void (settled[i] = { status: 'fulfilled', value }),
-          (reason: unknown) => void (settled[i] = { status: 'rejected', reason }),
-        ),
-      )
-      // The grace: `batchGraceMs`, or half the first clean's time if longer (units of one driver
-      // end together, give or take a loaded event loop).
-      const started = performance.now()
-      let grace: NodeJS.Timeout | undefined
-      const waitRest = () => {
-        const ms = Math.max(batchGraceMs, (performance.now() - started) / 2)
-        return new Promise((r) => (grace = setTimeout(r, ms)))
-      }
-      await Promise.race([Promise.all(runs), Promise.race(runs).then(waitRest)])
-      clearTimeout(grace)
-      return {
-        results: settled.map((s) =>
-          toCleanUnitsEntry(
-            s ?? {
-              status: 'rejected',
-              reason: new UnavailableError('still cleaning: ask again to join the clean', {
-                code: 'CLEAN_RUNNING',
-              }),
-            },
-          ),
-        ),
-      }
-    },
+    cleanUnits: (raw: unknown): Promise<CleanUnitsResult> =>
+      cleanBatch({ cleanUnit: (unit) => cleaner.cleanUnit(unit), batchGraceMs }, raw),
   }
   return cleaner
 }

@@ -12,38 +12,23 @@
  * time. Devices are looked up in what each enabled driver found in its last successful discovery.
  */
 import type { AcceleratorDriver, DriverDeps, DriverRegistry } from '../drivers/driver.js'
-import type { AgentRpc, DeviceActionResult, DriverAdminState } from '../rpc/agent-rpc.js'
+import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
-import {
-  AppError,
-  ConflictError,
-  ConfigError,
-  DriverError,
-  InvalidInputError,
-  NotFoundError,
-  UnavailableError,
-} from '../domain/errors.js'
-import { errorMessage } from '../domain/error-message.js'
+import { UnavailableError } from '../domain/errors.js'
 import { controlPathAddress, type DiscoveredDevice } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
+import { parseAdminDriver, parseEnabled, parseOptions } from './driver-admin-input.js'
+import { installDevice, programFpgaDevice } from './device-actions.js'
 import {
-  parseAdminDriver,
-  parseControlPath,
-  parseEnabled,
-  parseImagePath,
-  parseOptions,
-  parseProgramAddress,
-} from './driver-admin-input.js'
+  buildDriver,
+  failure,
+  optionsOf,
+  resolveDriver,
+  type DriverSetting,
+  type DriverSettings,
+} from './driver-settings.js'
 
-/** One driver's runtime settings, as the agent cache keeps them. */
-export interface DriverSetting {
-  enabled: boolean
-  /** Overrides merged over the configured options. */
-  options: Record<string, string>
-}
-
-/** Runtime settings by driver name. */
-export type DriverSettings = Record<string, DriverSetting>
+export type { DriverSetting, DriverSettings } from './driver-settings.js'
 
 export interface DriverAdminDeps {
   /** The configured drivers, in order. */
@@ -81,12 +66,6 @@ export interface DriverAdmin extends DriverAdminRpc {
   ): Promise<{ driver: AcceleratorDriver; device: DiscoveredDevice } | undefined>
 }
 
-/** An error's code and message, for answers and wrapping. */
-const failure = (err: unknown) => ({
-  code: err instanceof AppError ? err.code : 'INTERNAL_ERROR',
-  message: errorMessage(err),
-})
-
 export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   const { baseOptions, driverDeps, store, log } = deps
   const { factories, aliases } = deps.registry
@@ -107,31 +86,8 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
   }
 
   const setting = (name: string): DriverSetting => settings[name] ?? { enabled: true, options: {} }
-  const optionsOf = (name: string, overrides: Record<string, string>) => ({
-    ...baseOptions[name],
-    ...overrides,
-  })
-
-  /** A new instance of `name` with `overrides`. @throws InvalidInputError when the factory refuses them */
-  const build = (name: string, overrides: Record<string, string>): AcceleratorDriver => {
-    const factory = Object.hasOwn(factories, name) ? factories[name] : undefined
-    if (!factory || !driverDeps) {
-      // How this agent was built, which no retry changes: a conflict (issue 27).
-      throw new ConflictError(`driver ${name} cannot be rebuilt on this agent`, {
-        code: 'DRIVER_NOT_REBUILDABLE',
-      })
-    }
-    try {
-      return factory(driverDeps, optionsOf(name, overrides))
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err
-      throw new InvalidInputError(`driver ${name} refused the options: ${err.message}`, {
-        code: err.code,
-        details: { field: 'options', ...err.details },
-        cause: err,
-      })
-    }
-  }
+  const build = (name: string, overrides: Record<string, string>): AcceleratorDriver =>
+    buildDriver({ factories, baseOptions, driverDeps }, name, overrides)
 
   const ready = (): Promise<void> =>
     (loading ??= (async () => {
@@ -156,17 +112,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
       }
     })())
 
-  const resolve = (raw: string): string => {
-    const name = Object.hasOwn(aliases, raw) ? aliases[raw]! : raw
-    if (names.includes(name)) return name
-    throw new NotFoundError(
-      `driver ${raw} is not configured on this agent; known drivers: ${names.join(', ') || '(none)'}`,
-      {
-        code: 'DRIVER_NOT_FOUND',
-        details: { driver: raw, known: names },
-      },
-    )
-  }
+  const resolve = (raw: string): string => resolveDriver(names, aliases, raw)
 
   const persist = async (next: DriverSettings) => {
     try {
@@ -192,7 +138,7 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
     return {
       driver: name,
       enabled,
-      options: optionsOf(name, options),
+      options: optionsOf(deps, name, options),
       overrides: { ...options },
       report,
     }
@@ -222,67 +168,8 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
       for (const [name, devices] of result) found.set(name, devices)
     },
 
-    install: (req) =>
-      serialized(async (): Promise<DeviceActionResult> => {
-        const address = parseControlPath(req)
-        const hit = await owner((d) => controlPathAddress(d.controlPath) === address)
-        if (!hit) {
-          throw new NotFoundError(
-            `no enabled driver on this host reported a device at ${address}`,
-            {
-              code: 'DEVICE_NOT_ON_HOST',
-              details: { address },
-            },
-          )
-        }
-        const { driver, device } = hit
-        try {
-          await driver.install?.(device)
-        } catch (err) {
-          throw new DriverError(
-            `driver ${driver.name} could not install device ${address}: ${failure(err).message}`,
-            {
-              code: 'INSTALL_FAILED',
-              details: { driver: driver.name, address, cause: failure(err).code },
-              cause: err,
-            },
-          )
-        }
-        log.info(
-          { driver: driver.name, address, step: driver.install ? 'install' : 'none' },
-          'device installed',
-        )
-        return { ok: true, driver: driver.name, address }
-      }),
-
-    programFpga: (req) =>
-      serialized(async (): Promise<DeviceActionResult> => {
-        const address = parseProgramAddress(req)
-        const imagePath = parseImagePath(req)
-        const hit = await owner(
-          (d) =>
-            controlPathAddress(d.controlPath) === address ||
-            d.deployables.some((dep) =>
-              dep.attachHandles.some((h) => handleAddress(h.info) === address),
-            ),
-        )
-        if (!hit) {
-          throw new NotFoundError(`no enabled driver on this host owns PCI function ${address}`, {
-            code: 'DEVICE_NOT_ON_HOST',
-            details: { address },
-          })
-        }
-        const { driver } = hit
-        if (!driver.program) {
-          throw new InvalidInputError(`driver ${driver.name} cannot program`, {
-            code: 'PROGRAM_NOT_SUPPORTED',
-            details: { driver: driver.name, address },
-          })
-        }
-        await driver.program(hit.address, imagePath)
-        log.info({ driver: driver.name, address: hit.address, imagePath }, 'FPGA programmed')
-        return { ok: true, driver: driver.name, address: hit.address }
-      }),
+    install: (req) => serialized(() => installDevice({ owner, log }, req)),
+    programFpga: (req) => serialized(() => programFpgaDevice({ owner, log }, req)),
 
     setDriverEnabled: (req) =>
       serialized(async () => {
@@ -309,15 +196,4 @@ export function createDriverAdmin(deps: DriverAdminDeps): DriverAdmin {
         return answer(name)
       }),
   }
-}
-
-/** The `dddd:bb:dd.f` of a PCI attach handle's info, or undefined for another kind of handle. */
-function handleAddress(info: Record<string, string>): string | undefined {
-  const { domain, bus, device, function: fn } = info
-  if (domain === undefined || bus === undefined || device === undefined || fn === undefined)
-    return undefined
-  return controlPathAddress({
-    type: 'PCI',
-    info: { domain, bus, device, function: fn },
-  }).toLowerCase()
 }

@@ -15,9 +15,7 @@
  * crash are deleted when the cache opens. This is the only file of src/agent that uses node:fs:
  * the agent's own state, not the host's devices (those go through the HostProbe).
  */
-import { createHash, randomBytes } from 'node:crypto'
 import * as nodeFs from 'node:fs/promises'
-import path from 'node:path'
 import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import { systemClock, type Clock } from '../domain/time.js'
@@ -25,12 +23,15 @@ import type { InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { AgentCache, DriverState } from './agent.js'
 import type { DriverSettings } from './driver-admin.js'
 import { isRemoteAccelerator, type RemoteAccelerator } from '../drivers/driver.js'
+import {
+  openCacheDir,
+  readChecked as readFile,
+  writeAtomic as writeFile,
+  type CacheDir,
+  type CacheFs,
+} from './cache-file.js'
 
-/** The subset of node:fs/promises the cache uses; tests replace parts of it to simulate a crash. */
-export type CacheFs = Pick<
-  typeof nodeFs,
-  'mkdir' | 'readdir' | 'readFile' | 'open' | 'rename' | 'unlink'
->
+export { decodeCacheFile, encodeCacheFile, type CacheFs } from './cache-file.js'
 
 export interface FileAgentCacheDeps {
   log: Logger
@@ -80,7 +81,6 @@ export const CACHE_FILES = {
   driverSettings: 'driver-settings.json',
   remoteAccelerators: 'remote-accelerators.json',
 } as const
-const HEADER = /^cyborg-agent-cache 1 sha256=([0-9a-f]{64})$/
 
 /** A file agent cache, with read access for `cyborg agent` diagnostics and tests. */
 export interface FileAgentCache extends Required<AgentCache> {
@@ -91,26 +91,6 @@ export interface FileAgentCache extends Required<AgentCache> {
   lastAcknowledgedHash(): Promise<string | undefined>
   /** Each driver's last discovery outcome. */
   driverStates(): Promise<DriverState[]>
-}
-
-/** Serializes `body` with its checksum header. */
-export function encodeCacheFile(body: unknown): string {
-  const json = JSON.stringify(body)
-  return `cyborg-agent-cache 1 sha256=${sha256(json)}\n${json}\n`
-}
-
-/** Parses a cache file. @throws Error when the header, the checksum or the JSON is wrong */
-export function decodeCacheFile(text: string): unknown {
-  const newline = text.indexOf('\n')
-  const match = newline < 0 ? null : HEADER.exec(text.slice(0, newline))
-  if (!match) throw new Error('missing or malformed header')
-  const json = text.slice(newline + 1).replace(/\n$/, '')
-  if (sha256(json) !== match[1]) throw new Error('checksum mismatch (torn or edited file)')
-  return JSON.parse(json) as unknown
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex')
 }
 
 /**
@@ -140,74 +120,14 @@ export function createFileAgentCache(dir: string, deps: FileAgentCacheDeps): Fil
     return run
   }
 
-  const fsyncDir = async () => {
-    const handle = await fs.open(dir, 'r')
-    try {
-      await handle.sync()
-    } catch (err) {
-      // Some file systems cannot fsync a directory; the rename is still atomic there.
-      const code = (err as NodeJS.ErrnoException).code
-      if (code !== 'EINVAL' && code !== 'EISDIR' && code !== 'EPERM') throw err
-    } finally {
-      await handle.close()
-    }
-  }
-
-  const writeAtomic = async (name: string, body: unknown) => {
-    const target = path.join(dir, name)
-    const tmp = path.join(dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
-    const handle = await fs.open(tmp, 'wx', 0o640)
-    try {
-      await handle.writeFile(encodeCacheFile(body), 'utf8')
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-    try {
-      await fs.rename(tmp, target)
-    } catch (err) {
-      await fs.unlink(tmp).catch(() => {})
-      throw err
-    }
-    await fsyncDir()
-  }
-
-  const readChecked = async <T>(
-    name: string,
-    valid: (body: unknown) => body is T,
-  ): Promise<T | undefined> => {
-    const file = path.join(dir, name)
-    let text: string
-    try {
-      text = await fs.readFile(file, 'utf8')
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-      throw err
-    }
-    try {
-      const body = decodeCacheFile(text)
-      if (!valid(body)) throw new Error('unexpected content')
-      return body
-    } catch (err) {
-      const aside = `${file}.corrupt-${now().replace(/[:.]/g, '-')}`
-      await fs.rename(file, aside)
-      log.warn(
-        { file, movedTo: aside, reason: (err as Error).message },
-        'agent cache file is corrupt; moved aside, starting without it',
-      )
-      return undefined
-    }
-  }
+  const cacheDir: CacheDir = { fs, dir, log, now }
+  const writeAtomic = (name: string, body: unknown) => writeFile(cacheDir, name, body)
+  const readChecked = <T>(name: string, valid: (body: unknown) => body is T) =>
+    readFile(cacheDir, name, valid)
 
   const load = () =>
     (state ??= (async () => {
-      await fs.mkdir(dir, { recursive: true, mode: 0o750 })
-      for (const name of await fs.readdir(dir)) {
-        if (name.startsWith('.') && name.endsWith('.tmp')) {
-          await fs.unlink(path.join(dir, name)).catch(() => {})
-          log.debug({ file: name }, 'removed a temp file left by an interrupted write')
-        }
-      }
+      await openCacheDir(cacheDir)
       const snapshot = await readChecked(CACHE_FILES.snapshot, isSnapshotFile)
       const drivers = await readChecked(CACHE_FILES.drivers, isDriversFile)
       const outbox = (await readChecked(CACHE_FILES.outbox, isOutboxFile))?.entries ?? []

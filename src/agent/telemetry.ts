@@ -7,7 +7,15 @@
  * itself does not change.
  */
 import type { AcceleratorDriver } from '../drivers/driver.js'
-import { TELEMETRY_VERSION, type AgentTelemetry, type DriverTelemetry } from '../rpc/agent-rpc.js'
+import type { MessageBus } from '../bus/bus.js'
+import type { Logger } from '../domain/logger.js'
+import type { Clock } from '../domain/time.js'
+import {
+  TELEMETRY_TOPIC,
+  TELEMETRY_VERSION,
+  type AgentTelemetry,
+  type DriverTelemetry,
+} from '../rpc/agent-rpc.js'
 import {
   cleanDeviceSamples,
   type DeviceSample,
@@ -124,5 +132,50 @@ export function buildTelemetry(
     ...(extra.periodMs === undefined ? {} : { periodMs: extra.periodMs }),
     // Several drivers' samples together: one per control path, sorted, at most 256.
     devices: cleanDeviceSamples(extra.devices ?? []),
+  }
+}
+
+export interface TelemetryPublishDeps {
+  bus: MessageBus | undefined
+  host: string
+  clock: Clock
+  /** The enabled drivers, asked for their stats. */
+  drivers: readonly AcceleratorDriver[]
+  /** The runs of the last discovery; nothing is published before the first. */
+  runs: readonly DriverRun[] | undefined
+  /** Time limit of each driver's stats. */
+  statsTimeoutMs: number
+  /** Aborted when the agent stops. */
+  signal: AbortSignal
+  /** The agent's period, sent with the message. */
+  periodMs: number
+  log: Logger
+}
+
+/** Gathers every enabled driver's stats and device samples and publishes one period's message; never throws. */
+export async function publishTelemetry(deps: TelemetryPublishDeps): Promise<void> {
+  const { bus, runs } = deps
+  if (!bus || !runs) return
+  const stats = new Map<string, DriverStatsValues>()
+  const devices: DeviceSample[] = []
+  await Promise.all(
+    deps.drivers.map(async (driver) => {
+      const bounds = { timeoutMs: deps.statsTimeoutMs, signal: deps.signal }
+      const [values, samples] = await Promise.all([
+        collectStats(driver, bounds),
+        collectDeviceStats(driver, bounds),
+      ])
+      if (values) stats.set(driver.name, values)
+      devices.push(...samples)
+    }),
+  )
+  const extra = { devices, periodMs: deps.periodMs }
+  try {
+    await bus.publish(
+      TELEMETRY_TOPIC,
+      buildTelemetry(deps.host, deps.clock.now(), runs, stats, extra),
+    )
+  } catch (err) {
+    deps.log.debug({ err }, 'telemetry not published')
   }
 }

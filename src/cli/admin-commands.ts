@@ -109,6 +109,16 @@ const hostOption = (command: Command, what: string) =>
   command.option('--host <hostname>', `only the agent on this host (default: ${what})`)
 
 export function registerAdminCommands(program: Command): void {
+  registerDriverList(program)
+  registerInstallVerbs(program)
+  registerUpdateDriver(program)
+  registerDiscoverServices(program)
+  registerServiceList(program)
+  registerStatus(program)
+}
+
+/** `driver-list`: the drivers of each agent host. */
+function registerDriverList(program: Command): void {
   hostOption(
     client(
       program
@@ -137,7 +147,10 @@ export function registerAdminCommands(program: Command): void {
       print(f.format, rows, DRIVER_COLUMNS)
     }),
   )
+}
 
+/** `install-driver` and `uninstall-driver`: one row per host. */
+function registerInstallVerbs(program: Command): void {
   for (const [verb, doing] of [
     [
       'install',
@@ -171,7 +184,10 @@ export function registerAdminCommands(program: Command): void {
       }),
     )
   }
+}
 
+/** `update-driver`: new options for a driver, then rediscovery. */
+function registerUpdateDriver(program: Command): void {
   hostOption(
     client(
       program
@@ -208,7 +224,10 @@ export function registerAdminCommands(program: Command): void {
       printOutcomes(f, `update-driver ${driver!}`, body)
     }),
   )
+}
 
+/** `discover-services`: what each host's discovery added, changed and removed. */
+function registerDiscoverServices(program: Command): void {
   hostOption(
     client(
       program
@@ -244,7 +263,10 @@ export function registerAdminCommands(program: Command): void {
       failIfAnyHostFailed('discover-services', body.hosts)
     }),
   )
+}
 
+/** `service-list`: the services each backend offers. */
+function registerServiceList(program: Command): void {
   hostOption(
     client(
       program
@@ -264,7 +286,10 @@ export function registerAdminCommands(program: Command): void {
         print(f.format, body.services, SERVICE_COLUMNS)
       }),
     )
+}
 
+/** `status`: the health of the Cyborg processes. */
+function registerStatus(program: Command): void {
   client(
     program
       .command('status')

@@ -5,6 +5,23 @@
  */
 import { OpenStackHttpError, requestJson, type RequestAuth, type ServiceEndpoint } from './http.js'
 import { keystoneSettings, type KeystoneSectionOptions } from './service-auth.js'
+import {
+  allocationCandidates,
+  getAllocations,
+  setAllocations,
+  type AllocationCandidates,
+  type AllocationCandidatesQuery,
+  type PlacementCall,
+  type ConsumerAllocations,
+  type PlacementCalls,
+} from './placement-allocations.js'
+
+export type {
+  AllocationCandidates,
+  AllocationCandidatesQuery,
+  ConsumerAllocations,
+  PlacementCalls,
+} from './placement-allocations.js'
 
 export const PLACEMENT_MICROVERSION = '1.39'
 
@@ -87,24 +104,6 @@ export interface PlacementClient {
   getUsages(uuid: string): Promise<Record<string, number> | null>
 }
 
-export interface AllocationCandidatesQuery {
-  /** Resource class → amount. */
-  resources: Record<string, number>
-  required?: string[]
-  forbidden?: string[]
-  /** At most this many allocation requests. */
-  limit?: number
-}
-
-export interface AllocationCandidates {
-  /** The providers of `provider_summaries` (with 1.29 on, every provider of a candidate's tree). */
-  summaries: string[]
-  /** Resource class → the providers an allocation request allocates it from. */
-  allocated: Record<string, string[]>
-  /** How many allocation requests came back. */
-  requests: number
-}
-
 export interface ProviderView {
   inventories: Record<string, Inventory & Record<string, number>>
   /** Resource class → amount allocated. */
@@ -112,13 +111,30 @@ export interface ProviderView {
   traits: string[]
 }
 
-/** `GET /allocations/{consumer}` at 1.39, trimmed to what a writer needs. */
-export interface ConsumerAllocations {
-  /** Provider uuid → resource class → amount. */
-  allocations: Record<string, Record<string, number>>
-  generation: number | null
-  projectId: string
-  userId: string
+/** Runs a generation-checked write; a 409 concurrent_update becomes GenerationConflict. */
+async function checkedWrite(call: PlacementCall, method: string, path: string, body: unknown) {
+  try {
+    return await call(method, path, body)
+  } catch (err) {
+    if (
+      err instanceof OpenStackHttpError &&
+      err.status === 409 &&
+      err.apiCode === 'placement.concurrent_update'
+    ) {
+      throw new GenerationConflict(err.message, err.status, err.apiCode)
+    }
+    throw err
+  }
+}
+
+/** What `fn` answers, or null when Placement answered 404. */
+async function orNull<T>(fn: () => Promise<T>): Promise<T | null> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (err instanceof OpenStackHttpError && err.status === 404) return null
+    throw err
+  }
 }
 
 export function createPlacementClient(settings: PlacementSettings): PlacementClient {
@@ -134,29 +150,9 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
     auth: settings.auth,
   }
   const call = (method: string, path: string, body?: unknown) => requestJson(ep, method, path, body)
-  /** Runs a generation-checked write; a 409 concurrent_update becomes GenerationConflict. */
-  const write = async (method: string, path: string, body: unknown) => {
-    try {
-      return await call(method, path, body)
-    } catch (err) {
-      if (
-        err instanceof OpenStackHttpError &&
-        err.status === 409 &&
-        err.apiCode === 'placement.concurrent_update'
-      ) {
-        throw new GenerationConflict(err.message, err.status, err.apiCode)
-      }
-      throw err
-    }
-  }
-  const orNull = async <T>(fn: () => Promise<T>): Promise<T | null> => {
-    try {
-      return await fn()
-    } catch (err) {
-      if (err instanceof OpenStackHttpError && err.status === 404) return null
-      throw err
-    }
-  }
+  const write = (method: string, path: string, body: unknown) =>
+    checkedWrite(call, method, path, body)
+  const calls: PlacementCalls = { call, write }
   const enc = encodeURIComponent
 
   return {
@@ -230,65 +226,9 @@ export function createPlacementClient(settings: PlacementSettings): PlacementCli
       const { body } = await call('GET', `/resource_providers?in_tree=${uuid}`)
       return (body as { resource_providers: RawProvider[] }).resource_providers.map(toProvider)
     },
-    async getAllocations(consumer) {
-      const { body } = await call('GET', `/allocations/${consumer}`)
-      const raw = body as {
-        allocations: Record<string, { resources: Record<string, number> }>
-        consumer_generation?: number
-        project_id?: string
-        user_id?: string
-      }
-      return {
-        allocations: Object.fromEntries(
-          Object.entries(raw.allocations).map(([rp, a]) => [rp, a.resources]),
-        ),
-        generation: raw.consumer_generation ?? null,
-        projectId: raw.project_id ?? '',
-        userId: raw.user_id ?? '',
-      }
-    },
-    async setAllocations(consumer, a) {
-      const allocations = Object.fromEntries(
-        Object.entries(a.allocations)
-          .filter(([, resources]) => Object.keys(resources).length > 0)
-          .map(([rp, resources]) => [rp, { resources }]),
-      )
-      await write('PUT', `/allocations/${consumer}`, {
-        allocations,
-        consumer_generation: a.generation,
-        project_id: a.projectId,
-        user_id: a.userId,
-        consumer_type: 'INSTANCE',
-      })
-    },
-    async allocationCandidates({ resources, required = [], forbidden = [], limit }) {
-      const q = new URLSearchParams()
-      q.set(
-        'resources',
-        Object.entries(resources)
-          .map(([rc, n]) => `${rc}:${n}`)
-          .join(','),
-      )
-      const traits = [...required, ...forbidden.map((t) => `!${t}`)]
-      if (traits.length > 0) q.set('required', traits.join(','))
-      if (limit !== undefined) q.set('limit', String(limit))
-      const { body } = await call('GET', `/allocation_candidates?${q.toString()}`)
-      const raw = body as {
-        allocation_requests: {
-          allocations: Record<string, { resources: Record<string, number> }>
-        }[]
-        provider_summaries: Record<string, unknown>
-      }
-      const allocated: Record<string, Set<string>> = {}
-      for (const r of raw.allocation_requests)
-        for (const [rp, a] of Object.entries(r.allocations))
-          for (const rc of Object.keys(a.resources)) (allocated[rc] ??= new Set()).add(rp)
-      return {
-        summaries: Object.keys(raw.provider_summaries),
-        allocated: Object.fromEntries(Object.entries(allocated).map(([rc, s]) => [rc, [...s]])),
-        requests: raw.allocation_requests.length,
-      }
-    },
+    getAllocations: (consumer) => getAllocations(calls, consumer),
+    setAllocations: (consumer, a) => setAllocations(calls, consumer, a),
+    allocationCandidates: (q) => allocationCandidates(calls, q),
     async knownTraits(names) {
       if (names.length === 0) return []
       const { body } = await call('GET', `/traits?name=in:${names.map(enc).join(',')}`)

@@ -68,54 +68,62 @@ function requireServiceToken(ctx: RequestContext, what: string): void {
   )
 }
 
-export function arqRoutes(
-  app: FastifyInstance,
-  { db, conductor, baseUrl, maxArqsPerRequest }: V2Env,
-): void {
-  /** The request, if the caller may see it; another project's is 404, exactly like a missing one. */
-  const visible = async (ctx: RequestContext, uuid: string) => {
-    const arq = await getArqDetail(db, uuid)
-    const project = visibleProject(ctx)
-    if (project !== undefined && arq.projectId !== project) throw notFound(uuid)
-    return arq
-  }
+/** The request, if the caller may see it; another project's is 404, exactly like a missing one. */
+async function visible({ db }: Pick<V2Env, 'db'>, ctx: RequestContext, uuid: string) {
+  const arq = await getArqDetail(db, uuid)
+  const project = visibleProject(ctx)
+  if (project !== undefined && arq.projectId !== project) throw notFound(uuid)
+  return arq
+}
 
-  const patch = async (request: FastifyRequest, reply: FastifyReply, pathUuid?: string) => {
-    const parsed = parseArqPatch(request.body as ArqPatchBody, {
-      apiMinor: request.apiMinor,
-      isAdmin: request.ctx.isAdmin,
-      ...(pathUuid === undefined ? {} : { pathUuid }),
+/** Binds or unbinds (PATCH), with a service token, the requests the caller may see: 202. */
+async function patch(
+  env: Pick<V2Env, 'db' | 'conductor'>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pathUuid?: string,
+) {
+  const parsed = parseArqPatch(request.body as ArqPatchBody, {
+    apiMinor: request.apiMinor,
+    isAdmin: request.ctx.isAdmin,
+    ...(pathUuid === undefined ? {} : { pathUuid }),
+  })
+  requireServiceToken(
+    request.ctx,
+    parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests',
+  )
+  for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
+    await visible(env, request.ctx, uuid)
+  if (parsed.kind === 'bind') await env.conductor.bindArqs({ bindings: parsed.bindings })
+  else await env.conductor.unbindArqs({ uuids: parsed.uuids })
+  // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
+  return reply.code(202).send()
+}
+
+/**
+ * Deletes requests by uuid: a missing or another project's one is named in a 404 (after the rest
+ * are deleted, as OpenStack Cyborg does); deleting a bound one needs a service token.
+ */
+async function deleteByUuid(
+  env: Pick<V2Env, 'db' | 'conductor'>,
+  ctx: RequestContext,
+  uuids: string[],
+) {
+  const found = await Promise.all(uuids.map((u) => visible(env, ctx, u).catch(() => undefined)))
+  if (found.some((a) => a?.instanceUuid))
+    requireServiceToken(ctx, 'deleting a bound accelerator request')
+  const mine = found.filter((a) => a !== undefined).map((a) => a.uuid)
+  if (mine.length > 0) await env.conductor.deleteArqs({ uuids: mine })
+  const missing = uuids.filter((u) => !mine.includes(u))
+  if (missing.length > 0)
+    throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {
+      code: 'ARQ_NOT_FOUND',
+      details: { uuids: missing },
     })
-    requireServiceToken(
-      request.ctx,
-      parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests',
-    )
-    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
-      await visible(request.ctx, uuid)
-    if (parsed.kind === 'bind') await conductor.bindArqs({ bindings: parsed.bindings })
-    else await conductor.unbindArqs({ uuids: parsed.uuids })
-    // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
-    return reply.code(202).send()
-  }
+}
 
-  /**
-   * Deletes requests by uuid: a missing or another project's one is named in a 404 (after the rest
-   * are deleted, as OpenStack Cyborg does); deleting a bound one needs a service token.
-   */
-  const deleteByUuid = async (ctx: RequestContext, uuids: string[]) => {
-    const found = await Promise.all(uuids.map((u) => visible(ctx, u).catch(() => undefined)))
-    if (found.some((a) => a?.instanceUuid))
-      requireServiceToken(ctx, 'deleting a bound accelerator request')
-    const mine = found.filter((a) => a !== undefined).map((a) => a.uuid)
-    if (mine.length > 0) await conductor.deleteArqs({ uuids: mine })
-    const missing = uuids.filter((u) => !mine.includes(u))
-    if (missing.length > 0)
-      throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {
-        code: 'ARQ_NOT_FOUND',
-        details: { uuids: missing },
-      })
-  }
-
+export function arqRoutes(app: FastifyInstance, env: V2Env): void {
+  const { db, conductor, baseUrl, maxArqsPerRequest } = env
   resource(app, '/accelerator_requests', {
     POST: {
       policy: 'cyborg:arq:create',
@@ -179,7 +187,7 @@ export function arqRoutes(
       policy: 'cyborg:arq:update',
       doc: docs.patchArqs,
       schema: { body: ArqPatchBody },
-      handler: async (request, reply) => patch(request, reply),
+      handler: async (request, reply) => patch(env, request, reply),
     },
     DELETE: {
       policy: 'cyborg:arq:delete',
@@ -201,7 +209,7 @@ export function arqRoutes(
             projectId === undefined ? { instanceUuid } : { instanceUuid, projectId },
           )
         } else {
-          await deleteByUuid(request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
+          await deleteByUuid(env, request.ctx, [...new Set(uuids!.map((u) => u.toLowerCase()))])
         }
         return reply.code(204).send()
       },
@@ -213,19 +221,19 @@ export function arqRoutes(
       policy: 'cyborg:arq:get_one',
       doc: docs.getArq,
       handler: async (request: FastifyRequest) =>
-        arqView(await visible(request.ctx, uuidParam(request)), baseUrl(request)),
+        arqView(await visible(env, request.ctx, uuidParam(request)), baseUrl(request)),
     },
     PATCH: {
       policy: 'cyborg:arq:update',
       doc: docs.patchArq,
       schema: { body: ArqPatchBody },
-      handler: async (request, reply) => patch(request, reply, uuidParam(request)),
+      handler: async (request, reply) => patch(env, request, reply, uuidParam(request)),
     },
     DELETE: {
       policy: 'cyborg:arq:delete',
       doc: docs.deleteArq,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        await deleteByUuid(request.ctx, [uuidParam(request)])
+        await deleteByUuid(env, request.ctx, [uuidParam(request)])
         return reply.code(204).send()
       },
     },
