@@ -294,5 +294,26 @@ export default tseslint.config(
     files: ['src/agent/**/*.test.ts'],
     rules: { 'no-restricted-imports': ['error', restrictedImports('agent', { tests: true })] },
   },
+  // One home for the error-message idiom: src/domain/error-message.ts (errorMessage, rawErrorMessage).
+  {
+    files: ['**/*.ts'],
+    ignores: ['src/domain/error-message.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "ConditionalExpression[test.operator='instanceof'][test.right.name='Error'][consequent.property.name='message']",
+          message:
+            'Use errorMessage(err) (one line) or rawErrorMessage(err) (as thrown) from src/domain/error-message.ts.',
+        },
+        {
+          selector:
+            "LogicalExpression[left.type='MemberExpression'][left.property.name='message'][right.callee.name='String']",
+          message: 'Use errorMessage(err) from src/domain/error-message.ts.',
+        },
+      ],
+    },
+  },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
 )

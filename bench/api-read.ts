@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import { loadavg } from 'node:os'
-import { load as loadUrl, machineFacts, type LoadFigures } from './load.js'
+import { load as loadUrl, machineFacts, type LoadFigures } from './support/load.js'
 import { NODE, ROOT, freePort, startService, type RunningService } from '../test/support/service.js'
 
 const { values } = parseArgs({

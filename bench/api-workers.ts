@@ -11,7 +11,7 @@
 import { spawn } from 'node:child_process'
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
-import { machineFacts, scrapeEventLoopLag, type LagFigures } from './load.js'
+import { machineFacts, scrapeEventLoopLag, type LagFigures } from './support/load.js'
 import { childrenOf, cpuByPid, cpuOf, cpuPerRequest, grownBy, machineCpu } from './workers/procs.js'
 import { testDialects } from '../test/support/db.js'
 import { testBroker } from '../test/support/peers/rabbitmq.js'

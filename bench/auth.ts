@@ -17,7 +17,7 @@ import {
   meanFigures,
   compareFigures,
   type LoadFigures,
-} from './load.js'
+} from './support/load.js'
 import { createPersonas, keystoneSkip, startKeystone } from '../test/support/peers/keystone.js'
 import { startService, type RunningService } from '../test/support/service.js'
 

@@ -2,8 +2,8 @@
  * A VM boot storm, as Nova drives Cyborg per VM: GET the device profile, POST the ARQs, PATCH bind
  * (with the provider Placement would have picked), GET ?instance=&bind_state=resolved (polling 423),
  * DELETE ?instance=. Runs each concurrency level against (a) `bare`, the ceiling: a bare node:http
- * server with in-memory state (bench/boot-storm-bare.ts: no framework, no database), (b) `embedded`,
- * the embedded server (bench/boot-storm-embedded.ts: SQLite, in-process bus), its released units
+ * server with in-memory state (bench/storm/boot-storm-bare.ts: no framework, no database), (b) `embedded`,
+ * the embedded server (bench/storm/boot-storm-embedded.ts: SQLite, in-process bus), its released units
  * cleaned before reuse by the storm host's stand-in agent (fake clean, 0 ms; issue 18), (c)
  * `embedded-noclean`, the same with the conductor's cleaning off (the baseline), and (d) `multi`:
  * `cyborg api` + 1 and 2 `cyborg conductor`s on RabbitMQ + PostgreSQL (cleaning on). With both
@@ -17,9 +17,19 @@
  */
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
-import { listArq1000, settled, storm } from './boot-storm-client.js'
-import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag, type LagFigures } from './load.js'
-import { startBare, startEmbedded, startMulti, type StormTarget } from './boot-storm-targets.js'
+import { listArq1000, settled, storm } from './storm/boot-storm-client.js'
+import {
+  eventLoopLag,
+  LAG_NOT_SERVED,
+  scrapeEventLoopLag,
+  type LagFigures,
+} from './support/load.js'
+import {
+  startBare,
+  startEmbedded,
+  startMulti,
+  type StormTarget,
+} from './storm/boot-storm-targets.js'
 
 const { values } = parseArgs({
   options: {
@@ -114,5 +124,16 @@ const cleaning =
     : undefined
 
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'boot-storm', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { seconds, levels, rounds, targets }, results, ...(cleaning ? { cleaning } : {}) }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'boot-storm',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { seconds, levels, rounds, targets },
+      results,
+      ...(cleaning ? { cleaning } : {}),
+    },
+    null,
+    2,
+  ) + '\n',
 )

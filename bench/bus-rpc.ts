@@ -9,7 +9,7 @@ import type { MessageBus } from '../src/bus/bus.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { testBroker } from '../test/support/peers/rabbitmq.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '5000' } } })
 const calls = Number(values.calls)
@@ -66,5 +66,19 @@ if (broker.skip) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'bus-rpc', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { calls }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'both ends of every call run in the benchmark process' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'bus-rpc',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { calls },
+      results,
+      eventLoopLag: {
+        benchmarkProcess: lag(),
+        services: 'both ends of every call run in the benchmark process',
+      },
+    },
+    null,
+    2,
+  ) + '\n',
 )

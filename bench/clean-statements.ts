@@ -14,7 +14,7 @@ import { noopLogger } from '../src/domain/logger.js'
 import { inventoryHash } from '../src/rpc/inventory-hash.js'
 import { testDialects } from '../test/support/db.js'
 import { sampleDevice } from '../test/support/sample-inventory.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: {

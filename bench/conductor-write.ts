@@ -10,7 +10,7 @@ import { testDialects, type TestDialect } from '../test/support/db.js'
 import { createInProcessBus } from '../src/bus/in-process-bus.js'
 import { startCore } from '../src/main/core.js'
 import { noopLogger } from '../src/domain/logger.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: {
@@ -75,5 +75,16 @@ for (const dialect of await testDialects()) {
   }
 }
 process.stdout.write(
-  `${JSON.stringify({ benchmark: 'conductor-write', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { writes, concurrency }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      benchmark: 'conductor-write',
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, node: process.version },
+      settings: { writes, concurrency },
+      results,
+      eventLoopLag: { benchmarkProcess: lag(), services: 'embedded: the benchmark process' },
+    },
+    null,
+    2,
+  ) + '\n',
 )

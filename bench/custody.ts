@@ -20,7 +20,7 @@ import { noopLogger } from '../src/domain/logger.js'
 import { testDialects, type TestDatabase } from '../test/support/db.js'
 import { BIN } from '../test/support/cli.js'
 import { seedStorm, STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { eventLoopLag, machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './support/load.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -229,5 +229,19 @@ const lag = eventLoopLag()
 const statements = await statementBench()
 const verify = await verifyBench()
 process.stdout.write(
-  `${JSON.stringify({ bench: 'custody', machine: machineFacts(loadAtStart), statements, verify, eventLoopLag: { benchmarkProcess: lag(), services: 'the conductor is embedded; custody verify runs as a child process (not measured)' } }, null, 2)}\n`,
+  JSON.stringify(
+    {
+      bench: 'custody',
+      machine: machineFacts(loadAtStart),
+      statements,
+      verify,
+      eventLoopLag: {
+        benchmarkProcess: lag(),
+        services:
+          'the conductor is embedded; custody verify runs as a child process (not measured)',
+      },
+    },
+    null,
+    2,
+  ) + '\n',
 )

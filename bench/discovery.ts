@@ -18,15 +18,15 @@ import { createDrivers } from '../src/drivers/index.js'
 import { createFixtureHostProbe } from '../src/drivers/host-probe/fixture-host-probe.js'
 import { createCachingHostProbe } from '../src/drivers/host-probe/caching-host-probe.js'
 import { buildSnapshot, discoverAll } from '../src/agent/snapshot.js'
-import { childRss, rabbitMqAgentRss } from './agent-rss.js'
-import { eventLoopLag } from './load.js'
+import { childRss, rabbitMqAgentRss } from './ingest/agent-rss.js'
+import { eventLoopLag } from './support/load.js'
 import {
   DEFAULT_SHAPE,
   DRIVER_OPTIONS,
   ENABLED_DRIVERS,
   writeEmptyHost,
   writeHostFixture,
-} from './host-fixture.js'
+} from './ingest/host-fixture.js'
 
 const { values } = parseArgs({
   options: {
@@ -174,7 +174,28 @@ try {
     },
   }
   process.stdout.write(
-    `${JSON.stringify({ benchmark: 'discovery', date: new Date().toISOString(), machine: { cpus: cpus().length, node: process.version }, settings: { runs, warmup, rssRepeats: repeats, shape, drivers: ENABLED_DRIVERS, probe: 'fixture host probe over a temp dir (page cache)' }, results, eventLoopLag: { benchmarkProcess: lag(), services: 'discovery runs in the benchmark process; the RSS children are not measured' } }, null, 2)}\n`,
+    JSON.stringify(
+      {
+        benchmark: 'discovery',
+        date: new Date().toISOString(),
+        machine: { cpus: cpus().length, node: process.version },
+        settings: {
+          runs,
+          warmup,
+          rssRepeats: repeats,
+          shape,
+          drivers: ENABLED_DRIVERS,
+          probe: 'fixture host probe over a temp dir (page cache)',
+        },
+        results,
+        eventLoopLag: {
+          benchmarkProcess: lag(),
+          services: 'discovery runs in the benchmark process; the RSS children are not measured',
+        },
+      },
+      null,
+      2,
+    ) + '\n',
   )
 } finally {
   await rm(base, { recursive: true, force: true })

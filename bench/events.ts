@@ -16,7 +16,7 @@
  * Targets: `embedded` (the `cyborg up` composition in a child process, this file, `--role
  * embedded`: SQLite, in-process bus) and `multi` (`cyborg api` + one `cyborg conductor` on
  * PostgreSQL and RabbitMQ). In both, released units are cleaned before reuse (issue 18) by the
- * storm host's stand-in agent (bench/storm-clean-agent.ts) on the target's bus. Each storm counts
+ * storm host's stand-in agent (bench/storm/storm-clean-agent.ts) on the target's bus. Each storm counts
  * its BindFailed binds and errors; `valid.met` false means the ratio means nothing. The throughput
  * goal is judged on the median of the rounds' on/off ratios. Event-loop lag: the API's (the whole
  * service embedded) and the separate conductor's (`[metrics] listen`). Prints one JSON document.
@@ -38,7 +38,7 @@ import {
   type SinkReport,
   type SinkStatus,
   serveSinks,
-} from './events-sinks.js'
+} from './events/events-sinks.js'
 import {
   serveEmbedded,
   type Sinks,
@@ -49,9 +49,9 @@ import {
   cpuOf,
   type Settings,
   wantsBound,
-} from './events-targets.js'
-import { storm } from './events-storm.js'
-import { eventLoopLag, machineFacts, scrapeEventLoopLag } from './load.js'
+} from './events/events-targets.js'
+import { storm } from './events/events-storm.js'
+import { eventLoopLag, machineFacts, scrapeEventLoopLag } from './support/load.js'
 
 /** Waits until both sinks got every expected bound event and were quiet 1 s, or the timeout. */
 async function drain(sinks: Sinks, timeoutS: number) {

@@ -1,6 +1,6 @@
 /**
  * Capacity and explain at fleet scale (issue 17): a fresh PostgreSQL database filled with
- * `--hosts` × `--per-host` deployables through the conductor's ingestion (bench/explain-fleet.ts:
+ * `--hosts` × `--per-host` deployables through the conductor's ingestion (bench/support/explain-fleet.ts:
  * PGPUs and FPGAs, traits, and some hosts inactive, maintaining, failed, past their lease or in
  * use, so that every rule has work), and the API alone in a child process over it (noauth, the
  * default policy, a real listener on 127.0.0.1). Each request is sent `--warmup` times, then
@@ -15,8 +15,14 @@
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
-import { cpuSeconds, eventLoopLag, machineFacts, scrapeEventLoopLag } from './load.js'
-import { hostName, seedFleet, serveApi, startApi, type ApiProcess } from './explain-fleet.js'
+import { cpuSeconds, eventLoopLag, machineFacts, scrapeEventLoopLag } from './support/load.js'
+import {
+  hostName,
+  seedFleet,
+  serveApi,
+  startApi,
+  type ApiProcess,
+} from './support/explain-fleet.js'
 import { testDialects } from '../test/support/db.js'
 
 const opt = (d: string) => ({ type: 'string' as const, default: d })

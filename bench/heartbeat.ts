@@ -39,7 +39,7 @@ import {
 } from '../src/rpc/conductor-rpc.js'
 import { noopLogger } from '../src/domain/logger.js'
 import { formatTimestamp, systemClock } from '../src/domain/time.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const AGENT = 'cyborg-agent'
 const hostName = (i: number) => `hb-host-${String(i).padStart(6, '0')}`

@@ -23,7 +23,7 @@ import {
   type ImageSignature,
   type KeyType,
 } from '../src/openstack/image-signature.js'
-import { eventLoopLag, machineFacts } from './load.js'
+import { eventLoopLag, machineFacts } from './support/load.js'
 
 const { values: args } = parseArgs({
   options: { mib: { type: 'string', default: '64' }, rounds: { type: 'string', default: '7' } },

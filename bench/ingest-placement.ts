@@ -22,7 +22,7 @@ import { createPlacementClient } from '../src/openstack/placement.js'
 import { rootProviderUuid } from '../src/openstack/root-provider.js'
 import { inventoryHash } from '../src/rpc/inventory-hash.js'
 import { freePort, ROOT } from '../test/support/service.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: { hosts: { type: 'string', default: '200' }, devices: { type: 'string', default: '8' } },

@@ -1,6 +1,6 @@
 /**
  * Inventory ingestion at fleet scale: simulated agents report full snapshots over RabbitMQ to ONE
- * conductor (bench/ingest-conductor.ts, a child process, so its CPU is measured alone) on a fresh
+ * conductor (bench/ingest/ingest-conductor.ts, a child process, so its CPU is measured alone) on a fresh
  * PostgreSQL database. Time-compressed: one `--period-s` period plays in period-s / compress
  * seconds. Period 1 is every host's first report (all changed); in later periods a fraction of
  * the hosts (`--changed`, default 1 %) changes one device. Prints one JSON document.
@@ -16,8 +16,8 @@ import { testDialects } from '../test/support/db.js'
 import { testBroker } from '../test/support/peers/rabbitmq.js'
 import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
 import { createConductorClient } from '../src/rpc/conductor-rpc.js'
-import { changedHosts, hostSnapshot, playPeriod } from './ingest-hosts.js'
-import { eventLoopLag } from './load.js'
+import { changedHosts, hostSnapshot, playPeriod } from './ingest/ingest-hosts.js'
+import { eventLoopLag } from './support/load.js'
 
 const opt = (d: string) => ({ type: 'string' as const, default: d })
 const { values } = parseArgs({
@@ -73,7 +73,7 @@ if (broker.skip || postgres.skip) throw new Error(`cannot run: ${broker.skip ?? 
 const vhost = await broker.createVhost()
 const database = await postgres.create()
 const child = fork(
-  path.join(ROOT, 'bench/ingest-conductor.ts'),
+  path.join(ROOT, 'bench/ingest/ingest-conductor.ts'),
   [
     database.url,
     vhost.url,
@@ -181,13 +181,17 @@ try {
           agents: 'one process, one AMQP connection, createConductorClient',
         },
         statementCounting:
-          'pg.Client.prototype.query wrapped in the conductor process: every statement sent, BEGIN/COMMIT/SAVEPOINT included. Each simulated host sends what an agent sends per period: unchanged → one heartbeat carrying its inventory hash (no report); changed → the full report, then a plain heartbeat',
+          'pg.Client.prototype.query wrapped in the conductor process: every statement sent, ' +
+          'BEGIN/COMMIT/SAVEPOINT included. Each simulated host sends what an agent sends per ' +
+          'period: unchanged → one heartbeat carrying its inventory hash (no report); changed → the ' +
+          'full report, then a plain heartbeat',
         placementCalls: 'see bench/ingest-placement.ts (real Placement behind a counting endpoint)',
         periods: rows,
         goal: {
           goal: '10,000 hosts per 60 s at < 25 % of one core',
           basis:
-            'the worst steady period (after the first): conductor CPU per report × 10,000 ÷ 60 s, the CPU share at real time (uncompressed); met only when the run had ≥ 10,000 hosts',
+            'the worst steady period (after the first): conductor CPU per report × 10,000 ÷ 60 s, the ' +
+            'CPU share at real time (uncompressed); met only when the run had ≥ 10,000 hosts',
           projectedCpuPercentOfOneCore: projected ?? null,
           met: projected === undefined ? null : projected < 25 && settings.hosts >= 10_000,
         },

@@ -17,7 +17,7 @@ import {
   meanFigures,
   compareFigures,
   type LoadFigures,
-} from './load.js'
+} from './support/load.js'
 import { startService, type RunningService } from '../test/support/service.js'
 import { testDialects } from '../test/support/db.js'
 import { ingestSnapshot } from '../test/support/ingest.js'

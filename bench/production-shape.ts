@@ -3,7 +3,7 @@
  * (bench/shape/processes.ts: `cyborg api` with `[api] api_workers` 1 and then 2, `cyborg conductor`,
  * `cyborg agent` with the fake driver's 16 units, over RabbitMQ and MariaDB, real Placement behind a
  * counting proxy, a Nova stand-in taking the bound events) and the embedded mode
- * (bench/turnover-embedded.ts: `cyborg up`'s composition on SQLite, with the same Placement and Nova
+ * (bench/shape/turnover-embedded.ts: `cyborg up`'s composition on SQLite, with the same Placement and Nova
  * stand-in), cleaning and events on as shipped (fake clean, 0 ms), each loaded with Nova-style bind
  * cycles at every level of binds in flight. Prints one JSON document: per target and level,
  * cycles/s, cycle p50/p99, CPU ms per cycle of each process (/proc; an API's cluster workers count
@@ -20,7 +20,7 @@ import { loadavg } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { startPlacement } from '../test/support/peers/placement.js'
-import { machineFacts } from './load.js'
+import { machineFacts } from './support/load.js'
 import { startEmbeddedServer } from './shape/embedded.js'
 import { measureLevel, type LevelFigures, type Target } from './shape/level.js'
 import { startShape } from './shape/processes.js'
@@ -101,7 +101,9 @@ try {
       for (const level of levels) {
         runs.push(await measureLevel(target, level, seconds))
         process.stderr.write(
-          `production-shape ${name} ${level} in flight: ${runs.at(-1)!.cyclesPerSecond} cycles/s, p50 ${runs.at(-1)!.cycleMs?.p50} ms, ${runs.at(-1)!.cpuMsPerCycle.cyborgTotal} CPU ms/cycle\n`,
+          `production-shape ${name} ${level} in flight: ${runs.at(-1)!.cyclesPerSecond} cycles/s, ` +
+            `p50 ${runs.at(-1)!.cycleMs?.p50} ms, ${runs.at(-1)!.cpuMsPerCycle.cyborgTotal} CPU ` +
+            `ms/cycle\n`,
         )
       }
     } finally {

@@ -19,7 +19,7 @@ import { createGlanceClient } from '../src/openstack/glance.js'
 import { testDialects } from '../test/support/db.js'
 import { startGlance } from '../test/support/peers/glance.js'
 import { startPlacement } from '../test/support/peers/placement.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: {

@@ -18,8 +18,8 @@
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { testDialects } from '../test/support/db.js'
-import { round2 } from './events-sinks.js'
-import { eventLoopLag, machineFacts } from './load.js'
+import { round2 } from './events/events-sinks.js'
+import { eventLoopLag, machineFacts } from './support/load.js'
 import {
   createSide,
   startQuotaKeystone,
@@ -28,7 +28,7 @@ import {
   type RoundFigures,
   type Side,
   type SideName,
-} from './quota-sides.js'
+} from './support/quota-sides.js'
 
 interface Settings {
   seconds: number

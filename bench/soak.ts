@@ -12,7 +12,7 @@
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { startPlacement } from '../test/support/peers/placement.js'
-import { machineFacts } from './load.js'
+import { machineFacts } from './support/load.js'
 import { pacedCycles } from './shape/paced.js'
 import { sampleProcess } from './shape/measure.js'
 import { startShape } from './shape/processes.js'

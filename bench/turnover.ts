@@ -1,7 +1,7 @@
 /**
  * Turnover with real Placement (issue 28): Nova-style bind cycles (GET the profile, POST an ARQ,
- * PATCH bind, poll until resolved, DELETE by instance; bench/boot-storm-client.ts) against the
- * embedded server (bench/turnover-embedded.ts: `cyborg up`'s composition, its fake agent, a real
+ * PATCH bind, poll until resolved, DELETE by instance; bench/storm/boot-storm-client.ts) against the
+ * embedded server (bench/shape/turnover-embedded.ts: `cyborg up`'s composition, its fake agent, a real
  * Placement from scripts/placement.sh), at each level of binds in flight, for each cleaning
  * setting: `clean = none`, and `clean = auto` with the fake clean taking 0 and 50 ms. A fresh
  * server per run; one Placement for all. Prints one JSON document: per run, cycles/s, BindFailed,
@@ -25,7 +25,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { STORM_HOST } from '../test/support/storm-inventory.js'
 import { startPlacement } from '../test/support/peers/placement.js'
-import { settled, storm } from './boot-storm-client.js'
+import { settled, storm } from './storm/boot-storm-client.js'
 import { startEmbeddedServer as startServer } from './shape/embedded.js'
 import { productionTurnover } from './shape/turnover-production.js'
 

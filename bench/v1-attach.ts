@@ -1,6 +1,6 @@
 /**
  * v1 attach/detach against the v2 path Nova takes, side by side on one embedded server (SQLite,
- * in-process bus; bench/boot-storm-embedded.ts: 4 accelerators of 64 TEST_PCI units each):
+ * in-process bus; bench/storm/boot-storm-embedded.ts: 4 accelerators of 64 TEST_PCI units each):
  * - `v1`: PUT /v1/accelerators/{uuid} {instance_uuid}, then DELETE /v1/accelerators/{uuid}?instance_uuid=;
  * - `v2`: POST /v2/accelerator_requests, PATCH bind (by provider), DELETE ?instance=.
  * Each worker takes its own VM; a cycle is attach + detach. Prints one JSON document: cycles/s,
@@ -10,9 +10,9 @@
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { startEmbedded } from './boot-storm-targets.js'
-import { call } from './boot-storm-client.js'
-import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag } from './load.js'
+import { startEmbedded } from './storm/boot-storm-targets.js'
+import { call } from './storm/boot-storm-client.js'
+import { eventLoopLag, LAG_NOT_SERVED, scrapeEventLoopLag } from './support/load.js'
 
 const { values } = parseArgs({
   options: {
@@ -127,10 +127,23 @@ try {
     results.v2!.push(await run(v2(target.url), accs, level))
   }
   const benchmarkProcess = lag()
-  // The embedded child prints its own lag on stderr when it stops (bench/boot-storm-embedded.ts).
+  // The embedded child prints its own lag on stderr when it stops (bench/storm/boot-storm-embedded.ts).
   const service = (await scrapeEventLoopLag(`${target.url}/metrics`)) ?? LAG_NOT_SERVED
   process.stdout.write(
-    `${JSON.stringify({ bench: 'v1-attach', date: new Date().toISOString(), cpus: cpus().length, node: process.version, seconds, target: 'embedded (SQLite, in-process bus)', results, eventLoopLag: { benchmarkProcess, service } }, null, 2)}\n`,
+    JSON.stringify(
+      {
+        bench: 'v1-attach',
+        date: new Date().toISOString(),
+        cpus: cpus().length,
+        node: process.version,
+        seconds,
+        target: 'embedded (SQLite, in-process bus)',
+        results,
+        eventLoopLag: { benchmarkProcess, service },
+      },
+      null,
+      2,
+    ) + '\n',
   )
 } finally {
   await target.stop()

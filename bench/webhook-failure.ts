@@ -1,5 +1,5 @@
 /**
- * Dead webhook receivers under load (issue 27). For each shape (bench/webhook-failure-targets.ts:
+ * Dead webhook receivers under load (issue 27). For each shape (bench/events/webhook-failure-targets.ts:
  * `embedded` = `cyborg up`'s one process on SQLite; `multi` = api + conductor + agent over
  * RabbitMQ and MariaDB), two runs side by side: `none` (no webhook) and `dead` (`--receivers`
  * webhooks on `accelerator.*` whose loopback ports refuse connections). Each run:
@@ -24,15 +24,15 @@ import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { freePort } from '../test/support/service.js'
 import { STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { storm } from './boot-storm-client.js'
-import { percentiles, round2 } from './events-sinks.js'
-import { call, cpuOf } from './events-targets.js'
+import { storm } from './storm/boot-storm-client.js'
+import { percentiles, round2 } from './events/events-sinks.js'
+import { call, cpuOf } from './events/events-targets.js'
 import {
   startEmbeddedTarget,
   startMultiTarget,
   type FailureTarget,
   type Proc,
-} from './webhook-failure-targets.js'
+} from './events/webhook-failure-targets.js'
 
 const { values } = parseArgs({
   options: {

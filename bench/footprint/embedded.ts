@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { scrapeEventLoopLag, type LagFigures } from '../load.js'
+import { scrapeEventLoopLag, type LagFigures } from '../support/load.js'
 import { cpuMs, freePort, heapMb, memoryMb, rssMb, startCyborg, until } from './process.js'
 import type { Cyborg, Runner } from './process.js'
 

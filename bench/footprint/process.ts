@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { cpuSeconds } from '../load.js'
+import { cpuSeconds } from '../support/load.js'
 import { freePort, NODE, ROOT } from '../../test/support/service.js'
 
 /** How a process is started: `npm` is `npm start` (compiled, through npm, as the README says). */

@@ -1,7 +1,7 @@
 /**
  * The production shape, compiled: `cyborg conductor`, `cyborg api` and `cyborg agent` as separate
  * processes over RabbitMQ (a fresh vhost) and MariaDB (a fresh database). The agent's drivers read
- * the 64-device fixture host of bench/host-fixture.ts through `[agent] host_root`, discovering every
+ * the 64-device fixture host of bench/ingest/host-fixture.ts through `[agent] host_root`, discovering every
  * second. Figures: the agent's RSS sampled each second while it discovers, and the API's after
  * 1,000 GETs; each process's event-loop lag from its /metrics.
  */
@@ -9,8 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { scrapeEventLoopLag } from '../load.js'
-import { DRIVER_OPTIONS, ENABLED_DRIVERS, writeHostFixture } from '../host-fixture.js'
+import { scrapeEventLoopLag } from '../support/load.js'
+import { DRIVER_OPTIONS, ENABLED_DRIVERS, writeHostFixture } from '../ingest/host-fixture.js'
 import { testDialects } from '../../test/support/db.js'
 import { testBroker } from '../../test/support/peers/rabbitmq.js'
 import { cpuMs, freePort, heapMb, memoryMb, rssMb, startCyborg, until } from './process.js'

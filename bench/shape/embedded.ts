@@ -1,5 +1,5 @@
 /**
- * The embedded server of bench/turnover.ts (bench/turnover-embedded.ts: `cyborg up`'s composition
+ * The embedded server of bench/turnover.ts (bench/shape/turnover-embedded.ts: `cyborg up`'s composition
  * with its fake agent and a real Placement) as a child process: started with a cleaning setting and
  * an allocation mode, stopped with the stats it prints.
  */
@@ -30,7 +30,7 @@ export async function startEmbeddedServer(
     [
       '--import',
       'tsx',
-      path.join(ROOT, 'bench/turnover-embedded.ts'),
+      path.join(ROOT, 'bench/shape/turnover-embedded.ts'),
       dir,
       String(await freePort()),
       placementUrl,

@@ -1,12 +1,12 @@
 /**
- * One measured load of bind cycles (bench/boot-storm-client.ts: GET the profile, POST an ARQ,
+ * One measured load of bind cycles (bench/storm/boot-storm-client.ts: GET the profile, POST an ARQ,
  * PATCH bind, poll until resolved, DELETE by instance) at one level of binds in flight, against
  * any target whose processes are known: per cycle, each process's CPU ms (/proc, a process with its
  * children), MariaDB's statements and commits (`SHOW GLOBAL STATUS` deltas, server-wide), Placement
  * calls; and each process's event-loop lag (its /metrics) and RSS at the end.
  */
-import { scrapeEventLoopLag, type LagFigures } from '../load.js'
-import { storm } from '../boot-storm-client.js'
+import { scrapeEventLoopLag, type LagFigures } from '../support/load.js'
+import { storm } from '../storm/boot-storm-client.js'
 import { monotonicUs, type Window } from './profile-summary.js'
 import {
   dbStatus,

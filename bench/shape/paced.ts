@@ -3,7 +3,7 @@
  * ARQ, binds it on the storm host, polls until resolved and deletes it by instance. A cycle is not
  * started while `maxInFlight` are running; the figures say what rate was reached.
  */
-import { call } from '../boot-storm-client.js'
+import { call } from '../storm/boot-storm-client.js'
 import { STORM_HOST, STORM_PROFILE } from '../../test/support/storm-inventory.js'
 
 async function cycle(api: string, rp: string, instance: string): Promise<string | null> {

@@ -72,6 +72,13 @@ export function binFlags(root: string, command: string): string[] {
 }
 
 /** Runs `cyborg <args>` of `root` to its end; rejects with its output when it fails. */
+/** The allocator's settings of the bench's own environment (MALLOC_*), handed to every process. */
+function passThrough(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k.startsWith('MALLOC_')),
+  ) as Record<string, string>
+}
+
 async function cyborg(root: string, args: string[], env: Record<string, string>): Promise<void> {
   const child = spawn(NODE, ['--import', 'tsx', path.join(root, 'src/main/cli.ts'), ...args], {
     cwd: root,
@@ -122,6 +129,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     startCountingProxy(options.placementUrl),
   ])
   const env: Record<string, string> = {
+    ...passThrough(),
     CYBORG_DATABASE__CONNECTION: db.url('conductor'),
     CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
     CYBORG_DEFAULT__HOST: STORM_HOST,

@@ -4,7 +4,7 @@
  * and its event-loop lag. Usage: node --import tsx bench/workers/loadgen.ts URL CONNECTIONS SECONDS
  */
 import autocannon from 'autocannon'
-import { eventLoopLag } from '../load.js'
+import { eventLoopLag } from '../support/load.js'
 
 const [url, connections, duration] = process.argv.slice(2) as [string, string, string]
 const cpu = process.cpuUsage()

@@ -2,7 +2,8 @@
  * Inbound authentication: one `onRequest` hook that sets `request.ctx` (src/domain/request-context.ts)
  * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
  * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, their
- * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck` and `/metrics` need no token. Policy decisions are not made here: the policy layer reads ctx.
+ * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck` and `/metrics` need no
+ * token. Policy decisions are not made here: the policy layer reads ctx.
  */
 import type {
   FastifyInstance,

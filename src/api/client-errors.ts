@@ -46,7 +46,9 @@ export function clientErrorHandler(log: Logger) {
     if (socket.writable && current?.headersSent !== true) {
       const body = errorBody(status, message)
       socket.write(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ` +
+          `application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: ` +
+          `close\r\n\r\n${body}`,
       )
     }
     socket.destroy()

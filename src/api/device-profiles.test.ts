@@ -293,7 +293,8 @@ void describe("POST /v2/device_profiles: rejected naming the field, in Cyborg's 
     void it(name, async () => {
       assert.equal(
         await refused(body),
-        `Invalid input for field '${field}': ${problem.replace('RC_LIST', 'expected one of FPGA, GPU, VGPU, PGPU, CUSTOM_QAT, CUSTOM_NIC, CUSTOM_SSD or CUSTOM_ followed by A-Z, 0-9 and _')}`,
+        `Invalid input for field '${field}': ` +
+          `${problem.replace('RC_LIST', 'expected one of FPGA, GPU, VGPU, PGPU, CUSTOM_QAT, CUSTOM_NIC, CUSTOM_SSD or CUSTOM_ followed by A-Z, 0-9 and _')}`,
       )
     })
   }

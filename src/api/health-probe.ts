@@ -4,6 +4,7 @@
  * that stopped answering) makes the check fail after `timeoutMs` instead of hanging it, without
  * piling up more reads behind the hung one.
  */
+import { rawErrorMessage } from '../domain/error-message.js'
 
 const TIMED_OUT = Symbol('timed out')
 
@@ -60,7 +61,7 @@ export function createProbe<T>(read: () => Promise<T>, options: ProbeOptions = {
           ? { ok: false, error: noAnswer(timeoutMs, begun - started) }
           : { ok: true, value, ms: now() - started }
     } catch (err) {
-      outcome = { ok: false, error: err instanceof Error ? err.message : String(err) }
+      outcome = { ok: false, error: rawErrorMessage(err) }
     } finally {
       clearTimeout(timer)
     }

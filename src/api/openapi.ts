@@ -32,7 +32,10 @@ const INFO: Record<Which, { title: string; version: string; description: string 
   v2: {
     title: 'Cyborg API v2',
     version: MAX_VERSION,
-    description: `OpenStack Cyborg's v2 API (microversions ${MIN_VERSION}–${MAX_VERSION}, header OpenStack-API-Version), every path also served without the /v2 prefix, and the root routes. Errors carry {"error_message": "<JSON of {faultcode, faultstring, debuginfo}>"}.`,
+    description:
+      `OpenStack Cyborg's v2 API (microversions ${MIN_VERSION}–${MAX_VERSION}, header ` +
+      `OpenStack-API-Version), every path also served without the /v2 prefix, and the root ` +
+      `routes. Errors carry {"error_message": "<JSON of {faultcode, faultstring, debuginfo}>"}.`,
   },
   v1: {
     title: 'Cyborg API v1 and administration',

@@ -122,7 +122,8 @@ async function setSpec(f: SpecFlags, uuid: string): Promise<void> {
   } catch (err) {
     if (err instanceof CliError && err.status === 409 && etag !== undefined) {
       throw new CliError(
-        `another process updated the spec of accelerator ${uuid} (it is no longer ${etag}); show it with \`cyborg accelerator show ${uuid}\` and try again (${err.message})`,
+        `another process updated the spec of accelerator ${uuid} (it is no longer ${etag}); show ` +
+          `it with \`cyborg accelerator show ${uuid}\` and try again (${err.message})`,
       )
     }
     throw err
@@ -222,7 +223,9 @@ export function registerAcceleratorWriteCommands(program: Command): void {
     accelerator
       .command('delete')
       .description(
-        "detach an accelerator (the seed's DELETE is a detach: the accelerator stays in the inventory). Without --instance every v1 attachment goes. v2 requests (e.g. Nova's) are left alone: use `arq delete` or detach-instance; it fails when only they hold it",
+        "detach an accelerator (the seed's DELETE is a detach: the accelerator stays in the " +
+          "inventory). Without --instance every v1 attachment goes. v2 requests (e.g. Nova's) are " +
+          'left alone: use `arq delete` or detach-instance; it fails when only they hold it',
       )
       .argument('<uuid>', 'the accelerator'),
   )

@@ -131,7 +131,8 @@ export function registerArqCommands(program: Command): void {
     .requiredOption('--instance <uuid>', 'the instance (VM) uuid')
     .option(
       '--provider <rp_uuid>',
-      "the deployable's resource provider (rp_uuid in `deployable list`), as Nova sends it; without it the conductor picks a fitting active device on the host (standalone)",
+      "the deployable's resource provider (rp_uuid in `deployable list`), as Nova sends it; " +
+        'without it the conductor picks a fitting active device on the host (standalone)',
     )
     .option('--project <id>', 'the project the request is for (admin only)')
     .action(

@@ -154,7 +154,8 @@ export function registerClientCommands(program: Command): void {
     device
       .command('clean')
       .description(
-        "clean a device's released units again (left cleaning, or whose clean failed); with --force-in-service, put them back in service without a clean (admin)",
+        "clean a device's released units again (left cleaning, or whose clean failed); with " +
+          '--force-in-service, put them back in service without a clean (admin)',
       )
       .argument('<uuid>', 'the device')
       .option(

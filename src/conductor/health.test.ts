@@ -56,7 +56,9 @@ await test('a failed device is not bound; a degraded one is, and both say why', 
       }),
       {
         code: 'ACCELERATOR_FENCED',
-        message: `accelerator ${deployable!.uuid} cannot be attached: ${deployable!.name} is fenced (health failed: 2 uncorrectable ECC errors); it is offered again once it reports healthy`,
+        message:
+          `accelerator ${deployable!.uuid} cannot be attached: ${deployable!.name} is fenced ` +
+          `(health failed: 2 uncorrectable ECC errors); it is offered again once it reports healthy`,
       },
     )
     const refused = await bind('00000000-0000-4000-8000-000000000001')

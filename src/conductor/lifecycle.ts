@@ -77,7 +77,8 @@ export function createLifecycle(deps: LifecycleDeps): DeviceLifecycle {
 
   const conflict = (device: Device) =>
     new ConflictError(
-      `device ${device.uuid} is ${device.lifecycle}; only an inactive or error device (or one left installing for ${staleInstallMs / 1000} s) can be marked ready`,
+      `device ${device.uuid} is ${device.lifecycle}; only an inactive or error device (or one ` +
+        `left installing for ${staleInstallMs / 1000} s) can be marked ready`,
       {
         code: 'DEVICE_LIFECYCLE_CONFLICT',
         details: { uuid: device.uuid, lifecycle: device.lifecycle },

@@ -122,7 +122,9 @@ void describe('errors: one line naming where, section, option, value and the exp
     const p = file('[database]\nconnection = mysqlx://cyborg:s3cret@db/cyborg\n')
     rejects(
       { files: [p] },
-      `${p}:2: [database] connection = "mysqlx://cyborg:***@db/cyborg": expected sqlite:///path, postgresql://user:pass@host:port/db or mysql+pymysql://user:pass@host:port/db`,
+      `${p}:2: [database] connection = "mysqlx://cyborg:***@db/cyborg": expected ` +
+        `sqlite:///path, postgresql://user:pass@host:port/db or ` +
+        `mysql+pymysql://user:pass@host:port/db`,
     )
     rejects(
       { env: { CYBORG_DEFAULT__TRANSPORT_URL: 'kafka://u:s3cret@h1:1,u:s3cret@h2:2/' } },
@@ -141,14 +143,20 @@ void describe('errors: one line naming where, section, option, value and the exp
     const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
     rejects(
       { files: [s] },
-      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, oslo_middleware, oslo_policy, ssl, webhooks, quota, oslo_limit`,
+      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, ` +
+        `database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, ` +
+        `intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, ` +
+        `glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, ` +
+        `oslo_middleware, oslo_policy, ssl, webhooks, quota, oslo_limit`,
     )
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)
     const w = file('[conductor]\nsecret_sauce = 1\n')
     rejects(
       { files: [w] },
-      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, reconfigure_timeout`,
+      `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are ` +
+        `save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, ` +
+        `reconfigure_timeout`,
     )
     rejects(
       { env: { CYBORG_API__NOPE: '1' } },
@@ -180,7 +188,8 @@ void describe('errors: one line naming where, section, option, value and the exp
           CYBORG_PLACEMENT__AUTH_URL: 'http://ks:5000/v3',
         },
       },
-      'CYBORG_PLACEMENT__AUTH_TYPE: [placement] auth_type = "password": expected auth_url, username, password to be set in [placement] too (missing: username, password)',
+      'CYBORG_PLACEMENT__AUTH_TYPE: [placement] auth_type = "password": expected auth_url, ' +
+        'username, password to be set in [placement] too (missing: username, password)',
     )
     rejects(
       { env: { CYBORG_NOVA__AUTH_TYPE: 'admin_token' } },

@@ -20,7 +20,9 @@ function pciHealth(driver: string, linkDefault = 'speed-and-width') {
     aer_nonfatal_degraded: threshold('non-fatal PCIe AER errors', 'degraded', 1),
     aer_correctable_degraded: threshold('correctable PCIe AER errors', 'degraded', 1000),
     link_check: optionalStr({
-      help: `${driver}: a PCIe link trained below its capability makes a device degraded: speed-and-width, width (GPUs slow their link when idle), or off. Default ${linkDefault}.`,
+      help:
+        `${driver}: a PCIe link trained below its capability makes a device degraded: ` +
+        `speed-and-width, width (GPUs slow their link when idle), or off. Default ${linkDefault}.`,
     }),
   }
 }
@@ -32,7 +34,10 @@ function pciHealth(driver: string, linkDefault = 'speed-and-width') {
 function cleanOptions(driver: string, method: string, timeoutDefault: number) {
   return {
     clean: optionalStr({
-      help: `${driver}: how a unit is cleaned when its allocation ends, before anyone may claim it again: auto (${method}) or none (not cleaned: the operator's choice, logged and recorded with every release). Default auto.`,
+      help:
+        `${driver}: how a unit is cleaned when its allocation ends, before anyone may claim it ` +
+        `again: auto (${method}) or none (not cleaned: the operator's choice, logged and recorded ` +
+        `with every release). Default auto.`,
     }),
     clean_timeout: optionalStr({
       help: `${driver}: seconds the clean and its verification may take together; past it the unit is failed and fenced. Default ${timeoutDefault}.`,
@@ -45,13 +50,19 @@ export const driverSections = {
     ...pciHealth('pci'),
     ...cleanOptions('pci', 'a function-level reset through sysfs', 60),
     device_spec: optionalStr({
-      help: 'Devices the pci driver offers, in Nova\'s [pci] device_spec syntax: a JSON object or a JSON list of objects with vendor_id, product_id, address (glob or regex dict) and physical_network, e.g. {"vendor_id": "10de", "product_id": "1eb8"}. Unset: the pci driver offers nothing.',
+      help:
+        "Devices the pci driver offers, in Nova's [pci] device_spec syntax: a JSON object or a " +
+        'JSON list of objects with vendor_id, product_id, address (glob or regex dict) and ' +
+        'physical_network, e.g. {"vendor_id": "10de", "product_id": "1eb8"}. Unset: the pci ' +
+        'driver offers nothing.',
     }),
   },
   gpu_devices: {
     enabled_vgpu_types: list({
       default: ['*'],
-      help: 'mdev types (e.g. nvidia-471) the nvidia-gpu driver offers as VGPU, comma-separated; * offers every type. A GPU with none of them enabled is offered whole (PGPU).',
+      help:
+        'mdev types (e.g. nvidia-471) the nvidia-gpu driver offers as VGPU, comma-separated; * ' +
+        'offers every type. A GPU with none of them enabled is offered whole (PGPU).',
     }),
   },
   nvidia_gpu: {
@@ -76,7 +87,9 @@ export const driverSections = {
       3600,
     ),
     smart_log: optionalStr({
-      help: 'nvme-ssd: read `nvme smart-log -o json` (nvme-cli) for critical warnings, media errors and wear: true or false. Default true; the agent needs access to /dev/nvmeN.',
+      help:
+        'nvme-ssd: read `nvme smart-log -o json` (nvme-cli) for critical warnings, media errors ' +
+        'and wear: true or false. Default true; the agent needs access to /dev/nvmeN.',
     }),
     media_errors_degraded: optionalStr({
       help: 'nvme-ssd: media errors at which an SSD is degraded. Default 1; 0 turns the check off.',
@@ -92,10 +105,16 @@ export const driverSections = {
     ...pciHealth('intel-fpga'),
     ...cleanOptions('intel-fpga', 'the blank_image loaded with fpgaconf', 1800),
     blank_image: optionalStr({
-      help: 'intel-fpga: absolute path on the compute host of the bitstream that cleaning loads (a blank or known-good image). Unset: intel-fpga cards cannot be cleaned (clean refuses, and with clean = auto the unit is fenced).',
+      help:
+        'intel-fpga: absolute path on the compute host of the bitstream that cleaning loads (a ' +
+        'blank or known-good image). Unset: intel-fpga cards cannot be cleaned (clean refuses, ' +
+        'and with clean = auto the unit is fenced).',
     }),
     blank_afu_id: optionalStr({
-      help: 'intel-fpga: the AFU id (32 hex digits, afu_id in sysfs) the blank_image gives; set it so that the clean is verified by reading it back. Unset: verification checks that the card is still present.',
+      help:
+        'intel-fpga: the AFU id (32 hex digits, afu_id in sysfs) the blank_image gives; set it so ' +
+        'that the clean is verified by reading it back. Unset: verification checks that the card ' +
+        'is still present.',
     }),
     opae_errors: optionalStr({
       help: 'intel-fpga: what a non-zero OPAE/DFL error register makes a card: failed, degraded or off. Default failed.',
@@ -105,7 +124,10 @@ export const driverSections = {
     ...pciHealth('xilinx-fpga'),
     ...cleanOptions('xilinx-fpga', 'the blank_image flashed with xbmgmt', 1800),
     blank_image: optionalStr({
-      help: 'xilinx-fpga: absolute path on the compute host of the image that cleaning flashes with xbmgmt program --base (a known-good base image). Unset: xilinx-fpga cards cannot be cleaned.',
+      help:
+        'xilinx-fpga: absolute path on the compute host of the image that cleaning flashes with ' +
+        'xbmgmt program --base (a known-good base image). Unset: xilinx-fpga cards cannot be ' +
+        'cleaned.',
     }),
   },
   intel_qat: {

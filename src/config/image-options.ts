@@ -16,14 +16,24 @@ export function glanceOptions<C extends object>(client: C) {
     }),
     verify_image_signatures: bool({
       default: true,
-      help: 'Verify the signature of a signed image (properties img_signature, img_signature_hash_method, img_signature_key_type, img_signature_certificate_uuid, as cursive and Nova read them) while it downloads, before it is programmed: the certificate comes from Barbican ([barbican]) and must chain to trusted_ca_file. Unsigned images are programmed unless require_signed_images = true. false: signatures are ignored.',
+      help:
+        'Verify the signature of a signed image (properties img_signature, ' +
+        'img_signature_hash_method, img_signature_key_type, img_signature_certificate_uuid, as ' +
+        'cursive and Nova read them) while it downloads, before it is programmed: the certificate ' +
+        'comes from Barbican ([barbican]) and must chain to trusted_ca_file. Unsigned images are ' +
+        'programmed unless require_signed_images = true. false: signatures are ignored.',
     }),
     require_signed_images: bool({
       default: false,
       help: 'Refuse to program an image that carries no signature. Needs verify_image_signatures = true, trusted_ca_file and [barbican].',
     }),
     trusted_ca_file: optionalPath({
-      help: 'PEM bundle of the CA certificates (roots, and any intermediates) that issue image signing certificates: a signing certificate must chain to a self-signed certificate in it. Read when the agent starts. Unset: every signed image is refused (a certificate that chains to nothing proves nothing), while unsigned ones are still programmed unless require_signed_images = true.',
+      help:
+        'PEM bundle of the CA certificates (roots, and any intermediates) that issue image ' +
+        'signing certificates: a signing certificate must chain to a self-signed certificate in ' +
+        'it. Read when the agent starts. Unset: every signed image is refused (a certificate that ' +
+        'chains to nothing proves nothing), while unsigned ones are still programmed unless ' +
+        'require_signed_images = true.',
     }),
   }
 }

@@ -35,12 +35,20 @@ function addressList(c: { default: readonly string[]; help: string }): Option<re
 
 export const trustedProxiesOption = addressList({
   default: ['127.0.0.1', '::1'],
-  help: "Peers (IP addresses or CIDR networks) whose X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Prefix build the links and Location headers, when [oslo_middleware] enable_proxy_headers_parsing = true: the reverse proxies in front of the API. Anyone else's are ignored. The default trusts a proxy on the same host.",
+  help:
+    'Peers (IP addresses or CIDR networks) whose X-Forwarded-Proto, X-Forwarded-Host and ' +
+    'X-Forwarded-Prefix build the links and Location headers, when [oslo_middleware] ' +
+    'enable_proxy_headers_parsing = true: the reverse proxies in front of the API. Anyone ' +
+    "else's are ignored. The default trusts a proxy on the same host.",
 })
 
 export const osloMiddlewareOptions = {
   enable_proxy_headers_parsing: bool({
     default: false,
-    help: "Whether the API believes the X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Prefix headers of a request (oslo.middleware's option): only from the peers in [api] trusted_proxies. false: links use the request's own Host (or [api] public_endpoint, which always wins).",
+    help:
+      'Whether the API believes the X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Prefix ' +
+      "headers of a request (oslo.middleware's option): only from the peers in [api] " +
+      "trusted_proxies. false: links use the request's own Host (or [api] public_endpoint, " +
+      'which always wins).',
   }),
 }

@@ -8,12 +8,20 @@ import { enumOf, int, optionalStr, str } from './options.js'
 export const quotaOptions = {
   driver: enumOf(['noop', 'unified_limits'] as const, {
     default: 'noop',
-    help: "How binds Cyborg places itself (standalone binds without a Nova-chosen provider, v1 attaches) are limited (docs/quota.md): noop (not limited; with Nova, Nova's unified limits count accelerators through Placement) or unified_limits (Keystone unified limits of the accelerator service, resource names class:<RESOURCE_CLASS>, read through [oslo_limit]).",
+    help:
+      'How binds Cyborg places itself (standalone binds without a Nova-chosen provider, v1 ' +
+      "attaches) are limited (docs/quota.md): noop (not limited; with Nova, Nova's unified " +
+      'limits count accelerators through Placement) or unified_limits (Keystone unified limits ' +
+      'of the accelerator service, resource names class:<RESOURCE_CLASS>, read through ' +
+      '[oslo_limit]).',
   }),
   cache_seconds: int({
     default: 60,
     min: 0,
-    help: "Seconds a project's limits read from Keystone are kept before they are read again; 0 reads them on every check. Usage is never cached: it is counted in the claim's transaction.",
+    help:
+      "Seconds a project's limits read from Keystone are kept before they are read again; 0 " +
+      "reads them on every check. Usage is never cached: it is counted in the claim's " +
+      'transaction.',
   }),
 }
 
@@ -22,10 +30,16 @@ export function osloLimitOptions<C extends object>(client: C) {
   return {
     ...client,
     system_scope: optionalStr({
-      help: "Ask Keystone for a system-scoped token (all) instead of one scoped to project_name, as oslo.limit advises: a project-scoped token lists only its own project's limits. The user needs the reader role on the system (openstack role add --user cyborg --system all reader).",
+      help:
+        'Ask Keystone for a system-scoped token (all) instead of one scoped to project_name, as ' +
+        "oslo.limit advises: a project-scoped token lists only its own project's limits. The user " +
+        'needs the reader role on the system (openstack role add --user cyborg --system all ' +
+        'reader).',
     }),
     endpoint_id: optionalStr({
-      help: "Keystone id of Cyborg's endpoint; the limits read are those of its service (oslo.limit's option). Unset: the service of type endpoint_service_type.",
+      help:
+        "Keystone id of Cyborg's endpoint; the limits read are those of its service (oslo.limit's " +
+        'option). Unset: the service of type endpoint_service_type.',
     }),
     endpoint_service_type: str({
       default: 'accelerator',

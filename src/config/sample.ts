@@ -9,12 +9,15 @@ import { DEFAULT_CONFIG_FILE } from './config.js'
 
 const WIDTH = 79
 
-const HEADER = `Sample configuration for Cyborg.
+const HEADER =
+  `Sample configuration for Cyborg.
 
 Generated from src/config/schema.ts by \`cyborg config sample\`; do not edit by hand.
 Every option is shown commented out with its default.
 
-Files given with --config-file (default ${DEFAULT_CONFIG_FILE} if it exists) are read in order, a later file overriding an earlier one. Environment variables CYBORG_<SECTION>__<OPTION> override every file, e.g. CYBORG_API__PORT=6667 or CYBORG_DEFAULT__DEBUG=true. A value may refer to another option as $name, \${name} or \${section.name}; write $$ for a literal $. Unknown sections and options are errors.`
+Files given with --config-file (default ${DEFAULT_CONFIG_FILE} if it exists) are read in order, a later file overriding an earlier one. ` +
+  `Environment variables CYBORG_<SECTION>__<OPTION> override every file, e.g. CYBORG_API__PORT=6667 or CYBORG_DEFAULT__DEBUG=true. ` +
+  `A value may refer to another option as $name, \${name} or \${section.name}; write $$ for a literal $. Unknown sections and options are errors.`
 
 /** The sample file's text, ending with a newline. */
 export function renderSample(): string {

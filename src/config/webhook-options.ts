@@ -11,7 +11,11 @@ export const webhookOptions = {
     min: 1,
     mutable: true,
     max: 300,
-    help: 'Seconds a webhook receiver has to answer one delivery (docs/webhooks.md); an answer not complete by then (status line, headers and body, of which at most 64 KiB is read) is a failed attempt. The conductor always runs the webhook dispatcher: it posts only to endpoints an admin registered (POST /v2/webhooks).',
+    help:
+      'Seconds a webhook receiver has to answer one delivery (docs/webhooks.md); an answer not ' +
+      'complete by then (status line, headers and body, of which at most 64 KiB is read) is a ' +
+      'failed attempt. The conductor always runs the webhook dispatcher: it posts only to ' +
+      'endpoints an admin registered (POST /v2/webhooks).',
   }),
   concurrency: int({
     default: 8,
@@ -25,7 +29,10 @@ export const webhookOptions = {
     min: 1,
     mutable: true,
     max: 256,
-    help: "Deliveries in flight at once to one endpoint, oldest first and never two about the same resource, so each resource's events arrive in order; 1 sends strictly one at a time in queue order.",
+    help:
+      'Deliveries in flight at once to one endpoint, oldest first and never two about the same ' +
+      "resource, so each resource's events arrive in order; 1 sends strictly one at a time in " +
+      'queue order.',
   }),
   max_attempts: int({
     default: 8,
@@ -38,7 +45,9 @@ export const webhookOptions = {
     default: 1,
     min: 1,
     mutable: true,
-    help: 'Upper bound of the wait before the first retry; it doubles with each failure (exponential backoff, full jitter: the wait is drawn between 0 and the bound).',
+    help:
+      'Upper bound of the wait before the first retry; it doubles with each failure ' +
+      '(exponential backoff, full jitter: the wait is drawn between 0 and the bound).',
   }),
   max_backoff_seconds: int({
     default: 300,

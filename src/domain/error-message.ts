@@ -8,6 +8,14 @@ export function errorMessage(err: unknown): string {
 }
 
 /**
+ * A thrown value's message exactly as thrown (an Error's message, lines and all; anything else as a
+ * string), for callers that read its lines.
+ */
+export function rawErrorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+/**
  * What went wrong underneath: the code (ECONNREFUSED) or message of `err.cause`, else the message
  * of `err` itself. fetch's "fetch failed" keeps the real reason in its cause.
  */

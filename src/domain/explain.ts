@@ -105,7 +105,10 @@ function handleReason(
   if (handles.total === 0) return `${c.name} has no attach handle (no_free_handle)`
   const cleaning = handles.cleaning ?? 0
   if (cleaning > 0)
-    return `no free attach handle on ${c.name} (no_free_handle): ${handles.total - cleaning} of ${handles.total} in use and ${cleaning} released but not yet cleaned (docs/cleaning.md)`
+    return (
+      `no free attach handle on ${c.name} (no_free_handle): ${handles.total - cleaning} of ` +
+      `${handles.total} in use and ${cleaning} released but not yet cleaned (docs/cleaning.md)`
+    )
   return `no free attach handle on ${c.name} (no_free_handle): all ${handles.total} are in use; unbind or delete a request that holds one`
 }
 

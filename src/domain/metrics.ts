@@ -113,7 +113,9 @@ export const METRICS = {
   },
   cyborg_reports_total: {
     type: 'counter',
-    help: 'Inventory reports of this agent: sent (a changed inventory), skipped (unchanged, confirmed by a heartbeat), replayed (from the outbox after a restart), failed.',
+    help:
+      'Inventory reports of this agent: sent (a changed inventory), skipped (unchanged, ' +
+      'confirmed by a heartbeat), replayed (from the outbox after a restart), failed.',
     labels: ['result'],
   },
   cyborg_devices: {

@@ -103,10 +103,16 @@ export function whyNotOffered(
   if (capacity - used < asks)
     return `Placement has ${rc} total ${inv.total}, reserved ${inv.reserved}, used ${used} on this provider, the group asks for ${asks} (usage)`
   if (inv.max_unit < asks || inv.min_unit > asks || asks % inv.step_size !== 0)
-    return `Placement takes ${rc} in units of ${inv.min_unit} to ${inv.max_unit}, step ${inv.step_size}, on this provider, the group asks for ${asks} (inventory units)`
+    return (
+      `Placement takes ${rc} in units of ${inv.min_unit} to ${inv.max_unit}, step ${inv.step_size}, ` +
+      `on this provider, the group asks for ${asks} (inventory units)`
+    )
   if (truncated)
     return `Placement's answer was cut at its limit; this provider may be among the candidates left out (limit)`
-  return `Placement's view of this provider (${rc} total ${inv.total}, reserved ${inv.reserved}, used ${used}) should offer it; it may have changed since (unexplained)`
+  return (
+    `Placement's view of this provider (${rc} total ${inv.total}, reserved ${inv.reserved}, ` +
+    `used ${used}) should offer it; it may have changed since (unexplained)`
+  )
 }
 
 /**
@@ -121,7 +127,10 @@ export function whyOffered(
 ): string | undefined {
   const { rule } = cyborg
   if (CYBORG_ONLY_RULES.includes(rule))
-    return `Placement offers this provider; ${rule} is Cyborg's own rule, which Placement does not judge, so this difference is expected (a bind here is refused)`
+    return (
+      `Placement offers this provider; ${rule} is Cyborg's own rule, which Placement does not ` +
+      'judge, so this difference is expected (a bind here is refused)'
+    )
   const rc = group.resourceClass
   if (rule === 'resource_class')
     return `Placement has ${rc} inventory on this provider, Cyborg's rc attribute differs (inventory)`

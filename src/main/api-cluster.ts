@@ -139,7 +139,8 @@ async function startPrimary(config: Config, log: Logger, count: number): Promise
     }
     if (slot.quickExits >= MAX_QUICK_EXITS) {
       giveUp(
-        `an API worker exited within ${QUICK_EXIT_MS / 1000} s of its start ${MAX_QUICK_EXITS} times in a row (the last: ${how}); giving up (its own error is logged above)`,
+        `an API worker exited within ${QUICK_EXIT_MS / 1000} s of its start ${MAX_QUICK_EXITS} ` +
+          `times in a row (the last: ${how}); giving up (its own error is logged above)`,
       )
       return
     }

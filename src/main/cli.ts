@@ -17,7 +17,7 @@ import {
 import { renderSample } from '../config/sample.js'
 import { renderEffective } from '../config/show.js'
 import { createLogger } from './logger.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 import type * as ServicesModule from './compose.js'
 import type { RunningService } from './compose.js'
 import { VERSION } from './version.js'

@@ -8,7 +8,7 @@ import { optionError, type Config } from '../config/config.js'
 import { openDatabase, parseConnectionUrl, type DatabaseHandle } from '../db/core/connection.js'
 import { migrateToLatest, migrationStatus } from '../db/core/migrate.js'
 import { ConflictError } from '../domain/errors.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 import { errorCode } from './resources.js'
 
 /**

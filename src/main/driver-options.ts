@@ -9,7 +9,7 @@ import type { schema } from '../config/schema.js'
 import { ConfigError } from '../domain/errors.js'
 import { DRIVERS } from '../drivers/index.js'
 import type { HostProbe } from '../drivers/driver.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** Driver → the section holding its health thresholds. */
 const HEALTH_SECTIONS = {

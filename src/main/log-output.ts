@@ -8,7 +8,7 @@ import { closeSync, fstatSync, openSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { pino, type DestinationStream } from 'pino'
 import { optionError, type Config } from '../config/config.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 
 type SonicBoom = ReturnType<typeof pino.destination>
 

@@ -17,7 +17,7 @@
 import type { Logger } from 'pino'
 import { configFiles, loadConfig, optionSource, type Config } from '../config/config.js'
 import { changeLabel, diffConfig } from '../config/config-diff.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 
 /** One part of the service that applies reloaded options. */
 export interface ReloadStep {

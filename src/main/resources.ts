@@ -15,7 +15,7 @@ import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
 import type { WebhookDispatcherOptions } from '../conductor/outbox/webhook-dispatcher.js'
 import type { Logger } from '../domain/logger.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 import { ConfigError } from '../domain/errors.js'
 import { createPlacementClient, placementSettings } from '../openstack/placement.js'
 import { createNovaClient, novaSettings, type NovaClient } from '../openstack/nova.js'
@@ -86,7 +86,8 @@ export async function createConfiguredBus(
         config,
         'DEFAULT',
         'transport_url',
-        'separate api, conductor and agent processes need a shared message bus (RabbitMQ: rabbit://user:pass@host:5672/); run `cyborg up` to run them in one process',
+        'separate api, conductor and agent processes need a shared message bus (RabbitMQ: ' +
+          'rabbit://user:pass@host:5672/); run `cyborg up` to run them in one process',
       )
     }
     return createInProcessBus({

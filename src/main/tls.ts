@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { optionError, type Config } from '../config/config.js'
 import type { ApiTls } from '../api/types.js'
 import { errorCode } from './resources.js'
-import { errorMessage } from './error-message.js'
+import { errorMessage } from '../domain/error-message.js'
 
 type SslOption = 'cert_file' | 'key_file' | 'ca_file'
 

@@ -103,7 +103,9 @@ void describe('signing certificate validation', () => {
   void it('refuses a certificate from another CA, naming its issuer', () => {
     assert.equal(
       chain(leaves.stranger!, [root, intermediate]),
-      'CERTIFICATE_UNTRUSTED: signing certificate cert-1 (CN=stranger) of image img is not trusted: no certificate in [glance] trusted_ca_file (/etc/cyborg/ca.pem) is its issuer (CN=Other CA)',
+      'CERTIFICATE_UNTRUSTED: signing certificate cert-1 (CN=stranger) of image img is not ' +
+        'trusted: no certificate in [glance] trusted_ca_file (/etc/cyborg/ca.pem) is its issuer ' +
+        '(CN=Other CA)',
     )
   })
 

@@ -56,7 +56,9 @@ export function createImageSignatureCheck(options: ImageSignatureOptions): Image
       if (!options.trusted) {
         // An unanchored certificate proves only that somebody who can write to Barbican signed.
         throw new InvalidInputError(
-          `image ${image.id} is signed, but [glance] trusted_ca_file is unset, so its signing certificate ${sig.certificateUuid} cannot be trusted: set it to the CA bundle that issues image signing certificates`,
+          `image ${image.id} is signed, but [glance] trusted_ca_file is unset, so its signing ` +
+            `certificate ${sig.certificateUuid} cannot be trusted: set it to the CA bundle that ` +
+            `issues image signing certificates`,
           {
             code: 'CERTIFICATE_UNTRUSTED',
             details: { field: 'img_signature_certificate_uuid', image: image.id },

@@ -50,7 +50,10 @@ void describe('parseSignatureProperties', () => {
     delete p.img_signature_certificate_uuid
     assert.equal(
       codeOf(() => parseSignatureProperties('img', p)),
-      'SIGNATURE_PROPERTIES_INVALID: image img has incomplete signature properties: img_signature_key_type, img_signature_certificate_uuid are missing (a signed image needs all of img_signature, img_signature_hash_method, img_signature_key_type, img_signature_certificate_uuid)',
+      'SIGNATURE_PROPERTIES_INVALID: image img has incomplete signature properties: ' +
+        'img_signature_key_type, img_signature_certificate_uuid are missing (a signed image needs ' +
+        'all of img_signature, img_signature_hash_method, img_signature_key_type, ' +
+        'img_signature_certificate_uuid)',
     )
   })
 

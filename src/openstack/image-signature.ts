@@ -94,7 +94,9 @@ export function parseSignatureProperties(
   const missing = SIGNATURE_PROPERTIES.filter((p) => !present.includes(p))
   if (missing.length > 0) {
     throw new InvalidInputError(
-      `image ${image} has incomplete signature properties: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} missing (a signed image needs all of ${SIGNATURE_PROPERTIES.join(', ')})`,
+      `image ${image} has incomplete signature properties: ${missing.join(', ')} ` +
+        `${missing.length === 1 ? 'is' : 'are'} missing (a signed image needs all of ` +
+        `${SIGNATURE_PROPERTIES.join(', ')})`,
       { code: 'SIGNATURE_PROPERTIES_INVALID', details: { field: missing[0], image, missing } },
     )
   }
@@ -203,7 +205,8 @@ export function createSignatureVerifier(sig: ImageSignature, key: KeyObject): Ch
       }
       if (!ok) {
         throw new InvalidInputError(
-          `image ${sig.image} failed signature verification: its ${sig.keyType} ${sig.hashMethod} signature does not match the image data (certificate ${sig.certificateUuid})`,
+          `image ${sig.image} failed signature verification: its ${sig.keyType} ${sig.hashMethod} ` +
+            `signature does not match the image data (certificate ${sig.certificateUuid})`,
           {
             code: 'SIGNATURE_INVALID',
             details: { field: 'img_signature', image: sig.image },

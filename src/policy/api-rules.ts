@@ -166,7 +166,9 @@ export const API_RULES: readonly RuleDefault[] = [
   rule(
     'cyborg:device:clean',
     ADMIN,
-    "Re-run the clean of a device's released units (left cleaning, or whose clean failed), or with force_in_service put them back in service without one (recorded in the custody ledger).",
+    "Re-run the clean of a device's released units (left cleaning, or whose clean failed), or " +
+      'with force_in_service put them back in service without one (recorded in the custody ' +
+      'ledger).',
     [['POST', '/v2/devices/{device_uuid}/clean']],
   ),
   rule(

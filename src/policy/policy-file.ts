@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
 import { parse, YAMLParseError } from 'yaml'
 import { ConfigError } from '../domain/errors.js'
+import { rawErrorMessage } from '../domain/error-message.js'
 
 /** `[oslo_policy] policy_file`'s default; this one, unlike a file named explicitly, may be absent. */
 export const DEFAULT_POLICY_FILE = 'policy.yaml'
@@ -57,7 +58,7 @@ export function parsePolicyText(text: string, file: string): Record<string, stri
     doc = parse(text, { uniqueKeys: true })
   } catch (err) {
     const line = err instanceof YAMLParseError ? ` at line ${err.linePos?.[0].line ?? '?'}` : ''
-    const why = err instanceof Error ? err.message.split('\n')[0] : String(err)
+    const why = rawErrorMessage(err).split('\n')[0]
     throw new ConfigError(`${file}: not valid YAML or JSON${line}: ${why}`, {
       details: { file },
       cause: err,

@@ -326,7 +326,9 @@ void describe('POST /v2/devices/{uuid}/clean, over the in-process stack', () => 
     assert.match(
       fault(refused),
       new RegExp(
-        `^the agent on host node2 did not confirm that no clean runs on unit\\(s\\) ${handle.uuid} .*: they stay out of service; start the agent on node2 and run the command again$`,
+        `^the agent on host node2 did not confirm that no clean runs on unit\\(s\\) ` +
+          `${handle.uuid} .*: they stay out of service; start the agent on node2 and run the ` +
+          `command again$`,
       ),
     )
     const still = await s.db.db

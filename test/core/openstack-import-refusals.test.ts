@@ -232,7 +232,9 @@ void describe('import-openstack: rows left out and refusals', { skip: maria.skip
         assert.equal((err as { code?: string }).code, 'OPENSTACK_REVISION_UNSUPPORTED')
         assert.equal(
           err.message,
-          'OpenStack Cyborg schema revision 1f2e3d4c5b6a is not supported; supported: 4cc1d79978fc (9.0.0 (Zed) and 10.x (2023.1)), 6c77bd6afea5 (11.0.0 (2023.2) to 16.x (2026.1)). An older Cyborg: upgrade its database to one of these first (cyborg-dbsync upgrade)',
+          'OpenStack Cyborg schema revision 1f2e3d4c5b6a is not supported; supported: 4cc1d79978fc ' +
+            '(9.0.0 (Zed) and 10.x (2023.1)), 6c77bd6afea5 (11.0.0 (2023.2) to 16.x (2026.1)). An ' +
+            'older Cyborg: upgrade its database to one of these first (cyborg-dbsync upgrade)',
         )
         return true
       })

@@ -144,7 +144,10 @@ describe('cyborg administration commands against cyborg up', () => {
     assert.match(
       refused.stderr,
       new RegExp(
-        `^cyborg uninstall-driver: POST /v1/drivers/fake/uninstall: HTTP 409: driver fake has allocated devices: adm_host_FakeDevice on adm-host \\(held by accelerator request ${arq!.uuid as string} Bound for instance ${INSTANCE}\\); detach or unbind them first\\n$`,
+        `^cyborg uninstall-driver: POST /v1/drivers/fake/uninstall: HTTP 409: driver fake has ` +
+          `allocated devices: adm_host_FakeDevice on adm-host \\(held by accelerator request ` +
+          `${arq!.uuid as string} Bound for instance ${INSTANCE}\\); detach or unbind them ` +
+          `first\\n$`,
       ),
     )
     assert.equal((await cyborg(['arq', 'delete', arq!.uuid], env)).code, 0)

@@ -104,7 +104,12 @@ describe('cyborg v1 write and attach commands against cyborg up', () => {
     )
     await fails(
       ['accelerator', 'set-spec', acc, '--set', 'num=4', '--if-match', etag],
-      /^cyborg accelerator set-spec: another process updated the spec of accelerator \S+ \(it is no longer .*\); show it with `cyborg accelerator show \S+` and try again \(PUT \S+: HTTP 409: /,
+      RegExp(
+        /^cyborg accelerator set-spec: another process updated the spec of accelerator \S+ /
+          .source +
+          /\(it is no longer .*\); show it with `cyborg accelerator show \S+` and try again \(PUT \S+: HTTP 409: /
+            .source,
+      ),
     )
     assert.equal(((await show(acc)).acc_specs as Json).num, 3)
 

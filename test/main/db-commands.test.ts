@@ -89,7 +89,9 @@ void describe('cyborg db commands', () => {
     assert.match(
       r.output,
       new RegExp(
-        `^bound_without_handle: accelerator request ${ARQ} is Bound but holds no attach handle\n.*: 1 finding\\(s\\) \\(1 bound_without_handle\\); Placement not configured, not checked\n$`,
+        `^bound_without_handle: accelerator request ${ARQ} is Bound but holds no attach ` +
+          `handle\n.*: 1 finding\\(s\\) \\(1 bound_without_handle\\); Placement not configured, not ` +
+          `checked\n$`,
       ),
     )
     r = await db('check', '--format', 'json')
@@ -107,7 +109,8 @@ void describe('cyborg db commands', () => {
     assert.equal(r.code, 1)
     assert.equal(
       r.output,
-      'cyborg db downgrade: cannot downgrade to base: 0001-initial: 1 device profile(s), 1 accelerator request(s). Pass --force to drop them (take a backup first)\n',
+      'cyborg db downgrade: cannot downgrade to base: 0001-initial: 1 device profile(s), 1 ' +
+        'accelerator request(s). Pass --force to drop them (take a backup first)\n',
     )
     r = await db('downgrade', '--to', '0', '--force')
     assert.equal(r.code, 0, r.output)

@@ -211,7 +211,11 @@ describe('the API over TLS ([api] enable_ssl_api)', () => {
     assert.equal(cli.code, 1)
     assert.match(
       cli.stderr,
-      /^cyborg device list: the Cyborg API at http:\/\/127\.0\.0\.1:\d+ dropped the connection \(ECONNRESET\); if it serves HTTPS \(\[api\] enable_ssl_api\), use an https:\/\/ --url\n$/,
+      RegExp(
+        /^cyborg device list: the Cyborg API at http:\/\/127\.0\.0\.1:\d+ dropped the connection \(ECONNRESET\); /
+          .source +
+          /if it serves HTTPS \(\[api\] enable_ssl_api\), use an https:\/\/ --url\n$/.source,
+      ),
     )
   })
 
@@ -238,7 +242,11 @@ describe('the API over TLS ([api] enable_ssl_api)', () => {
     assert.equal(untrusted.stdout, '')
     assert.match(
       untrusted.stderr,
-      /^cyborg device list: the certificate of the Cyborg API at https:\/\/127\.0\.0\.1:\d+ is not trusted \([A-Z_]+\); pass the CA certificate that signed it with --os-cacert FILE or OS_CACERT\n$/,
+      RegExp(
+        /^cyborg device list: the certificate of the Cyborg API at https:\/\/127\.0\.0\.1:\d+ is not trusted \([A-Z_]+\); /
+          .source +
+          /pass the CA certificate that signed it with --os-cacert FILE or OS_CACERT\n$/.source,
+      ),
     )
     const wrongCa = await cyborg([
       'device',

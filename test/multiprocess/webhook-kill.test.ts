@@ -157,7 +157,8 @@ void describe(
       assert.ok(receiver.accepted().every((r) => r.body.type === 'accelerator.arq.bound'))
       const ids = receiver.accepted().map((r) => r.id)
       t.diagnostic(
-        `${boundNow.size} Bound, ${ids.length} deliveries (${ids.length - new Set(ids).size} repeated), all within ${Math.round((Date.now() - killedAt) / 1000)} s of the kill`,
+        `${boundNow.size} Bound, ${ids.length} deliveries (${ids.length - new Set(ids).size} ` +
+          `repeated), all within ${Math.round((Date.now() - killedAt) / 1000)} s of the kill`,
       )
     })
   },

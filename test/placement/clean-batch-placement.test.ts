@@ -88,7 +88,11 @@ void describe('a batched release on real Placement', { skip }, () => {
     // the generation and writes again: one conflict per sync at most, never one per unit.
     const done = inventoryWrites.filter((call) => / 2\d\d$/.test(call))
     process.stdout.write(
-      `# ${UNITS} units released: ${counted.calls.length} Placement calls (${counted.calls.filter((x) => x.includes('/allocations/')).length} for allocations), ${inventoryWrites.length} inventory writes (${done.length} done); ${stats.cleaning!.asks - before.cleaning!.asks} clean messages; ${stats.cleaning!.settleWrites - before.cleaning!.settleWrites} settle writes\n`,
+      `# ${UNITS} units released: ${counted.calls.length} Placement calls ` +
+        `(${counted.calls.filter((x) => x.includes('/allocations/')).length} for allocations), ` +
+        `${inventoryWrites.length} inventory writes (${done.length} done); ` +
+        `${stats.cleaning!.asks - before.cleaning!.asks} clean messages; ` +
+        `${stats.cleaning!.settleWrites - before.cleaning!.settleWrites} settle writes\n`,
     )
     const calls = counted.calls.join(', ')
     assert.ok(

@@ -14,6 +14,7 @@ import {
   type DialectName,
 } from '../../src/db/core/connection.js'
 import { migrateToLatest } from '../../src/db/core/migrate.js'
+import { errorMessage } from '../../src/domain/error-message.js'
 
 export const POSTGRES_URL =
   process.env.CYBORG_TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
@@ -78,7 +79,7 @@ async function probe(fn: () => Promise<unknown>): Promise<string | undefined> {
     await fn()
     return undefined
   } catch (err) {
-    return (err as Error).message || String(err)
+    return errorMessage(err)
   }
 }
 
@@ -110,7 +111,8 @@ async function discover(): Promise<TestDialect[]> {
   ])
   if (servicesRequired && (pgSkip || mySkip)) {
     throw new Error(
-      `CYBORG_REQUIRE_SERVICES=1 but a database is unreachable: ${[pgSkip && `PostgreSQL: ${pgSkip}`, mySkip && `MariaDB: ${mySkip}`].filter(Boolean).join('; ')}`,
+      `CYBORG_REQUIRE_SERVICES=1 but a database is unreachable: ` +
+        `${[pgSkip && `PostgreSQL: ${pgSkip}`, mySkip && `MariaDB: ${mySkip}`].filter(Boolean).join('; ')}`,
     )
   }
   return [

@@ -90,7 +90,8 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
         if (!isUuidLike(value) && request.apiMinor < 2) {
           throw new ApiError(
             406,
-            `Getting a device profile by name needs microversion 2.2 or later (this request is at 2.${request.apiMinor}); ${JSON.stringify(value)} is not a UUID`,
+            `Getting a device profile by name needs microversion 2.2 or later (this request is at ` +
+              `2.${request.apiMinor}); ${JSON.stringify(value)} is not a UUID`,
           )
         }
         return {

@@ -180,7 +180,8 @@ export function createDeviceConfigure(deps: DeviceConfigureDeps) {
       } catch (err) {
         log.error({ ...ctx, err }, 'no answer from the agent: the units stay out of service')
         throw new UnavailableError(
-          `the agent of ${host} did not answer (${errorMessage(ending.err)}); the units of device ${target.deviceUuid} stay out of service until it rediscovers the device`,
+          `the agent of ${host} did not answer (${errorMessage(ending.err)}); the units of device ` +
+            `${target.deviceUuid} stay out of service until it rediscovers the device`,
           { code: 'CONFIGURE_UNCONFIRMED', details: { operation } },
         )
       }

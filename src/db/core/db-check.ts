@@ -132,7 +132,8 @@ const CHECKS: readonly Check[] = [
         and not exists (select 1 from accelerator_requests a where a.attach_handle_id = h.id)
       order by h.uuid`,
     say: (r) =>
-      `attach handle ${r.uuid} is in use, but no request or v1 attachment holds it, it is not cleaning and no program or configure fences it (out of service for nothing)`,
+      `attach handle ${r.uuid} is in use, but no request or v1 attachment holds it, it is not ` +
+      `cleaning and no program or configure fences it (out of service for nothing)`,
   },
 ]
 

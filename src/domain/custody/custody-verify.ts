@@ -100,7 +100,9 @@ export function createCustodyVerifier(options: CustodyVerifierOptions = {}) {
           return brk(
             r,
             'missing_records',
-            `the chain starts at seq ${r.seq} but checkpoint seq ${options.anchor.seq} pruned through seq ${anchorDetail.throughSeq}: records ${anchorDetail.throughSeq + 1}..${r.seq - 1} missing`,
+            `the chain starts at seq ${r.seq} but checkpoint seq ${options.anchor.seq} pruned through ` +
+              `seq ${anchorDetail.throughSeq}: records ${anchorDetail.throughSeq + 1}..${r.seq - 1} ` +
+              `missing`,
           )
         if (r.prevHash !== anchorDetail.throughHash)
           return brk(

@@ -1,6 +1,7 @@
 /**
  * The pure half of report ingestion: what to add, update and remove so that a host's rows match
- * its agent's snapshot (cyborg-v2-facts §4.1). No I/O: src/conductor/report-ingest.ts loads the rows (src/db/host-inventory.ts), diffs them here and applies the diff.
+ * its agent's snapshot (cyborg-v2-facts §4.1). No I/O: src/conductor/report-ingest.ts loads the
+ * rows (src/db/host-inventory.ts), diffs them here and applies the diff.
  *
  * Keys: devices by identity (src/domain/device-identity.ts: a serial, else the canonical control
  * path; docs/identity.md), deployables by name (within the device), attributes by key, attach

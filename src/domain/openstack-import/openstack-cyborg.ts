@@ -49,14 +49,17 @@ export function supportedRevisionsText(): string {
 export function openStackRevision(versions: readonly string[]): OpenStackRevision {
   if (versions.length !== 1) {
     throw new InvalidInputError(
-      `the OpenStack Cyborg database has ${versions.length} alembic_version rows (${versions.join(', ') || 'none'}); expected one of ${supportedRevisionsText()}`,
+      `the OpenStack Cyborg database has ${versions.length} alembic_version rows ` +
+        `(${versions.join(', ') || 'none'}); expected one of ${supportedRevisionsText()}`,
       { code: 'OPENSTACK_REVISION_UNSUPPORTED', details: { versions } },
     )
   }
   const found = OPENSTACK_REVISIONS.find((r) => r.revision === versions[0])
   if (found) return found
   throw new InvalidInputError(
-    `OpenStack Cyborg schema revision ${versions[0]} is not supported; supported: ${supportedRevisionsText()}. An older Cyborg: upgrade its database to one of these first (cyborg-dbsync upgrade)`,
+    `OpenStack Cyborg schema revision ${versions[0]} is not supported; supported: ` +
+      `${supportedRevisionsText()}. An older Cyborg: upgrade its database to one of these first ` +
+      `(cyborg-dbsync upgrade)`,
     { code: 'OPENSTACK_REVISION_UNSUPPORTED', details: { revision: versions[0] } },
   )
 }

@@ -116,7 +116,8 @@ void describe('nvidia-health: parseNvidiaSmiHealth', () => {
       false,
     )
     const remap = (failure: string, pending: string) =>
-      `<remapped_rows><remapped_row_corr>0</remapped_row_corr><remapped_row_unc>1</remapped_row_unc>${failure}<remapped_row_pending>${pending}</remapped_row_pending></remapped_rows>`
+      '<remapped_rows><remapped_row_corr>0</remapped_row_corr><remapped_row_unc>1</remapped_row_unc>' +
+      `${failure}<remapped_row_pending>${pending}</remapped_row_pending></remapped_rows>`
     assert.deepEqual(
       parseNvidiaSmiHealth(
         doc(gpu(A, remap('<remapped_row_failure>Yes</remapped_row_failure>', 'No'))),
@@ -320,7 +321,8 @@ void describe('nvidia-smi: running it', () => {
     assert.equal(run.kind, 'failed')
     assert.equal(
       run.kind === 'failed' && run.summary,
-      'exit code 15 (a GPU has fallen off the bus or is inaccessible): Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost. Reboot the system to recover this GPU',
+      'exit code 15 (a GPU has fallen off the bus or is inaccessible): Unable to determine the ' +
+        'device handle for GPU 0000:3B:00.0: GPU is lost. Reboot the system to recover this GPU',
     )
     assert.deepEqual(run.kind === 'failed' && [...lostGpuAddresses(run.output)], [A])
   })

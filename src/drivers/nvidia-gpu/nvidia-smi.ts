@@ -12,6 +12,7 @@
  */
 import type { HostProbe } from '../driver.js'
 import { AppError } from '../../domain/errors.js'
+import { rawErrorMessage } from '../../domain/error-message.js'
 import { formatPciAddress, parsePciAddress } from '../pci/pci-sysfs.js'
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" }
@@ -127,7 +128,7 @@ const lastLine = (text: string): string =>
 /** Classifies an error of `HostProbe.exec('nvidia-smi', …)` (pure). */
 export function nvidiaSmiFailure(err: unknown): NvidiaSmiRun {
   const code = err instanceof AppError ? err.code : undefined
-  const message = err instanceof Error ? err.message : String(err)
+  const message = rawErrorMessage(err)
   // A probe without codes (a test double) says "command not found" in words.
   if (code === 'COMMAND_NOT_FOUND' || (code === undefined && /command not found/i.test(message)))
     return { kind: 'absent' }

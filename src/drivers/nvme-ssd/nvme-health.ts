@@ -21,6 +21,7 @@
 import type { HostProbe } from '../driver.js'
 import type { ReportedHealth } from '../../domain/inventory/inventory.js'
 import { choiceOption, counted, thresholdOption, worstHealth } from '../health.js'
+import { rawErrorMessage } from '../../domain/error-message.js'
 
 /** How long one `nvme smart-log` may take before the controller is `unknown`. */
 export const NVME_SMART_LOG_TIMEOUT_MS = 10_000
@@ -197,7 +198,7 @@ export function judgeNvmeSmartLog(
 
 /** An error's message on one line, at most `max` characters. */
 function shortMessage(err: unknown, max = 160): string {
-  const text = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim()
+  const text = rawErrorMessage(err).replace(/\s+/g, ' ').trim()
   return text.length > max ? `${text.slice(0, max - 1)}…` : text || 'no message'
 }
 

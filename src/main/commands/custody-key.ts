@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Config } from '../../config/config.js'
 import { ConfigError } from '../../domain/errors.js'
-import { errorMessage } from '../error-message.js'
+import { errorMessage } from '../../domain/error-message.js'
 
 /** Where the key lives: the option, else `<state_path>/custody-signing.key`. */
 export function custodyKeyPath(config: Config): string {

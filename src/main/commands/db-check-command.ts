@@ -11,7 +11,7 @@ import { checkDatabase, listDeviceHosts, type Finding } from '../../db/core/db-c
 import { listPlacementRows, type PlacementRow } from '../../db/placement-rows.js'
 import { desiredStateOf } from '../../conductor/placement-plan.js'
 import type { PlacementClient } from '../../openstack/placement.js'
-import { errorMessage } from '../error-message.js'
+import { errorMessage } from '../../domain/error-message.js'
 import { placementOptions } from '../resources.js'
 import { requireCurrentSchema } from '../database.js'
 

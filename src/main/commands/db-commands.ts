@@ -216,7 +216,9 @@ export function registerDbCommands(program: Command, deps: DbCommandDeps): Comma
             for (const f of findings) out(`${f.kind}: ${f.message}`)
             const kinds = Object.entries(byKind).map(([k, n]) => `${n} ${k}`)
             out(
-              `${handle.safeUrl}: ${findings.length} finding(s)${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}; Placement ${placementChecked ? 'checked' : 'not configured, not checked'}`,
+              `${handle.safeUrl}: ${findings.length} ` +
+                `finding(s)${kinds.length > 0 ? ` (${kinds.join(', ')})` : ''}; Placement ` +
+                `${placementChecked ? 'checked' : 'not configured, not checked'}`,
             )
           }
           return findings.length > 0 ? 1 : 0

@@ -56,7 +56,9 @@ export async function runOpenStackImport(
     (index) => {
       if (!index.empty && !merge) {
         throw new ConflictError(
-          `${target.safeUrl} already holds devices, device profiles or accelerator requests: import into an empty database (cyborg db sync on a new one), or pass --merge to bring only the rows it lacks`,
+          `${target.safeUrl} already holds devices, device profiles or accelerator requests: import ` +
+            `into an empty database (cyborg db sync on a new one), or pass --merge to bring only the ` +
+            `rows it lacks`,
           { code: 'IMPORT_TARGET_NOT_EMPTY' },
         )
       }

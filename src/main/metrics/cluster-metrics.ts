@@ -12,7 +12,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
 import type { Registry } from 'prom-client'
-import { errorMessage } from '../error-message.js'
+import { errorMessage } from '../../domain/error-message.js'
 import { OPENMETRICS, toOpenMetrics, wantsOpenMetrics } from './prometheus.js'
 
 type Exposition = { contentType: string; body: string }

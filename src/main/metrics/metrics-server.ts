@@ -6,7 +6,7 @@ import cluster from 'node:cluster'
 import { createServer, type Server } from 'node:http'
 import type { Logger } from 'pino'
 import { optionError, type Config } from '../../config/config.js'
-import { errorMessage } from '../error-message.js'
+import { errorMessage } from '../../domain/error-message.js'
 import type { PrometheusMetrics } from './prometheus.js'
 
 /** `host:port` → its parts; IPv6 in brackets (`[::1]:9386`). */

@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { connect } from 'amqplib'
 import { parseTransportUrl, type BrokerAddress } from '../../../src/bus/transport-url.js'
+import { errorMessage } from '../../../src/domain/error-message.js'
 
 export const TEST_TRANSPORT_URL =
   process.env.CYBORG_TEST_TRANSPORT_URL ?? 'rabbit://guest:guest@127.0.0.1:5672/'
@@ -103,7 +104,7 @@ async function probe(broker: BrokerAddress): Promise<string | undefined> {
     await model.close()
     return undefined
   } catch (err) {
-    return `RabbitMQ unreachable at ${broker.hostname}:${broker.port}: ${(err as Error).message || String(err)}`
+    return `RabbitMQ unreachable at ${broker.hostname}:${broker.port}: ${errorMessage(err)}`
   }
 }
 

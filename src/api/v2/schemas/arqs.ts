@@ -64,7 +64,8 @@ export const listArqs: RouteDoc = {
 }
 
 const bindOrUnbind =
-  'A map of ARQ uuid to JSON-Patch ops: `add` /hostname, /instance_uuid, /device_rp_uuid (and /project_id from 2.1) binds; `remove` ops unbind. Needs a service token.'
+  'A map of ARQ uuid to JSON-Patch ops: `add` /hostname, /instance_uuid, /device_rp_uuid ' +
+  '(and /project_id from 2.1) binds; `remove` ops unbind. Needs a service token.'
 
 export const patchArqs: RouteDoc = {
   summary: 'Bind or unbind accelerator requests',

@@ -87,7 +87,10 @@ export const ListCustodyQuery = Type.Object({
 export const listCustody: RouteDoc = {
   summary: 'Custody ledger records (2.8)',
   description:
-    "One record per allocation interval of a device, plus clean, override and checkpoint records, in one hash chain (docs/custody.md). An admin sees every record; a project reader only their project's. Oldest first; default page 1000. Below 2.8 the route answers 404 naming the microversion it needs.",
+    'One record per allocation interval of a device, plus clean, override and checkpoint ' +
+    'records, in one hash chain (docs/custody.md). An admin sees every record; a project ' +
+    "reader only their project's. Oldest first; default page 1000. Below 2.8 the route " +
+    'answers 404 naming the microversion it needs.',
   tags,
   querystring: ListCustodyQuery,
   response: {

@@ -97,7 +97,8 @@ const Group = withProblem(
     },
     additionalProperties: false,
     description:
-      '`resources:<RC>` = a positive count, `trait:CUSTOM_<X>` = required | forbidden, `accel:bitstream_id` or `accel:function_id` = a value; a number is taken as its text',
+      '`resources:<RC>` = a positive count, `trait:CUSTOM_<X>` = required | forbidden, ' +
+      '`accel:bitstream_id` or `accel:function_id` = a value; a number is taken as its text',
   }),
   {
     type: 'expected a JSON object of string values, got {kind}',

@@ -55,7 +55,9 @@ export const DeleteProfilesQuery = Type.Object({
 export const listDeviceProfiles: RouteDoc = {
   summary: 'List device profiles',
   description:
-    'Every profile in id order, or a page of them: `limit`, `marker` (the uuid of the last profile of the previous page), `sort_key` (id, name, created_at) and `sort_dir`, as the other lists; `name` keeps only the profiles named. An unknown marker is a 400 naming it.',
+    'Every profile in id order, or a page of them: `limit`, `marker` (the uuid of the last ' +
+    'profile of the previous page), `sort_key` (id, name, created_at) and `sort_dir`, as the ' +
+    'other lists; `name` keeps only the profiles named. An unknown marker is a 400 naming it.',
   tags,
   querystring: ListProfilesQuery,
   response: {
@@ -104,12 +106,17 @@ const Candidate = Type.Object({
   placement: nullable(
     stringEnum(['offered', 'not_offered'], {
       description:
-        "Whether Placement's GET /allocation_candidates for the group allocates from the deployable's provider; null without Placement, for a deployable with no provider, or a group with no resource class",
+        "Whether Placement's GET /allocation_candidates for the group allocates from the " +
+        "deployable's provider; null without Placement, for a deployable with no provider, or a " +
+        'group with no resource class',
     }),
   ),
   placement_reason: Type.Union([Type.String(), Type.Null()], {
     description:
-      "Where Cyborg and Placement disagree (fits but not offered, or offered but ruled out): the difference, named in parentheses (inventory, inventory reserved, usage, traits, provider, limit), or that the rule is Cyborg's own (expected). Null otherwise, or when not diagnosed (see placement.note)",
+      'Where Cyborg and Placement disagree (fits but not offered, or offered but ruled out): ' +
+      'the difference, named in parentheses (inventory, inventory reserved, usage, traits, ' +
+      "provider, limit), or that the rule is Cyborg's own (expected). Null otherwise, or when " +
+      'not diagnosed (see placement.note)',
   }),
 })
 
@@ -146,7 +153,11 @@ export const ExplainBody = Type.Object(
 export const explainDeviceProfile: RouteDoc = {
   summary: 'Explain where each group of a profile could bind, and why not elsewhere (2.6)',
   description:
-    "The body is optional. The quota rule judges project_id's limits, or the caller's project's (only an admin may name another; docs/quota.md). With [placement] on the conductor, each candidate says whether Placement offers it and why not where the two disagree (docs/explain.md). Below 2.6 the route answers 404 naming the microversion it needs.",
+    "The body is optional. The quota rule judges project_id's limits, or the caller's " +
+    "project's (only an admin may name another; docs/quota.md). With [placement] on the " +
+    'conductor, each candidate says whether Placement offers it and why not where the two ' +
+    'disagree (docs/explain.md). Below 2.6 the route answers 404 naming the microversion it ' +
+    'needs.',
   tags,
   params: ValueParams,
   response: {

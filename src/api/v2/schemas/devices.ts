@@ -94,7 +94,9 @@ export const CleanDeviceBody = Type.Object(
       withProblem(
         Type.Boolean({
           description:
-            "Put the units back in service without a clean (any running clean is stopped first, by the host's agent), recorded in the custody ledger as an override by the caller; default false",
+            'Put the units back in service without a clean (any running clean is stopped first, by ' +
+            "the host's agent), recorded in the custody ledger as an override by the caller; default " +
+            'false',
         }),
         'must be true or false, got {value}',
       ),
@@ -106,7 +108,15 @@ export const CleanDeviceBody = Type.Object(
 export const cleanDevice: RouteDoc = {
   summary: "Clean a device's released units again, or put them back in service (2.8)",
   description:
-    "Re-runs the clean of the device's units left cleaning or whose clean failed (the host's agent is asked again now), or with force_in_service puts them back in service without one, recorded in the custody ledger as an override by the caller (docs/cleaning.md). The body is optional. 202: the clean was asked for (or the units were put back); its result is in the custody ledger. A force first has the host's agent stop any clean of the units and puts back only those it confirmed; 503 (CLEAN_ABORT_UNCONFIRMED) naming the host when it did not answer, 409 (CLEAN_ABORT_UNSUPPORTED) when it is too old to stop a clean: those units stay out of service. Below 2.8 the route answers 404 naming the microversion it needs.",
+    "Re-runs the clean of the device's units left cleaning or whose clean failed (the host's " +
+    'agent is asked again now), or with force_in_service puts them back in service without ' +
+    'one, recorded in the custody ledger as an override by the caller (docs/cleaning.md). The ' +
+    'body is optional. 202: the clean was asked for (or the units were put back); its result ' +
+    "is in the custody ledger. A force first has the host's agent stop any clean of the units " +
+    'and puts back only those it confirmed; 503 (CLEAN_ABORT_UNCONFIRMED) naming the host ' +
+    'when it did not answer, 409 (CLEAN_ABORT_UNSUPPORTED) when it is too old to stop a ' +
+    'clean: those units stay out of service. Below 2.8 the route answers 404 naming the ' +
+    'microversion it needs.',
   tags,
   params: UuidParams,
   response: {
@@ -154,7 +164,15 @@ const Layout = Type.Object({
 export const configureDevice: RouteDoc = {
   summary: 'Re-partition a device: its SR-IOV VF count or vGPU type (2.8)',
   description:
-    'Changes how the device is divided, through its host\'s agent and driver (docs/drivers.md, "Configure"): exactly one of sriov_numvfs and vgpu_type. Admin only. Every unit is taken out of service meanwhile; the agent rediscovers the device, and Placement\'s providers and inventories match the new layout before the answer. 409 naming the holders while any unit is allocated or cleaning (or Placement has allocations against the device); 400 naming the field for a value the device cannot take; 502 when the host refused the change part-way (the old layout is put back, or the device is fenced with the reason); 503 when the agent did not answer. Below 2.8 the route answers 404 naming the microversion it needs.',
+    "Changes how the device is divided, through its host's agent and driver " +
+    '(docs/drivers.md, "Configure"): exactly one of sriov_numvfs and vgpu_type. Admin only. ' +
+    'Every unit is taken out of service meanwhile; the agent rediscovers the device, and ' +
+    "Placement's providers and inventories match the new layout before the answer. 409 " +
+    'naming the holders while any unit is allocated or cleaning (or Placement has allocations ' +
+    'against the device); 400 naming the field for a value the device cannot take; 502 when ' +
+    'the host refused the change part-way (the old layout is put back, or the device is ' +
+    'fenced with the reason); 503 when the agent did not answer. Below 2.8 the route answers ' +
+    '404 naming the microversion it needs.',
   tags,
   params: UuidParams,
   response: {

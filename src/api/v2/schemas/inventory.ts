@@ -118,7 +118,18 @@ export const ProgramBody = Type.Array(ProgramOp, { minItems: 1, maxItems: 1 })
 export const programDeployable: RouteDoc = {
   summary: 'Program an FPGA deployable with a Glance image',
   description:
-    'OpenStack Cyborg\'s program call, as `openstack accelerator deployable program` sends it: `[{"path": "/program", "op": "replace", "value": [{"image_uuid": "<glance image>"}]}]`. Admin only. The deployable\'s units are taken out of service, the host\'s agent downloads the image (checked against Glance\'s hash and, when signed, its signature: docs/fpga.md), programs the card and rediscovers it, and Placement holds the new function traits before the answer. 409 while any unit of the deployable is allocated, cleaning or being reconfigured, or when the agent has no image store ([glance] endpoint_override) or a signed image no key manager ([barbican]): a configuration no retry changes; 400 for an image refused before the card was touched; 502 when the programming tool failed on the card (its image is then forgotten); 503 when the agent did not answer (the units stay out of service until it rediscovers the card). 200: the deployable as saved.',
+    "OpenStack Cyborg's program call, as `openstack accelerator deployable program` sends " +
+    'it: `[{"path": "/program", "op": "replace", "value": [{"image_uuid": "<glance ' +
+    "image>\"}]}]`. Admin only. The deployable's units are taken out of service, the host's " +
+    "agent downloads the image (checked against Glance's hash and, when signed, its " +
+    'signature: docs/fpga.md), programs the card and rediscovers it, and Placement holds the ' +
+    'new function traits before the answer. 409 while any unit of the deployable is ' +
+    'allocated, cleaning or being reconfigured, or when the agent has no image store ' +
+    '([glance] endpoint_override) or a signed image no key manager ([barbican]): a ' +
+    'configuration no retry changes; 400 for an image refused before the card was touched; ' +
+    '502 when the programming tool failed on the card (its image is then forgotten); 503 when ' +
+    'the agent did not answer (the units stay out of service until it rediscovers the card). ' +
+    '200: the deployable as saved.',
   tags: ['deployables'],
   params: UuidParams,
   response: { 200: Deployable, ...guardedWrite(403, 404, 406, 409, 502, 503) },

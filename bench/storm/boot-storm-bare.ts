@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { STORM_HOST } from '../test/support/storm-inventory.js'
+import { STORM_HOST } from '../../test/support/storm-inventory.js'
 
 interface Arq {
   uuid: string

@@ -3,8 +3,8 @@
  * bind, GET `?instance=&bind_state=resolved` polling 423, DELETE `?instance=`. Counts the binds
  * that ended BindFailed (a storm with any is not valid: the target ran out of units).
  */
-import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { call } from './boot-storm-client.js'
+import { STORM_HOST, STORM_PROFILE } from '../../test/support/storm-inventory.js'
+import { call } from '../storm/boot-storm-client.js'
 import { percentiles, round2 } from './events-sinks.js'
 import type { Target } from './events-targets.js'
 

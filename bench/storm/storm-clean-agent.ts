@@ -6,16 +6,16 @@
  * TEST_PCI handles need no agent to bind. Without it, released units stay `cleaning` for an agent
  * that does not exist, and the storm runs out of units.
  */
-import type { MessageBus } from '../src/bus/bus.js'
-import { createUnitCleaner } from '../src/agent/cleaning.js'
-import { runClean } from '../src/drivers/clean.js'
-import { createMemoryHostProbe } from '../src/drivers/driver-contract.case.js'
-import { createFakeDriver } from '../src/drivers/fake/fake.js'
-import type { DiscoveredDevice } from '../src/domain/inventory/inventory.js'
-import { noopLogger, type Logger } from '../src/domain/logger.js'
-import type { CleanUnitResult } from '../src/rpc/agent-rpc.js'
-import { serveStandInAgent } from '../test/support/stand-in-agent.js'
-import { STORM_HOST, stormDevices } from '../test/support/storm-inventory.js'
+import type { MessageBus } from '../../src/bus/bus.js'
+import { createUnitCleaner } from '../../src/agent/cleaning.js'
+import { runClean } from '../../src/drivers/clean.js'
+import { createMemoryHostProbe } from '../../src/drivers/driver-contract.case.js'
+import { createFakeDriver } from '../../src/drivers/fake/fake.js'
+import type { DiscoveredDevice } from '../../src/domain/inventory/inventory.js'
+import { noopLogger, type Logger } from '../../src/domain/logger.js'
+import type { CleanUnitResult } from '../../src/rpc/agent-rpc.js'
+import { serveStandInAgent } from '../../test/support/stand-in-agent.js'
+import { STORM_HOST, stormDevices } from '../../test/support/storm-inventory.js'
 
 export interface StormCleanAgentOptions {
   /** The devices seedStorm reported. @default stormDevices(4, 64) (seedStorm's default) */

@@ -1,5 +1,5 @@
 /**
- * RSS of agent processes for bench/discovery.ts: runs bench/discovery-agent.ts in child processes,
+ * RSS of agent processes for bench/discovery.ts: runs bench/ingest/discovery-agent.ts in child processes,
  * under tsx or bundled by esbuild for plain Node, and serves the conductor the RabbitMQ mode reports to.
  */
 import { execFile, spawn } from 'node:child_process'
@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { NODE, ROOT } from '../test/support/service.js'
-import { testBroker } from '../test/support/peers/rabbitmq.js'
-import { BIN } from '../test/support/cli.js'
-import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { openDatabase } from '../src/db/core/connection.js'
-import { migrateToLatest } from '../src/db/core/migrate.js'
-import { startCore } from '../src/main/core.js'
-import { noopLogger } from '../src/domain/logger.js'
+import { NODE, ROOT } from '../../test/support/service.js'
+import { testBroker } from '../../test/support/peers/rabbitmq.js'
+import { BIN } from '../../test/support/cli.js'
+import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
+import { openDatabase } from '../../src/db/core/connection.js'
+import { migrateToLatest } from '../../src/db/core/migrate.js'
+import { startCore } from '../../src/main/core.js'
+import { noopLogger } from '../../src/domain/logger.js'
 
 /** The child's figures, run `repeats` times: the run with the median RSS, and the range. */
 export async function childRss(
@@ -29,7 +29,7 @@ export async function childRss(
   for (let i = 0; i < repeats; i++) {
     const script = bundle
       ? [bundle]
-      : ['--import', 'tsx', path.join(ROOT, 'bench/discovery-agent.ts')]
+      : ['--import', 'tsx', path.join(ROOT, 'bench/ingest/discovery-agent.ts')]
     const args = [...script, dir, mode, ...extra]
     const { stdout } = await promisify(execFile)(NODE, args, { cwd: ROOT })
     out.push(JSON.parse(stdout.trim().split('\n').pop()!) as (typeof out)[number])
@@ -50,7 +50,7 @@ async function bundleAgent(): Promise<{ file: string; remove(): Promise<void> }>
   await mkdir(path.join(ROOT, 'node_modules/.cache'), { recursive: true })
   const dir = await mkdtemp(path.join(ROOT, 'node_modules/.cache/cyborg-bench-'))
   const file = path.join(dir, 'discovery-agent.mjs')
-  const entry = path.join(ROOT, 'bench/discovery-agent.ts')
+  const entry = path.join(ROOT, 'bench/ingest/discovery-agent.ts')
   // Code splitting keeps the dynamic imports lazy: the rabbitmq mode never loads the database modules.
   await build({
     entryPoints: [entry],

@@ -7,17 +7,17 @@
  * write transactions and event-loop lag.
  * Usage: turnover-embedded.ts <state dir> <port> <placement url>
  */
-import { loadConfig } from '../src/config/config.js'
-import { createInProcessBus } from '../src/bus/in-process-bus.js'
-import { openConfiguredDatabase, migrateDatabase } from '../src/main/database.js'
-import { startCore } from '../src/main/core.js'
-import { startHttpApi } from '../src/main/http.js'
-import { createLogger } from '../src/main/logger.js'
-import { conductorOptions } from '../src/main/resources.js'
-import { createPlacementClient } from '../src/openstack/placement.js'
-import type { NovaClient } from '../src/openstack/nova.js'
-import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
-import { eventLoopLag } from './load.js'
+import { loadConfig } from '../../src/config/config.js'
+import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { openConfiguredDatabase, migrateDatabase } from '../../src/main/database.js'
+import { startCore } from '../../src/main/core.js'
+import { startHttpApi } from '../../src/main/http.js'
+import { createLogger } from '../../src/main/logger.js'
+import { conductorOptions } from '../../src/main/resources.js'
+import { createPlacementClient } from '../../src/openstack/placement.js'
+import type { NovaClient } from '../../src/openstack/nova.js'
+import { STORM_HOST, STORM_PROFILE } from '../../test/support/storm-inventory.js'
+import { eventLoopLag } from '../support/load.js'
 
 const [stateDir, port, placementUrl] = process.argv.slice(2)
 const config = loadConfig({

@@ -8,12 +8,12 @@
  * Usage (forked): ingest-conductor.ts <database url> <transport url> <save interval ms> <max batch> <pool size>
  */
 import pg from 'pg'
-import { openDatabase } from '../src/db/core/connection.js'
-import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { createConductor } from '../src/conductor/conductor.js'
-import { serveConductor } from '../src/rpc/conductor-rpc.js'
-import { noopLogger } from '../src/domain/logger.js'
-import { systemClock } from '../src/domain/time.js'
+import { openDatabase } from '../../src/db/core/connection.js'
+import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
+import { createConductor } from '../../src/conductor/conductor.js'
+import { serveConductor } from '../../src/rpc/conductor-rpc.js'
+import { noopLogger } from '../../src/domain/logger.js'
+import { systemClock } from '../../src/domain/time.js'
 
 const [dbUrl, busUrl, saveIntervalMs = '10', maxBatch = '64', poolSize = '10'] =
   process.argv.slice(2)

@@ -2,10 +2,10 @@
  * Simulated agents for bench/ingest.ts: each host's full snapshot (`devices` sample devices, hashed
  * like the agent hashes them) and the schedule of one period, spread evenly over its wall time.
  */
-import { buildSnapshot } from '../src/agent/snapshot.js'
-import { sampleDevice } from '../test/support/sample-inventory.js'
-import type { InventorySnapshot } from '../src/domain/inventory/inventory.js'
-import type { ConductorRpc, InventoryReportResult } from '../src/rpc/conductor-rpc.js'
+import { buildSnapshot } from '../../src/agent/snapshot.js'
+import { sampleDevice } from '../../test/support/sample-inventory.js'
+import type { InventorySnapshot } from '../../src/domain/inventory/inventory.js'
+import type { ConductorRpc, InventoryReportResult } from '../../src/rpc/conductor-rpc.js'
 
 export const hostName = (i: number) => `bench-host-${String(i).padStart(6, '0')}`
 

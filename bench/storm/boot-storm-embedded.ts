@@ -2,21 +2,21 @@
  * The embedded server of bench/boot-storm.ts, in its own process: what `cyborg up` runs (SQLite
  * file, in-process bus, conductor, HTTP API), with the storm host reported in place of the fake
  * agent. Released units are cleaned before reuse (issue 18) by the storm host's stand-in agent
- * (bench/storm-clean-agent.ts, fake clean of STORM_CLEAN_DELAY_MS, default 0) on the same bus;
+ * (bench/storm/storm-clean-agent.ts, fake clean of STORM_CLEAN_DELAY_MS, default 0) on the same bus;
  * STORM_CLEANING=0 starts the conductor with `cleaning: false` instead (units go straight back),
  * the baseline. Prints "ready <url>" on stdout. Usage: boot-storm-embedded.ts <state dir> <port>
  */
-import { loadConfig } from '../src/config/config.js'
-import { createInProcessBus } from '../src/bus/in-process-bus.js'
-import { openConfiguredDatabase, migrateDatabase } from '../src/main/database.js'
-import { startCore } from '../src/main/core.js'
-import { startHttpApi } from '../src/main/http.js'
-import { createLogger } from '../src/main/logger.js'
-import { createPrometheusMetrics } from '../src/main/metrics/prometheus.js'
-import { conductorOptions } from '../src/main/resources.js'
-import { seedStorm } from '../test/support/storm-inventory.js'
+import { loadConfig } from '../../src/config/config.js'
+import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { openConfiguredDatabase, migrateDatabase } from '../../src/main/database.js'
+import { startCore } from '../../src/main/core.js'
+import { startHttpApi } from '../../src/main/http.js'
+import { createLogger } from '../../src/main/logger.js'
+import { createPrometheusMetrics } from '../../src/main/metrics/prometheus.js'
+import { conductorOptions } from '../../src/main/resources.js'
+import { seedStorm } from '../../test/support/storm-inventory.js'
 import { serveStormCleanAgent } from './storm-clean-agent.js'
-import { eventLoopLag } from './load.js'
+import { eventLoopLag } from '../support/load.js'
 
 const [stateDir, port] = process.argv.slice(2)
 const cleaning = process.env.STORM_CLEANING !== '0'

@@ -7,21 +7,22 @@
  *   reporting to the conductor the parent serves on `<transport url>`;
  * - `baseline`: Node + the tsx loader, nothing else loaded.
  * Prints one JSON line: { mode, rssMb, heapUsedMb, result }.
- * Usage: node --import tsx bench/discovery-agent.ts <fixture dir> <mode> [<transport url>]
+ * Usage: node --import tsx bench/ingest/discovery-agent.ts <fixture dir> <mode> [<transport url>]
  */
 import path from 'node:path'
-import type { ConductorRpc, InventoryReportResult } from '../src/rpc/conductor-rpc.js'
+import type { ConductorRpc, InventoryReportResult } from '../../src/rpc/conductor-rpc.js'
 
 const [dir, mode = 'full', transportUrl] = process.argv.slice(2)
 if (!dir) throw new Error('usage: discovery-agent.ts <fixture dir> <full|agent|baseline>')
 
 async function run(): Promise<InventoryReportResult | undefined> {
   if (mode === 'baseline') return undefined
-  const { createAgent } = await import('../src/agent/agent.js')
-  const { createDrivers, DRIVER_REGISTRY } = await import('../src/drivers/index.js')
-  const { createFixtureHostProbe } = await import('../src/drivers/host-probe/fixture-host-probe.js')
-  const { noopLogger } = await import('../src/domain/logger.js')
-  const { systemClock } = await import('../src/domain/time.js')
+  const { createAgent } = await import('../../src/agent/agent.js')
+  const { createDrivers, DRIVER_REGISTRY } = await import('../../src/drivers/index.js')
+  const { createFixtureHostProbe } =
+    await import('../../src/drivers/host-probe/fixture-host-probe.js')
+  const { noopLogger } = await import('../../src/domain/logger.js')
+  const { systemClock } = await import('../../src/domain/time.js')
   const { DRIVER_OPTIONS, ENABLED_DRIVERS } = await import('./host-fixture.js')
   const host = 'bench-host'
   const probe = createFixtureHostProbe(dir!)
@@ -34,17 +35,17 @@ async function run(): Promise<InventoryReportResult | undefined> {
   let stop = async () => {}
   let bus
   if (mode === 'rabbitmq') {
-    const { createRabbitMqBus } = await import('../src/bus/rabbitmq-bus.js')
-    const { createConductorClient } = await import('../src/rpc/conductor-rpc.js')
+    const { createRabbitMqBus } = await import('../../src/bus/rabbitmq-bus.js')
+    const { createConductorClient } = await import('../../src/rpc/conductor-rpc.js')
     const b = (bus = await createRabbitMqBus({ url: transportUrl!, log: noopLogger }))
     conductor = createConductorClient(b)
     stop = () => b.close()
   } else if (mode === 'full') {
-    const { openDatabase } = await import('../src/db/core/connection.js')
-    const { migrateToLatest } = await import('../src/db/core/migrate.js')
-    const { createInProcessBus } = await import('../src/bus/in-process-bus.js')
-    const { createConductor } = await import('../src/conductor/conductor.js')
-    const { createConductorClient, serveConductor } = await import('../src/rpc/conductor-rpc.js')
+    const { openDatabase } = await import('../../src/db/core/connection.js')
+    const { migrateToLatest } = await import('../../src/db/core/migrate.js')
+    const { createInProcessBus } = await import('../../src/bus/in-process-bus.js')
+    const { createConductor } = await import('../../src/conductor/conductor.js')
+    const { createConductorClient, serveConductor } = await import('../../src/rpc/conductor-rpc.js')
     const db = await openDatabase(`sqlite:///${path.resolve(dir!, 'agent-bench.sqlite')}`)
     await migrateToLatest(db)
     bus = createInProcessBus()

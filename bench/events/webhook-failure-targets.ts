@@ -1,7 +1,7 @@
 /**
  * The servers bench/webhook-failure.ts loads, each process with a /metrics to scrape (event-loop
  * lag) and a pid (CPU time):
- * - `embedded`: `cyborg up`'s composition in one process (bench/boot-storm-embedded.ts: SQLite,
+ * - `embedded`: `cyborg up`'s composition in one process (bench/storm/boot-storm-embedded.ts: SQLite,
  *   in-process bus, conductor with its webhook dispatcher, HTTP API, the storm host's stand-in
  *   agent answering its cleans).
  * - `multi`: the production shape, `cyborg api` + `cyborg conductor` + `cyborg agent` (fake
@@ -12,10 +12,10 @@ import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { createConductorClient } from '../src/rpc/conductor-rpc.js'
-import { testDialects } from '../test/support/db.js'
-import { testBroker } from '../test/support/peers/rabbitmq.js'
+import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
+import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
+import { testDialects } from '../../test/support/db.js'
+import { testBroker } from '../../test/support/peers/rabbitmq.js'
 import {
   NODE,
   ROOT,
@@ -24,10 +24,10 @@ import {
   runCommand,
   startService,
   type RunningService,
-} from '../test/support/service.js'
-import { seedStorm } from '../test/support/storm-inventory.js'
+} from '../../test/support/service.js'
+import { seedStorm } from '../../test/support/storm-inventory.js'
 import { providers, stopChild } from './events-targets.js'
-import { serveStormCleanAgent } from './storm-clean-agent.js'
+import { serveStormCleanAgent } from '../storm/storm-clean-agent.js'
 
 export interface Proc {
   name: string
@@ -56,7 +56,7 @@ export const WEBHOOK_ENV = {
 
 export async function startEmbeddedTarget(): Promise<FailureTarget> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-whfail-'))
-  const script = path.join(ROOT, 'bench', 'boot-storm-embedded.ts')
+  const script = path.join(ROOT, 'bench', 'storm', 'boot-storm-embedded.ts')
   const child = spawn(NODE, ['--import', 'tsx', script, dir, String(await freePort())], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...WEBHOOK_ENV, STORM_CLEANING: '1', STORM_METRICS: '1' },

@@ -9,20 +9,20 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-import type { MessageBus } from '../src/bus/bus.js'
-import { createInProcessBus } from '../src/bus/in-process-bus.js'
-import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { loadConfig } from '../src/config/config.js'
-import { startCore } from '../src/main/core.js'
-import { migrateDatabase, openConfiguredDatabase } from '../src/main/database.js'
-import { startHttpApi } from '../src/main/http.js'
-import { createLogger } from '../src/main/logger.js'
-import { createPrometheusMetrics } from '../src/main/metrics/prometheus.js'
-import { eventSinks } from '../src/main/notifications.js'
-import { conductorOptions } from '../src/main/resources.js'
-import { createConductorClient } from '../src/rpc/conductor-rpc.js'
-import { testDialects } from '../test/support/db.js'
-import { testBroker, type TestVhost } from '../test/support/peers/rabbitmq.js'
+import type { MessageBus } from '../../src/bus/bus.js'
+import { createInProcessBus } from '../../src/bus/in-process-bus.js'
+import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
+import { loadConfig } from '../../src/config/config.js'
+import { startCore } from '../../src/main/core.js'
+import { migrateDatabase, openConfiguredDatabase } from '../../src/main/database.js'
+import { startHttpApi } from '../../src/main/http.js'
+import { createLogger } from '../../src/main/logger.js'
+import { createPrometheusMetrics } from '../../src/main/metrics/prometheus.js'
+import { eventSinks } from '../../src/main/notifications.js'
+import { conductorOptions } from '../../src/main/resources.js'
+import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
+import { testDialects } from '../../test/support/db.js'
+import { testBroker, type TestVhost } from '../../test/support/peers/rabbitmq.js'
 import {
   NODE,
   freePort,
@@ -30,20 +30,20 @@ import {
   runCommand,
   startService,
   type RunningService,
-} from '../test/support/service.js'
-import { seedStorm } from '../test/support/storm-inventory.js'
-import { providers } from './boot-storm-targets.js'
-import { call } from './boot-storm-client.js'
+} from '../../test/support/service.js'
+import { seedStorm } from '../../test/support/storm-inventory.js'
+import { providers } from '../storm/boot-storm-targets.js'
+import { call } from '../storm/boot-storm-client.js'
 export { call, providers }
 import { BOUND, type SinkCommand, type FromSinks } from './events-sinks.js'
-import { cpuSeconds } from './load.js'
-import { serveStormCleanAgent, type StormCleanAgent } from './storm-clean-agent.js'
+import { cpuSeconds } from '../support/load.js'
+import { serveStormCleanAgent, type StormCleanAgent } from '../storm/storm-clean-agent.js'
 
-export const SELF = fileURLToPath(new URL('./events.ts', import.meta.url))
+export const SELF = fileURLToPath(new URL('../events.ts', import.meta.url))
 
 // ---------------------------------------------------------------------------------------------
 // Role `embedded`: what `cyborg up` composes (SQLite, in-process bus), with the storm host seeded
-// and, given a transport URL, oslo notifications to it (as bench/boot-storm-embedded.ts, plus sinks).
+// and, given a transport URL, oslo notifications to it (as bench/storm/boot-storm-embedded.ts, plus sinks).
 // Released units are cleaned before reuse (issue 18) by the storm host's stand-in agent on the bus.
 
 export async function serveEmbedded(stateDir: string, port: string, notifyUrl: string | undefined) {

@@ -2,7 +2,7 @@
  * The client side of bench/boot-storm.ts: the storm itself (what Nova does per VM), the units left
  * cleaning after a level (issue 18) and the 1,000-ARQ list.
  */
-import { STORM_HOST, STORM_PROFILE } from '../test/support/storm-inventory.js'
+import { STORM_HOST, STORM_PROFILE } from '../../test/support/storm-inventory.js'
 
 const json = { 'content-type': 'application/json' }
 const STEPS = ['profile', 'create', 'bind', 'resolved', 'delete', 'cycle'] as const

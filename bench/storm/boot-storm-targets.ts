@@ -1,17 +1,17 @@
 /**
  * The servers bench/boot-storm.ts storms: the bare ceiling, the embedded one (with or without
  * cleaning), and api + N conductors. Where cleaning is on, the storm host's stand-in agent
- * (bench/storm-clean-agent.ts) answers `cleanUnit`: in the embedded process on its bus, and here
+ * (bench/storm/storm-clean-agent.ts) answers `cleanUnit`: in the embedded process on its bus, and here
  * on the vhost's RabbitMQ for api + N conductors.
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { createRabbitMqBus } from '../src/bus/rabbitmq-bus.js'
-import { testBroker } from '../test/support/peers/rabbitmq.js'
-import { testDialects } from '../test/support/db.js'
-import { createConductorClient } from '../src/rpc/conductor-rpc.js'
+import { createRabbitMqBus } from '../../src/bus/rabbitmq-bus.js'
+import { testBroker } from '../../test/support/peers/rabbitmq.js'
+import { testDialects } from '../../test/support/db.js'
+import { createConductorClient } from '../../src/rpc/conductor-rpc.js'
 import {
   NODE,
   ROOT,
@@ -20,8 +20,8 @@ import {
   runCommand,
   startService,
   type RunningService,
-} from '../test/support/service.js'
-import { STORM_HOST, seedStorm } from '../test/support/storm-inventory.js'
+} from '../../test/support/service.js'
+import { STORM_HOST, seedStorm } from '../../test/support/storm-inventory.js'
 import { serveStormCleanAgent } from './storm-clean-agent.js'
 
 export interface StormTarget {
@@ -44,10 +44,14 @@ async function startChild(
   cleanup = async () => {},
   env: Record<string, string> = {},
 ): Promise<StormTarget> {
-  const child = spawn(NODE, ['--import', 'tsx', path.join(ROOT, 'bench', script), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, ...env },
-  })
+  const child = spawn(
+    NODE,
+    ['--import', 'tsx', path.join(ROOT, 'bench', 'storm', script), ...args],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
+    },
+  )
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
       const m = /ready (\S+)/.exec(d.toString())
@@ -66,7 +70,7 @@ async function startChild(
   }
 }
 
-/** The ceiling: a bare node:http server with in-memory state (bench/boot-storm-bare.ts). */
+/** The ceiling: a bare node:http server with in-memory state (bench/storm/boot-storm-bare.ts). */
 export async function startBare(): Promise<StormTarget> {
   return startChild('boot-storm-bare.ts', [String(await freePort())])
 }

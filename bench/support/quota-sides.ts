@@ -9,20 +9,20 @@
  */
 import { performance } from 'node:perf_hooks'
 import { loadavg } from 'node:os'
-import { createConductor, type Conductor } from '../src/conductor/conductor.js'
-import { noopLogger } from '../src/domain/logger.js'
-import type { LimitSource } from '../src/domain/quota.js'
-import { keystoneSettings } from '../src/openstack/service-auth.js'
-import { createUnifiedLimits } from '../src/openstack/unified-limits.js'
-import { inventoryHash } from '../src/rpc/inventory-hash.js'
-import type { TestDatabase, TestDialect } from '../test/support/db.js'
+import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
+import { noopLogger } from '../../src/domain/logger.js'
+import type { LimitSource } from '../../src/domain/quota.js'
+import { keystoneSettings } from '../../src/openstack/service-auth.js'
+import { createUnifiedLimits } from '../../src/openstack/unified-limits.js'
+import { inventoryHash } from '../../src/rpc/inventory-hash.js'
+import type { TestDatabase, TestDialect } from '../../test/support/db.js'
 import {
   ADMIN_PASSWORD,
   startKeystone,
   type RunningKeystone,
-} from '../test/support/peers/keystone.js'
-import { STORM_HOST, stormDevices } from '../test/support/storm-inventory.js'
-import { percentiles, round2 } from './events-sinks.js'
+} from '../../test/support/peers/keystone.js'
+import { STORM_HOST, stormDevices } from '../../test/support/storm-inventory.js'
+import { percentiles, round2 } from '../events/events-sinks.js'
 
 export type SideName = 'noop' | 'unified_limits'
 

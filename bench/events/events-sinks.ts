@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 
 import { connect, type ConsumeMessage } from 'amqplib'
 
-import { parseTransportUrl } from '../src/bus/transport-url.js'
+import { parseTransportUrl } from '../../src/bus/transport-url.js'
 
 export const BOUND = 'accelerator.arq.bound'
 
