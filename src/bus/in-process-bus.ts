@@ -36,6 +36,18 @@ interface Topic {
   subscribers: Set<MessageHandler>
 }
 
+/** The request as a broker would carry it: through JSON, or a clear error naming the call. */
+function encode(topic: string, method: string, payload: unknown): RequestEnvelope {
+  try {
+    return toJson({ method, payload }) as RequestEnvelope
+  } catch (cause) {
+    throw new InvalidInputError(`payload of ${topic}.${method} is not JSON-serialisable`, {
+      code: 'BUS_ENCODING',
+      cause,
+    })
+  }
+}
+
 /** Creates an in-process bus. Each bus is its own broker: two buses do not see each other. */
 export function createInProcessBus(options: InProcessBusOptions = {}): MessageBus {
   const { defaultTimeoutMs = 30_000, onError = () => {} } = options
@@ -50,17 +62,6 @@ export function createInProcessBus(options: InProcessBusOptions = {}): MessageBu
       topics.set(name, t)
     }
     return t
-  }
-
-  const encode = (topic: string, method: string, payload: unknown): RequestEnvelope => {
-    try {
-      return toJson({ method, payload }) as RequestEnvelope
-    } catch (cause) {
-      throw new InvalidInputError(`payload of ${topic}.${method} is not JSON-serialisable`, {
-        code: 'BUS_ENCODING',
-        cause,
-      })
-    }
   }
 
   /** Hands a delivery to the next server, or queues it until one serves the topic. */

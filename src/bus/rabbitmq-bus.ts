@@ -27,7 +27,10 @@ export interface RabbitMqBusOptions {
   defaultTimeoutMs?: number
   /** Told each time the connection is back after a loss (metrics: cyborg_bus_reconnects_total). */
   onReconnect?: () => void
-  /** The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners declare as a topic exchange: docs/bus.md). @default 'cyborg_bus' */
+  /**
+   * The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners
+   * declare as a topic exchange: docs/bus.md). @default 'cyborg_bus'
+   */
   exchange?: string
   /** Backoff between connection attempts, doubling from initialDelayMs (docs/bus.md). @default { initialDelayMs: 250, maxDelayMs: 2000 } */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
@@ -41,6 +44,27 @@ export interface RabbitMqBusOptions {
   connectionName?: string
   /** Stops the first connection attempts (they retry until a broker answers). */
   signal?: AbortSignal
+}
+
+/** JSON, as the in-process bus round-trips it; `what` names the value in the error. */
+function encode(what: string, value: unknown): Buffer {
+  try {
+    return Buffer.from(JSON.stringify(value) ?? 'null')
+  } catch (cause) {
+    throw new InvalidInputError(`${what} is not JSON-serialisable`, {
+      code: 'BUS_ENCODING',
+      cause,
+    })
+  }
+}
+
+/** Waits for the handlers still running, at most `timeoutMs`. */
+async function drain(running: ReadonlySet<Promise<void>>, timeoutMs: number) {
+  if (running.size === 0) return
+  let timer: NodeJS.Timeout | undefined
+  const drained = Promise.allSettled([...running])
+  await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, timeoutMs)))])
+  clearTimeout(timer)
 }
 
 /**
@@ -100,18 +124,6 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
 
   const assertOpen = () => {
     if (closed) throw new UnavailableError('the bus is closed', { code: 'BUS_CLOSED' })
-  }
-
-  /** JSON, as the in-process bus round-trips it; `what` names the value in the error. */
-  const encode = (what: string, value: unknown): Buffer => {
-    try {
-      return Buffer.from(JSON.stringify(value) ?? 'null')
-    } catch (cause) {
-      throw new InvalidInputError(`${what} is not JSON-serialisable`, {
-        code: 'BUS_ENCODING',
-        cause,
-      })
-    }
   }
 
   const addConsumer = async (topic: string, spec: ConsumerKind) => {
@@ -192,12 +204,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
         closed = true
         await Promise.all([...consumers].map((c) => c.stop()))
         consumers.clear()
-        if (running.size > 0) {
-          let timer: NodeJS.Timeout | undefined
-          const drained = Promise.allSettled([...running])
-          await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, drainTimeoutMs)))])
-          clearTimeout(timer)
-        }
+        await drain(running, drainTimeoutMs)
         await conn.close()
         // Last, so that replies arriving while the handlers drain still reach their callers.
         publisher.failAll(

@@ -70,6 +70,174 @@ interface Batch {
   resend(link: Link<Session>, cause: unknown): void
 }
 
+/** What the declarations and publications of a notifier need. */
+interface Wire {
+  log: Logger
+  /** oslo's control exchange. */
+  exchange: string
+}
+
+/**
+ * The session of a new connection: its confirm channel, on which a returned (unroutable) message
+ * fails the batch being sent on it.
+ */
+async function openSession(
+  model: ChannelModel,
+  kill: (reason: Error) => void,
+  log: Logger,
+  sending: () => Batch | undefined,
+): Promise<Session> {
+  const channel = await model.createConfirmChannel()
+  channel.on('error', (err: Error) =>
+    log.warn({ err: err.message }, 'RabbitMQ closed the notification channel'),
+  )
+  // Confirms arrive on this channel: without it the connection is useless. (A turn later: when
+  // the whole connection closes, amqplib closes the channels first.)
+  channel.on('close', () => setImmediate(() => kill(new Error('the notification channel closed'))))
+  const session: Session = { channel, exchange: undefined, queues: new Map() }
+  channel.on('return', (msg: { fields: { routingKey: string } }) => {
+    const key = msg.fields.routingKey
+    session.queues.delete(key)
+    const current = sending()
+    if (current?.link?.state === session)
+      current.fail(
+        new UnavailableError(`RabbitMQ could not route a notification to the queue ${key}`, {
+          code: 'BUS_UNROUTABLE',
+        }),
+      )
+  })
+  return session
+}
+
+/** Runs `fn` on a channel of its own: a refused declaration closes only that channel. */
+async function onChannel<T>(link: Link<Session>, fn: (ch: Channel) => Promise<T>): Promise<T> {
+  const ch = await link.model.createChannel()
+  ch.on('error', () => {}) // reported through fn's rejection
+  try {
+    return await fn(ch)
+  } finally {
+    await ch.close().catch(() => {})
+  }
+}
+
+/**
+ * Declares as oslo does. A broker that has the entity with other properties (a deployment with
+ * amqp_durable_queues = true or quorum queues) refuses that (406); the entity is then used as it
+ * is, as long as it exists.
+ */
+async function declare(
+  log: Logger,
+  link: Link<Session>,
+  what: string,
+  assert: (ch: Channel) => Promise<unknown>,
+  check: (ch: Channel) => Promise<unknown>,
+): Promise<void> {
+  try {
+    await onChannel(link, assert)
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 406 || !link.alive) throw err
+    await onChannel(link, check)
+    // Fine when an oslo deployment declared it (listeners declare it the same way again); not
+    // when something else did, e.g. a RabbitMqBus whose exchange has the same name: oslo
+    // listeners are then refused (docs/notifications.md).
+    log.warn(
+      { err: errorMessage(err) },
+      `the ${what} exists with other properties than oslo.messaging's defaults; using it as it is ` +
+        '(oslo listeners that declare it otherwise will be refused by RabbitMQ)',
+    )
+  }
+}
+
+/** The exchange once per connection, then the queue and binding of `key` once per connection. */
+function declared({ log, exchange }: Wire, link: Link<Session>, key: string): Promise<void> {
+  const s = link.state
+  const ex = (s.exchange ??= declare(
+    log,
+    link,
+    `exchange ${exchange}`,
+    (ch) => ch.assertExchange(exchange, 'topic', EXCHANGE),
+    (ch) => ch.checkExchange(exchange),
+  ))
+  ex.catch(() => {
+    if (s.exchange === ex) s.exchange = undefined
+  })
+  const known = s.queues.get(key)
+  if (known) return known
+  const queue = ex.then(async () => {
+    await declare(
+      log,
+      link,
+      `queue ${key}`,
+      (ch) => ch.assertQueue(key, QUEUE),
+      (ch) => ch.checkQueue(key),
+    )
+    await onChannel(link, (ch) => ch.bindQueue(key, exchange, key))
+  })
+  s.queues.set(key, queue)
+  queue.catch(() => {
+    if (s.queues.get(key) === queue) s.queues.delete(key)
+  })
+  return queue
+}
+
+/** Declares what `items` go to, publishes them, and waits for every confirm (unless `stale` first). */
+async function publish(
+  wire: Wire,
+  link: Link<Session>,
+  items: readonly { key: string; body: Buffer; id: string }[],
+  stale: () => boolean,
+): Promise<void> {
+  try {
+    await Promise.all([...new Set(items.map((i) => i.key))].map((k) => declared(wire, link, k)))
+  } catch (err) {
+    throw new UnavailableError(`cannot declare the notification queues: ${errorMessage(err)}`, {
+      code: 'BUS_DECLARE_FAILED',
+      cause: err,
+    })
+  }
+  const { channel } = link.state
+  const confirms: Promise<void>[] = []
+  for (const item of items) {
+    if (stale()) return
+    let room = true
+    const confirmed = new Promise<void>((res, rej) => {
+      room = channel.publish(
+        wire.exchange,
+        item.key,
+        item.body,
+        {
+          contentType: 'application/json',
+          contentEncoding: 'utf-8',
+          persistent: true,
+          mandatory: true,
+          messageId: item.id,
+        },
+        (err: unknown) => (err ? rej(err as Error) : res()),
+      )
+    })
+    confirmed.catch(() => {}) // awaited below, unless the batch ends first
+    confirms.push(confirmed)
+    // Flow control: a big batch waits for the socket instead of filling memory.
+    if (!room) await drained(channel)
+  }
+  await Promise.all(confirms)
+}
+
+/**
+ * What ends a batch at once: a refusal on a live connection. Anything else means the connection
+ * (or its channel) went away, and the batch is sent again on the next one.
+ */
+function finalError(err: unknown, link: Link<Session>): AppError | undefined {
+  if (!link.alive) return undefined
+  if (err instanceof UnavailableError && err.code === 'BUS_DECLARE_FAILED') return err
+  if (errorMessage(err).includes('nacked'))
+    return new UnavailableError('RabbitMQ refused a notification', {
+      code: 'BUS_REFUSED',
+      cause: err,
+    })
+  return undefined
+}
+
 /**
  * Returns the notifier at once and connects in the background, retrying with backoff (and
  * logging) until a broker answers; notify() waits for the connection within `timeoutMs`.
@@ -97,7 +265,7 @@ export function createRabbitMqNotifier(options: RabbitMqNotifierOptions): Notifi
     maxDelayMs,
     heartbeatSeconds: options.heartbeatSeconds,
     connectionName: options.connectionName ?? 'cyborg-notifier',
-    open: (model, kill) => open(model, kill),
+    open: (model, kill) => openSession(model, kill, log, () => current),
     up() {
       for (const wake of [...waiting]) wake()
     },
@@ -106,97 +274,6 @@ export function createRabbitMqNotifier(options: RabbitMqNotifierOptions): Notifi
     },
   })
   conn.start().catch(() => {}) // rejects only when closed before connecting
-
-  async function open(model: ChannelModel, kill: (reason: Error) => void): Promise<Session> {
-    const channel = await model.createConfirmChannel()
-    channel.on('error', (err: Error) =>
-      log.warn({ err: err.message }, 'RabbitMQ closed the notification channel'),
-    )
-    // Confirms arrive on this channel: without it the connection is useless. (A turn later: when
-    // the whole connection closes, amqplib closes the channels first.)
-    channel.on('close', () =>
-      setImmediate(() => kill(new Error('the notification channel closed'))),
-    )
-    const session: Session = { channel, exchange: undefined, queues: new Map() }
-    channel.on('return', (msg: { fields: { routingKey: string } }) => {
-      const key = msg.fields.routingKey
-      session.queues.delete(key)
-      if (current?.link?.state === session)
-        current.fail(
-          new UnavailableError(`RabbitMQ could not route a notification to the queue ${key}`, {
-            code: 'BUS_UNROUTABLE',
-          }),
-        )
-    })
-    return session
-  }
-
-  /** Runs `fn` on a channel of its own: a refused declaration closes only that channel. */
-  async function onChannel<T>(link: Link<Session>, fn: (ch: Channel) => Promise<T>): Promise<T> {
-    const ch = await link.model.createChannel()
-    ch.on('error', () => {}) // reported through fn's rejection
-    try {
-      return await fn(ch)
-    } finally {
-      await ch.close().catch(() => {})
-    }
-  }
-
-  /**
-   * Declares as oslo does. A broker that has the entity with other properties (a deployment with
-   * amqp_durable_queues = true or quorum queues) refuses that (406); the entity is then used as it
-   * is, as long as it exists.
-   */
-  async function declare(
-    link: Link<Session>,
-    what: string,
-    assert: (ch: Channel) => Promise<unknown>,
-    check: (ch: Channel) => Promise<unknown>,
-  ): Promise<void> {
-    try {
-      await onChannel(link, assert)
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== 406 || !link.alive) throw err
-      await onChannel(link, check)
-      // Fine when an oslo deployment declared it (listeners declare it the same way again); not
-      // when something else did, e.g. a RabbitMqBus whose exchange has the same name: oslo
-      // listeners are then refused (docs/notifications.md).
-      log.warn(
-        { err: errorMessage(err) },
-        `the ${what} exists with other properties than oslo.messaging's defaults; using it as it is (oslo listeners that declare it otherwise will be refused by RabbitMQ)`,
-      )
-    }
-  }
-
-  /** The exchange once per connection, then the queue and binding of `key` once per connection. */
-  function declared(link: Link<Session>, key: string): Promise<void> {
-    const s = link.state
-    const ex = (s.exchange ??= declare(
-      link,
-      `exchange ${exchange}`,
-      (ch) => ch.assertExchange(exchange, 'topic', EXCHANGE),
-      (ch) => ch.checkExchange(exchange),
-    ))
-    ex.catch(() => {
-      if (s.exchange === ex) s.exchange = undefined
-    })
-    const known = s.queues.get(key)
-    if (known) return known
-    const queue = ex.then(async () => {
-      await declare(
-        link,
-        `queue ${key}`,
-        (ch) => ch.assertQueue(key, QUEUE),
-        (ch) => ch.checkQueue(key),
-      )
-      await onChannel(link, (ch) => ch.bindQueue(key, exchange, key))
-    })
-    s.queues.set(key, queue)
-    queue.catch(() => {
-      if (s.queues.get(key) === queue) s.queues.delete(key)
-    })
-    return queue
-  }
 
   /** Sends one batch: waits for a connection, declares, publishes, waits for every confirm. */
   function send(messages: readonly NotificationMessage[]): Promise<void> {
@@ -254,7 +331,7 @@ export function createRabbitMqNotifier(options: RabbitMqNotifierOptions): Notifi
         }
         batch.link = link
         const stale = () => done || batch.link !== link
-        publish(link, items, stale).then(
+        publish({ log, exchange }, link, items, stale).then(
           () => {
             if (!stale()) finish()
           },
@@ -269,62 +346,6 @@ export function createRabbitMqNotifier(options: RabbitMqNotifierOptions): Notifi
       current = batch
       attempt()
     })
-  }
-
-  async function publish(
-    link: Link<Session>,
-    items: readonly { key: string; body: Buffer; id: string }[],
-    stale: () => boolean,
-  ): Promise<void> {
-    try {
-      await Promise.all([...new Set(items.map((i) => i.key))].map((k) => declared(link, k)))
-    } catch (err) {
-      throw new UnavailableError(`cannot declare the notification queues: ${errorMessage(err)}`, {
-        code: 'BUS_DECLARE_FAILED',
-        cause: err,
-      })
-    }
-    const { channel } = link.state
-    const confirms: Promise<void>[] = []
-    for (const item of items) {
-      if (stale()) return
-      let room = true
-      const confirmed = new Promise<void>((res, rej) => {
-        room = channel.publish(
-          exchange,
-          item.key,
-          item.body,
-          {
-            contentType: 'application/json',
-            contentEncoding: 'utf-8',
-            persistent: true,
-            mandatory: true,
-            messageId: item.id,
-          },
-          (err: unknown) => (err ? rej(err as Error) : res()),
-        )
-      })
-      confirmed.catch(() => {}) // awaited below, unless the batch ends first
-      confirms.push(confirmed)
-      // Flow control: a big batch waits for the socket instead of filling memory.
-      if (!room) await drained(channel)
-    }
-    await Promise.all(confirms)
-  }
-
-  /**
-   * What ends a batch at once: a refusal on a live connection. Anything else means the connection
-   * (or its channel) went away, and the batch is sent again on the next one.
-   */
-  function finalError(err: unknown, link: Link<Session>): AppError | undefined {
-    if (!link.alive) return undefined
-    if (err instanceof UnavailableError && err.code === 'BUS_DECLARE_FAILED') return err
-    if (errorMessage(err).includes('nacked'))
-      return new UnavailableError('RabbitMQ refused a notification', {
-        code: 'BUS_REFUSED',
-        cause: err,
-      })
-    return undefined
   }
 
   return {

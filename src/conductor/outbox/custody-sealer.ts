@@ -15,7 +15,6 @@
  * verifies from it.
  */
 import type { KeyObject } from 'node:crypto'
-import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import {
   appendCustodyRecords,
@@ -33,7 +32,8 @@ import { canonicalJson } from '../../domain/inventory/inventory.js'
 import type { Logger } from '../../domain/logger.js'
 import { formatTimestamp, type Clock } from '../../domain/time.js'
 import { newUuid } from '../../domain/ids.js'
-import { coalescedWake, wakeOnWrite } from './wake-on-write.js'
+import { createPassLoop } from './pass-loop.js'
+import { wakeOnWrite } from './wake-on-write.js'
 
 export interface CustodySealerOptions {
   /** Records sealed per pass (one UPDATE per 500). @default 500 */
@@ -71,6 +71,88 @@ export interface CustodySealer {
   stop(): Promise<void>
 }
 
+type LockedDb = Parameters<Parameters<typeof withCustodyLock>[1]>[0]
+
+/** The checkpoint record that anchors the chain left after a prune. */
+function checkpointRecord(uuid: string, detail: unknown, at: string): CustodyFields {
+  return {
+    uuid,
+    kind: CustodyKind.Checkpoint,
+    allocationUuid: null,
+    arqUuid: null,
+    deviceUuid: null,
+    deployableUuid: null,
+    handleUuid: null,
+    deviceSerial: null,
+    hostname: null,
+    projectId: null,
+    userId: null,
+    instanceUuid: null,
+    allocatedVia: null,
+    boundAt: null,
+    releasedAt: null,
+    cleanMethod: null,
+    cleanResult: null,
+    cleanEvidenceSha256: null,
+    cleanedAt: null,
+    detail: canonicalJson(detail),
+    createdAt: at,
+  }
+}
+
+interface PruneDeps {
+  db: DatabaseHandle
+  log: Logger
+  clock: Clock
+  uuid: () => string
+  signingKey: KeyObject
+  batchSize: number
+}
+
+/**
+ * Deletes the sealed records written before `cutoff` (a prefix of the chain, once all of it is
+ * sealed) and writes the signed checkpoint naming the last one deleted, in one transaction.
+ */
+async function pruneThrough(deps: PruneDeps, trx: LockedDb, cutoff: string): Promise<number> {
+  const { clock, signingKey, batchSize, log } = deps
+  const through = await getPrunableThrough(trx, cutoff)
+  const tail = await getCustodyTail(trx)
+  if (!through || tail === undefined || through.seq < tail) return 0
+  const pruned = await deleteCustodyThrough(trx, through.seq)
+  const at = formatTimestamp(clock.now())
+  const detail = signCheckpoint(signingKey, {
+    throughSeq: through.seq,
+    throughHash: through.hash,
+    pruned,
+    cutoff,
+  })
+  await appendCustodyRecords(trx, [checkpointRecord(deps.uuid(), detail, at)])
+  // Sealed in this transaction, so that no reader sees the pruned chain without its anchor.
+  while ((await sealNextCustody(trx, batchSize)) > 0);
+  log.info(
+    { pruned, throughSeq: through.seq, cutoff },
+    'custody records pruned; checkpoint written',
+  )
+  return pruned
+}
+
+/** Seals what is unsealed, then prunes past `retainDays` under the sealer lock; resolves with how many were deleted. */
+async function prune(deps: PruneDeps, drain: () => Promise<number>, retainDays: number) {
+  const { db, clock, log } = deps
+  await drain()
+  const cutoff = formatTimestamp(new Date(clock.now().getTime() - retainDays * 86_400_000))
+  const work = (trx: LockedDb) => pruneThrough(deps, trx, cutoff)
+  try {
+    const held = await withCustodyLock(db, (lockDb) =>
+      db.dialect === 'sqlite' ? lockDb.transaction().execute(work) : work(lockDb),
+    )
+    return held?.value ?? 0
+  } catch (err) {
+    log.warn({ err }, 'could not prune custody records; the next prune retries')
+    return 0
+  }
+}
+
 export function createCustodySealer(
   deps: CustodySealerDeps,
   options: CustodySealerOptions = {},
@@ -85,157 +167,27 @@ export function createCustodySealer(
     signingKey,
     coalesceMs = 250,
   } = options
-  let inFlight: Promise<number> | undefined
-  let again = false
-  let stopped = false
-  let poller: NodeJS.Timeout | undefined
-  let pruner: NodeJS.Timeout | undefined
-
-  /** One batch under the lock: undefined when another sealer holds it, else how many were sealed. */
-  const sealBatch = async (): Promise<number | undefined> => {
-    const held = await withCustodyLock(db, async (lockDb) => {
-      return sealNextCustody(lockDb, batchSize)
-    })
-    return held?.value
-  }
-
-  const pass = async (): Promise<number> => {
-    let sealed = 0
-    for (;;) {
-      let n: number | undefined
-      try {
-        n = await sealBatch()
-      } catch (err) {
-        log.warn({ err }, 'could not seal custody records; the next pass retries')
-        return sealed
-      }
-      if (!n) return sealed
-      sealed += n
-      // A short batch took every record committed when it read; a later commit wakes its own pass.
-      if (n < batchSize) return sealed
-      // The event loop's turn between batches: a backlog never holds it (SQLite is synchronous).
-      await nextTurn()
-    }
-  }
-
-  const run = (): Promise<number> => {
-    if (inFlight) {
-      again = true
-      return inFlight
-    }
-    const current = pass().finally(() => {
-      inFlight = undefined
-      if (again && !stopped) {
-        again = false
-        void run()
-      }
-    })
-    inFlight = current
-    return current
-  }
-
-  const waker = coalescedWake(() => {
-    if (!stopped) void run()
-  }, coalesceMs)
-
-  const poll = async () => {
-    if (inFlight) return
-    try {
-      if (await hasUnsealedCustody(db.db)) await run()
-    } catch (err) {
-      log.warn({ err }, 'could not look for unsealed custody records; next poll retries')
-    }
-  }
-
-  const prune = async (): Promise<number> => {
-    if (!signingKey) return 0
-    await drain()
-    const cutoff = formatTimestamp(new Date(clock.now().getTime() - retainDays * 86_400_000))
-    const work = async (trx: Parameters<Parameters<typeof withCustodyLock>[1]>[0]) => {
-      const through = await getPrunableThrough(trx, cutoff)
-      const tail = await getCustodyTail(trx)
-      if (!through || tail === undefined || through.seq < tail) return 0
-      const pruned = await deleteCustodyThrough(trx, through.seq)
-      const at = formatTimestamp(clock.now())
-      const detail = signCheckpoint(signingKey, {
-        throughSeq: through.seq,
-        throughHash: through.hash,
-        pruned,
-        cutoff,
-      })
-      const checkpoint: CustodyFields = {
-        uuid: uuid(),
-        kind: CustodyKind.Checkpoint,
-        allocationUuid: null,
-        arqUuid: null,
-        deviceUuid: null,
-        deployableUuid: null,
-        handleUuid: null,
-        deviceSerial: null,
-        hostname: null,
-        projectId: null,
-        userId: null,
-        instanceUuid: null,
-        allocatedVia: null,
-        boundAt: null,
-        releasedAt: null,
-        cleanMethod: null,
-        cleanResult: null,
-        cleanEvidenceSha256: null,
-        cleanedAt: null,
-        detail: canonicalJson(detail),
-        createdAt: at,
-      }
-      await appendCustodyRecords(trx, [checkpoint])
-      // Sealed in this transaction, so that no reader sees the pruned chain without its anchor.
-      while ((await sealNextCustody(trx, batchSize)) > 0);
-      log.info(
-        { pruned, throughSeq: through.seq, cutoff },
-        'custody records pruned; checkpoint written',
-      )
-      return pruned
-    }
-    try {
-      const held = await withCustodyLock(db, (lockDb) =>
-        db.dialect === 'sqlite' ? lockDb.transaction().execute(work) : work(lockDb),
-      )
-      return held?.value ?? 0
-    } catch (err) {
-      log.warn({ err }, 'could not prune custody records; the next prune retries')
-      return 0
-    }
-  }
-
-  const drain = async () => {
-    if (inFlight) await inFlight
-    return run()
-  }
-
-  return {
-    start() {
-      if (stopped || poller) return
-      poller = setInterval(() => void poll(), pollIntervalMs)
-      poller.unref()
-      if (pruneIntervalMs > 0 && signingKey) {
-        pruner = setInterval(() => void prune(), pruneIntervalMs)
-        pruner.unref()
-      }
+  const pruneNow = async (): Promise<number> =>
+    signingKey
+      ? prune({ db, log, clock, uuid, signingKey, batchSize }, () => loop.drain(), retainDays)
+      : 0
+  const loop = createPassLoop(
+    {
+      // One batch under the lock: undefined when another sealer holds it, else how many were sealed.
+      batch: async () =>
+        (await withCustodyLock(db, (lockDb) => sealNextCustody(lockDb, batchSize)))?.value,
+      hasWork: () => hasUnsealedCustody(db.db),
+      chores:
+        pruneIntervalMs > 0 && signingKey ? [{ intervalMs: pruneIntervalMs, run: pruneNow }] : [],
+      log,
+      messages: {
+        failed: 'could not seal custody records; the next pass retries',
+        pollFailed: 'could not look for unsealed custody records; next poll retries',
+      },
     },
-    wake() {
-      if (!stopped) waker.wake()
-    },
-    drain,
-    prune,
-    async stop() {
-      stopped = true
-      clearInterval(poller)
-      clearInterval(pruner)
-      waker.cancel()
-      again = false
-      while (inFlight) await inFlight
-      await pass()
-    },
-  }
+    { batchSize, coalesceMs, pollIntervalMs, lastPass: true },
+  )
+  return { start: loop.start, wake: loop.wake, drain: loop.drain, prune: pruneNow, stop: loop.stop }
 }
 
 /** `committer`, whose `run` wakes the sealer after a commit that appended custody records. */

@@ -21,7 +21,6 @@
  *   round, and a yield to the event loop between batches and rounds, so that a backlog on SQLite
  *   (whose calls are synchronous) never holds the API, RPCs or the agent of the same process.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import {
   deleteSentEvents,
@@ -37,7 +36,8 @@ import { TimeoutError } from '../../domain/errors.js'
 import type { Logger } from '../../domain/logger.js'
 import { formatTimestamp, type Clock } from '../../domain/time.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'
-import { coalescedWake, wakeOnWrite } from './wake-on-write.js'
+import { boundedRounds, createPassLoop } from './pass-loop.js'
+import { wakeOnWrite } from './wake-on-write.js'
 
 export interface EventRelayOptions {
   /** Events per delivery. @default 100 */
@@ -93,11 +93,78 @@ const toOutbox = (e: StoredEvent): OutboxEvent => ({
   createdAt: e.createdAt,
 })
 
+/** Sinks whose timed-out delivery has not settled: they get nothing more until it does. */
+type HungSinks = Set<EventSink>
+
+/** One delivery to one sink, bounded by `timeoutMs`; a sink that overran gets nothing until it answers. */
+async function deliverTo(
+  hung: HungSinks,
+  sink: EventSink,
+  events: readonly OutboxEvent[],
+  timeoutMs: number,
+) {
+  if (hung.has(sink))
+    throw new TimeoutError(`sink ${sink.name} has not finished an earlier delivery`)
+  const delivery = sink.deliver(events)
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      hung.add(sink)
+      void delivery.then(
+        () => hung.delete(sink),
+        () => hung.delete(sink),
+      )
+      reject(new TimeoutError(`sink ${sink.name} did not answer within ${timeoutMs} ms`))
+    }, timeoutMs)
+  })
+  try {
+    await Promise.race([delivery, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** One batch under the lock: undefined when another relay holds it, else how many were sent. */
+async function deliverBatch(
+  deps: EventRelayDeps,
+  hung: HungSinks,
+  batchSize: number,
+  deliverTimeoutMs: number,
+): Promise<number | undefined> {
+  const held = await withEventRelayLock(deps.db, async (lockDb) => {
+    const events = await listUnsentEvents(lockDb, batchSize)
+    if (events.length === 0) return 0
+    const outbox = events.map(toOutbox)
+    for (const sink of deps.sinks) await deliverTo(hung, sink, outbox, deliverTimeoutMs)
+    const at = formatTimestamp(deps.clock.now())
+    await markEventsSent(
+      lockDb,
+      events.map((e) => e.id),
+      at,
+    )
+    return events.length
+  })
+  return held?.value
+}
+
+/** Deletes sent events past their retention (bounded rounds under the relay lock). */
+async function purgeSent(deps: EventRelayDeps, log: Logger, retentionHours: number) {
+  const { db, clock } = deps
+  const cutoff = formatTimestamp(new Date(clock.now().getTime() - retentionHours * 3_600_000))
+  try {
+    await boundedRounds(async () => {
+      const held = await withEventRelayLock(db, (lockDb) => deleteSentEvents(lockDb, cutoff))
+      return held?.value
+    })
+  } catch (err) {
+    log.warn({ err }, 'could not delete old sent events; next purge retries')
+  }
+}
+
 export function createEventRelay(
   deps: EventRelayDeps,
   options: EventRelayOptions = {},
 ): EventRelay {
-  const { db, sinks, clock } = deps
   const log = deps.log.child({ component: 'event-relay' })
   const {
     batchSize = 100,
@@ -108,168 +175,23 @@ export function createEventRelay(
     coalesceMs = 50,
   } = options
   const { initialMs = 500, maxMs = 30_000 } = options.retry ?? {}
-  /** Sinks whose timed-out delivery has not settled: they get nothing more until it does. */
-  const hung = new Set<EventSink>()
-  let inFlight: Promise<number> | undefined
-  let again = false
-  let stopped = false
-  let failures = 0
-  let retryTimer: NodeJS.Timeout | undefined
-  let poller: NodeJS.Timeout | undefined
-  let purger: NodeJS.Timeout | undefined
-
-  const deliverTo = async (sink: EventSink, events: readonly OutboxEvent[]) => {
-    if (hung.has(sink))
-      throw new TimeoutError(`sink ${sink.name} has not finished an earlier delivery`)
-    const delivery = sink.deliver(events)
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        hung.add(sink)
-        void delivery.then(
-          () => hung.delete(sink),
-          () => hung.delete(sink),
-        )
-        reject(new TimeoutError(`sink ${sink.name} did not answer within ${deliverTimeoutMs} ms`))
-      }, deliverTimeoutMs)
-    })
-    try {
-      await Promise.race([delivery, timeout])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
-  /** One batch under the lock: undefined when another relay holds it, else how many were sent. */
-  const deliverBatch = async (): Promise<number | undefined> => {
-    const held = await withEventRelayLock(db, async (lockDb) => {
-      const events = await listUnsentEvents(lockDb, batchSize)
-      if (events.length === 0) return 0
-      const outbox = events.map(toOutbox)
-      for (const sink of sinks) await deliverTo(sink, outbox)
-      const at = formatTimestamp(clock.now())
-      await markEventsSent(
-        lockDb,
-        events.map((e) => e.id),
-        at,
-      )
-      return events.length
-    })
-    return held?.value
-  }
-
-  const scheduleRetry = (err: unknown) => {
-    failures++
-    if (stopped) {
-      log.warn({ err, failures }, 'event delivery failed while stopping; the next start retries')
-      return
-    }
-    const waitMs = Math.min(maxMs, initialMs * 2 ** Math.min(failures - 1, 20))
-    log.warn(
-      { err, failures, retryInMs: waitMs },
-      'event delivery failed; retrying the same events',
-    )
-    clearTimeout(retryTimer)
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined
-      if (!stopped) void run()
-    }, waitMs)
-    retryTimer.unref()
-  }
-
-  /** Batches until none is left; a failure schedules the retry. */
-  const pass = async (): Promise<number> => {
-    let sent = 0
-    for (;;) {
-      let n: number | undefined
-      try {
-        n = await deliverBatch()
-      } catch (err) {
-        scheduleRetry(err)
-        return sent
-      }
-      if (failures > 0 && n !== undefined) log.info({ failures }, 'event delivery works again')
-      if (n !== undefined) failures = 0
-      if (!n) return sent
-      sent += n
-      // A short batch read every unsent row committed when it read: a later commit wakes a pass of
-      // its own (`again`), so another read now would find nothing (one transaction saved a pass).
-      if (n < batchSize) return sent
-      // Bounded work per batch, and the event loop's turn between batches (API reads, RPCs).
-      await nextTurn()
-    }
-  }
-
-  /** Runs a pass now, or once the one in flight ends. */
-  const run = (): Promise<number> => {
-    if (inFlight) {
-      again = true
-      return inFlight
-    }
-    const current = pass().finally(() => {
-      inFlight = undefined
-      if (again && !stopped && retryTimer === undefined) {
-        again = false
-        void run()
-      }
-    })
-    inFlight = current
-    return current
-  }
-
-  const waker = coalescedWake(() => {
-    if (!stopped && retryTimer === undefined) void run()
-  }, coalesceMs)
-
-  const poll = async () => {
-    if (inFlight || retryTimer !== undefined) return
-    try {
-      if (await hasUnsentEvents(db.db)) await run()
-    } catch (err) {
-      log.warn({ err }, 'could not look for unsent events; next poll retries')
-    }
-  }
-
-  const purge = async () => {
-    const cutoff = formatTimestamp(new Date(clock.now().getTime() - retentionHours * 3_600_000))
-    try {
-      for (let round = 0; round < 20; round++) {
-        const held = await withEventRelayLock(db, (lockDb) => deleteSentEvents(lockDb, cutoff))
-        if (!held || held.value < 1000) break
-        await nextTurn()
-      }
-    } catch (err) {
-      log.warn({ err }, 'could not delete old sent events; next purge retries')
-    }
-  }
-
-  return {
-    start() {
-      if (stopped || poller) return
-      poller = setInterval(() => void poll(), pollIntervalMs)
-      poller.unref()
-      purger = setInterval(() => void purge(), purgeIntervalMs)
-      purger.unref()
+  const hung: HungSinks = new Set()
+  const loop = createPassLoop(
+    {
+      batch: () => deliverBatch(deps, hung, batchSize, deliverTimeoutMs),
+      hasWork: () => hasUnsentEvents(deps.db.db),
+      chores: [{ intervalMs: purgeIntervalMs, run: () => purgeSent(deps, log, retentionHours) }],
+      log,
+      messages: {
+        failed: 'event delivery failed; retrying the same events',
+        failedStopping: 'event delivery failed while stopping; the next start retries',
+        recovered: 'event delivery works again',
+        pollFailed: 'could not look for unsent events; next poll retries',
+      },
     },
-    wake() {
-      if (!stopped && retryTimer === undefined) waker.wake()
-    },
-    async drain() {
-      if (inFlight) await inFlight
-      return run()
-    },
-    async stop() {
-      stopped = true
-      clearInterval(poller)
-      clearInterval(purger)
-      clearTimeout(retryTimer)
-      waker.cancel()
-      retryTimer = undefined
-      again = false
-      while (inFlight) await inFlight
-      if (failures === 0) await pass()
-    },
-  }
+    { batchSize, coalesceMs, pollIntervalMs, retry: { initialMs, maxMs }, lastPass: true },
+  )
+  return { start: loop.start, wake: loop.wake, drain: loop.drain, stop: loop.stop }
 }
 
 /**

@@ -15,12 +15,19 @@ export interface OutboxEvent {
   resourceType: string // 'device' | 'deployable' | 'arq' | 'driver' | 'agent'
   resourceUuid: string // the resource's uuid (an agent/host: its host name)
   projectId: string | null
-  /** Versioned payload (docs/notifications.md): { 'cyborg_object.name', 'cyborg_object.namespace': 'cyborg', 'cyborg_object.version', 'cyborg_object.data': {...} } */
+  /**
+   * Versioned payload (docs/notifications.md): { 'cyborg_object.name', 'cyborg_object.namespace':
+   * 'cyborg', 'cyborg_object.version', 'cyborg_object.data': {...} }
+   */
   payload: Record<string, unknown>
   /** ISO timestamp of the change. */
   createdAt: string
 }
-/** Where the relay delivers events. `deliver` resolves once the sink has them durably (or has decided to drop them, e.g. a noop driver); it rejects to make the relay retry the same batch later. Must keep order. */
+/**
+ * Where the relay delivers events. `deliver` resolves once the sink has them durably (or has
+ * decided to drop them, e.g. a noop driver); it rejects to make the relay retry the same batch
+ * later. Must keep order.
+ */
 export interface EventSink {
   readonly name: string
   deliver(events: readonly OutboxEvent[]): Promise<void>

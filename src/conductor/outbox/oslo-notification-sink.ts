@@ -69,7 +69,8 @@ export function notificationTransportUrl(
   const url = n.transport_url || config.DEFAULT.transport_url
   if (url === '')
     throw new ConfigError(
-      '[oslo_messaging_notifications] driver = messagingv2 needs RabbitMQ: set [oslo_messaging_notifications] transport_url or [DEFAULT] transport_url (rabbit://user:pass@host:5672/vhost)',
+      '[oslo_messaging_notifications] driver = messagingv2 needs RabbitMQ: ' +
+        'set [oslo_messaging_notifications] transport_url or [DEFAULT] transport_url (rabbit://user:pass@host:5672/vhost)',
     )
   return url
 }
