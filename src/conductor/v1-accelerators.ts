@@ -78,8 +78,9 @@ export async function detachAccelerator(
   }
   // v2's requests are never touched: with none of v1's to detach, what holds it is theirs.
   if (foreign.length > 0 && mine.length === 0) {
+    const held = foreign.map(describe).join('; ')
     throw new ConflictError(
-      `accelerator ${uuid} is held by accelerator requests made outside v1: ${foreign.map(describe).join('; ')}; they must be unbound or deleted through v2 first`,
+      `accelerator ${uuid} is held by accelerator requests made outside v1: ${held}; they must be unbound or deleted through v2 first`,
       { code: 'ACCELERATOR_HELD', details: { uuid, holders: foreign.map((h) => h.uuid) } },
     )
   }

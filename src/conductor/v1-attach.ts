@@ -59,8 +59,11 @@ export type V1Context = V1Deps & { now: () => string }
 type AttachRequest = Parameters<ConductorRpc['attachAccelerator']>[0]
 
 /** "instance X" or "host Y (v1)" for messages. */
-export const describe = (a: Arq) =>
-  `${a.instanceUuid ? `instance ${a.instanceUuid}` : `host ${a.hostname ?? '?'}`} (${a.deviceProfileId === null ? 'v1 attachment' : 'accelerator request'} ${a.uuid}, ${a.state})`
+export const describe = (a: Arq) => {
+  const holder = a.instanceUuid ? `instance ${a.instanceUuid}` : `host ${a.hostname ?? '?'}`
+  const kind = a.deviceProfileId === null ? 'v1 attachment' : 'accelerator request'
+  return `${holder} (${kind} ${a.uuid}, ${a.state})`
+}
 
 function checkTarget(value: unknown): AttachTarget {
   const t = value as Partial<Record<'instanceUuid' | 'hostname', unknown>> | null
