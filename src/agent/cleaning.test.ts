@@ -1,5 +1,5 @@
 /**
- * The agent's `cleanUnit` (unit-clean.ts) over the real fake driver: it finds the driver by the
+ * The agent's `cleanUnit` (cleaning.ts) over the real fake driver: it finds the driver by the
  * unit's handle, runs clean and verify, answers with a digest of the evidence; a second request
  * for a unit being cleaned joins the first; an unknown unit or a malformed request is refused by
  * name; `clean = none` answers without cleaning; the agent's stop aborts a clean; an operator's

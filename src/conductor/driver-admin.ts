@@ -89,184 +89,24 @@ function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
 }
 
+/** What the module functions use: the deps with the bounds of the calls to agents. */
+type Ctx = DriverAdminServiceDeps & Required<DriverAdminServiceOptions>
+
 export function createDriverAdminService(
   deps: DriverAdminServiceDeps,
   options: DriverAdminServiceOptions = {},
 ): DriverAdminService {
-  const { db, agentFor, log } = deps
   const { listTimeoutMs = 5000, actionTimeoutMs = 20_000 } = options
-
-  /** The agents to ask: every known one, or the named one. @throws NotFoundError for an unknown host */
-  const agentHosts = async (hostname: string | undefined): Promise<Service[]> => {
-    const agents = (await listServices(db.db)).filter((s) => s.binary === AGENT_BINARY)
-    if (hostname === undefined) return agents
-    const one = agents.find((s) => s.host === hostname)
-    if (one) return [one]
-    const known = agents.map((s) => s.host)
-    throw new NotFoundError(
-      `host ${hostname} is not a known agent; known agents: ${known.join(', ') || '(none)'}`,
-      {
-        code: 'HOST_NOT_FOUND',
-        details: { field: 'hostname', hostname, known },
-      },
-    )
-  }
-
-  const listHost = async (s: Service): Promise<HostDrivers> => {
-    try {
-      const answer = await bounded(
-        agentFor(s.host).listDrivers({}),
-        listTimeoutMs,
-        `agent ${s.host}`,
-      )
-      return { hostname: s.host, status: 'ok', lastSeen: s.lastSeen, drivers: answer.drivers }
-    } catch (err) {
-      log.debug({ err, host: s.host }, 'agent did not list its drivers')
-      return {
-        hostname: s.host,
-        status: unreachable(err) ? 'unreachable' : 'failed',
-        lastSeen: s.lastSeen,
-        drivers: [],
-        error: failure(err),
-      }
-    }
-  }
-
-  /**
-   * Refuses (ConflictError) when a device of `driver` on `hosts` is allocated. With `project` (a
-   * non-admin caller's), it names only that project's requests and counts the others.
-   */
-  const refuseAllocated = async (driver: string, hosts: Service[], project?: string) => {
-    const listed = await Promise.all(hosts.map(listHost))
-    const names = new Set([driver])
-    for (const h of listed) {
-      for (const d of h.drivers)
-        if (d.name === driver || d.aliases.includes(driver))
-          [d.name, ...d.aliases].forEach((n) => names.add(n))
-    }
-    const held = await listDriverAllocations(
-      db.db,
-      [...names],
-      hosts.map((h) => h.host),
-    )
-    if (held.length === 0) return
-    const shown = held.map((a) => ({
-      ...a,
-      requests: a.requests.filter((r) => project === undefined || r.projectId === project),
-      others: a.requests.filter((r) => project !== undefined && r.projectId !== project).length,
-    }))
-    throw new ConflictError(
-      `driver ${driver} has allocated devices: ${shown.map(describeAllocation).join('; ')}; detach or unbind them first`,
-      {
-        code: 'DRIVER_DEVICES_ALLOCATED',
-        details: {
-          driver,
-          allocations: shown.map((a) => ({
-            hostname: a.hostname,
-            name: a.name,
-            uuid: a.uuid,
-            requests: a.requests.map(({ uuid, state, instanceUuid }) => ({
-              uuid,
-              state,
-              instanceUuid,
-            })),
-          })),
-        },
-      },
-    )
-  }
-
-  /** Runs `call` on every target host; named-host errors propagate, the rest become outcomes. */
-  /** Writes an event per host whose agent made the change (a failed write is logged: it stands). */
-  const record = async (what: DriverAction, outcomes: DriverActionOutcome[]) => {
-    const at = (deps.now ?? (() => formatTimestamp(new Date())))()
-    const events = outcomes.flatMap(({ hostname, state }) =>
-      state ? [driverEvent(what, { hostname, ...state }, at)] : [],
-    )
-    if (events.length === 0 || !deps.committer) return
-    await deps.committer
-      .run((trx) => insertEvents(trx, events))
-      .catch((err: unknown) => log.error({ err, what }, 'could not record driver events'))
-  }
-
-  const act = async (
-    driver: string,
-    hostname: string | undefined,
-    what: DriverAction,
-    call: (agent: AdminAgent) => Promise<DriverAdminState>,
-    before?: (hosts: Service[]) => Promise<void>,
-  ) => {
-    const hosts = await agentHosts(hostname)
-    await before?.(hosts)
-    const outcomes = await Promise.all(
-      hosts.map(async (s): Promise<DriverActionOutcome & { err?: unknown }> => {
-        try {
-          const state = await bounded(call(agentFor(s.host)), actionTimeoutMs, `agent ${s.host}`)
-          if (state.report.ok) return { hostname: s.host, status: 'ok', state }
-          const { code, message } = state.report
-          return {
-            hostname: s.host,
-            status: 'failed',
-            state,
-            error: { code, message: `${what} done, but the rediscovery failed: ${message}` },
-          }
-        } catch (err) {
-          if (hostname !== undefined && !unreachable(err)) throw err
-          const skipped = err instanceof NotFoundError && err.code === 'DRIVER_NOT_FOUND'
-          return {
-            hostname: s.host,
-            status: skipped ? 'skipped' : unreachable(err) ? 'unreachable' : 'failed',
-            error: failure(err),
-            err,
-          }
-        }
-      }),
-    )
-    const answered = outcomes.filter((o) => o.status !== 'unreachable')
-    if (
-      hostname === undefined &&
-      answered.length > 0 &&
-      answered.every((o) => o.status === 'skipped')
-    ) {
-      throw new NotFoundError(`driver ${driver} is not configured on any agent that answered`, {
-        code: 'DRIVER_NOT_FOUND',
-        details: { field: 'driver', driver },
-      })
-    }
-    // Every agent refused the input the same way (bad options): the caller's mistake, not the hosts'.
-    const refused = answered.filter((o) => o.status !== 'skipped')
-    if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError))
-      throw refused[0]!.err
-    await record(what, outcomes)
-    log.info({ driver, what, hosts: outcomes.map((o) => [o.hostname, o.status]) }, `driver ${what}`)
-    return { driver, hosts: outcomes.map(({ err: _err, ...o }) => o) }
-  }
-
-  const discoverHost = async (s: Service): Promise<HostDiscovery> => {
-    const before = flattenInventory(await getHostInventory(db.db, s.host))
-    const base = { hostname: s.host, added: [], changed: [], removed: [] }
-    try {
-      const report = await bounded(
-        agentFor(s.host).discover({}),
-        actionTimeoutMs,
-        `agent ${s.host}`,
-      )
-      const after = flattenInventory(await getHostInventory(db.db, s.host))
-      return { hostname: s.host, status: 'ok', ...diffDeployables(before, after), report }
-    } catch (err) {
-      return { ...base, status: unreachable(err) ? 'unreachable' : 'failed', error: failure(err) }
-    }
-  }
-
+  const ctx: Ctx = { ...deps, listTimeoutMs, actionTimeoutMs }
   return {
     async listAgentDrivers(req) {
-      const hosts = await agentHosts(checkHostRequest(req ?? {}).hostname)
-      return { hosts: await Promise.all(hosts.map(listHost)) }
+      const hosts = await agentHosts(ctx, checkHostRequest(req ?? {}).hostname)
+      return { hosts: await Promise.all(hosts.map((s) => listHost(ctx, s))) }
     },
 
     async installDriver(req) {
       const { driver, hostname } = checkDriverRequest(req)
-      return act(driver, hostname, 'installed', (agent) =>
+      return act(ctx, driver, hostname, 'installed', (agent) =>
         agent.setDriverEnabled({ driver, enabled: true }),
       )
     },
@@ -274,11 +114,12 @@ export function createDriverAdminService(
     async uninstallDriver(req) {
       const { driver, hostname, projectId } = checkDriverRequest(req)
       return act(
+        ctx,
         driver,
         hostname,
         'uninstalled',
         (agent) => agent.setDriverEnabled({ driver, enabled: false }),
-        (hosts) => refuseAllocated(driver, hosts, projectId),
+        (hosts) => refuseAllocated(ctx, driver, hosts, projectId),
       )
     },
 
@@ -288,15 +129,192 @@ export function createDriverAdminService(
         throw new InvalidInputError('options: must set at least one option', {
           details: { field: 'options' },
         })
-      return act(driver, hostname, 'updated', (agent) =>
+      return act(ctx, driver, hostname, 'updated', (agent) =>
         agent.updateDriverOptions({ driver, options }),
       )
     },
 
     async discoverHosts(req) {
-      const hosts = await agentHosts(checkHostRequest(req ?? {}).hostname)
-      return { hosts: await Promise.all(hosts.map(discoverHost)) }
+      const hosts = await agentHosts(ctx, checkHostRequest(req ?? {}).hostname)
+      return { hosts: await Promise.all(hosts.map((s) => discoverHost(ctx, s))) }
     },
+  }
+}
+
+/** The agents to ask: every known one, or the named one. @throws NotFoundError for an unknown host */
+async function agentHosts(ctx: Ctx, hostname: string | undefined): Promise<Service[]> {
+  const agents = (await listServices(ctx.db.db)).filter((s) => s.binary === AGENT_BINARY)
+  if (hostname === undefined) return agents
+  const one = agents.find((s) => s.host === hostname)
+  if (one) return [one]
+  const known = agents.map((s) => s.host)
+  throw new NotFoundError(
+    `host ${hostname} is not a known agent; known agents: ${known.join(', ') || '(none)'}`,
+    {
+      code: 'HOST_NOT_FOUND',
+      details: { field: 'hostname', hostname, known },
+    },
+  )
+}
+
+/** One host's drivers, or why it did not list them. */
+async function listHost(ctx: Ctx, s: Service): Promise<HostDrivers> {
+  try {
+    const answer = await bounded(
+      ctx.agentFor(s.host).listDrivers({}),
+      ctx.listTimeoutMs,
+      `agent ${s.host}`,
+    )
+    return { hostname: s.host, status: 'ok', lastSeen: s.lastSeen, drivers: answer.drivers }
+  } catch (err) {
+    ctx.log.debug({ err, host: s.host }, 'agent did not list its drivers')
+    return {
+      hostname: s.host,
+      status: unreachable(err) ? 'unreachable' : 'failed',
+      lastSeen: s.lastSeen,
+      drivers: [],
+      error: failure(err),
+    }
+  }
+}
+
+/**
+ * Refuses (ConflictError) when a device of `driver` on `hosts` is allocated. With `project` (a
+ * non-admin caller's), it names only that project's requests and counts the others.
+ */
+async function refuseAllocated(ctx: Ctx, driver: string, hosts: Service[], project?: string) {
+  const listed = await Promise.all(hosts.map((s) => listHost(ctx, s)))
+  const names = new Set([driver])
+  for (const h of listed) {
+    for (const d of h.drivers)
+      if (d.name === driver || d.aliases.includes(driver))
+        [d.name, ...d.aliases].forEach((n) => names.add(n))
+  }
+  const held = await listDriverAllocations(
+    ctx.db.db,
+    [...names],
+    hosts.map((h) => h.host),
+  )
+  if (held.length === 0) return
+  const shown = held.map((a) => ({
+    ...a,
+    requests: a.requests.filter((r) => project === undefined || r.projectId === project),
+    others: a.requests.filter((r) => project !== undefined && r.projectId !== project).length,
+  }))
+  throw new ConflictError(
+    `driver ${driver} has allocated devices: ${shown.map(describeAllocation).join('; ')}; detach or unbind them first`,
+    {
+      code: 'DRIVER_DEVICES_ALLOCATED',
+      details: {
+        driver,
+        allocations: shown.map((a) => ({
+          hostname: a.hostname,
+          name: a.name,
+          uuid: a.uuid,
+          requests: a.requests.map(({ uuid, state, instanceUuid }) => ({
+            uuid,
+            state,
+            instanceUuid,
+          })),
+        })),
+      },
+    },
+  )
+}
+
+/** Writes an event per host whose agent made the change (a failed write is logged: it stands). */
+async function record(ctx: Ctx, what: DriverAction, outcomes: DriverActionOutcome[]) {
+  const at = (ctx.now ?? (() => formatTimestamp(new Date())))()
+  const events = outcomes.flatMap(({ hostname, state }) =>
+    state ? [driverEvent(what, { hostname, ...state }, at)] : [],
+  )
+  if (events.length === 0 || !ctx.committer) return
+  await ctx.committer
+    .run((trx) => insertEvents(trx, events))
+    .catch((err: unknown) => ctx.log.error({ err, what }, 'could not record driver events'))
+}
+
+/** One host's answer to a change: its outcome; a named host's error (other than unreachable) propagates. */
+async function actOn(
+  ctx: Ctx,
+  s: Service,
+  named: boolean,
+  what: DriverAction,
+  call: (agent: AdminAgent) => Promise<DriverAdminState>,
+): Promise<DriverActionOutcome & { err?: unknown }> {
+  try {
+    const state = await bounded(call(ctx.agentFor(s.host)), ctx.actionTimeoutMs, `agent ${s.host}`)
+    if (state.report.ok) return { hostname: s.host, status: 'ok', state }
+    const { code, message } = state.report
+    return {
+      hostname: s.host,
+      status: 'failed',
+      state,
+      error: { code, message: `${what} done, but the rediscovery failed: ${message}` },
+    }
+  } catch (err) {
+    if (named && !unreachable(err)) throw err
+    const skipped = err instanceof NotFoundError && err.code === 'DRIVER_NOT_FOUND'
+    return {
+      hostname: s.host,
+      status: skipped ? 'skipped' : unreachable(err) ? 'unreachable' : 'failed',
+      error: failure(err),
+      err,
+    }
+  }
+}
+
+/** Runs `call` on every target host; named-host errors propagate, the rest become outcomes. */
+async function act(
+  ctx: Ctx,
+  driver: string,
+  hostname: string | undefined,
+  what: DriverAction,
+  call: (agent: AdminAgent) => Promise<DriverAdminState>,
+  before?: (hosts: Service[]) => Promise<void>,
+) {
+  const hosts = await agentHosts(ctx, hostname)
+  await before?.(hosts)
+  const outcomes = await Promise.all(
+    hosts.map((s) => actOn(ctx, s, hostname !== undefined, what, call)),
+  )
+  const answered = outcomes.filter((o) => o.status !== 'unreachable')
+  if (
+    hostname === undefined &&
+    answered.length > 0 &&
+    answered.every((o) => o.status === 'skipped')
+  ) {
+    throw new NotFoundError(`driver ${driver} is not configured on any agent that answered`, {
+      code: 'DRIVER_NOT_FOUND',
+      details: { field: 'driver', driver },
+    })
+  }
+  // Every agent refused the input the same way (bad options): the caller's mistake, not the hosts'.
+  const refused = answered.filter((o) => o.status !== 'skipped')
+  if (refused.length > 0 && refused.every((o) => o.err instanceof InvalidInputError))
+    throw refused[0]!.err
+  await record(ctx, what, outcomes)
+  ctx.log.info(
+    { driver, what, hosts: outcomes.map((o) => [o.hostname, o.status]) },
+    `driver ${what}`,
+  )
+  return { driver, hosts: outcomes.map(({ err: _err, ...o }) => o) }
+}
+
+/** Has one host's agent discover now, and what changed in its inventory meanwhile. */
+async function discoverHost(ctx: Ctx, s: Service): Promise<HostDiscovery> {
+  const before = flattenInventory(await getHostInventory(ctx.db.db, s.host))
+  const base = { hostname: s.host, added: [], changed: [], removed: [] }
+  try {
+    const report = await bounded(
+      ctx.agentFor(s.host).discover({}),
+      ctx.actionTimeoutMs,
+      `agent ${s.host}`,
+    )
+    const after = flattenInventory(await getHostInventory(ctx.db.db, s.host))
+    return { hostname: s.host, status: 'ok', ...diffDeployables(before, after), report }
+  } catch (err) {
+    return { ...base, status: unreachable(err) ? 'unreachable' : 'failed', error: failure(err) }
   }
 }
 

@@ -63,3 +63,29 @@ export function startFleetGauges(
   timer.unref()
   return () => clearInterval(timer)
 }
+
+export interface FleetGauges {
+  /** Restarts the timer with a new period (`[metrics] fleet_refresh_seconds` reloaded); same period: nothing. */
+  reconfigure(intervalMs: number): void
+  stop(): void
+}
+
+/** The fleet gauges on their timer, when there are metrics; without them, nothing runs. */
+export function createFleetGauges(
+  deps: { db: ReadDb; metrics?: Metrics | undefined; log: Logger; leaseCutoff: () => string },
+  intervalMs: number,
+): FleetGauges {
+  const { metrics } = deps
+  const start = (ms: number) => metrics && startFleetGauges({ ...deps, metrics }, ms)
+  let current = intervalMs
+  let stop = start(current)
+  return {
+    reconfigure(ms) {
+      if (ms === current) return
+      current = ms
+      stop?.()
+      stop = start(current)
+    },
+    stop: () => stop?.(),
+  }
+}

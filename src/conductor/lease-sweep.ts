@@ -18,6 +18,7 @@ import { AGENT_BINARY, listSilentAgents } from '../db/service-rows.js'
 import { silentAgentReason as reasonFor } from '../domain/health-diff.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
+import type { Metrics } from '../domain/metrics.js'
 
 export interface LeaseSweepDeps {
   db: DatabaseHandle
@@ -74,6 +75,34 @@ export async function sweepLeases(
   }
   await syncAll(fenced, deps.syncPlacement)
   return fenced
+}
+
+/** One sweep of the conductor's timer, counted (`cyborg_lease_sweeps_total`, `cyborg_lease_fences_total`); a failure is logged. */
+export async function leaseSweepPass(
+  deps: LeaseSweepDeps & { metrics: Metrics },
+  serviceDownTimeMs: number,
+): Promise<void> {
+  const { metrics, ...sweep } = deps
+  try {
+    const fenced = await sweepLeases(sweep, serviceDownTimeMs)
+    metrics.inc('cyborg_lease_sweeps_total', { outcome: 'ok' })
+    if (fenced.length > 0) metrics.inc('cyborg_lease_fences_total', {}, fenced.length)
+  } catch (err) {
+    metrics.inc('cyborg_lease_sweeps_total', { outcome: 'error' })
+    deps.log.warn({ err }, 'lease sweep failed; next pass retries')
+  }
+}
+
+/** Sweeps every `intervalMs` when there are leases (`serviceDownTimeMs` set); returns the stop function. */
+export function startLeaseSweep(
+  deps: LeaseSweepDeps & { metrics: Metrics },
+  serviceDownTimeMs: number | undefined,
+  intervalMs: number,
+): () => void {
+  if (serviceDownTimeMs === undefined) return () => {}
+  const timer = setInterval(() => void leaseSweepPass(deps, serviceDownTimeMs), intervalMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }
 
 /** Brings Placement in step with each host, a few at a time; a failure is the sync's own to log. */

@@ -13,6 +13,8 @@ import type { NovaClient } from '../../openstack/nova.js'
 import { releaseAttachHandle } from '../../db/attach-handles.js'
 import { listStaleBinds } from '../../db/arqs.js'
 import { recordArqAction } from '../../db/outbox/arq-events.js'
+import { deleteStaleInstanceLocks } from '../../db/arq-instances.js'
+import type { V1Placement } from '../v1-placement.js'
 
 export interface ReaperDeps {
   db: DatabaseHandle
@@ -76,4 +78,43 @@ export async function reapStaleBinds(deps: ReaperDeps): Promise<string[]> {
       .catch((err: unknown) => deps.log.error({ err }, 'could not tell Nova about timed-out binds'))
   }
   return moved.map((m) => m.uuid)
+}
+
+export interface ReaperLoopDeps extends Omit<ReaperDeps, 'releaseAttachments'> {
+  /** v1 attachments' own Placement consumers: those of the attachments it failed are taken back. */
+  v1Placement?: Pick<V1Placement, 'release'> | undefined
+  /** Finishes requests left Deleting since before `cutoff` (arq-release.ts); resolves with their uuids. */
+  finishStaleDeletes(cutoff: string): Promise<string[]>
+}
+
+/**
+ * One pass of the conductor's reaper: fails stale binds, finishes stale deletes, and drops the
+ * instances' bind locks older than `bind_timeout`. A failure is logged; the next pass retries.
+ */
+export async function reapPass(deps: ReaperLoopDeps): Promise<void> {
+  const { v1Placement, finishStaleDeletes, ...reaper } = deps
+  const { committer, log, clock, bindTimeoutMs } = deps
+  try {
+    const releaseAttachments =
+      v1Placement &&
+      (async (uuids: string[]) => void (await Promise.all(uuids.map(v1Placement.release))))
+    await reapStaleBinds({ ...reaper, releaseAttachments })
+    const finished = await finishStaleDeletes(
+      formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs)),
+    )
+    if (finished.length > 0)
+      log.warn({ arqs: finished }, 'finished deleting accelerator requests left Deleting')
+    const cutoff = formatTimestamp(new Date(clock.now().getTime() - bindTimeoutMs))
+    await committer.run((trx) => deleteStaleInstanceLocks(trx, cutoff))
+  } catch (err) {
+    log.warn({ err }, 'stale-bind reaper failed; next pass retries')
+  }
+}
+
+/** Runs `reapPass` every `intervalMs` (never for 0); returns the stop function. */
+export function startReaper(deps: ReaperLoopDeps, intervalMs: number): () => void {
+  if (intervalMs <= 0) return () => {}
+  const timer = setInterval(() => void reapPass(deps), intervalMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }

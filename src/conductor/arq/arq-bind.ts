@@ -1,0 +1,248 @@
+/**
+ * Binding accelerator requests (Initial|Unbound → BindStarted → Bound | BindFailed), in two phases.
+ *
+ * Phase 1, one transaction, all or nothing: the instances' bind locks and the projects' quota
+ * locks; every request bindable and no instance bound twice (`lockAndCheck`); the request groups
+ * (`loadSpecs`); BindStarted (`markStarted`); then each one's handle, claimed with SKIP LOCKED
+ * (arq-claim.ts) and recorded on it (`claimHandles`). A request that needs nothing outside the
+ * database is Bound there too: a whole bind in one commit. Quota is enforced and the events are
+ * written before the commit.
+ * Phase 2 (arq-bind-finish.ts): the rest, each on its own, at once; then Nova hears in one batch.
+ */
+import type { DatabaseHandle } from '../../db/core/connection.js'
+import type { WriteTrx } from '../../db/core/group-commit.js'
+import { listBoundArqsOfInstance, updateArqStates } from '../../db/arqs.js'
+import { claimInstanceLocks } from '../../db/arq-instances.js'
+import { listDeviceProfilesById } from '../../db/device-profiles.js'
+import { recordArqEvents, type ArqEventItem } from '../../db/outbox/arq-events.js'
+import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../../domain/arq.js'
+import { ConflictError } from '../../domain/errors.js'
+import { errorMessage } from '../../domain/error-message.js'
+import type { ArqAction } from '../../domain/events.js'
+import type { LimitSource } from '../../domain/quota.js'
+import type { Clock } from '../../domain/time.js'
+import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../../rpc/conductor-rpc.js'
+import { leaseCutoff } from '../lease-sweep.js'
+import { claimHandleForArq, needsMore, type Placed } from './arq-claim.js'
+import { failBind, finishBind, notifyNova, type BindFinishDeps } from './arq-bind-finish.js'
+import { v2Arq } from './arq-internals.js'
+import { bindClaims, bindQuota, type QuotaClaim, type QuotaGate } from './quota-check.js'
+import { checkArqBindings } from '../validate.js'
+
+export interface BindDeps extends BindFinishDeps {
+  db: DatabaseHandle
+  clock: Clock
+  /** `[DEFAULT] service_down_time` in ms: a bind refuses a host whose agent is past it. @default no check */
+  serviceDownTimeMs?: number | undefined
+  /** `[quota] driver = unified_limits`: the limits standalone binds are held to (docs/quota.md). */
+  quota?: LimitSource | undefined
+}
+
+type Bindings = Record<string, ArqBindRequest>
+
+/** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
+export interface BindStep {
+  arq: Arq
+  spec?: ArqSpec | undefined
+  placed?: Placed
+  done?: ArqBindOutcome
+}
+
+/** What the claim phase gathers: each request's step, the quota claims, the events to write. */
+interface Claimed {
+  steps: BindStep[]
+  claims: QuotaClaim[]
+  events: ArqEventItem[]
+}
+
+/**
+ * Takes the instances' bind locks first (a concurrent bind of the same instance, through any
+ * conductor, waits for this one to commit and then sees its requests), then the quota locks; loads
+ * the requests and refuses one that is not bindable or an instance already bound.
+ */
+export async function lockAndCheck(
+  deps: Pick<BindDeps, 'db' | 'now'>,
+  trx: WriteTrx,
+  bindings: Bindings,
+  quota: QuotaGate | undefined,
+): Promise<Arq[]> {
+  const uuids = Object.keys(bindings)
+  const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
+  await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
+  await quota?.lock(trx, deps.now())
+  const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
+  for (const arq of arqs) {
+    if (!allowedFrom('BindStarted').includes(arq.state)) {
+      throw new ConflictError(
+        `accelerator request ${arq.uuid} is ${arq.state}; only Initial or Unbound requests can be bound`,
+        {
+          code: 'ARQ_BAD_STATE',
+          details: { uuid: arq.uuid, state: arq.state },
+        },
+      )
+    }
+  }
+  for (const instance of instances) {
+    // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
+    // are read afresh as well (this batch's own writes are visible only through trx).
+    const others = [...(await listBoundArqsOfInstance(trx, instance, uuids))]
+    if (deps.db.dialect === 'mysql')
+      others.push(...(await listBoundArqsOfInstance(deps.db.db, instance, uuids)))
+    if (others.length > 0) {
+      throw new ConflictError(
+        `instance ${instance} already has bound accelerator requests: ${others.join(', ')}`,
+        {
+          code: 'INSTANCE_ALREADY_BOUND',
+          details: { field: 'instance_uuid', instance },
+        },
+      )
+    }
+  }
+  return arqs
+}
+
+/**
+ * The request groups of `arqs`, for standalone placement and FPGA programming, and their profiles'
+ * names for the events. Their sizes were bounded when the requests were created, so expanding them
+ * again is cheap.
+ */
+export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[]) {
+  const profiles = await listDeviceProfilesById(trx, [
+    ...new Set(arqs.map((a) => a.deviceProfileId!)),
+  ])
+  const specsByProfile = new Map(
+    profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]),
+  )
+  const specFor = (arq: Arq) =>
+    specsByProfile.get(arq.deviceProfileId!)?.find((s) => s.groupId === arq.deviceProfileGroupId)
+  return { specFor, names: new Map(profiles.map((p) => [p.id, p.name])) }
+}
+
+/** Moves every request to BindStarted with its binding; one that changed meanwhile refuses the bind. */
+export async function markStarted(
+  deps: Pick<BindDeps, 'now'>,
+  trx: WriteTrx,
+  arqs: readonly Arq[],
+  bindings: Bindings,
+): Promise<void> {
+  for (const arq of arqs) {
+    const b = bindings[arq.uuid]!
+    const set = {
+      hostname: b.hostname,
+      deviceRpUuid: b.deviceRpUuid ?? null,
+      instanceUuid: b.instanceUuid,
+      projectId: b.projectId ?? arq.projectId,
+    }
+    const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', {
+      now: deps.now(),
+      set,
+    })
+    if (count !== 1)
+      throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
+        code: 'ARQ_BAD_STATE',
+      })
+  }
+}
+
+/**
+ * Claims each request's handle in the bind's transaction: no handle is BindFailed; one that needs
+ * nothing outside the database is Bound; the others are left for phase 2.
+ */
+export async function claimHandles(
+  deps: Pick<BindDeps, 'now' | 'allocator'>,
+  trx: WriteTrx,
+  arqs: readonly Arq[],
+  bindings: Bindings,
+  groups: Awaited<ReturnType<typeof loadSpecs>>,
+  lease: string | undefined,
+): Promise<Claimed> {
+  const { now } = deps
+  const out: Claimed = { steps: [], claims: [], events: [] }
+  const note = (
+    moved: Arq[],
+    action: ArqAction,
+    reason?: string,
+    handle?: ArqEventItem['handle'],
+  ) =>
+    out.events.push(
+      ...moved.map((m) => ({
+        arq: m,
+        action,
+        reason,
+        profileName: groups.names.get(m.deviceProfileId!),
+        handle,
+      })),
+    )
+  for (const arq of arqs) {
+    const spec = groups.specFor(arq)
+    const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
+    if (!('reason' in placed))
+      out.claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
+    if ('reason' in placed) {
+      const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+        now: now(),
+        set: { attachHandleId: null, deployableId: null },
+      })
+      note(moved, 'bind_failed', placed.reason)
+      out.steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
+    } else if (needsMore(placed, spec, deps.allocator !== undefined)) {
+      out.steps.push({ arq, spec, placed })
+    } else {
+      const { moved } = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
+      note(moved, 'bound', undefined, placed.handle)
+      out.steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
+    }
+  }
+  return out
+}
+
+/** Phase 1, the bind's transaction: its phases in order, then quota enforced and the events written. */
+export async function startBind(
+  deps: BindDeps,
+  bindings: Bindings,
+  quota: QuotaGate | undefined,
+  lease: string | undefined,
+): Promise<BindStep[]> {
+  return deps.committer.run(async (trx) => {
+    const arqs = await lockAndCheck(deps, trx, bindings, quota)
+    const groups = await loadSpecs(trx, arqs)
+    await markStarted(deps, trx, arqs, bindings)
+    const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
+    await quota?.enforce(trx, claims)
+    await recordArqEvents(trx, events, deps.now())
+    return steps
+  })
+}
+
+/** `bindArqs` (ConductorRpc): phase 1, then phase 2 for what is left, then Nova. */
+export async function bindArqs(
+  deps: BindDeps,
+  req: Parameters<ConductorRpc['bindArqs']>[0],
+): Promise<ArqBindOutcome[]> {
+  const bindings = checkArqBindings(req?.bindings)
+  const ms = deps.serviceDownTimeMs
+  const lease = ms === undefined ? undefined : leaseCutoff(deps.clock, ms)
+  const quota = await bindQuota(deps.quota, deps.db.db, bindings)
+  const started = await startBind(deps, bindings, quota, lease)
+  for (const { done } of started)
+    if (done?.reason) deps.log.warn({ arq: done.uuid, reason: done.reason }, 'bind failed')
+  // Phase 2: the rest, each on its own, at once.
+  const outcomes = await Promise.all(
+    started.map(
+      ({ arq, spec, placed, done }) =>
+        done ??
+        finishBind(deps, arq, bindings[arq.uuid]!, spec, placed!).catch((err: unknown) =>
+          failBind(deps, arq, errorMessage(err), placed!.handle.id),
+        ),
+    ),
+  )
+  await notifyNova(deps, outcomes, bindings)
+  deps.log.info(
+    {
+      bound: outcomes.filter((o) => o.state === 'Bound').length,
+      failed: outcomes.filter((o) => o.state !== 'Bound').length,
+    },
+    'bind finished',
+  )
+  return outcomes
+}
