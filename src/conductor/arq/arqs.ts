@@ -17,7 +17,10 @@ import type { GroupCommitter } from '../../db/core/group-commit.js'
 import { createArqs, listArqs, listBoundArqsOfInstance, updateArqStates } from '../../db/arqs.js'
 import { releaseAttachHandle } from '../../db/attach-handles.js'
 import { claimInstanceLocks } from '../../db/arq-instances.js'
-import { getDeviceProfileByName, listDeviceProfilesById } from '../../db/device-profiles.js'
+import {
+  getDeviceProfileByName,
+  listDeviceProfilesById,
+} from '../../db/reads/device-profile-reads.js'
 import { allowedFrom, expandProfileGroups, type Arq, type ArqSpec } from '../../domain/arq.js'
 import { ConflictError, NotFoundError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'

@@ -6,7 +6,7 @@
 import type { ReadDb } from '../core/connection.js'
 import type { Attribute } from '../../domain/inventory/inventory.js'
 import { NotFoundError } from '../../domain/errors.js'
-import { listAttributesByDeployableIds } from '../attributes.js'
+import { listAttributesByDeployableIds } from './attribute-reads.js'
 import { paginate, type PageOptions, type PageSpec } from '../core/pagination.js'
 
 export const ACCELERATOR_SORT_KEYS = [
