@@ -191,43 +191,44 @@ const noTypeImportCycle = {
   },
 }
 
-/** Repository functions that write (the house verbs, docs/ARCHITECTURE.md): src/api may not import them. */
-const WRITE_FUNCTION =
-  '^(create|update|delete|claim|release|insert|upsert|set|record|apply|lock|sweep|transition)[A-Z]'
-/** Modules of src/db that only write (or run the write path): src/api may not import them at all. */
-const WRITE_MODULES = [
-  'group-commit',
-  'commit-markers',
-  'host-inventory',
-  'arq-instances',
-  'migrate',
-  'migrations/*',
-]
+/**
+ * src/api reads the database through src/db/reads/ only (the read models; docs/ARCHITECTURE.md):
+ * any other src/db path is a repository that writes, or the write path itself.
+ */
+const API_DB_IMPORT = String.raw`(^|/)db/(?!reads/)`
+/**
+ * What a module of src/db/reads/ may import from the rest of src/db (its specifiers start `../`):
+ * the connection, the error map, the JSON memo, precompiled statements, pagination and the table
+ * types. Never a repository that writes; those import the reads, not the other way round.
+ */
+const READS_DB_IMPORT = String.raw`^\.\./(?!\.\./|core/(connection|errors|json-memo|precompiled|pagination|schema)\.js$)`
 
 /**
- * What `folder` may not import: each outside library outside its home; in src/api, any write of
- * src/db (the API only reads; writes go through the conductor); in src/agent, any driver module but
- * the port (driver.ts), except in its tests.
+ * What `folder` may not import: each outside library outside its home; in src/api, any of src/db
+ * but src/db/reads/ (the API only reads; writes go through the conductor); in src/db/reads, any
+ * writing module of src/db, except in its tests; in src/agent, any driver module but the port
+ * (driver.ts), except in its tests.
  */
 function restrictedImports(folder, { tests = false } = {}) {
   const paths = homes
-    .filter(({ home }) => home !== `src/${folder}`)
+    .filter(({ home }) => !`src/${folder}/`.startsWith(`${home}/`))
     .flatMap(({ names, home }) =>
       names.map((name) => ({ name, message: `${name} is used only in ${home}/.` })),
     )
   const patterns = []
   if (folder === 'api') {
-    patterns.push(
-      {
-        group: ['**/db/**'],
-        importNamePattern: WRITE_FUNCTION,
-        message: 'src/api only reads: a write goes through the conductor (docs/ARCHITECTURE.md).',
-      },
-      {
-        group: WRITE_MODULES.map((m) => `**/db/**/${m}.js`),
-        message: 'src/api only reads: this src/db module writes (docs/ARCHITECTURE.md).',
-      },
-    )
+    patterns.push({
+      regex: API_DB_IMPORT,
+      message:
+        'src/api imports only src/db/reads/ (the read models): a write goes through the conductor (docs/ARCHITECTURE.md).',
+    })
+  }
+  if (folder === 'db/reads' && !tests) {
+    patterns.push({
+      regex: READS_DB_IMPORT,
+      message:
+        'src/db/reads/ stays free of writes: it imports only other reads and core/{connection,errors,json-memo,precompiled,pagination,schema}.',
+    })
   }
   if (folder === 'agent' && !tests) {
     patterns.push({
@@ -289,6 +290,15 @@ export default tseslint.config(
     files: [`src/${folder}/**/*.ts`],
     rules: { 'no-restricted-imports': ['error', restrictedImports(folder)] },
   })),
+  // The read models import no write of src/db; their tests do, to set rows up.
+  {
+    files: ['src/db/reads/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', restrictedImports('db/reads')] },
+  },
+  {
+    files: ['src/db/reads/**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', restrictedImports('db/reads', { tests: true })] },
+  },
   // Tests of the agent build it with real drivers over fixtures.
   {
     files: ['src/agent/**/*.test.ts'],

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { BusStatus } from '../bus/bus.js'
-import type { ReadDb } from '../db/core/connection.js'
+import type { ReadDb } from '../db/reads/read-db.js'
 import { getConductorBeats, type ConductorBeats } from '../db/reads/ping.js'
 import { formatTimestamp } from '../domain/time.js'
 import { createProbe, type ProbeOutcome } from './health-probe.js'

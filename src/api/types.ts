@@ -3,7 +3,7 @@
  * carries once the `onRequest` hooks ran (its caller context and its microversion).
  */
 import type { Logger } from 'pino'
-import type { ReadDb } from '../db/core/connection.js'
+import type { ReadDb } from '../db/reads/read-db.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'

@@ -13,7 +13,7 @@
  */
 import type { MessageBus } from '../bus/bus.js'
 import type { ReadDb } from '../db/core/connection.js'
-import { listDeviceKeys } from '../db/device-keys.js'
+import { listDeviceKeys } from '../db/reads/device-keys.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import {

@@ -12,7 +12,8 @@
  */
 import type { DatabaseHandle } from '../db/core/connection.js'
 import { listDriverAllocations, type DriverAllocation } from '../db/driver-allocations.js'
-import { AGENT_BINARY, listServices, type Service } from '../db/service-rows.js'
+import { AGENT_BINARY } from '../db/service-rows.js'
+import { listServices, type Service } from '../db/reads/service-reads.js'
 import type { AgentRpc, DriverAdminState } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type {

@@ -8,12 +8,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { DatabaseHandle } from '../db/core/connection.js'
 import { createGroupCommitter } from '../db/core/group-commit.js'
-import {
-  deleteReportHashes,
-  listServices,
-  updateHeartbeat,
-  updateReportHash,
-} from '../db/service-rows.js'
+import { deleteReportHashes, updateHeartbeat, updateReportHash } from '../db/service-rows.js'
+import { listServices } from '../db/reads/service-reads.js'
 import { UnavailableError } from '../domain/errors.js'
 import { noopLogger } from '../domain/logger.js'
 import { testDialects } from '../../test/support/db.js'

@@ -7,7 +7,7 @@
  * offered as inventory, so every outcome is followed by `onInventoryChanged(host)`.
  */
 import type { DatabaseHandle } from '../db/core/connection.js'
-import { getDevice } from '../db/devices.js'
+import { getDevice } from '../db/reads/device-reads.js'
 import type { GroupCommitter } from '../db/core/group-commit.js'
 import { updateDeviceLifecycle } from '../db/lifecycle.js'
 import { recordDeviceEvent } from '../db/outbox/device-events.js'

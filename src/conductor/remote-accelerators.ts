@@ -13,8 +13,9 @@
  * (503) when some candidate did not answer. Nothing is written here: the agent's report writes.
  */
 import type { DatabaseHandle } from '../db/core/connection.js'
-import { getDeployable, listDeployables } from '../db/deployables.js'
-import { AGENT_BINARY, listServices } from '../db/service-rows.js'
+import { getDeployable, listDeployables } from '../db/reads/deployable-reads.js'
+import { AGENT_BINARY } from '../db/service-rows.js'
+import { listServices } from '../db/reads/service-reads.js'
 import type { AgentRpc } from '../rpc/agent-rpc.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import {

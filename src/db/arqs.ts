@@ -11,6 +11,7 @@ import { dialectOf, type ReadDb } from './core/connection.js'
 import { translateDbError } from './core/errors.js'
 import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
 import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './core/schema.js'
+import { toArq } from './reads/arq-views.js'
 
 /** Rows per multi-row INSERT and ids per IN list: under every driver's parameter limit. */
 const CHUNK = 500
@@ -20,26 +21,6 @@ const PAGE: PageSpec<'id'> = {
   keys: ['id'],
   nullable: [],
   notFoundCode: 'ARQ_NOT_FOUND',
-}
-
-/** Maps an `accelerator_requests` row to the domain type. */
-export function toArq(row: AcceleratorRequestRow): Arq {
-  return {
-    id: row.id,
-    uuid: row.uuid,
-    state: row.state as ArqState,
-    deviceProfileId: row.device_profile_id,
-    deviceProfileGroupId: row.device_profile_group_id,
-    projectId: row.project_id,
-    hostname: row.hostname,
-    deviceRpUuid: row.device_rp_uuid,
-    instanceUuid: row.instance_uuid,
-    attachHandleId: row.attach_handle_id,
-    deployableId: row.deployable_id,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    boundAt: row.bound_at,
-  }
 }
 
 const chunks = <T>(items: readonly T[]): T[][] =>

@@ -1,14 +1,13 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
+import { createAttribute, deleteAttribute } from './attributes.js'
 import {
-  createAttribute,
-  deleteAttribute,
   getAttribute,
   listAttributes,
   listAttributesByDeployableIds,
-} from './attributes.js'
-import { listDeployables } from './deployables.js'
+} from './reads/attribute-reads.js'
+import { listDeployables } from './reads/deployable-reads.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import { testDialects } from '../../test/support/db.js'

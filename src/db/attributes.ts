@@ -1,70 +1,9 @@
-/** Attributes of deployables: key `rc` is the resource class, keys starting with `trait` are traits. */
+/** Attributes of deployables, written: add one, delete one. Reads are src/db/reads/attribute-reads.ts. */
 import type { Kysely } from 'kysely'
-import type { ReadDb } from './core/connection.js'
-import { NotFoundError } from '../domain/errors.js'
 import type { Attribute } from '../domain/inventory/inventory.js'
 import { translateDbError } from './core/errors.js'
-import type { AttributeRow, Database } from './core/schema.js'
-
-/** Ids per query when reading the attributes of many deployables; stays under every driver's parameter limit. */
-const CHUNK = 1000
-
-/** Maps an `attributes` row to the domain type. */
-export function toAttribute(row: AttributeRow): Attribute {
-  return {
-    id: row.id,
-    uuid: row.uuid,
-    deployableId: row.deployable_id,
-    key: row.key,
-    value: row.value,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  }
-}
-
-/** Lists attributes in id order, filtered by deployable and/or key. */
-export async function listAttributes(
-  db: ReadDb,
-  filter: { deployableId?: number; key?: string } = {},
-): Promise<Attribute[]> {
-  let qb = db.selectFrom('attributes').selectAll()
-  if (filter.deployableId !== undefined) qb = qb.where('deployable_id', '=', filter.deployableId)
-  if (filter.key !== undefined) qb = qb.where('key', '=', filter.key)
-  return (await qb.orderBy('id').execute()).map(toAttribute)
-}
-
-/**
- * The attributes of many deployables at once (one query per thousand ids), in id order.
- * Every requested id has an entry, empty when it has no attributes.
- */
-export async function listAttributesByDeployableIds(
-  db: ReadDb,
-  ids: number[],
-): Promise<Map<number, Attribute[]>> {
-  const unique = [...new Set(ids)]
-  const out = new Map<number, Attribute[]>(unique.map((id) => [id, []]))
-  for (let i = 0; i < unique.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('attributes')
-      .selectAll()
-      .where('deployable_id', 'in', unique.slice(i, i + CHUNK))
-      .orderBy('id')
-      .execute()
-    for (const row of rows) out.get(row.deployable_id)?.push(toAttribute(row))
-  }
-  return out
-}
-
-/** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
-export async function getAttribute(db: ReadDb, uuid: string): Promise<Attribute> {
-  const row = await db
-    .selectFrom('attributes')
-    .selectAll()
-    .where('uuid', '=', uuid)
-    .executeTakeFirst()
-  if (!row) throw notFound(uuid)
-  return toAttribute(row)
-}
+import type { Database } from './core/schema.js'
+import { attributeNotFound, getAttribute } from './reads/attribute-reads.js'
 
 /**
  * Adds one attribute to a deployable.
@@ -102,12 +41,5 @@ export async function createAttribute(
 /** @throws NotFoundError with code ATTRIBUTE_NOT_FOUND. */
 export async function deleteAttribute(db: Kysely<Database>, uuid: string): Promise<void> {
   const result = await db.deleteFrom('attributes').where('uuid', '=', uuid).executeTakeFirst()
-  if (Number(result.numDeletedRows) === 0) throw notFound(uuid)
-}
-
-function notFound(uuid: string): NotFoundError {
-  return new NotFoundError(`attribute ${uuid} not found`, {
-    code: 'ATTRIBUTE_NOT_FOUND',
-    details: { uuid },
-  })
+  if (Number(result.numDeletedRows) === 0) throw attributeNotFound(uuid)
 }

@@ -4,20 +4,21 @@
  * closes (the device, deployable and handle uuids and the device's serial are read by that same
  * statement); records are unsealed until the conductor's sealer gives them `seq`, `prev_hash` and
  * `hash` under the sealer lock (`withCustodyLock`), one UPDATE per batch. Reads for the API page
- * by id (src/db/reads/custody-reads.ts); the verifier streams sealed records by seq.
+ * by id (src/db/reads/custody-reads.ts); the verifier streams sealed records by seq. A row's mapping
+ * and the latest checkpoint are src/db/reads/custody-rows.ts.
  */
-import { sql, type Kysely, type Selectable } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import {
   CustodyKind,
   type AllocatedVia,
   type CustodyFields,
-  type CustodyRecord,
   sealCustody,
 } from '../domain/custody/custody.js'
 import type { Arq } from '../domain/arq.js'
 import { dialectOf, type DatabaseHandle, type ReadDb } from './core/connection.js'
-import type { CustodyRecordsTable, Database } from './core/schema.js'
+import type { Database } from './core/schema.js'
 import { withLockRow } from './core/lock-row.js'
+import { toFields, type CustodyRow as Row } from './reads/custody-rows.js'
 
 /** Ids per IN list and rows per UPDATE: under every driver's parameter limit. */
 const CHUNK = 500
@@ -161,54 +162,6 @@ function toRow(f: CustodyFields) {
   }
 }
 
-type Row = Selectable<CustodyRecordsTable>
-
-/** A row's record fields. */
-export function toFields(r: Row): CustodyFields {
-  return {
-    uuid: r.uuid,
-    kind: r.kind as CustodyFields['kind'],
-    allocationUuid: r.allocation_uuid,
-    arqUuid: r.arq_uuid,
-    deviceUuid: r.device_uuid,
-    deployableUuid: r.deployable_uuid,
-    handleUuid: r.handle_uuid,
-    deviceSerial: r.device_serial,
-    hostname: r.hostname,
-    projectId: r.project_id,
-    userId: r.user_id,
-    instanceUuid: r.instance_uuid,
-    allocatedVia: r.allocated_via as AllocatedVia | null,
-    boundAt: r.bound_at,
-    releasedAt: r.released_at,
-    cleanMethod: r.clean_method,
-    cleanResult: r.clean_result,
-    cleanEvidenceSha256: r.clean_evidence_sha256,
-    cleanedAt: r.cleaned_at,
-    detail: r.detail,
-    createdAt: r.created_at,
-  }
-}
-
-/** A stored record: sealed (seq and hashes set) or not yet (null). */
-export interface StoredCustodyRecord extends CustodyFields {
-  id: number
-  seq: number | null
-  prevHash: string | null
-  hash: string | null
-}
-
-/** A row as the API and the sealer see it. */
-export function toStored(r: Row): StoredCustodyRecord {
-  return {
-    id: Number(r.id),
-    seq: r.seq === null ? null : Number(r.seq),
-    prevHash: r.prev_hash,
-    hash: r.hash,
-    ...toFields(r),
-  }
-}
-
 /** The last sealed record's seq and hash; undefined when none is sealed. */
 export async function getCustodyHead(
   db: ReadDb,
@@ -291,26 +244,6 @@ export async function sealCustodyRecords(
     count += Number(res.numAffectedRows ?? 0)
   }
   return count
-}
-
-/** The newest sealed checkpoint record, if any (where a pruned chain starts from). */
-export async function getLatestCheckpoint(db: ReadDb): Promise<CustodyRecord | undefined> {
-  const row = await db
-    .selectFrom('custody_records')
-    .selectAll()
-    .where('kind', '=', CustodyKind.Checkpoint)
-    .where('seq', 'is not', null)
-    .orderBy('seq', 'desc')
-    .limit(1)
-    .executeTakeFirst()
-  return (
-    row && {
-      ...toFields(row),
-      seq: Number(row.seq),
-      prevHash: row.prev_hash ?? '',
-      hash: row.hash ?? '',
-    }
-  )
 }
 
 /**

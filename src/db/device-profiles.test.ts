@@ -1,13 +1,12 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConflictError, NotFoundError } from '../domain/errors.js'
+import { createDeviceProfile, deleteDeviceProfiles } from './device-profiles.js'
 import {
-  createDeviceProfile,
-  deleteDeviceProfiles,
   getDeviceProfile,
   getDeviceProfileByName,
   listDeviceProfiles,
-} from './device-profiles.js'
+} from './reads/device-profile-reads.js'
 import { testDialects } from '../../test/support/db.js'
 
 const NOW = '2024-01-01T00:00:00.000000+00:00'

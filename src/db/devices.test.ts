@@ -8,15 +8,15 @@ import {
   getDeployableById,
   listDeployables,
   type DeployableSortKey,
-} from './deployables.js'
+} from './reads/deployable-reads.js'
+import { updateDeviceStatus } from './devices.js'
 import {
   getDevice,
   listDevices,
   listDevicesByHost,
-  updateDeviceStatus,
   type DeviceFilter,
   type DeviceSortKey,
-} from './devices.js'
+} from './reads/device-reads.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'
 import type { Database } from './core/schema.js'

@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { getDevice, listDevicesByHost } from './devices.js'
+import { getDevice, listDevicesByHost } from './reads/device-reads.js'
 import { ingestSnapshot } from '../../test/support/ingest.js'
 import { MAX_LIFECYCLE_REASON, updateDeviceLifecycle } from './lifecycle.js'
 import { sampleSnapshot } from '../../test/support/sample-inventory.js'

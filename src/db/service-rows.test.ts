@@ -1,6 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { getReportHash, listServices, updateHeartbeat, updateReportHash } from './service-rows.js'
+import { getReportHash, updateHeartbeat, updateReportHash } from './service-rows.js'
+import { listServices } from './reads/service-reads.js'
 import { testDialects } from '../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'

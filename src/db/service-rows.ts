@@ -1,40 +1,15 @@
-/** Services: one row per (host, binary) with its heartbeat, plus the agent's last accepted report hash. */
+/**
+ * Services: one row per (host, binary) with its heartbeat, plus the agent's last accepted report hash.
+ * Writes and the conductor's reads; the API's list (listServices) is src/db/reads/service-reads.ts.
+ */
 import type { Kysely } from 'kysely'
 import type { ReadDb } from './core/connection.js'
 import { isUniqueViolation } from './core/errors.js'
-import type { Database, ServiceRow } from './core/schema.js'
+import type { Database } from './core/schema.js'
+import { AGENT_BINARY } from './reads/service-reads.js'
 
-/** The binary name under which agents heartbeat and keep their report hash. */
-export const AGENT_BINARY = 'cyborg-agent'
-
-/** A running (or once-running) service, as its heartbeats recorded it. */
-export interface Service {
-  id: number
-  host: string
-  /** cyborg-api | cyborg-conductor | cyborg-agent */
-  binary: string
-  version: string
-  /** The agent's last accepted inventory hash; null for other binaries. */
-  reportHash: string | null
-  /** Time of the last heartbeat or report. */
-  lastSeen: string
-  createdAt: string
-  updatedAt: string | null
-}
-
-/** Maps a `services` row to the API-neutral shape. */
-export function toService(row: ServiceRow): Service {
-  return {
-    id: row.id,
-    host: row.host,
-    binary: row.binary,
-    version: row.version,
-    reportHash: row.report_hash,
-    lastSeen: row.last_seen,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  }
-}
+// The agents' binary name lives with the reads (src/db/reads/service-reads.ts); writers name it here too.
+export { AGENT_BINARY }
 
 /**
  * Records a heartbeat: creates the service row on first sight, else refreshes version and last_seen.
@@ -229,17 +204,6 @@ export async function deleteReportHashes(
       .where('host', 'in', hosts.slice(i, i + 500))
       .execute()
   }
-}
-
-/** Every service, ordered by host then binary. */
-export async function listServices(db: ReadDb): Promise<Service[]> {
-  const rows = await db
-    .selectFrom('services')
-    .selectAll()
-    .orderBy('host')
-    .orderBy('binary')
-    .execute()
-  return rows.map(toService)
 }
 
 interface Changes {

@@ -13,7 +13,7 @@ import type { Arq, ArqState } from '../domain/arq.js'
 import { NotFoundError } from '../domain/errors.js'
 import { isOffered } from '../domain/inventory/inventory.js'
 import { newUuid } from '../domain/ids.js'
-import { toArq } from './arqs.js'
+import { toArq } from './reads/arq-views.js'
 import type { DialectName, ReadDb } from './core/connection.js'
 import type { Database } from './core/schema.js'
 

@@ -8,7 +8,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createInProcessBus } from '../../src/bus/in-process-bus.js'
-import { getLatestCheckpoint } from '../../src/db/custody.js'
+import { getLatestCheckpoint } from '../../src/db/reads/custody-rows.js'
 import { streamSealedCustody } from '../../src/db/reads/custody-walk.js'
 import { listCustody } from '../../src/db/reads/custody-reads.js'
 import { createCustodyVerifier } from '../../src/domain/custody/custody-verify.js'

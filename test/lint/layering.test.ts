@@ -33,10 +33,10 @@ describe('lint enforces the architecture', () => {
   })
 
   test('an import cycle fails', async () => {
-    // src/db/devices.ts imports src/domain/errors.ts; making errors.ts import it back closes a cycle.
+    // src/db/reads/device-reads.ts imports src/domain/errors.ts; making errors.ts import it back closes a cycle.
     const ids = await ruleIds(
       'src/domain/errors.ts',
-      "import { getDevice } from '../db/devices.js'\nexport const x = getDevice\n",
+      "import { getDevice } from '../db/reads/device-reads.js'\nexport const x = getDevice\n",
     )
     assert.ok(ids.includes('import-x/no-cycle'), ids.join(', '))
     assert.ok(ids.includes('import-x/no-restricted-paths'), 'domain must not import db either')
@@ -53,10 +53,10 @@ describe('lint enforces the architecture', () => {
   })
 
   test('a cycle closed by inline type specifiers, across files, fails', async () => {
-    // errors.ts ← db/devices.ts: `import { type … }` counts as type-only, as it does for import-x.
+    // errors.ts ← db/reads/device-reads.ts: `import { type … }` counts as type-only, as it does for import-x.
     const ids = await ruleIds(
       'src/domain/errors.ts',
-      "import { type DeviceFilter } from '../db/devices.js'\nexport type X = DeviceFilter\n",
+      "import { type DeviceFilter } from '../db/reads/device-reads.js'\nexport type X = DeviceFilter\n",
     )
     assert.ok(ids.includes('cyborg/no-type-import-cycle'), ids.join(', '))
     assert.ok(!ids.includes('import-x/no-cycle'), ids.join(', '))
@@ -81,7 +81,7 @@ describe('lint enforces the architecture', () => {
   test('allowed imports pass', async () => {
     const ids = await ruleIds(
       'src/conductor/conductor.ts',
-      "import { getDevice } from '../db/devices.js'\nexport const x = getDevice\n",
+      "import { getDevice } from '../db/reads/device-reads.js'\nexport const x = getDevice\n",
     )
     assert.deepEqual(ids, [])
   })
@@ -99,7 +99,7 @@ describe('lint enforces the architecture', () => {
     assert.ok(release.includes('no-restricted-imports'), release.join(', '))
     const read = await ruleIds(
       'src/api/v2/devices.ts',
-      "import { getDevice, listDevices } from '../../db/devices.js'\nexport const x = [getDevice, listDevices]\n",
+      "import { getDevice, listDevices } from '../../db/reads/device-reads.js'\nexport const x = [getDevice, listDevices]\n",
     )
     assert.deepEqual(read, [])
   })
@@ -115,6 +115,37 @@ describe('lint enforces the architecture', () => {
       "import type { GroupCommitter } from '../db/group-commit.js'\nexport type X = GroupCommitter\n",
     )
     assert.ok(types.includes('no-restricted-imports'), types.join(', '))
+  })
+
+  test('src/api importing src/db outside reads/ fails, even a read or a type', async () => {
+    const read = await ruleIds(
+      'src/api/v2/devices.ts',
+      "import { getReportHash } from '../../db/service-rows.js'\nexport const x = getReportHash\n",
+    )
+    assert.ok(read.includes('no-restricted-imports'), read.join(', '))
+    const type = await ruleIds(
+      'src/api/types.ts',
+      "import type { DatabaseHandle } from '../db/core/connection.js'\nexport type X = DatabaseHandle\n",
+    )
+    assert.ok(type.includes('no-restricted-imports'), type.join(', '))
+  })
+
+  test('a read model importing a write module of src/db fails; core and other reads pass', async () => {
+    const write = await ruleIds(
+      'src/db/reads/ping.ts',
+      "import { createArqs } from '../arqs.js'\nexport const x = createArqs\n",
+    )
+    assert.ok(write.includes('no-restricted-imports'), write.join(', '))
+    const ok = await ruleIds(
+      'src/db/reads/ping.ts',
+      "import { paginate } from '../core/pagination.js'\nimport { getDevice } from './device-reads.js'\nexport const x = [paginate, getDevice]\n",
+    )
+    assert.deepEqual(ok, [])
+    const setup = await ruleIds(
+      'src/db/reads/arq-views.test.ts',
+      "import { createArqs } from '../arqs.js'\nexport const x = createArqs\n",
+    )
+    assert.deepEqual(setup, [])
   })
 
   test('the agent importing a concrete driver fails; the driver port passes', async () => {

@@ -7,7 +7,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Db } from '../../src/api/types.js'
-import { listDevices, updateDeviceStatus } from '../../src/db/devices.js'
+import { updateDeviceStatus } from '../../src/db/devices.js'
+import { listDevices } from '../../src/db/reads/device-reads.js'
 import { createArqs } from '../../src/db/arqs.js'
 
 test("the API's database handle fits reads and no write", () => {

@@ -6,13 +6,13 @@
  * spec (`PUT /{uuid}/acc_specs`, If-Match) and the operator lifecycle (`POST /{uuid}/ready`).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ACCELERATOR_SORT_KEYS } from '../../db/v1-accelerators.js'
+import type { ACCELERATOR_SORT_KEYS } from '../../db/reads/v1-accelerators.js'
 import {
   getAccelerator,
   hasRequestFor,
   listAccelerators,
   type Accelerator,
-} from '../../db/v1-accelerators.js'
+} from '../../db/reads/v1-accelerators.js'
 import { isUuidLike } from '../../domain/ids.js'
 import {
   accSpecsEtag,

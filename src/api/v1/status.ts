@@ -4,7 +4,7 @@
  * `serviceDownAfterMs` (by default twice the heartbeat period plus one RPC timeout: 150 s).
  */
 import type { FastifyInstance } from 'fastify'
-import { listServices } from '../../db/service-rows.js'
+import { listServices } from '../../db/reads/service-reads.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'
 import { getStatus } from './schemas/admin.js'

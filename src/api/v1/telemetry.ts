@@ -5,7 +5,7 @@
  * A sample whose device the database does not know (not reported yet) is shown with a null uuid.
  */
 import type { FastifyInstance } from 'fastify'
-import { listDeviceKeys, type DeviceKey } from '../../db/device-keys.js'
+import { listDeviceKeys, type DeviceKey } from '../../db/reads/device-keys.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
 import type { V1Env } from './env.js'

@@ -4,7 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { getAttribute, listAttributes } from '../../db/attributes.js'
+import { getAttribute, listAttributes } from '../../db/reads/attribute-reads.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import type { QueryOf } from '../schemas/common.js'

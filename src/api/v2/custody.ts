@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { getCustody, listCustody, type CustodySortKey } from '../../db/reads/custody-reads.js'
-import type { StoredCustodyRecord } from '../../db/custody.js'
+import type { StoredCustodyRecord } from '../../db/reads/custody-rows.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { refuseOtherProject } from '../../domain/request-context.js'
 import { isUuidLike } from '../../domain/ids.js'

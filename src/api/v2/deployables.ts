@@ -5,9 +5,9 @@
  */
 import type { Static } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { listAttributes, listAttributesByDeployableIds } from '../../db/attributes.js'
-import type { DEPLOYABLE_SORT_KEYS } from '../../db/deployables.js'
-import { getDeployable, listDeployables } from '../../db/deployables.js'
+import { listAttributes, listAttributesByDeployableIds } from '../../db/reads/attribute-reads.js'
+import type { DEPLOYABLE_SORT_KEYS } from '../../db/reads/deployable-reads.js'
+import { getDeployable, listDeployables } from '../../db/reads/deployable-reads.js'
 import { DriverError, invalidField, NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
 import { isUuidLike } from '../../domain/ids.js'

@@ -11,7 +11,7 @@ import {
   getDeviceProfileByName,
   listDeviceProfiles,
   type DeviceProfileSortKey,
-} from '../../db/device-profiles.js'
+} from '../../db/reads/device-profile-reads.js'
 import { normalizeDeviceProfile, type DeviceProfile } from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { NotFoundError } from '../../domain/errors.js'

@@ -17,8 +17,8 @@ import type {
   FastifyRequest,
   preValidationHookHandler,
 } from 'fastify'
-import type { DEVICE_SORT_KEYS } from '../../db/devices.js'
-import { getDevice, listDevices } from '../../db/devices.js'
+import type { DEVICE_SORT_KEYS } from '../../db/reads/device-reads.js'
+import { getDevice, listDevices } from '../../db/reads/device-reads.js'
 import { DriverError, invalidField, NotFoundError } from '../../domain/errors.js'
 import { layoutView } from '../../domain/configure-events.js'
 import { ApiError } from '../errors.js'

@@ -8,8 +8,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import {
   countWebhookDeliveries,
   listWebhookDeliveries,
-} from '../../db/outbox/webhook-deliveries.js'
-import { getWebhook, getWebhookId, listWebhooks } from '../../db/outbox/webhooks.js'
+} from '../../db/reads/webhook-delivery-reads.js'
+import { getWebhook, getWebhookId, listWebhooks } from '../../db/reads/webhook-reads.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { isUuidLike } from '../../domain/ids.js'
 import {

@@ -8,7 +8,7 @@ import { createGroupCommitter, type GroupCommitter } from '../../db/core/group-c
 import { createArqs, getArq, listArqs, updateArqHandle, updateArqStates } from '../../db/arqs.js'
 import { claimAttachHandle, getAttachHandle } from '../../db/attach-handles.js'
 import { createDeviceProfile } from '../../db/device-profiles.js'
-import { listDeployables } from '../../db/deployables.js'
+import { listDeployables } from '../../db/reads/deployable-reads.js'
 import { testDialects, type TestDatabase } from '../../../test/support/db.js'
 import type { Arq } from '../../domain/arq.js'
 import { noopLogger } from '../../domain/logger.js'

@@ -16,7 +16,7 @@
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
 import { createArqs, listArqs } from '../../db/arqs.js'
-import { getDeviceProfileByName } from '../../db/device-profiles.js'
+import { getDeviceProfileByName } from '../../db/reads/device-profile-reads.js'
 import { expandProfileGroups, type Arq } from '../../domain/arq.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { newUuid } from '../../domain/ids.js'

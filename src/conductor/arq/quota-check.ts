@@ -12,7 +12,7 @@
 import type { BindTarget } from '../../db/arq-targets.js'
 import type { ReadDb } from '../../db/core/connection.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
-import { claimQuotaLock, countQuotaUsage } from '../../db/reads/quota-usage.js'
+import { claimQuotaLock, countQuotaUsage } from '../../db/quota-lock.js'
 import { ConflictError } from '../../domain/errors.js'
 import type { Arq } from '../../domain/arq.js'
 import type { ArqBindRequest } from '../../rpc/conductor-rpc.js'

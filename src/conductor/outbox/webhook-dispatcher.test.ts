@@ -16,8 +16,9 @@ import {
   type Receiver,
 } from '../../../test/support/webhook-receiver.js'
 import { openDatabase, type DatabaseHandle } from '../../db/core/connection.js'
-import { listWebhookDeliveries } from '../../db/outbox/webhook-deliveries.js'
-import { createWebhook, getWebhookId } from '../../db/outbox/webhooks.js'
+import { listWebhookDeliveries } from '../../db/reads/webhook-delivery-reads.js'
+import { createWebhook } from '../../db/outbox/webhooks.js'
+import { getWebhookId } from '../../db/reads/webhook-reads.js'
 import { newUuid } from '../../domain/ids.js'
 import { noopLogger } from '../../domain/logger.js'
 import { formatTimestamp, systemClock } from '../../domain/time.js'

@@ -14,7 +14,7 @@ import {
   insertWebhookDeliveries,
   type NewWebhookDelivery,
 } from '../../db/outbox/webhook-deliveries.js'
-import { listWebhookTargets, type WebhookTarget } from '../../db/outbox/webhooks.js'
+import { listWebhookTargets, type WebhookTarget } from '../../db/reads/webhook-reads.js'
 import { webhookBody } from '../../domain/webhooks/webhook-signature.js'
 import { webhookWants } from '../../domain/webhooks/webhooks.js'
 import type { EventSink, OutboxEvent } from './event-sinks.js'

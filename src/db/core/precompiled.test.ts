@@ -2,11 +2,8 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Kysely } from 'kysely'
 import { NotFoundError } from '../../domain/errors.js'
-import {
-  createDeviceProfile,
-  getDeviceProfileByName,
-  listDeviceProfiles,
-} from '../device-profiles.js'
+import { createDeviceProfile } from '../device-profiles.js'
+import { getDeviceProfileByName, listDeviceProfiles } from '../reads/device-profile-reads.js'
 import { precompile } from './precompiled.js'
 import type { Database } from './schema.js'
 import type { ReadDb } from './connection.js'

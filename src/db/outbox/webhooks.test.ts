@@ -17,21 +17,18 @@ import {
   type AttemptOutcome,
 } from './webhook-claims.js'
 import {
-  countWebhookDeliveries,
   deleteDeliveredBefore,
   insertWebhookDeliveries,
-  listWebhookDeliveries,
   listPendingDeliveries,
 } from './webhook-deliveries.js'
+import { countWebhookDeliveries, listWebhookDeliveries } from '../reads/webhook-delivery-reads.js'
+import { createWebhook, deleteWebhook, updateWebhook } from './webhooks.js'
 import {
-  createWebhook,
-  deleteWebhook,
   getWebhook,
   getWebhookId,
   listWebhookTargets,
   listWebhooks,
-  updateWebhook,
-} from './webhooks.js'
+} from '../reads/webhook-reads.js'
 
 const t = (s: number) => `2026-11-25T10:00:${String(s).padStart(2, '0')}.000000+00:00`
 const uuid = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`

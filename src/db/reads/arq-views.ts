@@ -1,14 +1,34 @@
 /**
  * The API's read model of accelerator requests (read-only): each ARQ with its device profile's
- * name and, when it holds one, its attach handle (type, info, uuid), in one query with joins.
+ * name and, when it holds one, its attach handle (type, info, uuid), in one query with joins; and the
+ * row mapping (toArq) that the writers of src/db/arqs.ts and v1-attachments.ts share.
  */
 import type { ReadDb } from '../core/connection.js'
 import { ARQ_STATES, isResolved, type Arq, type ArqState } from '../../domain/arq.js'
 import { NotFoundError } from '../../domain/errors.js'
-import { toArq } from '../arqs.js'
 import { jsonMemo } from '../core/json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from '../core/pagination.js'
 import type { AcceleratorRequestRow } from '../core/schema.js'
+
+/** Maps an `accelerator_requests` row to the domain type. */
+export function toArq(row: AcceleratorRequestRow): Arq {
+  return {
+    id: row.id,
+    uuid: row.uuid,
+    state: row.state as ArqState,
+    deviceProfileId: row.device_profile_id,
+    deviceProfileGroupId: row.device_profile_group_id,
+    projectId: row.project_id,
+    hostname: row.hostname,
+    deviceRpUuid: row.device_rp_uuid,
+    instanceUuid: row.instance_uuid,
+    attachHandleId: row.attach_handle_id,
+    deployableId: row.deployable_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    boundAt: row.bound_at,
+  }
+}
 
 /** Columns an ARQ list may sort by. */
 export const ARQ_SORT_KEYS = [

@@ -10,7 +10,7 @@ import type { ReadDb } from '../core/connection.js'
 import type { CapacityDeployable } from '../../domain/capacity.js'
 import { handleCounts } from './explain.js'
 import { precompile } from '../core/precompiled.js'
-import { AGENT_BINARY } from '../service-rows.js'
+import { AGENT_BINARY } from './service-reads.js'
 
 /**
  * The deployables with their `rc` attribute and handle counts. `rc` is matched exactly: `=` alone

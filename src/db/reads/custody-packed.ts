@@ -19,7 +19,7 @@ import {
   type VerifiableCustodyRecord,
 } from '../../domain/custody/custody.js'
 import type { ReadDb } from '../core/connection.js'
-import { toFields } from '../custody.js'
+import { toFields } from './custody-rows.js'
 
 const snake = (field: string) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 

@@ -6,7 +6,7 @@ import { sql } from 'kysely'
 import { CUSTODY_KINDS } from '../../domain/custody/custody.js'
 import { NotFoundError } from '../../domain/errors.js'
 import type { ReadDb } from '../core/connection.js'
-import { toStored, type StoredCustodyRecord } from '../custody.js'
+import { toStored, type StoredCustodyRecord } from './custody-rows.js'
 import { paginate, type PageOptions } from '../core/pagination.js'
 
 export const CUSTODY_SORT_KEYS = ['id', 'created_at', 'released_at'] as const

@@ -10,7 +10,7 @@ import {
   type CustodyVerifyResult,
 } from '../../domain/custody/custody-verify.js'
 import { dialectOf, type ReadDb } from '../core/connection.js'
-import { getLatestCheckpoint, toFields } from '../custody.js'
+import { getLatestCheckpoint, toFields } from './custody-rows.js'
 import { listSealedCustodyPacked } from './custody-packed.js'
 
 /** A seq range: after `afterSeq`, through `throughSeq` (no end when undefined). */

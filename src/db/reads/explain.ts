@@ -13,7 +13,7 @@ import { sql } from 'kysely'
 import type { ReadDb } from '../core/connection.js'
 import type { ExplainCandidate } from '../../domain/explain.js'
 import { precompile } from '../core/precompiled.js'
-import { AGENT_BINARY } from '../service-rows.js'
+import { AGENT_BINARY } from './service-reads.js'
 
 /** A handle is in use when flagged, or named by an accelerator request (v2 and v1 alike). */
 const busy = sql<number>`case when h.in_use = 1 or q.id is not null then 1 else 0 end`

@@ -5,7 +5,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { sql } from 'kysely'
 import type { ReadDb } from '../core/connection.js'
-import { AGENT_BINARY } from '../service-rows.js'
+import { AGENT_BINARY } from './service-reads.js'
 
 export interface FleetCounts {
   devices: {

@@ -1,6 +1,6 @@
 /** The documentation of `/v1/accelerators` (src/api/v1/accelerators.ts, accelerators-create.ts). */
 import { Type } from '@sinclair/typebox'
-import { ACCELERATOR_SORT_KEYS } from '../../../db/v1-accelerators.js'
+import { ACCELERATOR_SORT_KEYS } from '../../../db/reads/v1-accelerators.js'
 import {
   guarded,
   guardedWrite,

@@ -1,6 +1,6 @@
 /** The documentation of `/v2/device_profiles` and its explain route (src/api/v2/device-profiles.ts, explain.ts). */
 import { Type } from '@sinclair/typebox'
-import { DEVICE_PROFILE_SORT_KEYS } from '../../../db/device-profiles.js'
+import { DEVICE_PROFILE_SORT_KEYS } from '../../../db/reads/device-profile-reads.js'
 import { EXPLAIN_RULES } from '../../../domain/explain.js'
 import {
   guarded,

@@ -1,6 +1,6 @@
 /** The documentation of `/v2/devices` (src/api/v2/devices.ts). */
 import { Type } from '@sinclair/typebox'
-import { DEVICE_SORT_KEYS } from '../../../db/devices.js'
+import { DEVICE_SORT_KEYS } from '../../../db/reads/device-reads.js'
 import { DeviceType, Health, Lifecycle } from '../../../domain/inventory/inventory.js'
 import { withProblem } from '../../validation-errors.js'
 import {

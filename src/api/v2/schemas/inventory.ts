@@ -1,6 +1,6 @@
 /** The documentation of `/v2/deployables` and `/v2/attributes` (src/api/v2/deployables.ts, attributes.ts). */
 import { Type } from '@sinclair/typebox'
-import { DEPLOYABLE_SORT_KEYS } from '../../../db/deployables.js'
+import { DEPLOYABLE_SORT_KEYS } from '../../../db/reads/deployable-reads.js'
 import {
   guarded,
   guardedWrite,

@@ -3,8 +3,8 @@
  * (`dddd:bb:dd.f`), uuid, type and vendor, to label the samples agents send by control path. The
  * conductor reads one host's at a time (and caches them), the API the hosts of one request.
  */
-import type { ReadDb } from './core/connection.js'
-import { controlPathText } from '../domain/control-path.js'
+import type { ReadDb } from '../core/connection.js'
+import { controlPathText } from '../../domain/control-path.js'
 
 /** A device as telemetry names it. */
 export interface DeviceKey {

@@ -10,7 +10,7 @@
  * SQLite and MariaDB: undefined, no marker (their reads are not kept; see docs/capacity.md).
  */
 import { sql } from 'kysely'
-import { dialectOf, type ReadDb } from './connection.js'
+import { dialectOf, type ReadDb } from '../core/connection.js'
 
 /** The database's commit marker now, or undefined when the dialect has none. */
 export async function commitMarker(db: ReadDb): Promise<string | undefined> {

@@ -1,9 +1,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { getAccelerator, listAccelerators } from './v1-accelerators.js'
-import { ingestSnapshot } from '../../test/support/ingest.js'
-import { sampleSnapshot } from '../../test/support/sample-inventory.js'
-import { testDialects } from '../../test/support/db.js'
+import { ingestSnapshot } from '../../../test/support/ingest.js'
+import { sampleSnapshot } from '../../../test/support/sample-inventory.js'
+import { testDialects } from '../../../test/support/db.js'
 
 const T0 = '2024-01-01T00:00:00.000000+00:00'
 const VM = 'aaaaaaaa-0000-4000-8000-000000000001'

@@ -3,11 +3,11 @@
  * second copy. One accelerator is one deployable, with its device's type, vendor, host and
  * lifecycle, its attributes, and the instances its bound requests attach it to.
  */
-import type { ReadDb } from './core/connection.js'
-import type { Attribute } from '../domain/inventory/inventory.js'
-import { NotFoundError } from '../domain/errors.js'
-import { listAttributesByDeployableIds } from './attributes.js'
-import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import type { ReadDb } from '../core/connection.js'
+import type { Attribute } from '../../domain/inventory/inventory.js'
+import { NotFoundError } from '../../domain/errors.js'
+import { listAttributesByDeployableIds } from './attribute-reads.js'
+import { paginate, type PageOptions, type PageSpec } from '../core/pagination.js'
 
 export const ACCELERATOR_SORT_KEYS = [
   'id',
