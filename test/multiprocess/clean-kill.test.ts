@@ -25,6 +25,7 @@ import { testDialects, type TestDatabase } from '../support/db.js'
 import { testBroker, type TestVhost } from '../support/peers/rabbitmq.js'
 import { printed, runCommand, startService, type RunningService } from '../support/service.js'
 import { eventually } from '../support/host-inventory.js'
+import { assertFence, sleep, watchUnit } from '../support/clean-fence.js'
 
 const postgres = (await testDialects()).find((d) => d.name === 'postgres')
 const broker = await testBroker()
@@ -35,28 +36,6 @@ const RETRY_S = 1
 /** How long the fake driver's clean takes. */
 const CLEAN_DELAY_MS = 3000
 const MICROVERSION = { 'OpenStack-API-Version': 'accelerator 2.6' }
-
-/** One look at the released unit, in one statement (one snapshot). */
-interface Sample {
-  at: number
-  inUse: number
-  cleanState: string | null
-  attemptAt: string | null
-  /** `clean` custody records of the interval the release ended. */
-  cleans: number
-}
-
-/** A sample breaks the fence when the unit is free without its clean record, or cleaning with it. */
-function fenceViolation(s: Sample): string | undefined {
-  if (s.cleanState !== null) {
-    if (s.inUse !== 1) return `clean_state ${s.cleanState} but in_use ${s.inUse}`
-    if (s.cleans !== 0) return `still ${s.cleanState} with ${s.cleans} clean record(s)`
-    return undefined
-  }
-  if (s.cleans === 0) return `clean_state null (in_use ${s.inUse}) without a clean record`
-  if (s.inUse !== 0) return 'settled but still in use before any new bind'
-  return undefined
-}
 
 const title =
   'clean before reuse across kill -9 of the agent and of the conductor (PostgreSQL, RabbitMQ)'
@@ -158,64 +137,6 @@ else
         .select(['uuid', 'in_use', 'clean_state', 'clean_attempt_at', 'clean_allocation_uuid'])
         .where('id', '=', id)
         .executeTakeFirstOrThrow()
-    const sample = async (id: number, allocation: string): Promise<Sample> => {
-      const r = await db.db
-        .selectFrom('attach_handles as h')
-        .select(['h.in_use', 'h.clean_state', 'h.clean_attempt_at'])
-        .select((eb) =>
-          eb
-            .selectFrom('custody_records as c')
-            .select((e) => e.fn.countAll().as('n'))
-            .where('c.kind', '=', 'clean')
-            .where('c.allocation_uuid', '=', allocation)
-            .as('cleans'),
-        )
-        .where('h.id', '=', id)
-        .executeTakeFirstOrThrow()
-      return {
-        at: Date.now(),
-        inUse: Number(r.in_use),
-        cleanState: r.clean_state,
-        attemptAt: r.clean_attempt_at,
-        cleans: Number(r.cleans),
-      }
-    }
-    /** Polls the unit every ~100 ms until stopped; stop() resolves with every sample. */
-    const watch = (id: number, allocation: string) => {
-      const samples: Sample[] = []
-      let on = true
-      const loop = (async () => {
-        while (on) {
-          samples.push(await sample(id, allocation))
-          await sleep(100)
-        }
-      })()
-      return {
-        samples,
-        stop: async () => {
-          on = false
-          await loop
-          // One more look, after whatever ended the watch (e.g. the settle seen by another poll).
-          samples.push(await sample(id, allocation))
-          return samples
-        },
-      }
-    }
-    const assertFence = (samples: Sample[], t: { diagnostic(m: string): void }) => {
-      const bad = samples.map((s) => [s, fenceViolation(s)] as const).filter(([, v]) => v)
-      assert.deepEqual(
-        bad.map(([s, v]) => `${new Date(s.at).toISOString()}: ${v}`),
-        [],
-        'the release fence held in every sample',
-      )
-      // Once settled it stays settled (nothing between the settle and the next bind reopens it).
-      const firstFree = samples.findIndex((s) => s.cleanState === null)
-      assert.ok(firstFree > 0, 'watched from cleaning to settled')
-      assert.ok(samples.slice(firstFree).every((s) => s.cleanState === null))
-      t.diagnostic(
-        `${samples.length} samples over ${samples.at(-1)!.at - samples[0]!.at} ms, cleaning in ${firstFree}`,
-      )
-    }
     const cleanRecords = (allocation: string) =>
       db.db
         .selectFrom('custody_records')
@@ -332,7 +253,7 @@ else
       unit = await bind(first)
       await unbind(first)
       const allocation = await releasedUnit(unit)
-      const watcher = watch(unit, allocation)
+      const watcher = watchUnit(db.db, unit, allocation)
       try {
         const firstAsk = await asked(unit)
         // The ask is stamped before it is sent: give the agent time to take it, well within the clean.
@@ -393,7 +314,7 @@ else
       const before = cleansDone()
       await unbind(rebound)
       const allocation = await releasedUnit(unit)
-      const watcher = watch(unit, allocation)
+      const watcher = watchUnit(db.db, unit, allocation)
       try {
         await asked(unit)
         await sleep(500)
@@ -429,7 +350,3 @@ else
       for (const s of [api, agent, conductor]) assert.equal(await s.stop(), 0, s.output())
     })
   })
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms))
-}
