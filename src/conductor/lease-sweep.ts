@@ -8,14 +8,17 @@
  * is a conditional UPDATE that re-checks the lease in its own statement, so N conductors sweeping
  * at once fence each device once and a beat that lands meanwhile wins. The fence also forgets the
  * host's accepted report hash: the agent's next report is then diffed in full, and that report,
- * not a heartbeat alone, lifts the fence (src/domain/inventory/inventory-diff.ts).
+ * not a heartbeat alone, lifts the fence (src/domain/inventory/inventory-diff.ts). The fence is
+ * decided in src/domain/health/lease.ts and written by src/db/device-health.ts.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/core/connection.js'
 import type { GroupCommitter } from '../db/core/group-commit.js'
-import { fenceDevicesOfSilentAgents } from '../db/lease-fence.js'
+import { applyLeaseFences } from '../db/device-health.js'
+import { lockOfferedDevices } from '../db/lease-fence.js'
 import { AGENT_BINARY, listSilentAgents } from '../db/service-rows.js'
 import { silentAgentReason as reasonFor } from '../domain/health-diff.js'
+import { leaseFences } from '../domain/health/lease.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 
@@ -60,9 +63,23 @@ export async function sweepLeases(
     }))
     const now = formatTimestamp(clock.now())
     // Another conductor may fence the same hosts at once: only the one whose UPDATE wins logs it.
-    const transitions = await committer.run((trx) =>
-      fenceDevicesOfSilentAgents(trx, agents, { cutoff, now }),
-    )
+    // Load (their offered devices, locked) → decide → apply (the fence re-checks the lease).
+    const transitions = await committer.run(async (trx) => {
+      const rows = await lockOfferedDevices(
+        trx,
+        agents.map((a) => a.host),
+      )
+      const fences = leaseFences(
+        agents,
+        rows.map((r) => ({
+          deviceId: r.id,
+          hostname: r.hostname,
+          health: r.health,
+          healthReason: r.health_reason,
+        })),
+      )
+      return applyLeaseFences(trx, fences, new Map(rows.map((r) => [r.id, r])), { cutoff, now })
+    })
     const byHost = new Map<string, string[]>()
     for (const t of transitions)
       byHost.set(t.hostname, [...(byHost.get(t.hostname) ?? []), t.deviceUuid])
