@@ -13,7 +13,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/core/connection.js'
-import type { GroupCommitter } from '../db/core/group-commit.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
+import type { HealthTransition } from '../db/health-transitions.js'
 import { applyLeaseFences } from '../db/device-health.js'
 import { lockOfferedDevices } from '../db/lease-fence.js'
 import { AGENT_BINARY, listSilentAgents } from '../db/service-rows.js'
@@ -63,23 +64,9 @@ export async function sweepLeases(
     }))
     const now = formatTimestamp(clock.now())
     // Another conductor may fence the same hosts at once: only the one whose UPDATE wins logs it.
-    // Load (their offered devices, locked) → decide → apply (the fence re-checks the lease).
-    const transitions = await committer.run(async (trx) => {
-      const rows = await lockOfferedDevices(
-        trx,
-        agents.map((a) => a.host),
-      )
-      const fences = leaseFences(
-        agents,
-        rows.map((r) => ({
-          deviceId: r.id,
-          hostname: r.hostname,
-          health: r.health,
-          healthReason: r.health_reason,
-        })),
-      )
-      return applyLeaseFences(trx, fences, new Map(rows.map((r) => [r.id, r])), { cutoff, now })
-    })
+    const transitions = await committer.run((trx) =>
+      fenceSilentAgents(trx, agents, { cutoff, now }),
+    )
     const byHost = new Map<string, string[]>()
     for (const t of transitions)
       byHost.set(t.hostname, [...(byHost.get(t.hostname) ?? []), t.deviceUuid])
@@ -91,6 +78,31 @@ export async function sweepLeases(
   }
   await syncAll(fenced, deps.syncPlacement)
   return fenced
+}
+
+/**
+ * Fences the offered devices of silent `agents`, in the caller's transaction: load (their offered
+ * devices, locked) → decide (src/domain/health/lease.ts) → apply (the UPDATE re-checks the lease).
+ */
+export async function fenceSilentAgents(
+  trx: WriteTrx,
+  agents: readonly { host: string; reason: string }[],
+  options: { cutoff: string; now: string },
+): Promise<HealthTransition[]> {
+  const rows = await lockOfferedDevices(
+    trx,
+    agents.map((a) => a.host),
+  )
+  const fences = leaseFences(
+    agents,
+    rows.map((r) => ({
+      deviceId: r.id,
+      hostname: r.hostname,
+      health: r.health,
+      healthReason: r.health_reason,
+    })),
+  )
+  return applyLeaseFences(trx, fences, new Map(rows.map((r) => [r.id, r])), options)
 }
 
 /** Brings Placement in step with each host, a few at a time; a failure is the sync's own to log. */
