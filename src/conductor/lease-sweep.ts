@@ -8,14 +8,18 @@
  * is a conditional UPDATE that re-checks the lease in its own statement, so N conductors sweeping
  * at once fence each device once and a beat that lands meanwhile wins. The fence also forgets the
  * host's accepted report hash: the agent's next report is then diffed in full, and that report,
- * not a heartbeat alone, lifts the fence (src/domain/inventory/inventory-diff.ts).
+ * not a heartbeat alone, lifts the fence (src/domain/inventory/inventory-diff.ts). The fence is
+ * decided in src/domain/health/lease.ts and written by src/db/device-health.ts.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { DatabaseHandle } from '../db/core/connection.js'
-import type { GroupCommitter } from '../db/core/group-commit.js'
-import { fenceDevicesOfSilentAgents } from '../db/lease-fence.js'
+import type { GroupCommitter, WriteTrx } from '../db/core/group-commit.js'
+import type { HealthTransition } from '../db/health-transitions.js'
+import { applyLeaseFences } from '../db/device-health.js'
+import { lockOfferedDevices } from '../db/lease-fence.js'
 import { AGENT_BINARY, listSilentAgents } from '../db/service-rows.js'
 import { silentAgentReason as reasonFor } from '../domain/health-diff.js'
+import { leaseFences } from '../domain/health/lease.js'
 import type { Logger } from '../domain/logger.js'
 import { formatTimestamp, type Clock } from '../domain/time.js'
 import type { Metrics } from '../domain/metrics.js'
@@ -62,7 +66,7 @@ export async function sweepLeases(
     const now = formatTimestamp(clock.now())
     // Another conductor may fence the same hosts at once: only the one whose UPDATE wins logs it.
     const transitions = await committer.run((trx) =>
-      fenceDevicesOfSilentAgents(trx, agents, { cutoff, now }),
+      fenceSilentAgents(trx, agents, { cutoff, now }),
     )
     const byHost = new Map<string, string[]>()
     for (const t of transitions)
@@ -103,6 +107,31 @@ export function startLeaseSweep(
   const timer = setInterval(() => void leaseSweepPass(deps, serviceDownTimeMs), intervalMs)
   timer.unref()
   return () => clearInterval(timer)
+}
+
+/**
+ * Fences the offered devices of silent `agents`, in the caller's transaction: load (their offered
+ * devices, locked) → decide (src/domain/health/lease.ts) → apply (the UPDATE re-checks the lease).
+ */
+export async function fenceSilentAgents(
+  trx: WriteTrx,
+  agents: readonly { host: string; reason: string }[],
+  options: { cutoff: string; now: string },
+): Promise<HealthTransition[]> {
+  const rows = await lockOfferedDevices(
+    trx,
+    agents.map((a) => a.host),
+  )
+  const fences = leaseFences(
+    agents,
+    rows.map((r) => ({
+      deviceId: r.id,
+      hostname: r.hostname,
+      health: r.health,
+      healthReason: r.health_reason,
+    })),
+  )
+  return applyLeaseFences(trx, fences, new Map(rows.map((r) => [r.id, r])), options)
 }
 
 /** Brings Placement in step with each host, a few at a time; a failure is the sync's own to log. */

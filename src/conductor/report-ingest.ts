@@ -23,7 +23,8 @@ import type { InventorySnapshot } from '../domain/inventory/inventory.js'
 import type { Logger } from '../domain/logger.js'
 import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.js'
 import type { HealthTransition } from '../db/health-transitions.js'
-import { isFencedHealth, isSilentAgentReason } from '../domain/health-diff.js'
+import { isFencedHealth } from '../domain/health-diff.js'
+import { leaseRegained as leaseRegainedBy } from '../domain/health/lease.js'
 import type { RootHint } from './placement-sync.js'
 import { checkSnapshot } from './validate.js'
 import { diffInventory } from '../domain/inventory/inventory-diff.js'
@@ -56,12 +57,7 @@ export async function ingestSnapshot(
   const { recoveryReports } = options
   const diff = diffInventory(snapshot.host, current, snapshot.devices, recoveryReports, known)
   // A device leaving a lease fence's `unknown`: the agent regained its lease (one event per host).
-  const fenced = new Set(
-    current.filter((d) => isSilentAgentReason(d.healthReason)).map((d) => d.id),
-  )
-  const leaseRegained = diff.healthChanges
-    .filter((c) => c.from === 'unknown' && fenced.has(c.deviceId))
-    .map((c) => c.deviceId)
+  const leaseRegained = leaseRegainedBy(current, diff.healthChanges)
   const write = { ...options, leaseRegained }
   const transitions = await updateHostInventory(trx, snapshot.host, diff, write)
   return { ...diff.counts, transitions, recovering: diff.recovering }

@@ -8,11 +8,13 @@
  * exactly those of settling one unit after the other.
  */
 import type { Kysely } from 'kysely'
-import { isCleanFailedReason } from '../domain/health-diff.js'
+import { cleanMayChangeHealth } from '../domain/health/clean.js'
+import { healthStateOf } from './device-health.js'
 import { appendFollowUpRecords } from './custody.js'
 import { insertEvents } from './outbox/events.js'
 import {
   cleanEvent,
+  cleanHealthOutcome,
   closeClean,
   custodyRecord,
   settleClean,
@@ -49,11 +51,14 @@ export async function settleCleans(
   // Devices whose health a settle of this batch may change: their units settle one by one.
   const oneByOne = new Set(
     entries
-      .filter(
-        (e) =>
-          e.outcome.kind === 'failed' ||
-          isCleanFailedReason(byId.get(e.unit.deviceId)?.health_reason ?? null),
-      )
+      .filter((e) => {
+        const device = byId.get(e.unit.deviceId)
+        const health = cleanHealthOutcome(e.outcome)
+        return (
+          health.failed ||
+          (device !== undefined && cleanMayChangeHealth(healthStateOf(device), health))
+        )
+      })
       .map((e) => e.unit.deviceId),
   )
   const out: (string | undefined)[] = []

@@ -11,12 +11,15 @@ import type { ReadDb } from './core/connection.js'
 import type { Database } from './core/schema.js'
 import { CustodyKind, type CustodyFields } from '../domain/custody/custody.js'
 import { deviceCleanEvent, type NewEvent } from '../domain/events.js'
-import { CLEAN_FAILED_PREFIX, isCleanFailedReason } from '../domain/health-diff.js'
+import {
+  cleanLiftNeedsFailedUnits,
+  healthAfterClean,
+  type CleanHealthOutcome,
+} from '../domain/health/clean.js'
 import { appendFollowUpRecord } from './custody.js'
 import { deviceFacts } from './outbox/device-events.js'
 import { insertEvents } from './outbox/events.js'
-import { recordHealthChanges } from './health-transitions.js'
-import { deleteReportHashes } from './service-rows.js'
+import { applyHealthChange, healthStateOf } from './device-health.js'
 
 export type CleanState = 'pending' | 'failed'
 
@@ -137,6 +140,11 @@ export async function requestCleanNow(db: Kysely<Database>, deviceUuid: string):
   return Number(res.numUpdatedRows)
 }
 
+/** What a clean's health decision reads of its outcome. */
+export function cleanHealthOutcome(outcome: CleanSettlement): CleanHealthOutcome {
+  return outcome.kind === 'failed' ? { failed: true, reason: outcome.reason } : { failed: false }
+}
+
 /** How a clean ended. */
 export type CleanSettlement =
   | { kind: 'cleaned'; method: string; result: 'ok' | 'skipped'; evidenceSha256: string }
@@ -221,44 +229,21 @@ async function finishClean(
   // The clean belongs to the interval's tenant: it carries the interval's project and instance.
   await appendFollowUpRecord(db, custodyRecord(unit, outcome, options))
 
+  // Load → decide (src/domain/health/clean.ts) → apply (device-health.ts).
   const device = await db
     .selectFrom('devices')
     .selectAll()
     .where('id', '=', unit.deviceId)
     .executeTakeFirstOrThrow()
-  const reason = failed ? `${CLEAN_FAILED_PREFIX}${outcome.reason}`.slice(0, 255) : null
-  const fence = failed && device.health !== 'failed'
-  // A clean that succeeds, or an override, lifts a failed clean's fence once no unit of the device
-  // is left failed.
-  const lift =
-    !failed &&
-    isCleanFailedReason(device.health_reason) &&
-    (await listCleaningUnits(db, { deviceUuid: unit.deviceUuid, states: ['failed'] })).length === 0
-  if (fence || lift) {
-    const to = fence ? 'failed' : 'ok'
-    await db
-      .updateTable('devices')
-      .set({ health: to, health_reason: reason, health_updated_at: now, healthy_reports: 0 })
-      .where('id', '=', unit.deviceId)
-      .execute()
-    await recordHealthChanges(
-      db,
-      unit.hostname,
-      [{ deviceId: unit.deviceId, from: device.health, to, reason }],
-      now,
-    )
-    // Lifted: the host's next report is diffed in full, so that the driver's own health applies.
-    if (lift) await deleteReportHashes(db, [unit.hostname])
-  } else if (failed && !isCleanFailedReason(device.health_reason)) {
-    // Already failed for another reason: the clean's reason takes over, so that it stays fenced.
-    await db
-      .updateTable('devices')
-      .set({ health_reason: reason, health_updated_at: now })
-      .where('id', '=', unit.deviceId)
-      .execute()
-  }
+  const cur = healthStateOf(device)
+  const health = cleanHealthOutcome(outcome)
+  const failedUnitsLeft = cleanLiftNeedsFailedUnits(cur, health)
+    ? (await listCleaningUnits(db, { deviceUuid: unit.deviceUuid, states: ['failed'] })).length
+    : undefined
+  const change = healthAfterClean(cur, health, failedUnitsLeft)
+  if (change !== undefined) await applyHealthChange(db, unit.hostname, change, now)
   const saved =
-    fence || lift || failed
+    change !== undefined || failed
       ? await db
           .selectFrom('devices')
           .selectAll()

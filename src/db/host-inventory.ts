@@ -9,6 +9,7 @@ import type { ReadDb } from './core/connection.js'
 import { translateDbError } from './core/errors.js'
 import type { Database, DeviceRow } from './core/schema.js'
 import { recordHealthChanges, type HealthTransition } from './health-transitions.js'
+import { reportHealthColumns } from './device-health.js'
 import { deviceFacts, listDevicesById } from './outbox/device-events.js'
 import { deviceEvent } from '../domain/events.js'
 import type {
@@ -164,11 +165,8 @@ export async function updateHostInventory(
         model: set.model,
         std_board_info: set.stdBoardInfo,
         vendor_board_info: set.vendorBoardInfo,
-        health: set.health,
-        lifecycle_reason: set.lifecycleReason,
-        health_reason: set.healthReason,
-        health_updated_at: set.health === undefined ? undefined : now,
-        healthy_reports: set.healthyReports,
+        // The report's health decision (src/domain/health-diff.ts), in the same UPDATE.
+        ...reportHealthColumns(set, now),
         updated_at: now,
       })
       .where('id', '=', id)

@@ -17,7 +17,8 @@
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter, WriteTrx } from '../../db/core/group-commit.js'
 import { getDeviceFacts } from '../../db/outbox/device-events.js'
-import { setConfigureFence } from '../../db/configure-fence.js'
+import { applyHealthChange, getDeviceHealth } from '../../db/device-health.js'
+import { healthAfterConfigure } from '../../domain/health/configure.js'
 import { insertEvents } from '../../db/outbox/events.js'
 import {
   getConfigureTarget,
@@ -90,11 +91,14 @@ export function createDeviceConfigure(deps: DeviceConfigureDeps) {
     const { target, operation, change, ending } = job
     const at = now()
     await liftReconfigFence(trx, operation, at)
-    const device = { id: target.deviceId, hostname: target.hostname }
     const reason = ending.kind === 'done' ? null : errorMessage(ending.err)
-    if (ending.kind === 'done') await setConfigureFence(trx, device, null, at)
-    if (ending.kind === 'failed' && ending.restored === false)
-      await setConfigureFence(trx, device, reason, at)
+    // The device's health: a success lifts a configure's fence, a failure that could not restore
+    // the old layout fences it (load → decide → apply).
+    if (ending.kind === 'done' || (ending.kind === 'failed' && ending.restored === false)) {
+      const cur = await getDeviceHealth(trx, target.deviceId)
+      const change = cur && healthAfterConfigure(cur, reason)
+      if (change) await applyHealthChange(trx, target.hostname, change, at)
+    }
     const done = ending.kind === 'done' ? ending : undefined
     const restored = ending.kind === 'failed' ? ending.restored : null
     const detail = {
