@@ -2,9 +2,9 @@
  * The identity hook: every request gets its request id echoed back and a caller context.
  * That is a noauth admin unless an authenticator (src/api/auth.ts) replaces it.
  */
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
 import { UUID_PATTERN } from '../domain/ids.js'
 

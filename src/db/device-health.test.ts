@@ -1,6 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { listDevicesByHost } from './devices.js'
+import { listDevicesByHost } from './reads/device-reads.js'
 import { applyHealthChange, getDeviceHealth } from './device-health.js'
 import { listHealthTransitions } from './health-transitions.js'
 import { getReportHash, updateReportHash } from './service-rows.js'

@@ -3,10 +3,10 @@
  * `cyborg up` (all-in-one), `cyborg conductor`, `cyborg agent` and the API tests build on it;
  * config → options happens in the caller.
  */
+import { hostname as osHostname } from 'node:os'
 import type { LimitSource } from '../domain/quota.js'
 import type { EventSink } from '../conductor/outbox/event-sinks.js'
 import type { Metrics } from '../domain/metrics.js'
-import { hostname as osHostname } from 'node:os'
 import type { MessageBus, Subscription } from '../bus/bus.js'
 import type { DatabaseHandle } from '../db/core/connection.js'
 import type { Conductor, ConductorOptions } from '../conductor/conductor.js'

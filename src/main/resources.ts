@@ -2,8 +2,8 @@
  * Builds the real adapters from the configuration: state directory, database, message bus, and
  * the option objects of the core. Only src/main constructs adapters (docs/ARCHITECTURE.md).
  */
-import type { Metrics } from '../domain/metrics.js'
 import { mkdirSync, readFileSync } from 'node:fs'
+import type { Metrics } from '../domain/metrics.js'
 import { optionError, type Config } from '../config/config.js'
 import type { MessageBus } from '../bus/bus.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'

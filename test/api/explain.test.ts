@@ -4,12 +4,12 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import pino from 'pino'
 import { fault, startStack, type Stack } from './stack.js'
 import { sampleDevice } from '../support/sample-inventory.js'
 import { cyborg } from '../support/cli.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import { updateHeartbeat } from '../../src/db/service-rows.js'
-import pino from 'pino'
 import { createApp } from '../../src/api/app.js'
 import { freezeContext } from '../../src/domain/request-context.js'
 

@@ -1,8 +1,8 @@
 /** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
+import { Type } from '@sinclair/typebox'
 import type { Attribute, Deployable, Device } from '../../domain/inventory/inventory.js'
 import type { ArqDetail } from '../../db/reads/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
-import { Type } from '@sinclair/typebox'
 import { selfLink, type Link } from '../links.js'
 
 export interface DeviceView {

@@ -4,10 +4,10 @@
  * notification listener (test/support/peers/oslo-listener.py, as Ceilometer runs one) decoding what the
  * sink sends.
  */
-import { createRabbitMqBus } from '../../bus/rabbitmq-bus.js'
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
+import { createRabbitMqBus } from '../../bus/rabbitmq-bus.js'
 import {
   createNoopNotifier,
   encodeNotification,
