@@ -269,7 +269,8 @@ export function createUnitCleaner(deps: UnitCleanDeps) {
       clearTimeout(timer)
       if (!ended)
         throw new UnavailableError(
-          `the clean of ${req.handle.type} unit ${info} did not stop within ${abortWaitMs} ms (its driver step still runs); the unit stays out of service: try again once it has ended`,
+          `the clean of ${req.handle.type} unit ${info} did not stop within ${abortWaitMs} ms ` +
+            '(its driver step still runs); the unit stays out of service: try again once it has ended',
           { code: 'CLEAN_STILL_RUNNING', details: { handle: req.handle } },
         )
       log.warn({ handle: req.handle, ticket: req.ticket }, 'clean aborted (force-in-service)')

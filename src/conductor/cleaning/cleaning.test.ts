@@ -212,7 +212,11 @@ for (const dialect of await testDialects()) {
         assert.equal(err.code, 'CLEAN_ABORT_UNCONFIRMED')
         assert.match(
           err.message,
-          /^the agent on host h1 did not confirm that no clean runs on unit\(s\) \S+ \(no reply .*\): they stay out of service; start the agent on h1 and run the command again$/,
+          RegExp(
+            /^the agent on host h1 did not confirm that no clean runs on unit\(s\) \S+ \(no reply .*\): /
+              .source +
+              /they stay out of service; start the agent on h1 and run the command again$/.source,
+          ),
         )
         return true
       })
