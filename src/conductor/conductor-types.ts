@@ -110,7 +110,7 @@ export interface ConductorOptions {
   heartbeats?: HeartbeatBatchOptions | false
   /**
    * `[conductor] health_recovery_reports`: healthy reports in a row before a device fenced by its
-   * own health is offered again (damping, src/domain/health-diff.ts). @default 1 (no damping)
+   * own health is offered again (damping, src/domain/health/report.ts). @default 1 (no damping)
    */
   healthRecoveryReports?: number
   /** Bounds of the driver administration's calls to agents (1.4, driver-admin.ts). */

@@ -6,7 +6,7 @@
  */
 import type { ReadDb } from './core/connection.js'
 import { isOffered } from '../domain/inventory/inventory.js'
-import { isFencedHealth } from '../domain/health-diff.js'
+import { isFencedHealth } from '../domain/health/report.js'
 import { AGENT_BINARY } from './service-rows.js'
 
 export interface BindTarget {

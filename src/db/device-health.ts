@@ -1,6 +1,6 @@
 /**
  * The one writer of a device's health row (docs/health.md): applies what a decision of
- * src/domain/health/ (or a report's, src/domain/health-diff.ts) decided, in the caller's
+ * src/domain/health/ (or a report's, src/domain/health/report.ts) decided, in the caller's
  * transaction. A change sets `health`, `health_reason` and `health_updated_at` (a change of state
  * also puts `healthy_reports` back to 0), records the transition with its event
  * (health-transitions.ts), and forgets the host's report hash when the change asks for a full report.
@@ -9,7 +9,7 @@ import type { Kysely } from 'kysely'
 import type { Database, DeviceRow } from './core/schema.js'
 import type { DeviceHealthChange, DeviceHealthState } from '../domain/health/change.js'
 import type { HostLeaseFence } from '../domain/health/lease.js'
-import type { HealthSet } from '../domain/health-diff.js'
+import type { HealthSet } from '../domain/health/report.js'
 import { agentEvent, deviceHealthEvent, type NewEvent } from '../domain/events.js'
 import { deviceFacts } from './outbox/device-events.js'
 import { insertEvents } from './outbox/events.js'

@@ -165,7 +165,7 @@ export async function updateHostInventory(
         model: set.model,
         std_board_info: set.stdBoardInfo,
         vendor_board_info: set.vendorBoardInfo,
-        // The report's health decision (src/domain/health-diff.ts), in the same UPDATE.
+        // The report's health decision (src/domain/health/report.ts), in the same UPDATE.
         ...reportHealthColumns(set, now),
         updated_at: now,
       })

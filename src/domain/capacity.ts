@@ -7,7 +7,7 @@
  * when it is otherwise not offered (src/domain/inventory/inventory.ts's isOffered), else `free`. Pure:
  * src/db/reads/capacity.ts reads the facts.
  */
-import { isFencedHealth } from './health-diff.js'
+import { isFencedHealth } from './health/report.js'
 import { isOffered } from './inventory/inventory.js'
 
 /** The groupings other than the default one row per (resource class, host, trait set). */

@@ -10,7 +10,7 @@ import {
   isSilentAgentReason,
   MISSING_REASON,
   silentAgentReason,
-} from './health-diff.js'
+} from './health/report.js'
 import { DeviceStatus, Lifecycle } from './inventory/inventory.js'
 import { quotaReason, type QuotaStanding } from './quota.js'
 

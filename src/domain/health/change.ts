@@ -1,5 +1,5 @@
 /**
- * What a health decision (clean.ts, configure.ts, lease.ts; a report's is ../health-diff.ts) asks
+ * What a health decision (clean.ts, configure.ts, lease.ts; a report's is report.ts) asks
  * of the one writer of the health row (src/db/device-health.ts).
  */
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CLEAN_FAILED_PREFIX, isCleanFailedReason, nextHealth } from '../health-diff.js'
+import { CLEAN_FAILED_PREFIX, isCleanFailedReason, nextHealth } from './report.js'
 import { healthAfter } from './change.js'
 import { cleanLiftNeedsFailedUnits, cleanMayChangeHealth, healthAfterClean } from './clean.js'
 

@@ -4,7 +4,7 @@
  * no unit of the device is left failed, and the host's next report is diffed in full so that the
  * driver's own health applies.
  */
-import { CLEAN_FAILED_PREFIX, isCleanFailedReason } from '../health-diff.js'
+import { CLEAN_FAILED_PREFIX, isCleanFailedReason } from './report.js'
 import type { DeviceHealthChange, DeviceHealthState } from './change.js'
 
 /** How the clean ended, as health sees it: failed (with the agent's reason), or not. */

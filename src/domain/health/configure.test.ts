@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { CONFIGURE_FAILED_PREFIX, nextHealth } from '../health-diff.js'
+import { CONFIGURE_FAILED_PREFIX, nextHealth } from './report.js'
 import { healthAfterConfigure, isConfigureFenced } from './configure.js'
 
 const ok = { deviceId: 3, health: 'ok', healthReason: null }

@@ -1,10 +1,10 @@
 /**
  * A device's health after a configure (docs/drivers.md, "Configure"): one that failed and could not
  * put the old layout back fences the device (`failed`, reason `configure failed: …`); reports do not
- * lift it (../health-diff.ts), a later configure that succeeds does, and then the host's next report
+ * lift it (report.ts), a later configure that succeeds does, and then the host's next report
  * is diffed in full so that the driver's own health applies.
  */
-import { CONFIGURE_FAILED_PREFIX } from '../health-diff.js'
+import { CONFIGURE_FAILED_PREFIX } from './report.js'
 import type { DeviceHealthChange, DeviceHealthState } from './change.js'
 
 /** Whether `cur` is fenced by a configure that failed. */

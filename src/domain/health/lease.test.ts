@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { isFencedHealth, nextHealth, silentAgentReason } from '../health-diff.js'
+import { isFencedHealth, nextHealth, silentAgentReason } from './report.js'
 import { leaseFences, leaseRegained } from './lease.js'
 
 const reasonA = silentAgentReason('cyborg-agent', 'a', '2026-01-01 00:00:00')

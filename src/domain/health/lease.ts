@@ -2,10 +2,10 @@
  * Health and agent leases (docs/health.md, "Agent leases"): a silent agent's offered devices (ok
  * or degraded) are fenced `unknown` with the agent's reason, and its host's report hash forgotten
  * so that the agent's next heartbeat brings a full report; that report, not the heartbeat, lifts
- * the fence (../health-diff.ts), and a device leaving a lease fence's `unknown` then is the host's
+ * the fence (report.ts), and a device leaving a lease fence's `unknown` then is the host's
  * `accelerator.agent.lease_regained`.
  */
-import { isFencedHealth, isSilentAgentReason } from '../health-diff.js'
+import { isFencedHealth, isSilentAgentReason } from './report.js'
 import type { DeviceHealthChange, DeviceHealthState } from './change.js'
 
 /** A device of a silent agent's host, as loaded. */

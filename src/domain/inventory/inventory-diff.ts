@@ -12,7 +12,7 @@
  * (the conductor deletes the provider first, then a later diff removes the rows).
  */
 import { InvalidInputError } from '../errors.js'
-import { nextHealth } from '../health-diff.js'
+import { nextHealth } from '../health/report.js'
 import { deployableRpUuid } from '../ids.js'
 import {
   attachHandleUuid,
@@ -42,7 +42,7 @@ import {
   type NewDevice,
 } from './inventory-rows.js'
 
-export { MISSING_REASON } from '../health-diff.js'
+export { MISSING_REASON } from '../health/report.js'
 export type {
   CurrentDeployable,
   CurrentDevice,
@@ -287,7 +287,7 @@ function diffDeployable(
   return missing
 }
 
-/** Applies nextHealth (health-diff.ts) to one device; true when the row changes. */
+/** Applies nextHealth (../health/report.ts) to one device; true when the row changes. */
 function markMissing(
   diff: InventoryDiff,
   cur: CurrentDevice,

@@ -3,7 +3,7 @@
  * src/db/host-inventory.ts), the rows it creates (`New*`), and the diff that turns the one into
  * the other (computed by src/domain/inventory/inventory-diff.ts, applied by src/db/host-inventory.ts).
  */
-import type { HealthSet } from '../health-diff.js'
+import type { HealthSet } from '../health/report.js'
 import type { ReportedHealth } from './inventory.js'
 
 export interface CurrentHandle {

@@ -4,7 +4,7 @@
  *   the events issue to publish (src/db/health-transitions.ts). Numbered, so a reader can resume
  *   after the last one it saw.
  * - `devices.healthy_reports`: how many healthy reports in a row a fenced device has had; it is
- *   offered again at `[conductor] health_recovery_reports` (damping; src/domain/health-diff.ts).
+ *   offered again at `[conductor] health_recovery_reports` (damping; src/domain/health/report.ts).
  */
 import { sql, type Kysely } from 'kysely'
 import type { DialectName } from '../connection.js'

@@ -15,7 +15,7 @@
  * - A change of reason alone (a counter that grew) updates the reason and its time, but is not a
  *   transition: transitions are changes of state, logged once and recorded.
  */
-import type { ReportedHealth } from './inventory/inventory.js'
+import type { ReportedHealth } from '../inventory/inventory.js'
 
 /** The lifecycle_reason of a device kept only because something of it vanished while in use. */
 export const MISSING_REASON = 'missing from the last inventory report'

@@ -1,11 +1,6 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  MISSING_REASON,
-  isSilentAgentReason,
-  nextHealth,
-  silentAgentReason,
-} from './health-diff.js'
+import { MISSING_REASON, isSilentAgentReason, nextHealth, silentAgentReason } from './report.js'
 
 const ok = { health: 'ok', healthReason: null, lifecycleReason: null, healthyReports: 0 }
 const ecc = { state: 'failed' as const, reason: '2 uncorrectable ECC errors (volatile)' }
