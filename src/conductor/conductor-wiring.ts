@@ -18,7 +18,7 @@ import { createPlacementSync, type PlacementSync, type RootHint } from './placem
 import { createArqService } from './arq/arqs.js'
 import { createV1AcceleratorService } from './v1-accelerators.js'
 import { createV1Placement } from './v1-placement.js'
-import { createUnitCleaning } from './cleaning/cleaning.js'
+import { createUnitCleaning, PLACEMENT_WINDOW_MS } from './cleaning/cleaning.js'
 import { createDeployableProgram } from './reconfig/deployable-program.js'
 import { createDeviceConfigure } from './reconfig/device-configure.js'
 import { createReconfigSweep } from './reconfig/reconfig-sweep.js'
@@ -112,10 +112,12 @@ export async function syncHostPlacement(
 
 /** Placement kept in step per host (placement-sync.ts) when there is one, and the sync after a change. */
 export function wirePlacement(
-  deps: Pick<ConductorDeps, 'placement'>,
+  deps: Pick<ConductorDeps, 'placement' | 'agentFor' | 'cleanAgentFor'>,
+  options: Pick<ConductorOptions, 'cleaning'>,
   w: Wiring & { committer: Pick<GroupCommitter, 'run'> },
 ) {
   const { db, committer, log, now } = w
+  const cleans = options.cleaning !== false && (deps.cleanAgentFor ?? deps.agentFor) !== undefined
   const placement =
     deps.placement &&
     createPlacementSync({
@@ -124,6 +126,11 @@ export function wirePlacement(
       write: (fn) => committer.run(fn),
       log,
       createRootProvider: deps.placement.createRootProvider,
+      // A clean within the window never shows reserved (issue 28; cleaning.ts syncs after it).
+      cleaningGraceMs: cleans
+        ? ((options.cleaning || undefined)?.placementWindowMs ?? PLACEMENT_WINDOW_MS)
+        : 0,
+      clock: w.clock,
     })
   const syncPlacement: SyncPlacement = (host, root) =>
     syncHostPlacement({ placement, committer, log, now }, host, root)

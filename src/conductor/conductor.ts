@@ -42,7 +42,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
   // The group committer; events and custody records are written with the changes (conductor-wiring.ts).
   const commitPath = createCommitPath(deps, options, { ...w, metrics })
   const { committer, relay, sealer, dispatcher } = commitPath
-  const { placement, syncPlacement } = wirePlacement(deps, { ...w, committer })
+  const { placement, syncPlacement } = wirePlacement(deps, options, { ...w, committer })
 
   // A lifecycle change (ready → installing → active | error) changes what is offered: sync after it.
   const lifecycle =

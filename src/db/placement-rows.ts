@@ -16,16 +16,31 @@ export interface PlacementRow {
   /** An ARQ names this deployable or holds one of its handles, or a handle is marked in use. */
   held: boolean
   /**
-   * Handles out of service: for their clean (clean_state pending or failed), or held by a program
-   * or configure (reconfig_uuid). Placement shows them reserved.
+   * Handles out of service: for their clean (clean_state failed, or pending since before
+   * `releasedBefore`), or held by a program or configure (reconfig_uuid). Placement shows them
+   * reserved.
    */
   cleaning: number
   device: { uuid: string; hostname: string; lifecycle: string; status: string; health: string }
   attributes: { key: string; value: string }[]
 }
 
+export interface PlacementRowsOptions {
+  /**
+   * Epoch ms: a handle released at or after it whose clean is still pending is not counted in
+   * `cleaning` (issue 28: its clean may well end within the conductor's Placement window; a failed
+   * clean, a handle without a release time and a program or configure always count).
+   * @default every pending clean counts
+   */
+  releasedBefore?: number | undefined
+}
+
 /** Every deployable of `host`, with its device and attributes, in id order. */
-export async function listPlacementRows(db: ReadDb, host: string): Promise<PlacementRow[]> {
+export async function listPlacementRows(
+  db: ReadDb,
+  host: string,
+  options: PlacementRowsOptions = {},
+): Promise<PlacementRow[]> {
   const deps = await db
     .selectFrom('deployables as p')
     .innerJoin('devices as d', 'd.id', 'p.device_id')
@@ -61,13 +76,20 @@ export async function listPlacementRows(db: ReadDb, host: string): Promise<Place
     .execute()
   const inUse = await db
     .selectFrom('attach_handles')
-    .select(['deployable_id', 'clean_state', 'reconfig_uuid'])
+    .select(['deployable_id', 'clean_state', 'clean_since', 'reconfig_uuid'])
     .where('deployable_id', 'in', ids)
     .where('in_use', '=', 1)
     .execute()
+  const { releasedBefore } = options
+  /** A pending clean that began inside the window: not reserved (yet). */
+  const young = (h: { clean_state: string | null; clean_since: string | null }) =>
+    releasedBefore !== undefined &&
+    h.clean_state === 'pending' &&
+    h.clean_since !== null &&
+    Date.parse(h.clean_since) >= releasedBefore
   const cleaning = new Map<number, number>()
   for (const h of inUse)
-    if (h.clean_state !== null || h.reconfig_uuid !== null)
+    if (h.reconfig_uuid !== null || (h.clean_state !== null && !young(h)))
       cleaning.set(h.deployable_id, (cleaning.get(h.deployable_id) ?? 0) + 1)
   const held = new Set<number | null>([
     ...heldByArq.flatMap((a) => [a.deployable_id, a.handle_deployable_id]),

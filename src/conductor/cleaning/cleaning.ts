@@ -47,6 +47,14 @@ import { createCleaningCounters, type CleaningStats } from './cleaning-stats.js'
 import type { DeviceCleanOutcome } from '../../rpc/conductor-rpc.js'
 import { checkDeviceClean } from '../validate.js'
 
+/** `placementWindowMs`'s default. */
+export const PLACEMENT_WINDOW_MS = 50
+/**
+ * How much later than the window the host's sync starts: a timer may fire a millisecond early, and
+ * a unit still cleaning then must be older than the window, so that the sync reserves it.
+ */
+const WINDOW_SLACK_MS = 5
+
 /** Codes after which a clean is not retried: the unit is failed and fenced. */
 const FINAL_CODES = new Set([
   'CLEAN_UNSUPPORTED',
@@ -84,7 +92,8 @@ export interface UnitCleaningOptions {
   /**
    * How long after asking for a clean the host's Placement sync starts (issue 28): a unit whose
    * clean ends sooner never shows reserved, and the releases and cleans of that window share one
-   * sync. @default 50
+   * sync. The conductor's Placement sync reserves only units cleaning for longer than this
+   * (placement-sync.ts `cleaningGraceMs`). @default 50
    */
   placementWindowMs?: number
   /** How a host's asks are batched into `cleanUnits` messages (clean-asks.ts). */
@@ -114,7 +123,7 @@ export function createUnitCleaning(
   const log = deps.log.child({ component: 'cleaning' })
   const retryMs = options.retryIntervalMs ?? 60_000
   const sweepMs = options.sweepIntervalMs ?? retryMs / 2
-  const windowMs = options.placementWindowMs ?? 50
+  const windowMs = options.placementWindowMs ?? PLACEMENT_WINDOW_MS
   const now = () => formatTimestamp(clock.now())
   const staleBefore = () => formatTimestamp(new Date(clock.now().getTime() - retryMs))
   const counters = createCleaningCounters(deps.metrics, clock)
@@ -245,14 +254,16 @@ export function createUnitCleaning(
    * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
    * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
    * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
-   * and the unit's return for as long. The sync starts after `placementWindowMs` (a clean done by
-   * then costs Placement nothing) and is coalesced per host (placement-sync.ts).
+   * and the unit's return for as long. The sync starts just after `placementWindowMs` and is
+   * coalesced per host (placement-sync.ts); it reserves the units cleaning for longer than the
+   * window (these among them, if still cleaning), never one whose clean is younger: a clean done
+   * within the window costs Placement nothing, whichever sync runs meanwhile.
    */
   const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
     if (units.length === 0 || stopped) return
     for (const host of new Set(units.map((u) => u.hostname)))
       track(
-        new Promise((r) => setTimeout(r, windowMs))
+        new Promise((r) => setTimeout(r, windowMs + WINDOW_SLACK_MS))
           .then(() => (stopped ? undefined : syncPlacement(host)))
           .catch((err: unknown) =>
             log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
