@@ -22,7 +22,10 @@
  * skips the clean, never races it (issue 27): the host's agent is first asked to stop every clean
  * of each unit (`abortClean`, AgentRpc 1.7) and a unit goes back only once it has answered that
  * none runs; the override records whether one was stopped (`clean_aborted`). A unit whose agent
- * does not answer stays out of service, and the operator is told which host to bring back.
+ * does not answer stays out of service, and the operator is told which host to bring back
+ * (clean-force.ts).
+ *
+ * `createUnitCleaning` only wires; the steps are module functions over `CleaningState`.
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
@@ -34,15 +37,21 @@ import {
   type CleaningUnit,
 } from '../../db/cleaning.js'
 import { getDeviceFacts } from '../../db/outbox/device-events.js'
-import { AppError, ConflictError, NotFoundError, UnavailableError } from '../../domain/errors.js'
+import { AppError, NotFoundError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'
 import { newUuid } from '../../domain/ids.js'
 import type { Logger } from '../../domain/logger.js'
 import type { Metrics } from '../../domain/metrics.js'
 import { formatTimestamp, type Clock } from '../../domain/time.js'
-import type { AgentRpc, CleanUnitRequest, CleanUnitResult } from '../../rpc/agent-rpc.js'
-import { createCleanAsks, type CleanAgent, type CleanAsksOptions } from './clean-asks.js'
-import { createCleanSettle } from './clean-settle.js'
+import type { AgentRpc, CleanUnitResult } from '../../rpc/agent-rpc.js'
+import {
+  createCleanAsks,
+  type CleanAgent,
+  type CleanAsks,
+  type CleanAsksOptions,
+} from './clean-asks.js'
+import { createCleanSettle, type CleanSettle } from './clean-settle.js'
+import { askOf, forceInService, type ForceInServiceDeps } from './clean-force.js'
 import { createCleaningCounters, type CleaningStats } from './cleaning-stats.js'
 import type { DeviceCleanOutcome } from '../../rpc/conductor-rpc.js'
 import { checkDeviceClean } from '../validate.js'
@@ -114,6 +123,21 @@ export interface UnitCleaning {
   stats(): CleaningStats
 }
 
+/** What the functions below share: the deps, resolved, and the state of this conductor's cleans. */
+interface CleaningState extends ForceInServiceDeps {
+  committer: Pick<GroupCommitter, 'run'>
+  windowMs: number
+  now: () => string
+  /** The time before which an ask is old enough to be made again. */
+  staleBefore: () => string
+  asks: CleanAsks
+  settler: CleanSettle
+  /** The cleans, syncs and reads this conductor started and has not seen end (`idle`, `stop`). */
+  running: Set<Promise<unknown>>
+  /** Set by `stop()`: nothing more is dispatched, no delayed sync runs. */
+  stopped: boolean
+}
+
 export function createUnitCleaning(
   deps: UnitCleaningDeps,
   options: UnitCleaningOptions = {},
@@ -129,204 +153,68 @@ export function createUnitCleaning(
   const counters = createCleaningCounters(deps.metrics, clock)
   const asks = createCleanAsks({ agentFor, log, onSent: counters.onSent }, options.asks)
   const settler = createCleanSettle({ committer, now, uuid, log, ...counters })
-  const running = new Set<Promise<unknown>>()
+  const s: CleaningState = {
+    db,
+    committer,
+    abortAgentFor,
+    syncPlacement,
+    log,
+    windowMs,
+    now,
+    staleBefore,
+    asks,
+    settler,
+    running: new Set(),
+    stopped: false,
+  }
   let timer: NodeJS.Timeout | undefined
-  let stopped = false
-
-  const track = (p: Promise<unknown>) => {
-    running.add(p)
-    void p.finally(() => running.delete(p))
-  }
-
-  const settle = async (unit: CleaningUnit, outcome: CleanSettlement) => {
-    const record = await settler.settle({ unit, outcome })
-    if (record === undefined) return
-    if (outcome.kind === 'failed')
-      log.error(
-        {
-          handle: unit.handleUuid,
-          device: unit.deviceUuid,
-          host: unit.hostname,
-          reason: outcome.reason,
-        },
-        'clean failed: the unit stays out of service and its device is fenced',
-      )
-    else log.info({ handle: unit.handleUuid, kind: outcome.kind }, 'unit back in service')
-    await syncPlacement(unit.hostname)
-  }
-
-  /** Asks the agent to clean one unit and settles its answer; leaves it pending when there is none. */
-  /** `stamped`: the ask is already stamped (the release did it); else it is claimed first. */
-  const cleanOne = async (unit: CleaningUnit, stamped: boolean) => {
-    const claimed =
-      stamped ||
-      (await committer.run((trx) =>
-        claimCleanAttempt(trx, unit.handleId, { now: now(), staleBefore: staleBefore() }),
-      ))
-    if (!claimed) return
-    let answer: CleanUnitResult
-    try {
-      answer = await asks.ask(unit.hostname, askOf(unit))
-    } catch (err) {
-      const code = err instanceof AppError ? err.code : undefined
-      if (code !== undefined && FINAL_CODES.has(code)) {
-        await settle(unit, { kind: 'failed', method: null, reason: errorMessage(err) })
-      } else if (code === 'CLEAN_ABORTED') {
-        // The operator forced this unit into service; this was the aborted release's own ask.
-        log.info(
-          { handle: unit.handleUuid, host: unit.hostname },
-          'clean aborted by a forced return to service',
-        )
-      } else {
-        log.warn(
-          { err, handle: unit.handleUuid, host: unit.hostname },
-          'clean not done; the unit stays cleaning and is asked again',
-        )
-      }
-      return
-    }
-    await settle(unit, {
-      kind: 'cleaned',
-      method: answer.method,
-      result: answer.policy === 'none' ? 'skipped' : 'ok',
-      evidenceSha256: answer.evidenceSha256,
-    })
-  }
-
-  /**
-   * Force-in-service: asks each unit's agent to stop its cleans, then puts back (override record)
-   * only the units whose agent answered that none runs any more.
-   * @throws ConflictError (agent too old) or UnavailableError (no answer) naming the host, for the
-   *   units left out of service
-   */
-  const forceInService = async (
-    deviceUuid: string,
-    by: { userId: string | null; projectId: string | null },
-  ): Promise<DeviceCleanOutcome> => {
-    const units = await listCleaningUnits(db.db, { deviceUuid })
-    const answers = await Promise.all(
-      units.map(async (unit) => {
-        try {
-          const abortClean = abortAgentFor(unit.hostname).abortClean
-          if (abortClean === undefined) throw new Error('this conductor cannot stop cleans')
-          const { aborted } = await abortClean(askOf(unit))
-          return { unit, ok: true as const, aborted: aborted === true }
-        } catch (err) {
-          return { unit, ok: false as const, err }
-        }
-      }),
-    )
-    // Every confirmed unit in one transaction (issue 28), not one write per unit.
-    const confirmed = answers.flatMap((a) =>
-      a.ok
-        ? [
-            {
-              unit: a.unit,
-              outcome: {
-                kind: 'override' as const,
-                reason: 'force-in-service',
-                ...by,
-                cleanAborted: a.aborted,
-              },
-            },
-          ]
-        : [],
-    )
-    const records = await settler.settleAll(confirmed)
-    const unsettled = records.find((r) => r.status === 'rejected')
-    const done = confirmed
-      .filter((_, i) => records[i]!.status === 'fulfilled' && records[i]!.value !== undefined)
-      .map((c) => c.unit.handleUuid)
-    if (done.length > 0) {
-      log.warn(
-        { device: deviceUuid, units: done, userId: by.userId },
-        'units put back in service without a clean (override)',
-      )
-      await syncPlacement(units[0]!.hostname)
-    }
-    const refused = answers.filter((a) => !a.ok)
-    if (refused.length > 0) throw abortRefused(deviceUuid, refused, done)
-    if (unsettled) throw unsettled.reason
-    return { device: deviceUuid, units: done, forced: true }
-  }
-
-  /**
-   * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
-   * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
-   * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
-   * and the unit's return for as long. The sync starts just after `placementWindowMs` and is
-   * coalesced per host (placement-sync.ts); it reserves the units cleaning for longer than the
-   * window (these among them, if still cleaning), never one whose clean is younger: a clean done
-   * within the window costs Placement nothing, whichever sync runs meanwhile.
-   */
-  const dispatch = (units: readonly CleaningUnit[], stamped = false) => {
-    if (units.length === 0 || stopped) return
-    for (const host of new Set(units.map((u) => u.hostname)))
-      track(
-        new Promise((r) => setTimeout(r, windowMs + WINDOW_SLACK_MS))
-          .then(() => (stopped ? undefined : syncPlacement(host)))
-          .catch((err: unknown) =>
-            log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
-          ),
-      )
-    const run = Promise.all(units.map((u) => cleanOne(u, stamped))).catch((err: unknown) =>
-      log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
-    )
-    track(run)
-  }
-
-  const sweep = async (): Promise<number> => {
-    const due = await listCleaningUnits(db.db, {
-      states: ['pending'],
-      attemptBefore: staleBefore(),
-    })
-    dispatch(due)
-    return due.length
-  }
 
   return {
     cleanReleased(handleIds) {
       const read = listCleaningUnits(db.db, { handleIds, states: ['pending'] }).then(
-        (units) => dispatch(units, true),
+        (units) => dispatch(s, units, true),
         (err: unknown) => log.warn({ err }, 'could not read released units; the sweep retries'),
       )
-      track(read)
+      track(s, read)
     },
-    sweep,
+    sweep: () => sweepDue(s),
     async cleanDevice(req) {
       const { uuid: raw, force = false, userId = null, projectId = null } = checkDeviceClean(req)
       const deviceUuid = raw.toLowerCase()
       if (!(await getDeviceFacts(db.db, deviceUuid)))
         throw new NotFoundError(`device ${deviceUuid} not found`, { code: 'DEVICE_NOT_FOUND' })
-      if (force) return forceInService(deviceUuid, { userId, projectId })
+      if (force) return forceInService(s, deviceUuid, { userId, projectId })
       // By hand: ask now, whenever the last ask was, and a failed unit too.
       await committer.run((trx) => requestCleanNow(trx, deviceUuid))
       const units = await listCleaningUnits(db.db, { deviceUuid, states: ['pending'] })
-      dispatch(units)
+      dispatch(s, units)
       return { device: deviceUuid, units: units.map((u) => u.handleUuid), forced: false }
     },
     stats: counters.stats,
     async idle() {
-      while (running.size > 0) await Promise.allSettled([...running])
+      while (s.running.size > 0) await Promise.allSettled([...s.running])
     },
     start() {
       if (sweepMs <= 0) return
       timer = setInterval(() => {
-        sweep().catch((err: unknown) =>
+        sweepDue(s).catch((err: unknown) =>
           log.warn({ err }, 'cleaning sweep failed; next pass retries'),
         )
       }, sweepMs)
       timer.unref()
       // Units left cleaning by a crash are asked again at start, not only after the first interval.
-      track(sweep().catch((err: unknown) => log.warn({ err }, 'cleaning sweep failed')))
+      track(
+        s,
+        sweepDue(s).catch((err: unknown) => log.warn({ err }, 'cleaning sweep failed')),
+      )
     },
     async stop() {
-      stopped = true
+      s.stopped = true
       clearInterval(timer)
       // Cleans still waiting for an agent stay `cleaning` in the database: any conductor asks again.
       let grace: NodeJS.Timeout | undefined
       await Promise.race([
-        Promise.allSettled([...running]),
+        Promise.allSettled([...s.running]),
         new Promise((r) => (grace = setTimeout(r, 2000))),
       ])
       clearTimeout(grace)
@@ -334,33 +222,105 @@ export function createUnitCleaning(
   }
 }
 
-/** What the agent is asked about a unit (`cleanUnit`, `abortClean`): its handle and its release. */
-function askOf(unit: CleaningUnit): CleanUnitRequest {
-  return {
-    handle: { type: unit.type, info: unit.info },
-    ...(unit.type === 'MDEV' ? { mdevUuid: unit.handleUuid } : {}),
-    ticket: unit.allocationUuid ?? `${unit.handleUuid}@${unit.since ?? ''}`,
-  }
+function track(s: CleaningState, p: Promise<unknown>): void {
+  s.running.add(p)
+  void p.finally(() => s.running.delete(p))
 }
 
-/** The operator's error for units a force left out of service: which host, and what to do. */
-function abortRefused(
-  deviceUuid: string,
-  refused: readonly { unit: CleaningUnit; err: unknown }[],
-  forced: readonly string[],
-): AppError {
-  const host = refused[0]!.unit.hostname
-  const units = refused.map((r) => r.unit.handleUuid)
-  const details = { device: deviceUuid, host, units, forced }
-  const also = forced.length > 0 ? `; put back in service: ${forced.join(', ')}` : ''
-  const tooOld = refused.find((r) => r.err instanceof AppError && r.err.code === 'RPC_NO_METHOD')
-  if (tooOld)
-    return new ConflictError(
-      `the agent on host ${host} cannot stop a clean (it is older than agent RPC 1.7): unit(s) ${units.join(', ')} stay out of service; upgrade the agent on ${host}, or let its clean end and run the command again${also}`,
-      { code: 'CLEAN_ABORT_UNSUPPORTED', details },
+async function settle(
+  s: CleaningState,
+  unit: CleaningUnit,
+  outcome: CleanSettlement,
+): Promise<void> {
+  const { log, syncPlacement } = s
+  const record = await s.settler.settle({ unit, outcome })
+  if (record === undefined) return
+  if (outcome.kind === 'failed')
+    log.error(
+      {
+        handle: unit.handleUuid,
+        device: unit.deviceUuid,
+        host: unit.hostname,
+        reason: outcome.reason,
+      },
+      'clean failed: the unit stays out of service and its device is fenced',
     )
-  return new UnavailableError(
-    `the agent on host ${host} did not confirm that no clean runs on unit(s) ${units.join(', ')} (${errorMessage(refused[0]!.err)}): they stay out of service; start the agent on ${host} and run the command again${also}`,
-    { code: 'CLEAN_ABORT_UNCONFIRMED', details },
+  else log.info({ handle: unit.handleUuid, kind: outcome.kind }, 'unit back in service')
+  await syncPlacement(unit.hostname)
+}
+
+/** Asks the agent to clean one unit and settles its answer; leaves it pending when there is none. */
+/** `stamped`: the ask is already stamped (the release did it); else it is claimed first. */
+async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean): Promise<void> {
+  const { committer, log, now, staleBefore } = s
+  const claimed =
+    stamped ||
+    (await committer.run((trx) =>
+      claimCleanAttempt(trx, unit.handleId, { now: now(), staleBefore: staleBefore() }),
+    ))
+  if (!claimed) return
+  let answer: CleanUnitResult
+  try {
+    answer = await s.asks.ask(unit.hostname, askOf(unit))
+  } catch (err) {
+    const code = err instanceof AppError ? err.code : undefined
+    if (code !== undefined && FINAL_CODES.has(code)) {
+      await settle(s, unit, { kind: 'failed', method: null, reason: errorMessage(err) })
+    } else if (code === 'CLEAN_ABORTED') {
+      // The operator forced this unit into service; this was the aborted release's own ask.
+      log.info(
+        { handle: unit.handleUuid, host: unit.hostname },
+        'clean aborted by a forced return to service',
+      )
+    } else {
+      log.warn(
+        { err, handle: unit.handleUuid, host: unit.hostname },
+        'clean not done; the unit stays cleaning and is asked again',
+      )
+    }
+    return
+  }
+  await settle(s, unit, {
+    kind: 'cleaned',
+    method: answer.method,
+    result: answer.policy === 'none' ? 'skipped' : 'ok',
+    evidenceSha256: answer.evidenceSha256,
+  })
+}
+
+/**
+ * Cleans the units side by side while each host's Placement sync shows them reserved. The asks do
+ * not wait for that sync (issue 28): the release fence in the database, not Placement, keeps a
+ * cleaning unit from every bind, and a sync queued behind a busy Placement would hold the clean
+ * and the unit's return for as long. The sync starts just after `placementWindowMs` and is
+ * coalesced per host (placement-sync.ts); it reserves the units cleaning for longer than the
+ * window (these among them, if still cleaning), never one whose clean is younger: a clean done
+ * within the window costs Placement nothing, whichever sync runs meanwhile.
+ */
+function dispatch(s: CleaningState, units: readonly CleaningUnit[], stamped = false): void {
+  const { log, syncPlacement } = s
+  if (units.length === 0 || s.stopped) return
+  for (const host of new Set(units.map((u) => u.hostname)))
+    track(
+      s,
+      new Promise((r) => setTimeout(r, s.windowMs + WINDOW_SLACK_MS))
+        .then(() => (s.stopped ? undefined : syncPlacement(host)))
+        .catch((err: unknown) =>
+          log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
+        ),
+    )
+  const run = Promise.all(units.map((u) => cleanOne(s, u, stamped))).catch((err: unknown) =>
+    log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
   )
+  track(s, run)
+}
+
+/** One sweep: dispatches the units whose last ask is older than the retry interval. */
+async function sweepDue(s: CleaningState): Promise<number> {
+  const due = await listCleaningUnits(s.db.db, {
+    states: ['pending'],
+    attemptBefore: s.staleBefore(),
+  })
+  dispatch(s, due)
+  return due.length
 }
