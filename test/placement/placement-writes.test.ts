@@ -145,7 +145,9 @@ void describe('Placement writes per release cycle on real Placement', { skip }, 
       const outlasted = (await cleaningTimes(h, start)).filter((ms) => ms > WINDOW_MS).length
       const other = h.calls.filter((c) => !c.includes('/allocations/') && !isInventoryWrite(c))
       process.stdout.write(
-        `# ${name}: ${IN_FLIGHT * CYCLES} cycles, ${h.calls.length} Placement calls, ${writes.length} inventory writes (${done.length} done), ${outlasted} units out of service past the window; other than allocations: ${other.join(', ') || 'none'}\n`,
+        `# ${name}: ${IN_FLIGHT * CYCLES} cycles, ${h.calls.length} Placement calls, ` +
+          `${writes.length} inventory writes (${done.length} done), ${outlasted} units out of service ` +
+          `past the window; other than allocations: ${other.join(', ') || 'none'}\n`,
       )
       assert.ok(
         done.length <= 2 * outlasted,
