@@ -19,6 +19,7 @@
  *   some unit of a host is always a few ms into its clean (or its `clean = none` answer), and
  *   counting it cost two inventory writes per release; the unit is fenced by the database either
  *   way (docs/cleaning.md).
+ * Module functions over `SyncState` (the dependencies and what this process remembers); the factory only wires.
  */
 import type { DatabaseHandle } from '../db/core/connection.js'
 import { listPlacementRows, updatePlacementHashes } from '../db/placement-rows.js'
