@@ -10,7 +10,7 @@
  * cut-off of that moment; the kept rows are never changed by the routes.
  */
 import { listCapacityDeployables } from '../../db/reads/capacity.js'
-import { commitMarker } from '../../db/reads/snapshot-marker.js'
+import { snapshotMarker } from '../../db/reads/snapshot-marker.js'
 import type { CapacityDeployable } from '../../domain/capacity.js'
 import { listExplainCandidates, type ExplainRow } from '../../db/reads/explain.js'
 import { providerUuidsOf } from '../../db/reads/explain-providers.js'
@@ -52,7 +52,7 @@ export function createFleetReads(db: Db, ttlMs = DEFAULT_FLEET_CACHE_MS): FleetR
     const byKey = (key: string) => load(key === '' ? undefined : key)
     return ttlMs > 0
       ? readThroughCache({ ttlMs, load: byKey })
-      : markedCache({ marker: () => commitMarker(db), load: byKey })
+      : markedCache({ marker: () => snapshotMarker(db), load: byKey })
   }
   const capacity = cache((host) => listCapacityDeployables(db, host))
   const explain = cache((host) => explainFleet(db, host))
