@@ -79,7 +79,7 @@ export function readThroughCache<K, V>({
 
 export interface MarkedCacheOptions<K, V> {
   /**
-   * A text that changes whenever the data may have (src/db/reads/commit-marker.ts); undefined: no
+   * A text that changes whenever the data may have (src/db/reads/snapshot-marker.ts); undefined: no
    * marker, nothing is kept and every call loads.
    */
   marker: () => Promise<string | undefined>

@@ -1,6 +1,6 @@
 /**
  * Capacity and explain with the default settings on every database (issue 28): the fleet read may
- * be kept (PostgreSQL: under the commit marker, src/db/reads/commit-marker.ts) and an answer with it
+ * be kept (PostgreSQL: under the commit marker, src/db/reads/snapshot-marker.ts) and an answer with it
  * (src/api/v2/fleet-memo.ts), yet each change, committed by anyone (here straight SQL, as another
  * process would), shows in the very next request: a device put in maintenance, a handle taken, an
  * agent past its lease, a trait changed. The same question asked twice without a change answers
@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { createApp } from '../../src/api/app.js'
-import { commitMarker } from '../../src/db/reads/commit-marker.js'
+import { snapshotMarker } from '../../src/db/reads/snapshot-marker.js'
 import { createDeviceProfile } from '../../src/db/device-profiles.js'
 import { updateHeartbeat } from '../../src/db/service-rows.js'
 import { formatTimestamp } from '../../src/domain/time.js'
@@ -139,13 +139,13 @@ for (const dialect of await testDialects()) {
     })
 
     it('has a commit marker that moves with a commit on PostgreSQL, none elsewhere', async () => {
-      const before = await commitMarker(db.db)
+      const before = await snapshotMarker(db.db)
       await updateHeartbeat(
         db.db,
         { host: 'h1', binary: 'cyborg-agent', version: '1' },
         formatTimestamp(new Date()),
       )
-      const afterCommit = await commitMarker(db.db)
+      const afterCommit = await snapshotMarker(db.db)
       if (dialect.name === 'postgres') {
         assert.match(before!, /^\d+:\d+:/)
         assert.notEqual(afterCommit, before)

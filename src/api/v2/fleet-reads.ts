@@ -1,6 +1,6 @@
 /**
  * The fleet-wide reads of `GET /v2/capacity` and explain. By default (`[api] fleet_cache_ms` 0)
- * each is kept under the database's commit marker (src/db/reads/commit-marker.ts, markedCache in
+ * each is kept under the database's commit marker (src/db/reads/snapshot-marker.ts, markedCache in
  * src/domain/fleet-snapshot.ts): a request asks the marker, one short query, and reuses the last
  * read only while nothing was committed since it, so an answer is never older than the request
  * (issue 28). Where the dialect has no marker (SQLite, MariaDB) every request reads. With
@@ -10,7 +10,7 @@
  * cut-off of that moment; the kept rows are never changed by the routes.
  */
 import { listCapacityDeployables } from '../../db/reads/capacity.js'
-import { commitMarker } from '../../db/reads/commit-marker.js'
+import { snapshotMarker } from '../../db/reads/snapshot-marker.js'
 import type { CapacityDeployable } from '../../domain/capacity.js'
 import { listExplainCandidates, type ExplainRow } from '../../db/reads/explain.js'
 import { providerUuidsOf } from '../../db/reads/explain-providers.js'
@@ -52,7 +52,7 @@ export function createFleetReads(db: Db, ttlMs = DEFAULT_FLEET_CACHE_MS): FleetR
     const byKey = (key: string) => load(key === '' ? undefined : key)
     return ttlMs > 0
       ? readThroughCache({ ttlMs, load: byKey })
-      : markedCache({ marker: () => commitMarker(db), load: byKey })
+      : markedCache({ marker: () => snapshotMarker(db), load: byKey })
   }
   const capacity = cache((host) => listCapacityDeployables(db, host))
   const explain = cache((host) => explainFleet(db, host))

@@ -12,8 +12,8 @@
 import { sql } from 'kysely'
 import { dialectOf, type ReadDb } from '../core/connection.js'
 
-/** The database's commit marker now, or undefined when the dialect has none. */
-export async function commitMarker(db: ReadDb): Promise<string | undefined> {
+/** The database's snapshot marker now, or undefined when the dialect has none. */
+export async function snapshotMarker(db: ReadDb): Promise<string | undefined> {
   if (dialectOf(db) !== 'postgres') return undefined
   const { rows } = await sql<{ m: string }>`select pg_current_snapshot()::text as m`.execute(db)
   return rows[0]?.m
