@@ -20,12 +20,6 @@ import { ESLint } from 'eslint'
 import { ROOT } from '../support/service.js'
 
 const MAX_LINE = 160
-/**
- * Files whose long lines other issue-29 helpers were fixing while this test was written (they
- * owned those files then). Emptied at merge: an entry whose file has no long line left fails the
- * test, so the list only shrinks.
- */
-const LONG_LINES_PENDING = new Set<string>([])
 const SKIPPED_DIRS = new Set(['__fixtures__', 'node_modules', '.git'])
 
 /** Every folder under `dir` (itself included), fixture folders skipped. */
@@ -176,15 +170,7 @@ describe('docs keep up with the tree', () => {
         }
       }
     }
-    const fileOf = (entry: string): string => entry.slice(0, entry.indexOf(':'))
-    const left = over.filter((entry) => !LONG_LINES_PENDING.has(fileOf(entry)))
-    assert.deepEqual(left, [], `lines over ${MAX_LINE} characters:\n${left.join('\n')}`)
-    const done = [...LONG_LINES_PENDING].filter((f) => !over.some((e) => fileOf(e) === f))
-    assert.deepEqual(
-      done,
-      [],
-      `no long line left: remove from LONG_LINES_PENDING: ${done.join(', ')}`,
-    )
+    assert.deepEqual(over, [], `lines over ${MAX_LINE} characters:\n${over.join('\n')}`)
   })
 
   test('lint forbids the inline error-message idiom outside its home', async () => {
