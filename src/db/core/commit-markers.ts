@@ -23,6 +23,7 @@ import { newUuid } from '../../domain/ids.js'
 import { formatTimestamp } from '../../domain/time.js'
 import type { DatabaseHandle, DialectName } from './connection.js'
 import { isTransientLockError, isUniqueViolation } from './errors.js'
+import { isUnreachable } from './mysql-pool.js'
 import type { Database } from './schema.js'
 
 /** Where a transaction whose COMMIT failed stands. */
@@ -70,6 +71,21 @@ const LOCK_WAIT: Record<
   ],
 }
 
+/**
+ * On a Galera node, the probe's INSERT first waits until the node has applied every write the
+ * cluster ordered before it (`wsrep_sync_wait` 4 = INSERT/REPLACE, besides the session's bits): so a
+ * transaction that did replicate is seen even when the probe runs on another node than the COMMIT
+ * (the pool moved on, mysql-pool.ts). One that failed certification (1213 at COMMIT) was ordered
+ * nowhere, and the probe's insert succeeds: rolled back. Harmless without Galera; MySQL, which lacks
+ * the variable, refuses both statements, and that is ignored.
+ */
+const GALERA_PROBE: [RawBuilder<unknown>, RawBuilder<unknown>] = [
+  sql.raw(
+    'SET @cyborg_sync_wait = @@session.wsrep_sync_wait, SESSION wsrep_sync_wait = @@session.wsrep_sync_wait | 4',
+  ),
+  sql.raw('SET SESSION wsrep_sync_wait = @cyborg_sync_wait'),
+]
+
 /** The commit markers of one committer over `handle`. */
 export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
   const { db, dialect } = handle
@@ -85,6 +101,12 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
   const probe = (marker: Marker, lockWait: [RawBuilder<unknown>, RawBuilder<unknown>]) =>
     db.connection().execute(async (conn): Promise<Outcome> => {
       await lockWait[0].execute(conn)
+      const galera =
+        dialect === 'mysql' &&
+        (await GALERA_PROBE[0].execute(conn).then(
+          () => true,
+          () => false,
+        ))
       try {
         await conn
           .insertInto('commit_markers')
@@ -93,10 +115,12 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
         return 'rolled-back'
       } catch (err) {
         if (isUniqueViolation(err)) return 'committed'
-        if (isTransientLockError(err)) return 'unknown' // still not settled: it may yet commit
+        // Still not settled: it may yet commit. A node not ready (1047) is asked again instead.
+        if (isTransientLockError(err) && !isUnreachable(err)) return 'unknown'
         throw err
       } finally {
         await lockWait[1].execute(conn).catch(() => {})
+        if (galera) await GALERA_PROBE[1].execute(conn).catch(() => {})
       }
     })
 

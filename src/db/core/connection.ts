@@ -2,7 +2,8 @@
  * Opens a database from an oslo-style connection URL and returns a Kysely instance over it.
  * Accepted forms (SQLAlchemy's): `sqlite://` (memory), `sqlite:///relative.db`, `sqlite:////abs/path.db`,
  * `postgresql://user:pass@host:5432/db` (also `postgresql+psycopg2://`, `postgres://`),
- * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`).
+ * `mysql://user:pass@host:3306/db` (also `mysql+pymysql://`, `mariadb://`); MariaDB/MySQL also takes
+ * several hosts, `mysql://user:pass@host1:3306,host2:3306/db`, used in order (mysql-pool.ts).
  */
 import path from 'node:path'
 import {
@@ -19,6 +20,7 @@ import {
 } from 'kysely'
 import type SqliteDatabase from 'better-sqlite3'
 import { ConfigError } from '../../domain/errors.js'
+import { createMysqlPool, type MysqlHost } from './mysql-pool.js'
 import type { Database } from './schema.js'
 
 export type DialectName = 'sqlite' | 'postgres' | 'mysql'
@@ -101,6 +103,8 @@ export interface ParsedUrl {
   user?: string
   password?: string
   database?: string
+  /** MariaDB/MySQL: every host of the URL in order (`host` and `port` are the first). */
+  hosts?: MysqlHost[]
 }
 
 /** Parses a connection URL; throws ConfigError naming the expected forms. */
@@ -121,9 +125,13 @@ export function parseConnectionUrl(url: string, baseDir = process.cwd()): Parsed
     driver === 'mysql' ||
     driver === 'mariadb'
   ) {
+    // A host list (`h1:3306,h2:3306`) is no URL authority: parse the first host, keep the list.
+    const list = /^[^:]+:\/\/(?:[^@/]*@)?([^/?#]*)/.exec(url)?.[1] ?? ''
+    const many = list.includes(',')
+    if (many && !driver.startsWith('m')) throw badUrl(url)
     let u: URL
     try {
-      u = new URL(url.replace(/^[^:]+:/, 'http:'))
+      u = new URL(url.replace(/^[^:]+:/, 'http:').replace(list, list.split(',')[0]!))
     } catch {
       throw badUrl(url)
     }
@@ -141,9 +149,25 @@ export function parseConnectionUrl(url: string, baseDir = process.cwd()): Parsed
           : 'root',
       password: decodeURIComponent(u.password),
       database,
+      ...(dialect === 'mysql'
+        ? {
+            hosts: many
+              ? parseHosts(list, url)
+              : [{ host: u.hostname, port: u.port ? Number(u.port) : 3306 }],
+          }
+        : {}),
     }
   }
   throw badUrl(url)
+}
+
+/** `h1:3306,h2,[::1]:3307` → hosts (port 3306 when not given); throws on an empty or bad entry. */
+function parseHosts(list: string, url: string): MysqlHost[] {
+  return list.split(',').map((entry) => {
+    const m = /^(\[[^\]]+\]|[^:[\]]+)(?::(\d+))?$/.exec(entry)
+    if (!m) throw badUrl(url)
+    return { host: m[1]!.replace(/^\[|\]$/g, ''), port: m[2] ? Number(m[2]) : 3306 }
+  })
 }
 
 function badUrl(url: string): ConfigError {
@@ -293,15 +317,18 @@ export async function openDatabase(
   } else {
     // The default export: the bundle (docs/build.md) gives a CommonJS package no named ones.
     const { default: mysql } = await import('mysql2')
-    const pool = mysql.createPool({
-      host: parsed.host,
-      port: parsed.port,
-      user: parsed.user,
-      password: parsed.password,
-      database: parsed.database,
-      connectionLimit: poolSize,
-      charset: 'utf8mb4_bin',
-    })
+    const hosts = parsed.hosts ?? [{ host: parsed.host!, port: parsed.port! }]
+    const pool = createMysqlPool(hosts, ({ host, port }) =>
+      mysql.createPool({
+        host,
+        port,
+        user: parsed.user,
+        password: parsed.password,
+        database: parsed.database,
+        connectionLimit: poolSize,
+        charset: 'utf8mb4_bin',
+      }),
+    )
     dialect = new MysqlDialect({
       pool,
       ...(readOnly

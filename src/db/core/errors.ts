@@ -30,6 +30,12 @@ export function isUniqueViolation(err: unknown): boolean {
  * True when the database gave up on a statement because of another transaction, and running the
  * same work again in a new transaction may well succeed: a deadlock (PostgreSQL 40P01, MySQL 1213),
  * a serialization failure (40001), a lock timeout (PostgreSQL 55P03, MySQL 1205), SQLite busy.
+ * On a Galera cluster a write that conflicts with one committed through another node fails
+ * certification, at COMMIT or at its next statement, and is reported as a deadlock (1213): the
+ * transaction rolled back everywhere. A node not ready for clients (joining, or cut off from the
+ * cluster's primary component) answers 1047 'WSREP has not yet prepared node for application use'
+ * without running the statement; once it is Synced again, or on a connection to another node
+ * (mysql-pool.ts), the work can run.
  */
 export function isTransientLockError(err: unknown): boolean {
   const { code, errno } = asDriverError(err)
@@ -39,7 +45,8 @@ export function isTransientLockError(err: unknown): boolean {
     code === '55P03' ||
     code === 'SQLITE_BUSY' ||
     errno === 1213 ||
-    errno === 1205
+    errno === 1205 ||
+    errno === 1047
   )
 }
 
