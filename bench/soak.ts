@@ -16,6 +16,7 @@ import { machineFacts } from './support/load.js'
 import { pacedCycles } from './shape/paced.js'
 import { sampleProcess } from './shape/measure.js'
 import { startShape } from './shape/processes.js'
+import { heapMb, memoryMb } from './footprint/process.js'
 
 const { values } = parseArgs({
   options: {
@@ -62,6 +63,16 @@ try {
 }
 const end = rss()
 const cpuAtEnd = cpuMs()
+// Where each process's memory is at the end (the node executable's pages, private memory) and its
+// V8 heap as its /metrics reports it: what holds the RSS (docs/performance.md, issue 28).
+const heldAtEnd = Object.fromEntries(
+  await Promise.all(
+    Object.entries(shape.pids).map(async ([k, pid]) => {
+      const url = shape.metrics[k as keyof typeof shape.metrics]
+      return [k, { memoryMb: memoryMb(pid), heapMb: url ? await heapMb(url) : null }] as const
+    }),
+  ),
+)
 // CPU per bind cycle, each process (what a smaller young generation costs in scavenges).
 const cpuMsPerCycle = Object.fromEntries(
   Object.keys(cpuAtEnd).map((k) => [
@@ -93,6 +104,7 @@ process.stdout.write(
       cpuMsPerCycle,
       rssMbAtReference: ref,
       rssMbAtEnd: end,
+      heldAtEnd,
       growthPercent: growth,
       goals: {
         within15PercentOfReference: Object.values(growth)

@@ -137,6 +137,9 @@ export async function heapMb(metricsUrl: string) {
       heapTotal: mb(/^nodejs_heap_size_total_bytes (\S+)$/m),
       heapUsed: mb(/^nodejs_heap_size_used_bytes (\S+)$/m),
       newSpaceTotal: mb(/^nodejs_heap_space_size_total_bytes\{space="new"\} (\S+)$/m),
+      oldSpaceTotal: mb(/^nodejs_heap_space_size_total_bytes\{space="old"\} (\S+)$/m),
+      codeSpaceTotal: mb(/^nodejs_heap_space_size_total_bytes\{space="code"\} (\S+)$/m),
+      largeObjectTotal: mb(/^nodejs_heap_space_size_total_bytes\{space="large_object"\} (\S+)$/m),
       external: mb(/^nodejs_external_memory_bytes (\S+)$/m),
     }
   } catch {

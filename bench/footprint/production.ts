@@ -83,7 +83,9 @@ export async function productionShape(agentSeconds: number) {
     const reports = (agent.output().match(/"msg":"inventory reported"/g) ?? []).length
     const apiAtReadyMb = rssMb(api.pid())
     await scrapeEventLoopLag(`${url}/metrics`)
+    const apiCpuBefore = cpuMs(api.pid())
     const failed = await issue(url, await readPaths(url), 1000)
+    const apiCpuForRequests = cpuMs(api.pid()) - apiCpuBefore
     const apiLag = await scrapeEventLoopLag(`${url}/metrics`)
     await sleep(1000)
     return {
@@ -101,6 +103,7 @@ export async function productionShape(agentSeconds: number) {
         rssAfterRequestsMb: rssMb(api.pid()),
         requests: 1000,
         failed,
+        cpuMsForRequests: apiCpuForRequests,
         eventLoopLag: apiLag,
         heapMb: await heapMb(`${url}/metrics`),
         memoryMb: memoryMb(api.pid()),

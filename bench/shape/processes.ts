@@ -63,12 +63,13 @@ export interface Shape {
 
 /**
  * The Node flags bin/cyborg gives `command` (its `case` lines, such as the young generation's
- * size), which startService's direct `node dist/main/cli.js` would otherwise miss.
+ * size), which startService's direct `node dist/main/cli.js` would otherwise miss. They go on
+ * node's command line, not in NODE_OPTIONS, which refuses V8's flags (`--memory-saver-mode`).
  */
 export function binFlags(root: string, command: string): string[] {
   const script = readFileSync(path.join(root, 'bin/cyborg'), 'utf8')
-  const line = new RegExp(`^\\s*${command}\\) flags=(\\S+) ;;$`, 'm').exec(script)
-  return line ? [line[1]!] : []
+  const line = new RegExp(`^\\s*${command}\\) flags=(?:"([^"]*)"|(\\S+)) ;;$`, 'm').exec(script)
+  return line ? (line[1] ?? line[2]!).split(' ').filter((f) => f !== '') : []
 }
 
 /** Runs `cyborg <args>` of `root` to its end; rejects with its output when it fails. */
@@ -143,9 +144,9 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     CYBORG_NOVA__ENDPOINT_OVERRIDE: `${nova.url}/v2.1`,
     ...(baseline ? {} : { CYBORG_API__API_WORKERS: String(apiWorkers) }),
   }
+  const nodeArgs = (name: string) => (baseline ? [] : binFlags(root, name))
   const prof = (name: string): Record<string, string> => {
     const flags = [
-      ...(baseline ? [] : binFlags(root, name)),
       ...(options.cpuProfileDir
         ? [`--cpu-prof --cpu-prof-dir=${options.cpuProfileDir}/${name}`]
         : []),
@@ -164,6 +165,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       const s = await startService({
         root,
         compiled: !baseline,
+        nodeArgs: nodeArgs(name),
         command: [name],
         env: {
           ...env,
@@ -182,6 +184,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
     const apiService = await startService({
       root,
       compiled: !baseline,
+      nodeArgs: nodeArgs('api'),
       command: ['api'],
       env: { ...env, CYBORG_DATABASE__CONNECTION: db.url('api'), ...prof('api') },
       timeoutMs: 60_000,

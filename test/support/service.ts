@@ -59,6 +59,11 @@ export interface StartOptions {
    * docs/build.md), as bin/cyborg does, instead of the sources under tsx. @default false
    */
   compiled?: boolean
+  /**
+   * Node's own arguments before the script, for flags NODE_OPTIONS refuses (V8's, such as
+   * `--memory-saver-mode`, which bin/cyborg gives some commands). @default none
+   */
+  nodeArgs?: string[]
 }
 
 /** The node arguments that run `cyborg` of `root`: its compiled build, or its sources under tsx. */
@@ -99,7 +104,8 @@ export async function startService(options: StartOptions = {}): Promise<RunningS
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
   const stateDir = options.stateDir ?? (await mkdtemp(path.join(tmpdir(), 'cyborg-test-')))
-  const child = spawn(NODE, [...cyborgArgv(root, compiled), ...command], {
+  const nodeArgs = options.nodeArgs ?? []
+  const child = spawn(NODE, [...nodeArgs, ...cyborgArgv(root, compiled), ...command], {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',

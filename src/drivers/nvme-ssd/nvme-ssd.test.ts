@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import {
   buildNvmeDevices,
+  byControllerNumber,
   createNvmeSsdDriver,
   parseSysfsString,
   readNvmeController,
@@ -75,6 +76,18 @@ void describe('nvme-ssd: parsers', () => {
     })
     assert.equal(await readNvmeController(deps, '/sys/class/nvme', 'nvme3'), undefined)
     assert.equal(await readNvmeController(deps, '/sys/class/nvme', 'nvme-subsys0'), undefined)
+  })
+  void it("orders the kernel's controller names as the numeric 'en' collation does (property)", () => {
+    const name = fc.oneof(
+      fc.nat({ max: 300 }).map((n) => ({ name: `nvme${n}` })),
+      fc.constantFrom({ name: 'nvme' }, { name: 'nvme0n1' }, { name: 'nvme-fabrics' }),
+    )
+    fc.assert(
+      fc.property(name, name, (a, b) => {
+        const icu = a.name.localeCompare(b.name, 'en', { numeric: true })
+        assert.equal(Math.sign(byControllerNumber(a, b)), Math.sign(icu), `${a.name} ${b.name}`)
+      }),
+    )
   })
 })
 

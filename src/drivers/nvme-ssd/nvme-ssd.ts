@@ -72,14 +72,29 @@ export function ssdTraits(vendorId: string, productId: string): string[] {
 }
 
 /**
+ * Orders controller names by their number (nvme2 before nvme10), else by code unit. It stands in
+ * for `localeCompare(…, 'en', { numeric: true })`, which gives the kernel's names the same order but
+ * builds an ICU collator per call and makes the agent map about 2.5 MB of ICU's collation data
+ * (docs/performance.md, "Footprint and memory, third pass").
+ */
+export function byControllerNumber(a: { name: string }, b: { name: string }): number {
+  const x = NUMBERED.exec(a.name)
+  const y = NUMBERED.exec(b.name)
+  if (x && y && x[1] === y[1]) {
+    const byNumber = Number(x[2]) - Number(y[2])
+    if (byNumber !== 0) return byNumber
+  }
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0
+}
+const NUMBERED = /^(\D*)(\d+)$/
+
+/**
  * The controller that stands for each PCI function (pure): the lowest-numbered one, in address
  * order; a second controller on the same function is ignored.
  */
 export function pickNvmeControllers(controllers: readonly NvmeController[]): NvmeController[] {
   const byAddress = new Map<string, NvmeController>()
-  for (const c of [...controllers].sort((a, b) =>
-    a.name.localeCompare(b.name, 'en', { numeric: true }),
-  )) {
+  for (const c of [...controllers].sort(byControllerNumber)) {
     if (!byAddress.has(c.address)) byAddress.set(c.address, c)
   }
   return [...byAddress.values()].sort((a, b) =>
