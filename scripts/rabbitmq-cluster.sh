@@ -12,6 +12,7 @@
 #   scripts/rabbitmq-cluster.sh kill DIR N      kills node N's Erlang VM (SIGKILL): a crash
 #   scripts/rabbitmq-cluster.sh start DIR N     starts node N again; waits until 3 nodes run
 #   scripts/rabbitmq-cluster.sh url DIR         prints the transport URL again
+#   scripts/rabbitmq-cluster.sh ctl DIR N ARGS  runs rabbitmqctl ARGS against node N (with DIR's cookie)
 #
 # Node N is cyborg-mq-<its AMQP port>@localhost, with Erlang distribution on AMQP port + 20000.
 # Node 1 boots first; nodes 2 and 3 then boot together and join it through classic peer
@@ -20,7 +21,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 up DIR [PORT] | down DIR | stop DIR N | kill DIR N | start DIR N | url DIR" >&2
+  echo "usage: $0 up DIR [PORT] | down DIR | stop DIR N | kill DIR N | start DIR N | url DIR | ctl DIR N ARGS…" >&2
   exit 2
 }
 say() { echo "rabbitmq-cluster.sh: $*" >&2; }
@@ -202,6 +203,11 @@ case "$ACTION" in
   up) up ;;
   down) down ;;
   url) url ;;
+  ctl)
+    node_arg
+    shift 3
+    ctl "$ARG" "$@"
+    ;;
   stop)
     node_arg
     stop_node "$ARG"
