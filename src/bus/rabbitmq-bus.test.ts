@@ -232,6 +232,25 @@ if (broker.skip !== undefined) {
       assert.ok(lines.some((l) => l.includes(`the queue ${q} exists as a quorum queue; sending`)))
     })
 
+    void it('reconnects starting from the broker after the one it lost (round-robin over the transport_url)', async () => {
+      // Two names of one broker: the status says which the connection went to.
+      const [b0] = parseTransportUrl(vhost.url)
+      const other = { ...b0!, hostname: 'localhost' }
+      const url = vhost.url.replace(
+        `@${b0!.hostname}:${b0!.port}/`,
+        `@${b0!.hostname}:${b0!.port},guest:guest@localhost:${b0!.port}/`,
+      )
+      assert.notEqual(url, vhost.url)
+      const b = await bus({ url })
+      const connectedTo = (broker: typeof other) =>
+        b.status?.().detail === `connected to ${describeBroker(broker)}`
+      assert.ok(connectedTo(b0!), b.status?.().detail)
+      await vhost.closeConnections()
+      await until(() => connectedTo(other), 30_000)
+      await vhost.closeConnections()
+      await until(() => connectedTo(b0!), 30_000)
+    })
+
     void it('an unreachable broker is retried and logged with the password masked, until aborted', async () => {
       const lines: string[] = []
       const controller = new AbortController()
