@@ -1,6 +1,6 @@
 /**
  * The consuming side of the RabbitMQ bus: RPC servers (a prefetch-limited consumer of the durable
- * topic queue, acking once the reply is sent) and fanout subscribers (an exclusive, auto-delete
+ * topic queue, classic or quorum, acking once the reply is sent) and fanout subscribers (an exclusive, auto-delete
  * queue bound to the exchange). Each consumer has its own channel, remembers what it consumes, and
  * declares itself again on every new connection, so nobody has to re-register after an outage.
  */
@@ -11,9 +11,12 @@ import { InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { type Link } from './rabbitmq-connection.js'
 import { errorMessage } from '../domain/error-message.js'
+import {
+  isQueueTypeMismatch,
+  queueTypeMismatchMessage,
+  topicQueueOptions,
+} from './rabbitmq-queues.js'
 
-/** The topic queues: durable, so that calls and casts wait for a server that is not there yet. */
-export const TOPIC_QUEUE = { durable: true, autoDelete: false, exclusive: false } as const
 export const JSON_TYPE = 'application/json'
 
 export interface ConsumerContext {
@@ -21,12 +24,39 @@ export interface ConsumerContext {
   /** The fanout exchange (direct type, routing key = topic). */
   exchange: string
   prefetch: number
+  /** Topic queues are quorum queues (`[oslo_messaging_rabbit] rabbit_quorum_queue`). */
+  quorumQueues: boolean
   /** The live link right now, if any. */
   current(): Link<unknown> | undefined
   /** Backoff of re-declaration attempts after a failure. */
   retryDelayMs(attempt: number): number
   /** Tracks a running handler, so that close() can let it finish. */
   track(work: Promise<void>): void
+  /** The channel servers publish replies on, one per connection ({@link replyChannels}). */
+  replyChannel(link: Link<unknown>): Promise<Channel>
+}
+
+/**
+ * One reply channel per connection, opened when first needed and again after RabbitMQ closed it
+ * (a reply to a caller on a stopped node does that): never the channel a server consumes on.
+ */
+export function replyChannels(log: Logger): (link: Link<unknown>) => Promise<Channel> {
+  const open = new WeakMap<Link<unknown>, Promise<Channel>>()
+  return (link) => {
+    const known = open.get(link)
+    if (known) return known
+    const forget = () => {
+      if (open.get(link) === opening) open.delete(link)
+    }
+    const opening = link.model.createChannel().then((ch) => {
+      ch.on('error', (err: Error) => log.debug({ err: err.message }, 'reply channel error'))
+      ch.on('close', forget)
+      return ch
+    })
+    opening.catch(forget)
+    open.set(link, opening)
+    return opening
+  }
 }
 
 export type ConsumerKind =
@@ -107,7 +137,7 @@ export class Consumer {
   }
 
   async #attach(link: Link<unknown>): Promise<void> {
-    const { prefetch, exchange } = this.#ctx
+    const { prefetch, exchange, quorumQueues } = this.#ctx
     const channel = await link.model.createChannel()
     channel.on('error', (err: Error) =>
       this.#ctx.log.debug({ topic: this.topic, err: err.message }, 'consumer channel error'),
@@ -117,7 +147,10 @@ export class Consumer {
     try {
       if (this.#spec.kind === 'server') {
         await channel.prefetch(prefetch)
-        await channel.assertQueue(this.topic, TOPIC_QUEUE)
+        await channel.assertQueue(this.topic, topicQueueOptions(quorumQueues)).catch((err) => {
+          if (!isQueueTypeMismatch(err)) throw err
+          throw new Error(queueTypeMismatchMessage(this.topic, quorumQueues), { cause: err })
+        })
         const { consumerTag } = await channel.consume(
           this.topic,
           (m) => this.#deliver(channel, link, m),
@@ -173,10 +206,15 @@ export class Consumer {
       return
     }
     this.#running += 1
-    this.#ctx.track(this.#serve(this.#spec.handler, channel, msg))
+    this.#ctx.track(this.#serve(this.#spec.handler, channel, link, msg))
   }
 
-  async #serve(handler: RpcHandler, channel: Channel, msg: ConsumeMessage): Promise<void> {
+  async #serve(
+    handler: RpcHandler,
+    channel: Channel,
+    link: Link<unknown>,
+    msg: ConsumeMessage,
+  ): Promise<void> {
     const { correlationId, replyTo } = msg.properties as {
       correlationId?: string
       replyTo?: string
@@ -192,19 +230,32 @@ export class Consumer {
         this.#ctx.log.warn({ err, topic: this.topic, method }, 'message without a caller failed')
       reply = JSON.stringify(errorReply(err))
     }
+    let acked = false
     try {
-      if (replyTo)
-        channel.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+      // Ack first, then reply on another channel: RabbitMQ 3.10 closes a channel that publishes a
+      // reply to a caller whose cluster node is down, which would otherwise send the request round
+      // again and again until it expires (docs/bus.md, "When a node stops or dies").
       channel.ack(msg)
+      acked = true
     } catch (err) {
       // The channel is gone: the broker requeues the request for another server.
       this.#ctx.log.debug(
         { topic: this.topic, method, err: errorMessage(err) },
-        'could not reply; the request goes back to the queue',
+        'could not ack; the request goes back to the queue',
       )
     } finally {
       this.#running -= 1
       if (this.#running === 0 && !this.#active) await this.#release(channel)
+    }
+    if (!acked || !replyTo) return
+    try {
+      const replies = await this.#ctx.replyChannel(link)
+      replies.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+    } catch (err) {
+      this.#ctx.log.debug(
+        { topic: this.topic, method, err: errorMessage(err) },
+        'could not send the reply; its caller times out or has gone',
+      )
     }
   }
 
