@@ -8,7 +8,7 @@
  * Three parts: rabbitmq-connection.ts keeps one connection up, rabbitmq-publisher.ts sends and
  * settles, rabbitmq-consumers.ts serves and subscribes.
  */
-import type { MessageBus } from './bus.js'
+import type { BusMessageCounter, MessageBus } from './bus.js'
 import { InvalidInputError, UnavailableError } from '../domain/errors.js'
 import { noopLogger, type Logger } from '../domain/logger.js'
 import { ReconnectingConnection } from './rabbitmq-connection.js'
@@ -27,6 +27,11 @@ export interface RabbitMqBusOptions {
   defaultTimeoutMs?: number
   /** Told each time the connection is back after a loss (metrics: cyborg_bus_reconnects_total). */
   onReconnect?: () => void
+  /**
+   * Told of each message this process puts on the broker (sent: call requests, casts, publishes,
+   * replies; a resend counts again) and each it takes (received) (metrics: cyborg_bus_messages_total).
+   */
+  onMessage?: BusMessageCounter
   /**
    * The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners
    * declare as a topic exchange: docs/bus.md). @default 'cyborg_bus'
@@ -89,7 +94,9 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   /** When and why the last connection was lost (for status()). */
   let lastLoss: { at: number; reason: string } | undefined
 
-  const publisher = new Publisher({ log, exchange, defaultTimeoutMs, current: () => conn.current })
+  const { onMessage } = options
+  const current = () => conn.current
+  const publisher = new Publisher({ log, exchange, defaultTimeoutMs, current, onMessage })
   const conn: ReconnectingConnection<Session> = new ReconnectingConnection<Session>({
     brokers,
     log,
@@ -114,7 +121,8 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     log,
     exchange,
     prefetch,
-    current: () => conn.current,
+    current,
+    onMessage,
     retryDelayMs: (attempt) => Math.min(maxDelayMs, initialDelayMs * 2 ** attempt),
     track(work) {
       running.add(work)

@@ -5,7 +5,7 @@
  * declares itself again on every new connection, so nobody has to re-register after an outage.
  */
 import type { Channel, ConsumeMessage } from 'amqplib'
-import type { MessageHandler, RpcHandler } from './bus.js'
+import type { BusMessageCounter, MessageHandler, RpcHandler } from './bus.js'
 import { errorReply, type RequestEnvelope } from './envelope.js'
 import { InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -27,6 +27,8 @@ export interface ConsumerContext {
   retryDelayMs(attempt: number): number
   /** Tracks a running handler, so that close() can let it finish. */
   track(work: Promise<void>): void
+  /** Told of each request or message delivered and each reply sent. */
+  onMessage?: BusMessageCounter | undefined
 }
 
 export type ConsumerKind =
@@ -158,6 +160,7 @@ export class Consumer {
       return
     }
     if (this.#spec.kind === 'subscriber') {
+      this.#ctx.onMessage?.('received', 'publish')
       if (!this.#active) return
       const handler = this.#spec.handler
       Promise.resolve()
@@ -172,6 +175,7 @@ export class Consumer {
       safely(() => channel.nack(msg, false, true))
       return
     }
+    this.#ctx.onMessage?.('received', msg.properties.replyTo ? 'call' : 'cast')
     this.#running += 1
     this.#ctx.track(this.#serve(this.#spec.handler, channel, msg))
   }
@@ -193,8 +197,10 @@ export class Consumer {
       reply = JSON.stringify(errorReply(err))
     }
     try {
-      if (replyTo)
+      if (replyTo) {
         channel.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+        this.#ctx.onMessage?.('sent', 'reply')
+      }
       channel.ack(msg)
     } catch (err) {
       // The channel is gone: the broker requeues the request for another server.
