@@ -12,8 +12,8 @@
  * telemetry message per host. Then the model (bench/shape/sizing.ts): the 2-conductor figures
  * predicted from the 1-conductor ones against those measured, and the sizing of a fleet
  * (docs/scaling.md). Prints one JSON document with the load average at start and end.
- * Usage: npm run bench:cost-model [-- --seconds 4 --in-flight 8 --conductors 1,2 --hosts 1000
- *   --devices 8 --changed 200 --beats 2000]
+ * Usage: npm run bench:cost-model [-- --seconds 4 --in-flight 8 --conductors 1,2 --hosts 300
+ *   --devices 4 --changed 100 --beats 1500]
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -31,10 +31,10 @@ const { values } = parseArgs({
     seconds: opt('4'),
     'in-flight': opt('8'),
     conductors: opt('1,2'),
-    hosts: opt('1000'),
-    devices: opt('8'),
-    changed: opt('200'),
-    beats: opt('2000'),
+    hosts: opt('300'),
+    devices: opt('4'),
+    changed: opt('100'),
+    beats: opt('1500'),
   },
 })
 const seconds = Number(values.seconds)
@@ -47,6 +47,7 @@ async function measure(conductors: number, placementUrl: string) {
   const shape = await startShape({ placementUrl, conductors })
   const target = { ...shape, mariadb: true, placementUrl }
   try {
+    await storm(shape.url, inFlight, shape.rps, Math.min(2, seconds)) // warm-up, not measured
     const idle = await idleCpuMsPerSecond(target)
     const bind = await around(target, async () => {
       const r = await storm(shape.url, inFlight, shape.rps, seconds)

@@ -96,7 +96,8 @@ export async function startAgents(
   return {
     async seed() {
       const t = performance.now()
-      const out = await playPeriod(client, snapshots, { periodMs: 0, inFlight, accepted })
+      // First sight creates each host's providers in Placement: a few hosts at a time.
+      const out = await playPeriod(client, snapshots, { periodMs: 0, inFlight: 8, accepted })
       return {
         reports: out.reports,
         errors: out.errors,

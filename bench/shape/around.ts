@@ -5,6 +5,7 @@
  * broker messages (each process's `cyborg_bus_messages_total` from its /metrics, and the load's own
  * bus where it has one) and Placement calls, all divided by the units the load did.
  */
+import { readFileSync } from 'node:fs'
 import { dbStatus, perCycle, pidsOf, sampleProcess, userPerCycle, userStatus } from './measure.js'
 import type { UserStatus } from './measure.js'
 import type { Target } from './level.js'
@@ -20,6 +21,7 @@ export interface Figures {
   dbShapeUsers: Record<string, Record<string, number | null>>
   bus: { published: number; delivered: number; byRole: Record<string, BusCounts> }
   placementCalls: number | null
+  placementCallsByPath: Record<string, number | null>
 }
 
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d
@@ -77,11 +79,36 @@ const SHARED = (placementUrl: string) => ({
   placement: new RegExp(`uwsgi.*http-socket.${new URL(placementUrl).host}`),
 })
 
-function cpuOf(pids: Record<string, number[]>): Record<string, number> {
+/** The machine's shared servers, not a helper's private one (data dirs under /tmp). */
+function sharedPids(placementUrl: string): Record<string, number[]> {
+  const cmdline = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    } catch {
+      return '/tmp/'
+    }
+  }
   return Object.fromEntries(
-    Object.entries(pids).map(([k, list]) => [
+    Object.entries(SHARED(placementUrl)).map(([k, re]) => [
       k,
-      list.reduce((acc, pid) => acc + sampleProcess(pid).cpuMs, 0),
+      pidsOf(re).filter((pid) => !cmdline(pid).includes('/tmp/')),
+    ]),
+  )
+}
+
+/** CPU ms so far of each pid of each list. */
+function cpuOf(pids: Record<string, number[]>): Record<string, number[]> {
+  return Object.fromEntries(
+    Object.entries(pids).map(([k, list]) => [k, list.map((pid) => sampleProcess(pid).cpuMs)]),
+  )
+}
+
+/** `b - a` per list, leaving out a process gone meanwhile (its counter reads 0 at the end). */
+function cpuDelta(a: Record<string, number[]>, b: Record<string, number[]>) {
+  return Object.fromEntries(
+    Object.keys(b).map((k) => [
+      k,
+      b[k]!.reduce((acc, end, i) => acc + (end >= a[k]![i]! ? end - a[k]![i]! : 0), 0),
     ]),
   )
 }
@@ -98,10 +125,8 @@ export async function idleCpuMsPerSecond(target: Target, ms = 2000) {
   const pids = Object.fromEntries(Object.entries(target.pids).map(([k, p]) => [k, [p]]))
   const a = cpuOf(pids)
   await new Promise((r) => setTimeout(r, ms))
-  const b = cpuOf(pids)
-  return Object.fromEntries(
-    Object.keys(pids).map((k) => [k, round((b[k]! - a[k]!) / (ms / 1000), 1)]),
-  )
+  const d = cpuDelta(a, cpuOf(pids))
+  return Object.fromEntries(Object.keys(pids).map((k) => [k, round(d[k]! / (ms / 1000), 1)]))
 }
 
 /**
@@ -113,20 +138,18 @@ export async function around<T extends { units: number; bus?: () => BusCounts }>
   load: () => Promise<T>,
 ): Promise<Omit<T, 'bus'> & Figures> {
   const own = Object.fromEntries(Object.entries(target.pids).map(([k, p]) => [k, [p]]))
-  const sharedPids = Object.fromEntries(
-    Object.entries(SHARED(target.placementUrl)).map(([k, re]) => [k, pidsOf(re)]),
-  )
+  const shared = sharedPids(target.placementUrl)
   target.placementCalls?.()
   const [bus0, db0, users0] = await Promise.all([
     scrapeBus(target.metrics),
     dbStatus(),
     users(target),
   ])
-  const cpu0 = cpuOf({ ...own, ...sharedPids })
+  const cpu0 = cpuOf({ ...own, ...shared })
   const started = performance.now()
   const result = await load()
   const wallSeconds = (performance.now() - started) / 1000
-  const cpu1 = cpuOf({ ...own, ...sharedPids })
+  const cpu1 = cpuOf({ ...own, ...shared })
   const [bus1, db1, users1] = await Promise.all([
     scrapeBus(target.metrics),
     dbStatus(),
@@ -134,8 +157,9 @@ export async function around<T extends { units: number; bus?: () => BusCounts }>
   ])
   const calls = target.placementCalls?.() ?? {}
   const n = result.units
+  const spent = cpuDelta(cpu0, cpu1)
   const cpu = Object.fromEntries(
-    Object.keys(cpu1).map((k) => [k, n ? round((cpu1[k]! - cpu0[k]!) / n) : null]),
+    Object.keys(spent).map((k) => [k, n ? round(spent[k]! / n) : null]),
   )
   const cyborg = Object.keys(own).reduce((acc, k) => acc + (cpu[k] ?? 0), 0)
   const { bus: loadBusOf, ...rest } = result
@@ -160,5 +184,8 @@ export async function around<T extends { units: number; bus?: () => BusCounts }>
     dbShapeUsers: userRows,
     bus,
     placementCalls: n ? round(placement / n) : null,
+    placementCallsByPath: Object.fromEntries(
+      Object.entries(calls).map(([k, v]) => [k, n ? round(v / n) : null]),
+    ),
   }
 }
