@@ -12,8 +12,8 @@
  * telemetry message per host. Then the model (bench/shape/sizing.ts): the 2-conductor figures
  * predicted from the 1-conductor ones against those measured, and the sizing of a fleet
  * (docs/scaling.md). Prints one JSON document with the load average at start and end.
- * Usage: npm run bench:cost-model [-- --seconds 4 --in-flight 8 --conductors 1,2 --hosts 300
- *   --devices 4 --changed 100 --beats 1500]
+ * Usage: npm run bench:cost-model [-- --seconds 4 --in-flight 8 --conductors 1,2 --hosts 150
+ *   --devices 4 --changed 50 --beats 1500]
  */
 import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
@@ -31,9 +31,9 @@ const { values } = parseArgs({
     seconds: opt('4'),
     'in-flight': opt('8'),
     conductors: opt('1,2'),
-    hosts: opt('300'),
+    hosts: opt('150'),
     devices: opt('4'),
-    changed: opt('100'),
+    changed: opt('50'),
     beats: opt('1500'),
   },
 })
@@ -68,6 +68,7 @@ async function measure(conductors: number, placementUrl: string) {
       const heartbeat = await around(target, () => agents.heartbeats(Number(values.beats), seconds))
       const telemetry = await around(target, () => agents.telemetry(hosts, seconds))
       const units: Units = { bind, unchanged, changed, heartbeat, telemetry }
+      for (const f of Object.values(units)) f.cpuMsNetOfIdle = netOfIdle(f, idle)
       for (const [k, f] of Object.entries(units))
         log(`${conductors} conductor(s) ${k}: ${f.perSecond}/s, ${f.cpuMs.cyborgTotal} CPU ms each`)
       return { idleCpuMsPerSecond: idle, seed, units }
@@ -77,6 +78,16 @@ async function measure(conductors: number, placementUrl: string) {
   } finally {
     await shape.stop()
   }
+}
+
+/** The shape's processes' CPU per unit less what they spend idle (timers) over the load's time. */
+function netOfIdle(f: Figures, idle: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(idle).map(([k, perSecond]) => [
+      k,
+      round(Math.max(0, (f.cpuMs[k] ?? 0) - (perSecond * f.wallSeconds) / (f.units || 1))),
+    ]),
+  )
 }
 
 /** What the model says a unit costs with `n` conductors, from the 1-conductor figures. */

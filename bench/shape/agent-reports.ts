@@ -16,7 +16,7 @@ import { hostName, hostSnapshot, playPeriod } from '../ingest/ingest-hosts.js'
 import type { BusCounts } from './around.js'
 
 export interface Agents {
-  /** Every host's first report (all changed: rows created), not measured. */
+  /** Every host's first reports (all changed: rows created), until each is current; not measured. */
   seed(): Promise<{ reports: number; errors: number; seconds: number }>
   /** Each host's period report, unchanged: one heartbeat with its hash. */
   unchanged(seconds: number): Promise<Phase>
@@ -98,6 +98,12 @@ export async function startAgents(
       const t = performance.now()
       // First sight creates each host's providers in Placement: a few hosts at a time.
       const out = await playPeriod(client, snapshots, { periodMs: 0, inFlight: 8, accepted })
+      // A new device is offered (and its host's hash kept) after `[conductor]
+      // health_recovery_reports` healthy reports: report again until every host is current.
+      for (let k = 0; k < 5; k++) {
+        const again = await playPeriod(client, snapshots, { periodMs: 0, inFlight: 8, accepted })
+        if (again.changed === 0) break
+      }
       return {
         reports: out.reports,
         errors: out.errors,

@@ -52,7 +52,7 @@ export function dbPerUnit(f: Figures) {
 
 /** The conductors' CPU per unit (conductor, conductor2, …), summed. */
 export const conductorMs = (f: Figures) =>
-  Object.entries(f.cpuMs)
+  Object.entries(f.cpuMsNetOfIdle ?? f.cpuMs)
     .filter(([k]) => /^conductor\d*$/.test(k))
     .reduce((acc, [, v]) => acc + (v ?? 0), 0)
 
@@ -78,7 +78,7 @@ export function size(units: Units, a: Assumptions = DEFAULTS) {
     (rates.telemetry * conductorMs(units.telemetry)) / conductorsMeasured
   const conductorShared = sum(conductorMs, shared)
   const conductors = Math.max(1, Math.ceil(conductorShared / (budget - perConductorTelemetry)))
-  const apiMs = sum((f) => f.cpuMs.api ?? 0)
+  const apiMs = sum((f) => (f.cpuMsNetOfIdle ?? f.cpuMs).api ?? 0)
   const db = {
     statements: sum((f) => dbPerUnit(f).statements),
     commits: sum((f) => dbPerUnit(f).commits),
