@@ -68,7 +68,6 @@ async function measure(conductors: number, placementUrl: string) {
       const heartbeat = await around(target, () => agents.heartbeats(Number(values.beats), seconds))
       const telemetry = await around(target, () => agents.telemetry(hosts, seconds))
       const units: Units = { bind, unchanged, changed, heartbeat, telemetry }
-      for (const f of Object.values(units)) f.cpuMsNetOfIdle = netOfIdle(f, idle)
       for (const [k, f] of Object.entries(units))
         log(`${conductors} conductor(s) ${k}: ${f.perSecond}/s, ${f.cpuMs.cyborgTotal} CPU ms each`)
       return { idleCpuMsPerSecond: idle, seed, units }
@@ -78,16 +77,6 @@ async function measure(conductors: number, placementUrl: string) {
   } finally {
     await shape.stop()
   }
-}
-
-/** The shape's processes' CPU per unit less what they spend idle (timers) over the load's time. */
-function netOfIdle(f: Figures, idle: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(idle).map(([k, perSecond]) => [
-      k,
-      round(Math.max(0, (f.cpuMs[k] ?? 0) - (perSecond * f.wallSeconds) / (f.units || 1))),
-    ]),
-  )
 }
 
 /** What the model says a unit costs with `n` conductors, from the 1-conductor figures. */

@@ -17,8 +17,6 @@ export interface Figures {
   perSecond: number
   /** Each process's (api, conductor, agent, …) and shared service's (mariadb, rabbitmq, placement). */
   cpuMs: Record<string, number | null>
-  /** Each of the shape's processes' CPU ms less its idle rate over the load's time (bench/cost-model.ts). */
-  cpuMsNetOfIdle?: Record<string, number>
   dbServerWide: Record<string, number | null>
   dbShapeUsers: Record<string, Record<string, number | null>>
   bus: { published: number; delivered: number; byRole: Record<string, BusCounts> }

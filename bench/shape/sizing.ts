@@ -52,7 +52,7 @@ export function dbPerUnit(f: Figures) {
 
 /** The conductors' CPU per unit (conductor, conductor2, …), summed. */
 export const conductorMs = (f: Figures) =>
-  Object.entries(f.cpuMsNetOfIdle ?? f.cpuMs)
+  Object.entries(f.cpuMs)
     .filter(([k]) => /^conductor\d*$/.test(k))
     .reduce((acc, [, v]) => acc + (v ?? 0), 0)
 
@@ -70,15 +70,19 @@ export function size(units: Units, a: Assumptions = DEFAULTS) {
       .reduce((acc, k) => acc + rates[k] * fn(units[k]), 0)
   const budget = 1000 * a.utilisation * a.coreSpeed
   const shared = (k: keyof Units) => k !== 'telemetry'
-  // Telemetry: one conductor's share is the measured total over the conductors that each took it all.
-  const conductorsMeasured = Object.keys(units.telemetry.cpuMs).filter((k) =>
-    /^conductor\d*$/.test(k),
-  ).length
-  const perConductorTelemetry =
-    (rates.telemetry * conductorMs(units.telemetry)) / conductorsMeasured
-  const conductorShared = sum(conductorMs, shared)
-  const conductors = Math.max(1, Math.ceil(conductorShared / (budget - perConductorTelemetry)))
-  const apiMs = sum((f) => (f.cpuMsNetOfIdle ?? f.cpuMs).api ?? 0)
+  /**
+   * A role's processes: the work they share, divided over them, plus the telemetry each one takes
+   * in full (the measured total over the processes of that role that each took it all).
+   */
+  const role = (cpu: (f: Figures) => number, measured: number) => {
+    const perProcess = (rates.telemetry * cpu(units.telemetry)) / measured
+    const sharedMs = sum(cpu, shared)
+    const n = perProcess >= budget ? null : Math.max(1, Math.ceil(sharedMs / (budget - perProcess)))
+    return { sharedMs, perProcess, n }
+  }
+  const measured = Object.keys(units.telemetry.cpuMs).filter((k) => /^conductor\d*$/.test(k))
+  const conductors = role(conductorMs, measured.length)
+  const api = role((f) => f.cpuMs.api ?? 0, 1)
   const db = {
     statements: sum((f) => dbPerUnit(f).statements),
     commits: sum((f) => dbPerUnit(f).commits),
@@ -87,17 +91,16 @@ export function size(units: Units, a: Assumptions = DEFAULTS) {
     assumptions: a,
     ratesPerSecond: Object.fromEntries(Object.entries(rates).map(([k, v]) => [k, round(v)])),
     cpuMsPerSecond: {
-      conductorsShared: round(conductorShared),
-      telemetryPerConductor: round(perConductorTelemetry),
-      api: round(apiMs),
+      conductorsShared: round(conductors.sharedMs),
+      telemetryPerConductor: round(conductors.perProcess),
+      apiShared: round(api.sharedMs),
+      telemetryPerApi: round(api.perProcess),
       mariadb: round(sum((f) => f.cpuMs.mariadb ?? 0)),
       rabbitmq: round(sum((f) => f.cpuMs.rabbitmq ?? 0)),
       placement: round(sum((f) => f.cpuMs.placement ?? 0)),
     },
-    processes: {
-      conductors,
-      api: Math.max(1, Math.ceil(apiMs / budget)),
-    },
+    /** Processes of each role that keep each one under `utilisation` of a core (null: none can). */
+    processes: { conductors: conductors.n, api: api.n },
     database: { statementsPerSecond: round(db.statements), commitsPerSecond: round(db.commits) },
     broker: {
       publishedPerSecond: round(sum((f) => f.bus.published)),
