@@ -5,7 +5,9 @@
  * checkout's `cyborg db sync`), with a real Placement behind a counting proxy
  * (shape/stand-ins.ts) and a Nova stand-in taking the conductor's bound events (so that, as in a
  * cloud with Nova, Nova's scheduler allocates and the conductor writes no allocation). The agent
- * runs the fake driver (one device of 16 units) on the storm host, activated at once.
+ * runs the fake driver (one device of 16 units) on the storm host, activated at once. `conductors: 2`
+ * starts a second `cyborg conductor` (`conductor2`, its own `[DEFAULT] host`) on the same database
+ * and broker, as a second conductor machine would run.
  */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -31,6 +33,8 @@ export interface ShapeOptions {
   baseline?: boolean
   /** `[api] api_workers`. @default 1 */
   apiWorkers?: number
+  /** `cyborg conductor` processes on the same database and broker (not on a baseline). @default 1 */
+  conductors?: number
   /** The fake driver's `clean` (auto | none), set on the agent through PATCH /v1/drivers/fake. */
   clean?: 'auto' | 'none'
   /** The fake driver's `clean_delay_ms`. @default 0 */
@@ -48,11 +52,14 @@ export interface Shape {
   /** The storm host's deployable providers (what Placement hands Nova). */
   rps: string[]
   database: string
-  pids: { api: number; conductor: number; agent: number }
+  /** The broker vhost's transport URL (simulated agents can report through it). */
+  transportUrl: string
+  /** api, conductor, agent, and conductor2 … with `conductors`. */
+  pids: { api: number; conductor: number; agent: number } & Record<string, number>
   /** The MariaDB user of each process that uses the database (shape/measure.ts userStatus). */
   dbUsers: Record<string, string>
   /** /metrics URLs serving each process's event-loop lag (none on a baseline's conductor and agent). */
-  metrics: { api: string; conductor?: string; agent?: string }
+  metrics: { api: string; conductor?: string; agent?: string } & Record<string, string | undefined>
   /** Placement calls since the last take(), by method and path. */
   placementCalls(): Record<string, number>
   novaEvents(): number
@@ -159,9 +166,9 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
   const metrics: Shape['metrics'] = { api: '' }
   try {
     await cyborg(root, ['db', 'sync'], { ...env, CYBORG_DATABASE__CONNECTION: db.url('sync') })
-    const serve = async (name: 'conductor' | 'agent', ready: RegExp) => {
+    const serve = async (name: 'conductor' | 'agent', ready: RegExp, role: string = name) => {
       const at = baseline ? undefined : await listen()
-      if (at) metrics[name] = `http://${at}/metrics`
+      if (at) metrics[role] = `http://${at}/metrics`
       const s = await startService({
         root,
         compiled: !baseline,
@@ -172,6 +179,7 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
           CYBORG_LOG_LEVEL: 'info', // the ready line is at info
           ...prof(name),
           ...(at ? { CYBORG_METRICS__LISTEN: at } : {}),
+          ...(role === name ? {} : { CYBORG_DEFAULT__HOST: `${STORM_HOST}-${role}` }),
         },
         ready: printed(ready),
         timeoutMs: 60_000,
@@ -180,6 +188,11 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       return s
     }
     const conductor = await serve('conductor', /cyborg conductor is ready/)
+    const more: Record<string, number> = {}
+    for (let n = 2; n <= (options.conductors ?? 1); n++) {
+      const role = `conductor${n}`
+      more[role] = (await serve('conductor', /cyborg conductor is ready/, role)).child.pid!
+    }
     const agent = await serve('agent', /cyborg agent is ready/)
     const apiService = await startService({
       root,
@@ -209,11 +222,13 @@ export async function startShape(options: ShapeOptions): Promise<Shape> {
       url,
       rps,
       database,
+      transportUrl: vhost.url,
       dbUsers: { api: db.users.api!, conductor: db.users.conductor! },
       pids: {
         api: apiService.child.pid!,
         conductor: conductor.child.pid!,
         agent: agent.child.pid!,
+        ...more,
       },
       metrics,
       placementCalls: () => placement.take(),

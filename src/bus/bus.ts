@@ -4,6 +4,13 @@
  * through JSON too, so nothing works embedded that would break over the wire.
  */
 
+/**
+ * A message this process put on the broker (`sent`) or took from it (`received`), by kind: a call's
+ * request, a cast, a fanout publish, or a call's reply (RabbitMQ bus: cyborg_bus_messages_total).
+ */
+export type BusMessageKind = 'call' | 'cast' | 'publish' | 'reply'
+export type BusMessageCounter = (direction: 'sent' | 'received', kind: BusMessageKind) => void
+
 /** Handles one RPC request; a thrown AppError reaches the caller as the same class and code. */
 export type RpcHandler = (method: string, payload: unknown) => Promise<unknown>
 

@@ -96,6 +96,46 @@ if (broker.skip !== undefined) {
       )
     })
 
+    void it('counts each message it puts on the broker and each it takes, by kind (onMessage)', async () => {
+      const counted = () => {
+        const seen: Record<string, number> = {}
+        const onMessage: RabbitMqBusOptions['onMessage'] = (direction, kind) => {
+          seen[`${direction} ${kind}`] = (seen[`${direction} ${kind}`] ?? 0) + 1
+        }
+        return { seen, onMessage }
+      }
+      const [c, s] = [counted(), counted()]
+      const [client, server] = await Promise.all([
+        bus({ onMessage: c.onMessage }),
+        bus({ onMessage: s.onMessage }),
+      ])
+      const t = topic()
+      let casts = 0
+      let heard = 0
+      await server.serve(t, async (method, payload) => {
+        if (method === 'cast') casts += 1
+        return payload
+      })
+      await server.subscribe(t, () => void (heard += 1))
+      for (let n = 0; n < 3; n++) assert.equal(await client.call(t, 'work', n), n)
+      await client.cast(t, 'cast', null)
+      await client.cast(t, 'cast', null)
+      await client.publish(t, { n: 1 })
+      await until(() => casts === 2 && heard === 1)
+      assert.deepEqual(c.seen, {
+        'sent call': 3,
+        'received reply': 3,
+        'sent cast': 2,
+        'sent publish': 1,
+      })
+      assert.deepEqual(s.seen, {
+        'received call': 3,
+        'sent reply': 3,
+        'received cast': 2,
+        'received publish': 1,
+      })
+    })
+
     void it('a cast waits in the queue for a server; a publish nobody hears is not stored', async () => {
       const b = await bus()
       const t = topic()

@@ -8,7 +8,7 @@
  * Three parts: rabbitmq-connection.ts keeps one connection up, rabbitmq-publisher.ts sends and
  * settles, rabbitmq-consumers.ts serves and subscribes.
  */
-import type { MessageBus } from './bus.js'
+import type { BusMessageCounter, MessageBus } from './bus.js'
 import { InvalidInputError, UnavailableError } from '../domain/errors.js'
 import { noopLogger, type Logger } from '../domain/logger.js'
 import { ReconnectingConnection } from './rabbitmq-connection.js'
@@ -32,6 +32,11 @@ export interface RabbitMqBusOptions {
   defaultTimeoutMs?: number
   /** Told each time the connection is back after a loss (metrics: cyborg_bus_reconnects_total). */
   onReconnect?: () => void
+  /**
+   * Told of each message this process puts on the broker (sent: call requests, casts, publishes,
+   * replies; a resend counts again) and each it takes (received) (metrics: cyborg_bus_messages_total).
+   */
+  onMessage?: BusMessageCounter
   /**
    * The exchange of publish/subscribe (not `cyborg`, which oslo.messaging notification listeners
    * declare as a topic exchange: docs/bus.md). @default 'cyborg_bus'
@@ -100,7 +105,8 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   /** When and why the last connection was lost (for status()). */
   let lastLoss: { at: number; reason: string } | undefined
 
-  const shared = { log, exchange, quorumQueues, current: () => conn.current }
+  const { onMessage } = options
+  const shared = { log, exchange, quorumQueues, current: () => conn.current, onMessage }
   const publisher = new Publisher({ ...shared, defaultTimeoutMs })
   const conn: ReconnectingConnection<Session> = new ReconnectingConnection<Session>({
     brokers,

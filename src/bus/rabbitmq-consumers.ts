@@ -5,7 +5,7 @@
  * declares itself again on every new connection, so nobody has to re-register after an outage.
  */
 import type { Channel, ConsumeMessage } from 'amqplib'
-import type { MessageHandler, RpcHandler } from './bus.js'
+import type { BusMessageCounter, MessageHandler, RpcHandler } from './bus.js'
 import { errorReply, type RequestEnvelope } from './envelope.js'
 import { InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -34,6 +34,8 @@ export interface ConsumerContext {
   track(work: Promise<void>): void
   /** The channel servers publish replies on, one per connection ({@link replyChannels}). */
   replyChannel(link: Link<unknown>): Promise<Channel>
+  /** Told of each request or message delivered and each reply sent. */
+  onMessage?: BusMessageCounter | undefined
 }
 
 /**
@@ -191,6 +193,7 @@ export class Consumer {
       return
     }
     if (this.#spec.kind === 'subscriber') {
+      this.#ctx.onMessage?.('received', 'publish')
       if (!this.#active) return
       const handler = this.#spec.handler
       Promise.resolve()
@@ -205,6 +208,7 @@ export class Consumer {
       safely(() => channel.nack(msg, false, true))
       return
     }
+    this.#ctx.onMessage?.('received', msg.properties.replyTo ? 'call' : 'cast')
     this.#running += 1
     this.#ctx.track(this.#serve(this.#spec.handler, channel, link, msg))
   }
@@ -251,6 +255,7 @@ export class Consumer {
     try {
       const replies = await this.#ctx.replyChannel(link)
       replies.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+      this.#ctx.onMessage?.('sent', 'reply')
     } catch (err) {
       this.#ctx.log.debug(
         { topic: this.topic, method, err: errorMessage(err) },

@@ -14,7 +14,7 @@ import type {
   Message,
   Options,
 } from 'amqplib'
-import type { CallOptions } from './bus.js'
+import type { BusMessageCounter, CallOptions } from './bus.js'
 import { unwrapReply, type ReplyEnvelope } from './envelope.js'
 import { AppError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
@@ -63,6 +63,8 @@ export interface PublisherOptions {
   quorumQueues: boolean
   /** The live link right now, if any. */
   current(): Link<Session> | undefined
+  /** Told of each message published (a resend too) and each reply received. */
+  onMessage?: BusMessageCounter | undefined
 }
 
 export class Publisher {
@@ -271,6 +273,7 @@ export class Publisher {
             )
         } else if (out.kind !== 'call') out.succeed(undefined)
       })
+      this.#o.onMessage?.('sent', out.kind)
     } catch {
       // The channel is closing: lost() fails what was sent on it.
     }
@@ -289,6 +292,7 @@ export class Publisher {
   }
 
   #replied(msg: ConsumeMessage): void {
+    this.#o.onMessage?.('received', 'reply')
     const out = this.#sent.get(String(msg.properties.correlationId))
     if (!out || out.kind !== 'call') return // a late reply: its caller gave up
     let envelope: ReplyEnvelope

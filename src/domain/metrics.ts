@@ -61,6 +61,11 @@ export const METRICS = {
     help: 'Connections to the message bus re-established after a loss.',
     labels: [],
   },
+  cyborg_bus_messages_total: {
+    type: 'counter',
+    help: 'Messages this process put on RabbitMQ (direction sent) or took from it (received), by kind: call (a request), cast, publish (fanout), reply.',
+    labels: ['direction', 'kind'],
+  },
   cyborg_peer_requests_total: {
     type: 'counter',
     help: 'HTTP requests of the conductor to Placement and Nova, by peer and outcome (the status class 2xx…5xx, or error when no answer came).',

@@ -60,7 +60,7 @@ export interface BusOptions {
   service: string
   /** Stops waiting for an unreachable broker (SIGTERM while starting). */
   signal?: AbortSignal
-  /** Counts reconnections (cyborg_bus_reconnects_total). */
+  /** Counts reconnections and messages (cyborg_bus_reconnects_total, cyborg_bus_messages_total). */
   metrics?: Metrics
 }
 
@@ -105,7 +105,11 @@ export async function createConfiguredBus(
       connectionName: `cyborg-${options.service}@${config.DEFAULT.host}`,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.metrics
-        ? { onReconnect: () => options.metrics!.inc('cyborg_bus_reconnects_total') }
+        ? {
+            onReconnect: () => options.metrics!.inc('cyborg_bus_reconnects_total'),
+            onMessage: (direction, kind) =>
+              options.metrics!.inc('cyborg_bus_messages_total', { direction, kind }),
+          }
         : {}),
     })
   } catch (err) {
