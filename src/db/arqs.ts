@@ -241,13 +241,13 @@ async function transitionLocked(
  * kept for UnbindFailed and Deleting (the request still holds what it was bound to), cleared for
  * the states that hold nothing.
  */
-function boundAtOf(to: ArqState, now: string): { bound_at?: string | null } {
+export function boundAtOf(to: ArqState, now: string): { bound_at?: string | null } {
   if (to === 'Bound') return { bound_at: now }
   if (to === 'UnbindFailed' || to === 'Deleting') return {}
   return { bound_at: null }
 }
 
-function toColumns(set: ArqBinding): ArqUpdate {
+export function toColumns(set: ArqBinding): ArqUpdate {
   const out: ArqUpdate = {}
   if (set.hostname !== undefined) out.hostname = set.hostname
   if (set.deviceRpUuid !== undefined) out.device_rp_uuid = set.deviceRpUuid

@@ -11,7 +11,8 @@
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
-import { listBoundArqsOfInstance, updateArqStates } from '../../db/arqs.js'
+import { listBoundArqsOfInstance, updateArqHandle } from '../../db/arqs.js'
+import { moveLockedArq } from '../../db/arq-locked.js'
 import { claimInstanceLocks } from '../../db/arq-instances.js'
 import { listDeviceProfilesById } from '../../db/reads/device-profile-reads.js'
 import { recordArqEvents, type ArqEventItem } from '../../db/outbox/arq-events.js'
@@ -25,7 +26,7 @@ import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../../rpc/con
 import { leaseCutoff } from '../lease-sweep.js'
 import { claimHandleForArq, needsMore, type Placed } from './arq-claim.js'
 import { failBind, finishBind, notifyNova, type BindFinishDeps } from './arq-bind-finish.js'
-import { v2Arq } from './arq-internals.js'
+import { v2ArqForUpdate } from './arq-internals.js'
 import { bindClaims, bindQuota, type QuotaClaim, type QuotaGate } from './quota-check.js'
 import { checkArqBindings } from '../validate.js'
 
@@ -68,9 +69,10 @@ export async function lockAndCheck(
 ): Promise<Arq[]> {
   const uuids = Object.keys(bindings)
   const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
-  await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
+  const relocked = await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
   await quota?.lock(trx, deps.now())
-  const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
+  // Locked until the commit, so that each later move is one UPDATE with nothing read back.
+  const arqs = await Promise.all(uuids.map((u) => v2ArqForUpdate(trx, u)))
   for (const arq of arqs) {
     if (!allowedFrom('BindStarted').includes(arq.state)) {
       throw new ConflictError(
@@ -83,11 +85,14 @@ export async function lockAndCheck(
     }
   }
   for (const instance of instances) {
-    // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
-    // are read afresh as well (this batch's own writes are visible only through trx).
-    const others = [...(await listBoundArqsOfInstance(trx, instance, uuids))]
-    if (deps.db.dialect === 'mysql')
-      others.push(...(await listBoundArqsOfInstance(deps.db.db, instance, uuids)))
+    // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows are
+    // read afresh outside the transaction; through it as well only when an earlier write of this
+    // batch took the same instance's lock (every write that binds an instance takes it first, and
+    // its binds are visible only through trx). Elsewhere trx sees both (issue 28: one read).
+    const mysql = deps.db.dialect === 'mysql'
+    const others = mysql ? await listBoundArqsOfInstance(deps.db.db, instance, uuids) : []
+    if (!mysql || relocked.has(instance))
+      others.push(...(await listBoundArqsOfInstance(trx, instance, uuids)))
     if (others.length > 0) {
       throw new ConflictError(
         `instance ${instance} already has bound accelerator requests: ${others.join(', ')}`,
@@ -118,13 +123,17 @@ export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[]) {
   return { specFor, names: new Map(profiles.map((p) => [p.id, p.name])) }
 }
 
-/** Moves every request to BindStarted with its binding; one that changed meanwhile refuses the bind. */
+/**
+ * Moves every request (locked by `lockAndCheck`) to BindStarted with its binding; one that changed
+ * meanwhile refuses the bind. Resolves with the requests as saved.
+ */
 export async function markStarted(
   deps: Pick<BindDeps, 'now'>,
   trx: WriteTrx,
   arqs: readonly Arq[],
   bindings: Bindings,
-): Promise<void> {
+): Promise<Arq[]> {
+  const started: Arq[] = []
   for (const arq of arqs) {
     const b = bindings[arq.uuid]!
     const set = {
@@ -133,20 +142,20 @@ export async function markStarted(
       instanceUuid: b.instanceUuid,
       projectId: b.projectId ?? arq.projectId,
     }
-    const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', {
-      now: deps.now(),
-      set,
-    })
-    if (count !== 1)
+    const moved = await moveLockedArq(trx, arq, 'BindStarted', { now: deps.now(), set })
+    if (!moved)
       throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
         code: 'ARQ_BAD_STATE',
       })
+    started.push(moved)
   }
+  return started
 }
 
 /**
- * Claims each request's handle in the bind's transaction: no handle is BindFailed; one that needs
- * nothing outside the database is Bound; the others are left for phase 2.
+ * Claims each request's handle in the bind's transaction (`arqs`: BindStarted, locked): no handle
+ * is BindFailed; one that needs nothing outside the database is Bound with its handle in one
+ * UPDATE; the others get their handle recorded and are left for phase 2.
  */
 export async function claimHandles(
   deps: Pick<BindDeps, 'now' | 'allocator'>,
@@ -175,21 +184,29 @@ export async function claimHandles(
     )
   for (const arq of arqs) {
     const spec = groups.specFor(arq)
-    const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
+    const placed = await claimHandleForArq(trx, bindings[arq.uuid]!, spec, now(), lease)
     if (!('reason' in placed))
       out.claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
     if ('reason' in placed) {
-      const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
+      const moved = await moveLockedArq(trx, arq, 'BindFailed', {
         now: now(),
         set: { attachHandleId: null, deployableId: null },
       })
-      note(moved, 'bind_failed', placed.reason)
+      note(moved ? [moved] : [], 'bind_failed', placed.reason)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
     } else if (needsMore(placed, spec, deps.allocator !== undefined)) {
+      // Recorded in the claim's transaction, so a crash never leaves a handle in use that no ARQ names.
+      if (!(await updateArqHandle(trx, arq.uuid, placed.handle, now())))
+        throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
       out.steps.push({ arq, spec, placed })
     } else {
-      const { moved } = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
-      note(moved, 'bound', undefined, placed.handle)
+      const { id, deployableId } = placed.handle
+      const moved = await moveLockedArq(trx, arq, 'Bound', {
+        now: now(),
+        set: { attachHandleId: id, deployableId },
+      })
+      if (!moved) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
+      note([moved], 'bound', undefined, placed.handle)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
     }
   }
@@ -206,8 +223,15 @@ export async function startBind(
   return deps.committer.run(async (trx) => {
     const arqs = await lockAndCheck(deps, trx, bindings, quota)
     const groups = await loadSpecs(trx, arqs)
-    await markStarted(deps, trx, arqs, bindings)
-    const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
+    const started = await markStarted(deps, trx, arqs, bindings)
+    const { steps, claims, events } = await claimHandles(
+      deps,
+      trx,
+      started,
+      bindings,
+      groups,
+      lease,
+    )
     await quota?.enforce(trx, claims)
     await recordArqEvents(trx, events, deps.now())
     return steps
