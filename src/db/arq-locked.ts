@@ -64,3 +64,24 @@ export async function moveLockedArq(
     })
   return Number(res.numUpdatedRows) === 1 ? toArq({ ...rowOf(arq), ...values }) : undefined
 }
+
+/**
+ * Deletes requests whose rows this transaction holds locked (`arqs` as saved) by id, with nothing
+ * read back; resolves with them in id order. Throws if one was not there (a bug: locked rows do not
+ * go away), which rolls the caller's write back.
+ */
+export async function deleteLockedArqs(db: Kysely<Database>, arqs: readonly Arq[]): Promise<Arq[]> {
+  const ids = [...new Set(arqs.map((a) => a.id))]
+  let deleted = 0
+  for (let i = 0; i < ids.length; i += 500) {
+    const chunk = ids.slice(i, i + 500)
+    const res = await db
+      .deleteFrom('accelerator_requests')
+      .where('id', 'in', chunk)
+      .executeTakeFirst()
+    deleted += Number(res.numDeletedRows)
+  }
+  if (deleted !== ids.length)
+    throw new Error(`deleted ${deleted} of ${ids.length} locked accelerator requests`)
+  return [...arqs].sort((a, b) => a.id - b.id)
+}
