@@ -92,8 +92,11 @@ async function patch(
     request.ctx,
     parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests',
   )
-  for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
-    await visible(env, request.ctx, uuid)
+  // An admin sees every request: the conductor itself refuses a missing one (404 ARQ_NOT_FOUND,
+  // the same error) before it changes anything, so only a project-scoped caller's are read here.
+  if (visibleProject(request.ctx) !== undefined)
+    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
+      await visible(env, request.ctx, uuid)
   if (parsed.kind === 'bind') await env.conductor.bindArqs({ bindings: parsed.bindings })
   else await env.conductor.unbindArqs({ uuids: parsed.uuids })
   // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).

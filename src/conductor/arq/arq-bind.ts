@@ -29,6 +29,7 @@ import { failBind, finishBind, notifyNova, type BindFinishDeps } from './arq-bin
 import { v2ArqForUpdate } from './arq-internals.js'
 import { bindClaims, bindQuota, type QuotaClaim, type QuotaGate } from './quota-check.js'
 import { checkArqBindings } from '../validate.js'
+import type { ProfileCache } from './profile-cache.js'
 
 export interface BindDeps extends BindFinishDeps {
   db: DatabaseHandle
@@ -37,6 +38,8 @@ export interface BindDeps extends BindFinishDeps {
   serviceDownTimeMs?: number | undefined
   /** `[quota] driver = unified_limits`: the limits standalone binds are held to (docs/quota.md). */
   quota?: LimitSource | undefined
+  /** Profiles already read by this conductor (profile-cache.ts). @default each bind reads them */
+  profiles?: ProfileCache | undefined
 }
 
 type Bindings = Record<string, ArqBindRequest>
@@ -111,10 +114,9 @@ export async function lockAndCheck(
  * names for the events. Their sizes were bounded when the requests were created, so expanding them
  * again is cheap.
  */
-export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[]) {
-  const profiles = await listDeviceProfilesById(trx, [
-    ...new Set(arqs.map((a) => a.deviceProfileId!)),
-  ])
+export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[], cache?: ProfileCache) {
+  const ids = [...new Set(arqs.map((a) => a.deviceProfileId!))]
+  const profiles = await (cache ? cache.byIds(trx, ids) : listDeviceProfilesById(trx, ids))
   const specsByProfile = new Map(
     profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]),
   )
@@ -222,7 +224,7 @@ export async function startBind(
 ): Promise<BindStep[]> {
   return deps.committer.run(async (trx) => {
     const arqs = await lockAndCheck(deps, trx, bindings, quota)
-    const groups = await loadSpecs(trx, arqs)
+    const groups = await loadSpecs(trx, arqs, deps.profiles)
     const started = await markStarted(deps, trx, arqs, bindings)
     const { steps, claims, events } = await claimHandles(
       deps,

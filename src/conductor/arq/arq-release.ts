@@ -37,6 +37,7 @@ import type { V1Placement } from '../v1-placement.js'
 import { appendAllocationRecords } from '../../db/custody.js'
 import { AllocatedVia } from '../../domain/custody/custody.js'
 import { newUuid } from '../../domain/ids.js'
+import type { ProfileCache } from './profile-cache.js'
 
 export interface ReleaseDeps {
   db: DatabaseHandle
@@ -59,6 +60,8 @@ export interface ReleaseDeps {
    * Without it (a conductor that reaches no agents) handles go straight back.
    */
   cleaner?: { cleanReleased(handleIds: readonly number[]): void } | undefined
+  /** Profiles already read by this conductor, for the events' names (profile-cache.ts). */
+  profiles?: ProfileCache | undefined
 }
 
 /**
@@ -233,18 +236,25 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
  * that was Bound before it was deleted (per `before`, the requests with their prior states), then
  * `deleted`. `handles`: the handles already read in this transaction (the events need not again).
  */
-function deletionEvents(
+async function deletionEvents(
+  deps: ReleaseDeps,
+  trx: WriteTrx,
   deleted: readonly Arq[],
   before: readonly Arq[],
   handles?: ReadonlyMap<number, AttachHandle>,
-): ArqEventItem[] {
+): Promise<ArqEventItem[]> {
   const bound = new Set(before.filter((a) => a.state === 'Bound').map((a) => a.uuid))
+  const ids = deleted.flatMap((a) => (a.deviceProfileId === null ? [] : [a.deviceProfileId]))
+  const known = deps.profiles && ids.length > 0 ? await deps.profiles.byIds(trx, ids) : []
+  const names = new Map(known.map((p) => [p.id, p.name]))
   return deleted.flatMap((arq) => {
     const h = arq.attachHandleId === null ? undefined : handles?.get(arq.attachHandleId)
     const handle = h && { id: h.id, uuid: h.uuid, type: h.type, info: h.info }
+    const named = arq.deviceProfileId === null ? undefined : names.get(arq.deviceProfileId)
+    const profileName = named === undefined ? {} : { profileName: named }
     return [
-      ...(bound.has(arq.uuid) ? [{ arq, action: 'unbound' as const, handle }] : []),
-      { arq, action: 'deleted' as const, handle },
+      ...(bound.has(arq.uuid) ? [{ arq, action: 'unbound' as const, handle, ...profileName }] : []),
+      { arq, action: 'deleted' as const, handle, ...profileName },
     ]
   })
 }
@@ -269,7 +279,7 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
   const { deleted, cleaning } = await committer.run(async (trx) => {
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
-    await recordArqEvents(trx, deletionEvents(deleted, ready), now())
+    await recordArqEvents(trx, await deletionEvents(deps, trx, deleted, ready), now())
     const gone = new Set(deleted.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,
@@ -311,7 +321,7 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
       trx,
       moved.filter((a) => quickUuids.has(a.uuid)),
     )
-    await recordArqEvents(trx, deletionEvents(gone, quick, handles), now())
+    await recordArqEvents(trx, await deletionEvents(deps, trx, gone, quick, handles), now())
     const goneUuids = new Set(gone.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,

@@ -16,6 +16,7 @@
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
 import { createArqs, listArqs } from '../../db/arqs.js'
+import { createProfileCache } from './profile-cache.js'
 import { getDeviceProfileByName } from '../../db/reads/device-profile-reads.js'
 import { expandProfileGroups, type Arq } from '../../domain/arq.js'
 import { NotFoundError } from '../../domain/errors.js'
@@ -87,7 +88,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
 
   const program = createFpgaProgrammer({ agentFor: deps.agentFor, committer, log, now })
-  const bind: BindDeps = { ...deps, log, now, allocator, program }
+  // The profiles creates read (committed), so that binds and deletes need not (issue 28).
+  const profiles = createProfileCache()
+  const bind: BindDeps = { ...deps, log, now, allocator, program, profiles }
 
   const release: ReleaseDeps = {
     db,
@@ -99,6 +102,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     now,
     allocatedVia: deps.nova ? 'nova_v2' : 'standalone_v2',
     cleaner: deps.cleaner,
+    profiles,
   }
 
   return {
@@ -113,6 +117,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     async createArqs(req) {
       const { deviceProfileName: name, maxArqs, projectId } = checkArqCreate(req)
       const profile = await getDeviceProfileByName(db.db, name)
+      profiles.remember(profile)
       const specs = expandProfileGroups(profile.groups, maxArqs)
       // Ids and time are made before the write runs, so that a re-run writes the very same rows.
       const uuids = specs.map(() => newUuid())
