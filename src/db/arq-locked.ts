@@ -32,15 +32,16 @@ export const rowOf = (a: Arq): AcceleratorRequestRow => ({
  * Moves one ARQ whose row this transaction holds (read with `getArqForUpdate`, or moved by this
  * function since) to `to` if its state allows, with one conditional UPDATE and no read: nothing
  * else can change the locked row, so the saved row is `arq` with the written values (issue 28).
- * Undefined when the UPDATE matched nothing. Errors as `updateArqStates`.
+ * Undefined when the UPDATE matched nothing. `from`: the states it may leave, when it stands for
+ * several moves in one transaction (default `allowedFrom(to)`). Errors as `updateArqStates`.
  */
 export async function moveLockedArq(
   db: Kysely<Database>,
   arq: Arq,
   to: ArqState,
-  options: { now: string; set?: ArqBinding },
+  options: { now: string; set?: ArqBinding; from?: readonly ArqState[] },
 ): Promise<Arq | undefined> {
-  const from = [...allowedFrom(to)]
+  const from = [...(options.from ?? allowedFrom(to))]
   if (!from.includes(arq.state)) return undefined
   const values = {
     ...toColumns(options.set ?? {}),

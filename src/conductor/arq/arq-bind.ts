@@ -3,15 +3,15 @@
  *
  * Phase 1, one transaction, all or nothing: the instances' bind locks and the projects' quota
  * locks; every request bindable and no instance bound twice (`lockAndCheck`); the request groups
- * (`loadSpecs`); BindStarted (`markStarted`); then each one's handle, claimed with SKIP LOCKED
- * (arq-claim.ts) and recorded on it (`claimHandles`). A request that needs nothing outside the
- * database is Bound there too: a whole bind in one commit. Quota is enforced and the events are
+ * (`loadSpecs`); then each one's handle, claimed with SKIP LOCKED (arq-claim.ts), and the request
+ * written once with its binding and handle (`claimHandles`): BindStarted, or Bound at once when it
+ * needs nothing outside the database (a whole bind in one commit), or BindFailed. Quota is enforced and the events are
  * written before the commit.
  * Phase 2 (arq-bind-finish.ts): the rest, each on its own, at once; then Nova hears in one batch.
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
-import { listBoundArqsOfInstance, updateArqHandle } from '../../db/arqs.js'
+import { listBoundArqsOfInstance } from '../../db/arqs.js'
 import { moveLockedArq } from '../../db/arq-locked.js'
 import { claimInstanceLocks } from '../../db/arq-instances.js'
 import { listDeviceProfilesById } from '../../db/reads/device-profile-reads.js'
@@ -125,39 +125,26 @@ export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[], cache?: Pro
   return { specFor, names: new Map(profiles.map((p) => [p.id, p.name])) }
 }
 
-/**
- * Moves every request (locked by `lockAndCheck`) to BindStarted with its binding; one that changed
- * meanwhile refuses the bind. Resolves with the requests as saved.
- */
-export async function markStarted(
-  deps: Pick<BindDeps, 'now'>,
-  trx: WriteTrx,
-  arqs: readonly Arq[],
-  bindings: Bindings,
-): Promise<Arq[]> {
-  const started: Arq[] = []
-  for (const arq of arqs) {
-    const b = bindings[arq.uuid]!
-    const set = {
-      hostname: b.hostname,
-      deviceRpUuid: b.deviceRpUuid ?? null,
-      instanceUuid: b.instanceUuid,
-      projectId: b.projectId ?? arq.projectId,
-    }
-    const moved = await moveLockedArq(trx, arq, 'BindStarted', { now: deps.now(), set })
-    if (!moved)
-      throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
-        code: 'ARQ_BAD_STATE',
-      })
-    started.push(moved)
+/** The binding a request takes on. */
+function bindingOf(arq: Arq, b: ArqBindRequest) {
+  return {
+    hostname: b.hostname,
+    deviceRpUuid: b.deviceRpUuid ?? null,
+    instanceUuid: b.instanceUuid,
+    projectId: b.projectId ?? arq.projectId,
   }
-  return started
 }
 
+/** Where a bind starts from: its request's states before BindStarted. */
+const START = allowedFrom('BindStarted')
+
 /**
- * Claims each request's handle in the bind's transaction (`arqs`: BindStarted, locked): no handle
- * is BindFailed; one that needs nothing outside the database is Bound with its handle in one
- * UPDATE; the others get their handle recorded and are left for phase 2.
+ * Claims each request's handle in the bind's transaction (`arqs`: locked by `lockAndCheck`), then
+ * writes the request once with its binding: no handle is BindFailed; one that needs nothing outside
+ * the database is Bound with its handle; the others are BindStarted with their handle (recorded in
+ * the claim's transaction, so a crash never leaves a handle in use that no request names), left for
+ * phase 2. BindStarted is never seen by another transaction on the first two paths, so they move
+ * from the request's state at once (issue 28: one UPDATE per request instead of two or three).
  */
 export async function claimHandles(
   deps: Pick<BindDeps, 'now' | 'allocator'>,
@@ -189,25 +176,33 @@ export async function claimHandles(
     const placed = await claimHandleForArq(trx, bindings[arq.uuid]!, spec, now(), lease)
     if (!('reason' in placed))
       out.claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
+    const set = bindingOf(arq, bindings[arq.uuid]!)
+    const changed = () =>
+      new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
+        code: 'ARQ_BAD_STATE',
+      })
     if ('reason' in placed) {
       const moved = await moveLockedArq(trx, arq, 'BindFailed', {
         now: now(),
-        set: { attachHandleId: null, deployableId: null },
+        set: { ...set, attachHandleId: null, deployableId: null },
+        from: START,
       })
-      note(moved ? [moved] : [], 'bind_failed', placed.reason)
+      if (!moved) throw changed()
+      note([moved], 'bind_failed', placed.reason)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
-    } else if (needsMore(placed, spec, deps.allocator !== undefined)) {
-      // Recorded in the claim's transaction, so a crash never leaves a handle in use that no ARQ names.
-      if (!(await updateArqHandle(trx, arq.uuid, placed.handle, now())))
-        throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
-      out.steps.push({ arq, spec, placed })
+      continue
+    }
+    const held = { attachHandleId: placed.handle.id, deployableId: placed.handle.deployableId }
+    const more = needsMore(placed, spec, deps.allocator !== undefined)
+    const moved = await moveLockedArq(trx, arq, more ? 'BindStarted' : 'Bound', {
+      now: now(),
+      set: { ...set, ...held },
+      from: START,
+    })
+    if (!moved) throw changed()
+    if (more) {
+      out.steps.push({ arq: moved, spec, placed })
     } else {
-      const { id, deployableId } = placed.handle
-      const moved = await moveLockedArq(trx, arq, 'Bound', {
-        now: now(),
-        set: { attachHandleId: id, deployableId },
-      })
-      if (!moved) throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
       note([moved], 'bound', undefined, placed.handle)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
     }
@@ -225,15 +220,7 @@ export async function startBind(
   return deps.committer.run(async (trx) => {
     const arqs = await lockAndCheck(deps, trx, bindings, quota)
     const groups = await loadSpecs(trx, arqs, deps.profiles)
-    const started = await markStarted(deps, trx, arqs, bindings)
-    const { steps, claims, events } = await claimHandles(
-      deps,
-      trx,
-      started,
-      bindings,
-      groups,
-      lease,
-    )
+    const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
     await quota?.enforce(trx, claims)
     await recordArqEvents(trx, events, deps.now())
     return steps
