@@ -64,7 +64,7 @@ for (const dialect of await testDialects()) {
 
       // The claim checks the lease itself: refused before any sweep fenced anything.
       const cutoff = leaseCutoff(clock, DOWN_MS)
-      const refused = await claimHandleForArq(db.db, arq!, binding, undefined, T1, cutoff)
+      const refused = await claimHandleForArq(db.db, binding, undefined, T1, cutoff)
       assert.deepEqual(refused, { reason: `agent cyborg-agent@h1 silent since ${T0}` })
       assert.equal((await getArq(db.db, arq!.uuid)).attachHandleId, null)
 

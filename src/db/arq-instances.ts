@@ -7,18 +7,27 @@ import { sql, type Kysely } from 'kysely'
 import type { DialectName } from './core/connection.js'
 import type { Database } from './core/schema.js'
 
+/** The instances whose bind lock each open transaction took so far (by its Kysely object). */
+const taken = new WeakMap<Kysely<Database>, Set<string>>()
+
 /**
  * Takes the bind lock of each instance (an upsert of its `arq_instances` row, in sorted order), so
  * that binds naming one instance run one after the other, through any number of conductors. Run it
  * in the bind's transaction, before `listBoundArqsOfInstance` (arqs.ts); the lock holds until that commits.
+ * Resolves with those of `instances` whose lock this transaction had taken before (an earlier write
+ * of the same group-commit batch, whose binds only this transaction sees).
  */
 export async function claimInstanceLocks(
   db: Kysely<Database>,
   dialect: DialectName,
   instances: Iterable<string>,
   now: string,
-): Promise<void> {
+): Promise<Set<string>> {
+  const mine = taken.get(db) ?? new Set<string>()
+  taken.set(db, mine)
+  const again = new Set([...instances].filter((i) => mine.has(i)))
   for (const instance of [...new Set(instances)].sort()) {
+    mine.add(instance)
     const insert = db
       .insertInto('arq_instances')
       .values({ instance_uuid: instance, updated_at: now })
@@ -28,6 +37,7 @@ export async function claimInstanceLocks(
         : insert.onConflict((oc) => oc.column('instance_uuid').doUpdateSet({ updated_at: now }))
     ).execute()
   }
+  return again
 }
 
 /**

@@ -85,7 +85,16 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
     )
     .orderBy('id')
     .execute()
-  return rows.map((r) => ({
+  return rows.map((r) =>
+    toTarget(
+      r,
+      attrs.filter((a) => a.deployable_id === r.id).map(({ key, value }) => ({ key, value })),
+    ),
+  )
+}
+
+function toTarget(r: Row, attributes: BindTarget['attributes']): BindTarget {
+  return {
     deployableId: r.id,
     rpUuid: r.rp_uuid,
     controlPath: r.cpid_info,
@@ -108,10 +117,8 @@ async function withAttributes(db: ReadDb, rows: Row[]): Promise<BindTarget[]> {
     health: r.health,
     healthReason: r.health_reason,
     removalPending: Number(r.removal_pending) === 1,
-    attributes: attrs
-      .filter((a) => a.deployable_id === r.id)
-      .map(({ key, value }) => ({ key, value })),
-  }))
+    attributes,
+  }
 }
 
 /** The deployable whose resource provider is `rpUuid`, or undefined. */
@@ -119,8 +126,21 @@ export async function getTargetByProvider(
   db: ReadDb,
   rpUuid: string,
 ): Promise<BindTarget | undefined> {
-  const rows = await base(db).where('p.rp_uuid', '=', rpUuid).execute()
-  return (await withAttributes(db, rows))[0]
+  // One statement (issue 28: the bind's read of its target): the row once per attribute.
+  const rows = await base(db)
+    .leftJoin('attributes as a', 'a.deployable_id', 'p.id')
+    .select(['a.key as attr_key', 'a.value as attr_value'])
+    .where('p.rp_uuid', '=', rpUuid)
+    .orderBy('a.id')
+    .execute()
+  const first = rows[0]
+  if (!first) return undefined
+  const attributes = rows.flatMap((r) =>
+    r.id !== first.id || r.attr_key === null || r.attr_value === null
+      ? []
+      : [{ key: r.attr_key, value: r.attr_value }],
+  )
+  return toTarget(first, attributes)
 }
 
 /** The deployable with id `id`, or undefined. */

@@ -28,6 +28,16 @@ const chunks = <T>(items: readonly T[]): T[][] =>
     items.slice(i * CHUNK, (i + 1) * CHUNK),
   )
 
+/** The columns a new request leaves null. */
+const NOTHING_HELD = {
+  hostname: null,
+  device_rp_uuid: null,
+  instance_uuid: null,
+  attach_handle_id: null,
+  deployable_id: null,
+  bound_at: null,
+}
+
 /** What `createArqs` stores: one row per spec, all of one profile. */
 export interface NewArqs {
   profileId: number
@@ -56,9 +66,19 @@ export async function createArqs(
     updated_at: null,
   }))
   const out: Arq[] = []
+  const dialect = dialectOf(db)
   for (const chunk of chunks(rows)) {
+    let saved: AcceleratorRequestRow[] | undefined
     try {
-      await db.insertInto('accelerator_requests').values(chunk).execute()
+      const insert = db.insertInto('accelerator_requests').values(chunk)
+      // Saved as given, plus the id (issue 28: no read back): RETURNING where there is one; on
+      // MariaDB the id of a one-row INSERT (a multi-row one's ids need not be consecutive).
+      if (dialect !== 'mysql') saved = await insert.returningAll().execute()
+      else if (chunk.length > 1) await insert.execute()
+      else {
+        const id = Number((await insert.executeTakeFirstOrThrow()).insertId)
+        saved = [{ ...NOTHING_HELD, ...chunk[0]!, id }]
+      }
     } catch (err) {
       throw translateDbError(err, {
         entity: 'accelerator request',
@@ -68,7 +88,7 @@ export async function createArqs(
       })
     }
     const uuids = chunk.map((r) => r.uuid)
-    const saved = await db
+    saved ??= await db
       .selectFrom('accelerator_requests')
       .selectAll()
       .where('uuid', 'in', uuids)
@@ -241,13 +261,13 @@ async function transitionLocked(
  * kept for UnbindFailed and Deleting (the request still holds what it was bound to), cleared for
  * the states that hold nothing.
  */
-function boundAtOf(to: ArqState, now: string): { bound_at?: string | null } {
+export function boundAtOf(to: ArqState, now: string): { bound_at?: string | null } {
   if (to === 'Bound') return { bound_at: now }
   if (to === 'UnbindFailed' || to === 'Deleting') return {}
   return { bound_at: null }
 }
 
-function toColumns(set: ArqBinding): ArqUpdate {
+export function toColumns(set: ArqBinding): ArqUpdate {
   const out: ArqUpdate = {}
   if (set.hostname !== undefined) out.hostname = set.hostname
   if (set.deviceRpUuid !== undefined) out.device_rp_uuid = set.deviceRpUuid

@@ -76,6 +76,9 @@ async function visible({ db }: Pick<V2Env, 'db'>, ctx: RequestContext, uuid: str
   return arq
 }
 
+/** Does a list ask for a page (limit, marker or sort)? */
+const isPaged = (paging: object) => Object.keys(paging).length > 0
+
 /** Binds or unbinds (PATCH), with a service token, the requests the caller may see: 202. */
 async function patch(
   env: Pick<V2Env, 'db' | 'conductor'>,
@@ -92,8 +95,11 @@ async function patch(
     request.ctx,
     parsed.kind === 'bind' ? 'binding accelerator requests' : 'unbinding accelerator requests',
   )
-  for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
-    await visible(env, request.ctx, uuid)
+  // An admin sees every request: the conductor itself refuses a missing one (404 ARQ_NOT_FOUND,
+  // the same error) before it changes anything, so only a project-scoped caller's are read here.
+  if (visibleProject(request.ctx) !== undefined)
+    for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
+      await visible(env, request.ctx, uuid)
   if (parsed.kind === 'bind') await env.conductor.bindArqs({ bindings: parsed.bindings })
   else await env.conductor.unbindArqs({ uuids: parsed.uuids })
   // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
@@ -163,6 +169,13 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
         const paging = pagingOf<(typeof ARQ_SORT_KEYS)[number]>(query)
         // Nova waits while any ARQ of its instance is still binding: 423 Locked, no body.
         const projectId = visibleProject(request.ctx)
+        if (instanceUuid !== undefined && bindState === 'resolved' && !isPaged(paging)) {
+          // Nova's poll, unpaged: one read of all the instance's requests answers both (issue 28).
+          const all = await listArqDetails(db, { instanceUuid, projectId })
+          if (all.some((a) => !RESOLVED_STATES.includes(a.state))) return reply.code(423).send()
+          const base = baseUrl(request)
+          return { arqs: all.map((a) => arqView(a, base)) }
+        }
         if (
           instanceUuid !== undefined &&
           bindState === 'resolved' &&

@@ -3,15 +3,16 @@
  *
  * Phase 1, one transaction, all or nothing: the instances' bind locks and the projects' quota
  * locks; every request bindable and no instance bound twice (`lockAndCheck`); the request groups
- * (`loadSpecs`); BindStarted (`markStarted`); then each one's handle, claimed with SKIP LOCKED
- * (arq-claim.ts) and recorded on it (`claimHandles`). A request that needs nothing outside the
- * database is Bound there too: a whole bind in one commit. Quota is enforced and the events are
+ * (`loadSpecs`); then each one's handle, claimed with SKIP LOCKED (arq-claim.ts), and the request
+ * written once with its binding and handle (`claimHandles`): BindStarted, or Bound at once when it
+ * needs nothing outside the database (a whole bind in one commit), or BindFailed. Quota is enforced and the events are
  * written before the commit.
  * Phase 2 (arq-bind-finish.ts): the rest, each on its own, at once; then Nova hears in one batch.
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
-import { listBoundArqsOfInstance, updateArqStates } from '../../db/arqs.js'
+import { listBoundArqsOfInstance } from '../../db/arqs.js'
+import { moveLockedArq } from '../../db/arq-locked.js'
 import { claimInstanceLocks } from '../../db/arq-instances.js'
 import { listDeviceProfilesById } from '../../db/reads/device-profile-reads.js'
 import { recordArqEvents, type ArqEventItem } from '../../db/outbox/arq-events.js'
@@ -25,9 +26,10 @@ import type { ArqBindOutcome, ArqBindRequest, ConductorRpc } from '../../rpc/con
 import { leaseCutoff } from '../lease-sweep.js'
 import { claimHandleForArq, needsMore, type Placed } from './arq-claim.js'
 import { failBind, finishBind, notifyNova, type BindFinishDeps } from './arq-bind-finish.js'
-import { v2Arq } from './arq-internals.js'
+import { v2ArqForUpdate } from './arq-internals.js'
 import { bindClaims, bindQuota, type QuotaClaim, type QuotaGate } from './quota-check.js'
 import { checkArqBindings } from '../validate.js'
+import type { ProfileCache } from './profile-cache.js'
 
 export interface BindDeps extends BindFinishDeps {
   db: DatabaseHandle
@@ -36,6 +38,8 @@ export interface BindDeps extends BindFinishDeps {
   serviceDownTimeMs?: number | undefined
   /** `[quota] driver = unified_limits`: the limits standalone binds are held to (docs/quota.md). */
   quota?: LimitSource | undefined
+  /** Profiles already read by this conductor (profile-cache.ts). @default each bind reads them */
+  profiles?: ProfileCache | undefined
 }
 
 type Bindings = Record<string, ArqBindRequest>
@@ -68,9 +72,10 @@ export async function lockAndCheck(
 ): Promise<Arq[]> {
   const uuids = Object.keys(bindings)
   const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
-  await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
+  const relocked = await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
   await quota?.lock(trx, deps.now())
-  const arqs = await Promise.all(uuids.map((u) => v2Arq(trx, u)))
+  // Locked until the commit, so that each later move is one UPDATE with nothing read back.
+  const arqs = await Promise.all(uuids.map((u) => v2ArqForUpdate(trx, u)))
   for (const arq of arqs) {
     if (!allowedFrom('BindStarted').includes(arq.state)) {
       throw new ConflictError(
@@ -83,11 +88,14 @@ export async function lockAndCheck(
     }
   }
   for (const instance of instances) {
-    // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows
-    // are read afresh as well (this batch's own writes are visible only through trx).
-    const others = [...(await listBoundArqsOfInstance(trx, instance, uuids))]
-    if (deps.db.dialect === 'mysql')
-      others.push(...(await listBoundArqsOfInstance(deps.db.db, instance, uuids)))
+    // MariaDB's REPEATABLE READ snapshot may predate the lock, so there the committed rows are
+    // read afresh outside the transaction; through it as well only when an earlier write of this
+    // batch took the same instance's lock (every write that binds an instance takes it first, and
+    // its binds are visible only through trx). Elsewhere trx sees both (issue 28: one read).
+    const mysql = deps.db.dialect === 'mysql'
+    const others = mysql ? await listBoundArqsOfInstance(deps.db.db, instance, uuids) : []
+    if (!mysql || relocked.has(instance))
+      others.push(...(await listBoundArqsOfInstance(trx, instance, uuids)))
     if (others.length > 0) {
       throw new ConflictError(
         `instance ${instance} already has bound accelerator requests: ${others.join(', ')}`,
@@ -106,10 +114,9 @@ export async function lockAndCheck(
  * names for the events. Their sizes were bounded when the requests were created, so expanding them
  * again is cheap.
  */
-export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[]) {
-  const profiles = await listDeviceProfilesById(trx, [
-    ...new Set(arqs.map((a) => a.deviceProfileId!)),
-  ])
+export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[], cache?: ProfileCache) {
+  const ids = [...new Set(arqs.map((a) => a.deviceProfileId!))]
+  const profiles = await (cache ? cache.byIds(trx, ids) : listDeviceProfilesById(trx, ids))
   const specsByProfile = new Map(
     profiles.map((p) => [p.id, expandProfileGroups(p.groups, Number.MAX_SAFE_INTEGER)]),
   )
@@ -118,35 +125,26 @@ export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[]) {
   return { specFor, names: new Map(profiles.map((p) => [p.id, p.name])) }
 }
 
-/** Moves every request to BindStarted with its binding; one that changed meanwhile refuses the bind. */
-export async function markStarted(
-  deps: Pick<BindDeps, 'now'>,
-  trx: WriteTrx,
-  arqs: readonly Arq[],
-  bindings: Bindings,
-): Promise<void> {
-  for (const arq of arqs) {
-    const b = bindings[arq.uuid]!
-    const set = {
-      hostname: b.hostname,
-      deviceRpUuid: b.deviceRpUuid ?? null,
-      instanceUuid: b.instanceUuid,
-      projectId: b.projectId ?? arq.projectId,
-    }
-    const { count } = await updateArqStates(trx, [arq.uuid], 'BindStarted', {
-      now: deps.now(),
-      set,
-    })
-    if (count !== 1)
-      throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
-        code: 'ARQ_BAD_STATE',
-      })
+/** The binding a request takes on. */
+function bindingOf(arq: Arq, b: ArqBindRequest) {
+  return {
+    hostname: b.hostname,
+    deviceRpUuid: b.deviceRpUuid ?? null,
+    instanceUuid: b.instanceUuid,
+    projectId: b.projectId ?? arq.projectId,
   }
 }
 
+/** Where a bind starts from: its request's states before BindStarted. */
+const START = allowedFrom('BindStarted')
+
 /**
- * Claims each request's handle in the bind's transaction: no handle is BindFailed; one that needs
- * nothing outside the database is Bound; the others are left for phase 2.
+ * Claims each request's handle in the bind's transaction (`arqs`: locked by `lockAndCheck`), then
+ * writes the request once with its binding: no handle is BindFailed; one that needs nothing outside
+ * the database is Bound with its handle; the others are BindStarted with their handle (recorded in
+ * the claim's transaction, so a crash never leaves a handle in use that no request names), left for
+ * phase 2. BindStarted is never seen by another transaction on the first two paths, so they move
+ * from the request's state at once (issue 28: one UPDATE per request instead of two or three).
  */
 export async function claimHandles(
   deps: Pick<BindDeps, 'now' | 'allocator'>,
@@ -175,21 +173,37 @@ export async function claimHandles(
     )
   for (const arq of arqs) {
     const spec = groups.specFor(arq)
-    const placed = await claimHandleForArq(trx, arq, bindings[arq.uuid]!, spec, now(), lease)
+    const placed = await claimHandleForArq(trx, bindings[arq.uuid]!, spec, now(), lease)
     if (!('reason' in placed))
       out.claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
-    if ('reason' in placed) {
-      const { moved } = await updateArqStates(trx, [arq.uuid], 'BindFailed', {
-        now: now(),
-        set: { attachHandleId: null, deployableId: null },
+    const set = bindingOf(arq, bindings[arq.uuid]!)
+    const changed = () =>
+      new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
+        code: 'ARQ_BAD_STATE',
       })
-      note(moved, 'bind_failed', placed.reason)
+    if ('reason' in placed) {
+      const moved = await moveLockedArq(trx, arq, 'BindFailed', {
+        now: now(),
+        set: { ...set, attachHandleId: null, deployableId: null },
+        from: START,
+      })
+      if (!moved) throw changed()
+      note([moved], 'bind_failed', placed.reason)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'BindFailed', reason: placed.reason } })
-    } else if (needsMore(placed, spec, deps.allocator !== undefined)) {
-      out.steps.push({ arq, spec, placed })
+      continue
+    }
+    const held = { attachHandleId: placed.handle.id, deployableId: placed.handle.deployableId }
+    const more = needsMore(placed, spec, deps.allocator !== undefined)
+    const moved = await moveLockedArq(trx, arq, more ? 'BindStarted' : 'Bound', {
+      now: now(),
+      set: { ...set, ...held },
+      from: START,
+    })
+    if (!moved) throw changed()
+    if (more) {
+      out.steps.push({ arq: moved, spec, placed })
     } else {
-      const { moved } = await updateArqStates(trx, [arq.uuid], 'Bound', { now: now() })
-      note(moved, 'bound', undefined, placed.handle)
+      note([moved], 'bound', undefined, placed.handle)
       out.steps.push({ arq, done: { uuid: arq.uuid, state: 'Bound' } })
     }
   }
@@ -205,8 +219,7 @@ export async function startBind(
 ): Promise<BindStep[]> {
   return deps.committer.run(async (trx) => {
     const arqs = await lockAndCheck(deps, trx, bindings, quota)
-    const groups = await loadSpecs(trx, arqs)
-    await markStarted(deps, trx, arqs, bindings)
+    const groups = await loadSpecs(trx, arqs, deps.profiles)
     const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
     await quota?.enforce(trx, claims)
     await recordArqEvents(trx, events, deps.now())

@@ -1,18 +1,17 @@
 /**
  * Where a bind puts an accelerator request: the deployable behind the provider Nova picked, or
  * (standalone) the first offered deployable on the host that fits the request group, with a free
- * attach handle there claimed and recorded on the request. Runs in the bind's transaction.
+ * attach handle there claimed (the caller records it on the request: arq-bind.ts). Runs in the
+ * bind's transaction.
  */
 import { getTargetByProvider, listTargetsOnHost, type BindTarget } from '../../db/arq-targets.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
 import { silentAgentReason } from '../lease-sweep.js'
-import type { Arq, ArqSpec } from '../../domain/arq.js'
-import { ConflictError } from '../../domain/errors.js'
+import type { ArqSpec } from '../../domain/arq.js'
 import type { AttachHandle } from '../../domain/inventory/inventory.js'
 import type { ArqBindRequest } from '../../rpc/conductor-rpc.js'
 import { furthest, judge, type Verdict } from '../../domain/explain.js'
 import { claimAttachHandle } from '../../db/attach-handles.js'
-import { updateArqHandle } from '../../db/arqs.js'
 
 /** Where a bind put an ARQ: a claimed handle on a target. */
 export interface Placed {
@@ -40,12 +39,11 @@ function silentAgent(target: BindTarget | undefined, leaseCutoff: string | undef
 }
 
 /**
- * Claims a handle for `arq` and records it on it, or says why it cannot bind. With `leaseCutoff`,
+ * Claims a handle for a request (the caller records it on the request), or says why it cannot bind. With `leaseCutoff`,
  * a host whose agent last beat before it is refused, naming the silent agent.
  */
 export async function claimHandleForArq(
   trx: WriteTrx,
-  arq: Arq,
   binding: ArqBindRequest,
   spec: ArqSpec | undefined,
   now: string,
@@ -77,10 +75,7 @@ export async function claimHandleForArq(
   }
   for (const target of targets) {
     const handle = await claimAttachHandle(trx, target.deployableId, { now })
-    if (!handle) continue
-    if (!(await updateArqHandle(trx, arq.uuid, handle, now)))
-      throw new ConflictError(`accelerator request ${arq.uuid} changed while binding`)
-    return { target, handle }
+    if (handle) return { target, handle }
   }
   const full = `no free attach handle on ${targets.map((t) => t.name).join(', ')} (no_free_handle)`
   return { reason: binding.deviceRpUuid ? full : `no fit on ${binding.hostname}: ${full}` }

@@ -19,9 +19,11 @@ import {
   listStaleDeletes,
   updateArqStates,
 } from '../../db/arqs.js'
+import { deleteLockedArqs } from '../../db/arq-locked.js'
 import { getAttachHandle, releaseAttachHandle } from '../../db/attach-handles.js'
 import { getHeldCountsByInstance, getTargetById } from '../../db/arq-targets.js'
 import type { Arq } from '../../domain/arq.js'
+import type { AttachHandle } from '../../domain/inventory/inventory.js'
 import { ConflictError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'
 import type { Logger } from '../../domain/logger.js'
@@ -35,6 +37,7 @@ import type { V1Placement } from '../v1-placement.js'
 import { appendAllocationRecords } from '../../db/custody.js'
 import { AllocatedVia } from '../../domain/custody/custody.js'
 import { newUuid } from '../../domain/ids.js'
+import type { ProfileCache } from './profile-cache.js'
 
 export interface ReleaseDeps {
   db: DatabaseHandle
@@ -57,6 +60,8 @@ export interface ReleaseDeps {
    * Without it (a conductor that reaches no agents) handles go straight back.
    */
   cleaner?: { cleanReleased(handleIds: readonly number[]): void } | undefined
+  /** Profiles already read by this conductor, for the events' names (profile-cache.ts). */
+  profiles?: ProfileCache | undefined
 }
 
 /**
@@ -161,11 +166,15 @@ export async function releaseDevice(deps: ReleaseDeps, arq: Arq): Promise<string
   return undefined
 }
 
-/** Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement allocation? */
+/**
+ * Has `arq` nothing for `releaseDevice` to give back: no agent-prepared device, no Placement
+ * allocation? A handle it reads goes into `seen` (by id), for the events of the same transaction.
+ */
 export async function holdsNothingOutside(
   deps: ReleaseDeps,
   trx: WriteTrx,
   arq: Arq,
+  seen?: Map<number, AttachHandle>,
 ): Promise<boolean> {
   const { agentFor, allocator, v1Placement } = deps
   if (
@@ -176,6 +185,7 @@ export async function holdsNothingOutside(
     return false
   if (arq.attachHandleId === null || arq.hostname === null || !agentFor) return true
   const handle = await getAttachHandle(trx, arq.attachHandleId)
+  if (handle) seen?.set(handle.id, handle)
   return !handle || handle.type === 'TEST_PCI'
 }
 
@@ -224,14 +234,29 @@ export async function unbindOne(deps: ReleaseDeps, arq: Arq, attempt = 1): Promi
 /**
  * The events of deleted requests (`deleted` holds the rows as they were): `unbound` first for one
  * that was Bound before it was deleted (per `before`, the requests with their prior states), then
- * `deleted`.
+ * `deleted`. `handles`: the handles already read in this transaction (the events need not again).
  */
-function deletionEvents(deleted: readonly Arq[], before: readonly Arq[]): ArqEventItem[] {
+async function deletionEvents(
+  deps: ReleaseDeps,
+  trx: WriteTrx,
+  deleted: readonly Arq[],
+  before: readonly Arq[],
+  handles?: ReadonlyMap<number, AttachHandle>,
+): Promise<ArqEventItem[]> {
   const bound = new Set(before.filter((a) => a.state === 'Bound').map((a) => a.uuid))
-  return deleted.flatMap((arq) => [
-    ...(bound.has(arq.uuid) ? [{ arq, action: 'unbound' as const }] : []),
-    { arq, action: 'deleted' as const },
-  ])
+  const ids = deleted.flatMap((a) => (a.deviceProfileId === null ? [] : [a.deviceProfileId]))
+  const known = deps.profiles && ids.length > 0 ? await deps.profiles.byIds(trx, ids) : []
+  const names = new Map(known.map((p) => [p.id, p.name]))
+  return deleted.flatMap((arq) => {
+    const h = arq.attachHandleId === null ? undefined : handles?.get(arq.attachHandleId)
+    const handle = h && { id: h.id, uuid: h.uuid, type: h.type, info: h.info }
+    const named = arq.deviceProfileId === null ? undefined : names.get(arq.deviceProfileId)
+    const profileName = named === undefined ? {} : { profileName: named }
+    return [
+      ...(bound.has(arq.uuid) ? [{ arq, action: 'unbound' as const, handle, ...profileName }] : []),
+      { arq, action: 'deleted' as const, handle, ...profileName },
+    ]
+  })
 }
 
 /**
@@ -254,7 +279,7 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
   const { deleted, cleaning } = await committer.run(async (trx) => {
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
-    await recordArqEvents(trx, deletionEvents(deleted, ready), now())
+    await recordArqEvents(trx, await deletionEvents(deps, trx, deleted, ready), now())
     const gone = new Set(deleted.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,
@@ -287,10 +312,16 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
     const current = moved.map((a) => ({ ...a, state: prior.get(a.uuid)! }))
     const quick: Arq[] = []
     const rest: Arq[] = []
+    const handles = new Map<number, AttachHandle>()
     for (const arq of current)
-      ((await holdsNothingOutside(deps, trx, arq)) ? quick : rest).push(arq)
-    const gone = quick.length > 0 ? await deleteArqs(trx, { uuids: quick.map((a) => a.uuid) }) : []
-    await recordArqEvents(trx, deletionEvents(gone, quick), now())
+      ((await holdsNothingOutside(deps, trx, arq, handles)) ? quick : rest).push(arq)
+    // Locked by the move to Deleting: deleted as saved there, with nothing read back (issue 28).
+    const quickUuids = new Set(quick.map((a) => a.uuid))
+    const gone = await deleteLockedArqs(
+      trx,
+      moved.filter((a) => quickUuids.has(a.uuid)),
+    )
+    await recordArqEvents(trx, await deletionEvents(deps, trx, gone, quick, handles), now())
     const goneUuids = new Set(gone.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,

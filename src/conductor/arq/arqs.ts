@@ -16,8 +16,10 @@
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
 import { createArqs, listArqs } from '../../db/arqs.js'
+import { createProfileCache } from './profile-cache.js'
 import { getDeviceProfileByName } from '../../db/reads/device-profile-reads.js'
 import { expandProfileGroups, type Arq } from '../../domain/arq.js'
+import type { DeviceProfile } from '../../domain/device-profile.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { newUuid } from '../../domain/ids.js'
 import type { Logger } from '../../domain/logger.js'
@@ -87,7 +89,9 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     deps.placement && !deps.nova ? createArqAllocator(deps.placement, log) : undefined
 
   const program = createFpgaProgrammer({ agentFor: deps.agentFor, committer, log, now })
-  const bind: BindDeps = { ...deps, log, now, allocator, program }
+  // The profiles creates read (committed), so that binds and deletes need not (issue 28).
+  const profiles = createProfileCache()
+  const bind: BindDeps = { ...deps, log, now, allocator, program, profiles }
 
   const release: ReleaseDeps = {
     db,
@@ -99,6 +103,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     now,
     allocatedVia: deps.nova ? 'nova_v2' : 'standalone_v2',
     cleaner: deps.cleaner,
+    profiles,
   }
 
   return {
@@ -112,21 +117,38 @@ export function createArqService(deps: ArqDeps): ArqMethods {
 
     async createArqs(req) {
       const { deviceProfileName: name, maxArqs, projectId } = checkArqCreate(req)
-      const profile = await getDeviceProfileByName(db.db, name)
-      const specs = expandProfileGroups(profile.groups, maxArqs)
-      // Ids and time are made before the write runs, so that a re-run writes the very same rows.
-      const uuids = specs.map(() => newUuid())
-      const at = now()
-      const arqs = await committer.run(async (trx) => {
-        const next = uuids.values()
-        const created = await createArqs(
-          trx,
-          { profileId: profile.id, specs, projectId },
-          { now: at, uuid: () => next.next().value! },
-        )
-        await recordArqAction(trx, created, 'created', at, { profileName: name })
-        return created
-      })
+      const read = async () => {
+        const profile = await getDeviceProfileByName(db.db, name)
+        profiles.remember(profile)
+        return profile
+      }
+      const create = async (profile: DeviceProfile) => {
+        const specs = expandProfileGroups(profile.groups, maxArqs)
+        // Ids and time are made before the write runs, so that a re-run writes the very same rows.
+        const uuids = specs.map(() => newUuid())
+        const at = now()
+        return committer.run(async (trx) => {
+          const next = uuids.values()
+          const created = await createArqs(
+            trx,
+            { profileId: profile.id, specs, projectId },
+            { now: at, uuid: () => next.next().value! },
+          )
+          await recordArqAction(trx, created, 'created', at, { profileName: name })
+          return created
+        })
+      }
+      // A known profile needs no read: the INSERT's foreign key proves it still exists, and names
+      // are unique, so it is the profile of that name. Deleted since: read by name, once more.
+      const known = profiles.byName(name)
+      const arqs = await (known ? create(known) : read().then(create)).catch(
+        async (err: unknown) => {
+          if (!known || !(err instanceof NotFoundError) || err.code !== 'DEVICE_PROFILE_NOT_FOUND')
+            throw err
+          profiles.forget(known)
+          return create(await read())
+        },
+      )
       log.info({ profile: name, arqs: arqs.length }, 'accelerator requests created')
       return arqs
     },
