@@ -4,6 +4,8 @@
 #   - MariaDB on 127.0.0.1:3306, user root with an empty password over TCP;
 #   - RabbitMQ on 127.0.0.1:5672, user guest/guest (the broker's default, loopback only), and a
 #     working rabbitmqctl, with which the tests make a fresh vhost per run;
+#   - galera-4 and rsync, for the private Galera cluster of the cluster tests (scripts/galera.sh;
+#     scripts/rabbitmq-cluster.sh needs only the rabbitmq-server package);
 #   - the real OpenStack client with the accelerator plugin (Debian's python3-openstackclient and
 #     python3-cyborgclient), and real Nova's Cyborg client (python3-nova), which the end-to-end
 #     tests drive;
@@ -255,6 +257,16 @@ ensure_barbican() {
 }
 
 # ---------------------------------------------------------------- Prometheus, oslo.messaging
+# The cluster tests (test/cluster/, `npm run test:cluster`) start their own nodes: Galera needs its
+# provider (galera-4) and rsync for the state transfer of a joining node (scripts/galera.sh).
+ensure_cluster_tools() {
+  local missing=()
+  [ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
+  command -v rsync >/dev/null || missing+=(rsync)
+  if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
+  log "cluster tools: galera-4 $(dpkg-query -W -f='${Version}' galera-4), $(rsync --version | head -1)"
+}
+
 ensure_observers() {
   local p missing=()
   for p in prometheus python3-oslo.messaging; do
@@ -285,6 +297,7 @@ else
   ensure_postgres
   ensure_mariadb
   ensure_rabbitmq
+  ensure_cluster_tools
   ensure_openstack_clients
   ensure_placement
   ensure_glance
