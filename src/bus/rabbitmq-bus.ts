@@ -34,6 +34,11 @@ export interface RabbitMqBusOptions {
   exchange?: string
   /** Backoff between connection attempts, doubling from initialDelayMs (docs/bus.md). @default { initialDelayMs: 250, maxDelayMs: 2000 } */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number }
+  /**
+   * Declare the topic queues as quorum queues (`x-queue-type: quorum`), replicated over a
+   * RabbitMQ cluster: `[oslo_messaging_rabbit] rabbit_quorum_queue`. @default false
+   */
+  quorumQueues?: boolean
   /** Requests one server works on at once (AMQP prefetch). @default 64 */
   prefetch?: number
   /** How long close() lets running handlers finish their reply. @default 5000 */
@@ -81,6 +86,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
     reconnect: { initialDelayMs = 250, maxDelayMs = 2000 } = {},
     prefetch = 64,
     drainTimeoutMs = 5000,
+    quorumQueues = false,
   } = options
   const consumers = new Set<Consumer>()
   const running = new Set<Promise<void>>()
@@ -89,7 +95,8 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   /** When and why the last connection was lost (for status()). */
   let lastLoss: { at: number; reason: string } | undefined
 
-  const publisher = new Publisher({ log, exchange, defaultTimeoutMs, current: () => conn.current })
+  const shared = { log, exchange, quorumQueues, current: () => conn.current }
+  const publisher = new Publisher({ ...shared, defaultTimeoutMs })
   const conn: ReconnectingConnection<Session> = new ReconnectingConnection<Session>({
     brokers,
     log,
@@ -111,10 +118,8 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   })
 
   const ctx: ConsumerContext = {
-    log,
-    exchange,
+    ...shared,
     prefetch,
-    current: () => conn.current,
     retryDelayMs: (attempt) => Math.min(maxDelayMs, initialDelayMs * 2 ** attempt),
     track(work) {
       running.add(work)

@@ -1,7 +1,8 @@
 /**
  * One AMQP connection that keeps itself up: it connects to the first broker of the transport URL
  * that answers (in order), and when the connection is lost it reconnects with exponential backoff
- * and jitter. The owner (rabbitmq-bus.ts) builds its per-connection state in `open` and re-declares
+ * and jitter, trying the brokers from the one after the lost one (round-robin, as oslo.messaging's
+ * default failover does), so that a dead cluster node is tried last. The owner (rabbitmq-bus.ts) builds its per-connection state in `open` and re-declares
  * its consumers in `up`; this file knows nothing of calls or topics.
  */
 import type { ChannelModel } from 'amqplib'
@@ -49,6 +50,8 @@ export class ReconnectingConnection<S> {
   #running: Promise<void> | undefined
   #sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined
   #firstDone = false
+  /** Where the next round of attempts starts in the broker list: after the broker last lost. */
+  #startAt = 0
   readonly #first: { promise: Promise<void>; resolve: () => void; reject: (err: Error) => void }
 
   constructor(options: ReconnectingConnectionOptions<S>) {
@@ -124,10 +127,13 @@ export class ReconnectingConnection<S> {
     const { brokers, log, initialDelayMs = 250, maxDelayMs = 2000 } = this.#o
     for (let attempt = 0; !this.#closed; attempt++) {
       const failures: string[] = []
-      for (const broker of brokers) {
+      const start = this.#startAt
+      for (let i = 0; i < brokers.length; i++) {
         if (this.#closed) return
+        const index = (start + i) % brokers.length
+        const broker = brokers[index]!
         try {
-          if (await this.#open(broker)) return
+          if (await this.#open(broker, index)) return
         } catch (err) {
           failures.push(`${describeBroker(broker)}: ${errorMessage(err)}`)
         }
@@ -144,7 +150,7 @@ export class ReconnectingConnection<S> {
   }
 
   /** Opens one connection and the owner's state on it; false when it died while opening. */
-  async #open(broker: BrokerAddress): Promise<boolean> {
+  async #open(broker: BrokerAddress, index: number): Promise<boolean> {
     const {
       heartbeatSeconds = 30,
       connectTimeoutMs = 5000,
@@ -197,6 +203,7 @@ export class ReconnectingConnection<S> {
       if (link) link.alive = false
       if (!link || this.#link !== link || this.#closed) return
       this.#link = undefined
+      this.#startAt = (index + 1) % this.#o.brokers.length
       const reason = err ?? lastError ?? new Error('connection closed')
       log.warn(
         { broker: shown, err: reason.message },

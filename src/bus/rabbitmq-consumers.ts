@@ -1,6 +1,6 @@
 /**
  * The consuming side of the RabbitMQ bus: RPC servers (a prefetch-limited consumer of the durable
- * topic queue, acking once the reply is sent) and fanout subscribers (an exclusive, auto-delete
+ * topic queue, classic or quorum, acking once the reply is sent) and fanout subscribers (an exclusive, auto-delete
  * queue bound to the exchange). Each consumer has its own channel, remembers what it consumes, and
  * declares itself again on every new connection, so nobody has to re-register after an outage.
  */
@@ -11,9 +11,12 @@ import { InvalidInputError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { type Link } from './rabbitmq-connection.js'
 import { errorMessage } from '../domain/error-message.js'
+import {
+  isQueueTypeMismatch,
+  queueTypeMismatchMessage,
+  topicQueueOptions,
+} from './rabbitmq-queues.js'
 
-/** The topic queues: durable, so that calls and casts wait for a server that is not there yet. */
-export const TOPIC_QUEUE = { durable: true, autoDelete: false, exclusive: false } as const
 export const JSON_TYPE = 'application/json'
 
 export interface ConsumerContext {
@@ -21,6 +24,8 @@ export interface ConsumerContext {
   /** The fanout exchange (direct type, routing key = topic). */
   exchange: string
   prefetch: number
+  /** Topic queues are quorum queues (`[oslo_messaging_rabbit] rabbit_quorum_queue`). */
+  quorumQueues: boolean
   /** The live link right now, if any. */
   current(): Link<unknown> | undefined
   /** Backoff of re-declaration attempts after a failure. */
@@ -107,7 +112,7 @@ export class Consumer {
   }
 
   async #attach(link: Link<unknown>): Promise<void> {
-    const { prefetch, exchange } = this.#ctx
+    const { prefetch, exchange, quorumQueues } = this.#ctx
     const channel = await link.model.createChannel()
     channel.on('error', (err: Error) =>
       this.#ctx.log.debug({ topic: this.topic, err: err.message }, 'consumer channel error'),
@@ -117,7 +122,10 @@ export class Consumer {
     try {
       if (this.#spec.kind === 'server') {
         await channel.prefetch(prefetch)
-        await channel.assertQueue(this.topic, TOPIC_QUEUE)
+        await channel.assertQueue(this.topic, topicQueueOptions(quorumQueues)).catch((err) => {
+          if (!isQueueTypeMismatch(err)) throw err
+          throw new Error(queueTypeMismatchMessage(this.topic, quorumQueues), { cause: err })
+        })
         const { consumerTag } = await channel.consume(
           this.topic,
           (m) => this.#deliver(channel, link, m),

@@ -20,7 +20,8 @@ import { AppError, TimeoutError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { type Link } from './rabbitmq-connection.js'
 import { errorMessage } from '../domain/error-message.js'
-import { JSON_TYPE, TOPIC_QUEUE } from './rabbitmq-consumers.js'
+import { JSON_TYPE } from './rabbitmq-consumers.js'
+import { isQueueTypeMismatch, topicQueueOptions } from './rabbitmq-queues.js'
 
 /** The pseudo-queue of direct reply-to: replies go straight to the calling channel. */
 const REPLY_TO = 'amq.rabbitmq.reply-to'
@@ -58,6 +59,8 @@ export interface PublisherOptions {
   /** The exchange of publish (direct, routing key = topic). */
   exchange: string
   defaultTimeoutMs: number
+  /** Topic queues are quorum queues (`[oslo_messaging_rabbit] rabbit_quorum_queue`). */
+  quorumQueues: boolean
   /** The live link right now, if any. */
   current(): Link<Session> | undefined
 }
@@ -183,8 +186,27 @@ export class Publisher {
       })
       return ch
     })
+    const { quorumQueues, log } = this.#o
     const declaring = session.declarer.then(async (ch) => {
-      await ch.assertQueue(topic, TOPIC_QUEUE)
+      try {
+        await ch.assertQueue(topic, topicQueueOptions(quorumQueues))
+      } catch (err) {
+        if (!isQueueTypeMismatch(err) || !link.alive) throw err
+        // The queue exists with the other type (its servers say why they refuse it). The caller
+        // only needs it to exist, so that the call waits in it: check that, on a fresh channel
+        // (the refusal closed the declarer).
+        const check = await link.model.createChannel()
+        check.on('error', () => {}) // reported through checkQueue's rejection
+        try {
+          await check.checkQueue(topic)
+        } finally {
+          await check.close().catch(() => {})
+        }
+        log.warn(
+          { topic, quorumQueues },
+          `the queue ${topic} exists as a ${quorumQueues ? 'classic' : 'quorum'} queue; sending to it as it is`,
+        )
+      }
     })
     session.declared.set(topic, declaring)
     declaring.catch(() => {

@@ -29,6 +29,10 @@ void describe('errors: one line naming where, section, option, value and the exp
       /\[DEFAULT\] debug = "maybe": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/,
     )
     rejects(
+      { env: { CYBORG_OSLO_MESSAGING_RABBIT__RABBIT_QUORUM_QUEUE: 'quorum' } },
+      /\[oslo_messaging_rabbit\] rabbit_quorum_queue = "quorum": expected a boolean \(true\/false, yes\/no, on\/off, 1\/0\)$/,
+    )
+    rejects(
       { env: { CYBORG_PLACEMENT__AUTH_TYPE: 'token' } },
       /\[placement\] auth_type = "token": expected one of none, admin_token, password$/,
     )
@@ -140,14 +144,14 @@ void describe('errors: one line naming where, section, option, value and the exp
   })
 
   void test('unknown sections and options', () => {
-    const s = file('[DEFAULT]\nhost = x\n\n[oslo_messaging_rabbit]\n')
+    const s = file('[DEFAULT]\nhost = x\n\n[oslo_concurrency]\n')
     rejects(
       { files: [s] },
-      `${s}:4: [oslo_messaging_rabbit]: unknown section; expected one of DEFAULT, api, ` +
+      `${s}:4: [oslo_concurrency]: unknown section; expected one of DEFAULT, api, ` +
         `database, agent, pci, gpu_devices, nvidia_gpu, nvme_ssd, intel_fpga, xilinx_fpga, ` +
         `intel_qat, intel_nic, nic_devices, conductor, events, custody, metrics, placement, ` +
         `glance, barbican, nova, service_user, keystone_authtoken, oslo_messaging_notifications, ` +
-        `oslo_middleware, oslo_policy, ssl, webhooks, quota, oslo_limit`,
+        `oslo_messaging_rabbit, oslo_middleware, oslo_policy, ssl, webhooks, quota, oslo_limit`,
     )
     const o = file('[api]\nprot = 1\n')
     rejects({ files: [o] }, `${o}:2: [api] prot: unknown option; did you mean port?`)

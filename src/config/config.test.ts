@@ -205,6 +205,17 @@ void describe('types', () => {
       assert.equal(load({ env: { CYBORG_DEFAULT__TRANSPORT_URL: url } }).DEFAULT.transport_url, url)
     }
   })
+
+  void test('[oslo_messaging_rabbit] rabbit_quorum_queue: off by default, a boolean (issue 30)', () => {
+    assert.deepEqual(load().oslo_messaging_rabbit, { rabbit_quorum_queue: false })
+    const p = file(
+      '[DEFAULT]\ntransport_url = rabbit://u:p@h1:5672,u:p@h2:5672,u:p@h3:5672/\n' +
+        '[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n',
+    )
+    assert.equal(load({ files: [p] }).oslo_messaging_rabbit.rabbit_quorum_queue, true)
+    const env = { CYBORG_OSLO_MESSAGING_RABBIT__RABBIT_QUORUM_QUEUE: 'no' }
+    assert.equal(load({ files: [p], env }).oslo_messaging_rabbit.rabbit_quorum_queue, false)
+  })
 })
 
 void describe('interpolation', () => {

@@ -329,6 +329,17 @@ export const schema = {
       help: 'RabbitMQ to send notifications to: rabbit://user:pass@host:5672/vhost. Empty: [DEFAULT] transport_url.',
     }),
   },
+  oslo_messaging_rabbit: {
+    rabbit_quorum_queue: bool({
+      default: false,
+      help:
+        'Declare the RPC work queues (cyborg.conductor, cyborg.agent.<host>) as RabbitMQ quorum ' +
+        'queues (x-queue-type: quorum, durable, replicated over the cluster), as oslo.messaging ' +
+        'does with the same option: a queued call or cast survives the loss of a node. A queue ' +
+        'that already exists as a classic queue is not converted: the servers refuse to start ' +
+        'until it is deleted (docs/bus.md, "Quorum queues"). Needs RabbitMQ 3.8 or later.',
+    }),
+  },
   oslo_middleware: osloMiddlewareOptions,
   oslo_policy: {
     policy_file: str({

@@ -101,6 +101,7 @@ export async function createConfiguredBus(
       url,
       log: options.log.child({ component: 'bus' }),
       defaultTimeoutMs,
+      quorumQueues: config.oslo_messaging_rabbit.rabbit_quorum_queue,
       connectionName: `cyborg-${options.service}@${config.DEFAULT.host}`,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.metrics
