@@ -27,7 +27,7 @@ import {
   type Marker,
   type Outcome,
 } from './commit-markers.js'
-import { isTransientLockError } from './errors.js'
+import { isTransientLockError, transientCause, type TransientCause } from './errors.js'
 import type { DatabaseHandle } from './connection.js'
 import type { Database } from './schema.js'
 
@@ -38,6 +38,8 @@ export interface GroupCommitOptions {
   maxBatch: number
   /** Told of every batch: its writes and its time in seconds (metrics). */
   onBatch?: (size: number, seconds: number) => void
+  /** Told of every write run again after a transient error (a deadlock, on Galera a certification failure), with its cause. */
+  onRetry?: (cause: TransientCause) => void
 }
 
 /** The transaction a write runs in (what `run` hands its function). */
@@ -81,6 +83,8 @@ type Trx = ControlledTransaction<Database, string[]>
 interface Ctx {
   db: Kysely<Database>
   markers: CommitMarkers
+  /** A write that failed on `err` is run again: told to `onRetry`. */
+  retried(err: unknown): void
 }
 
 /** Creates a committer over `handle`; the handle stays the caller's to close. */
@@ -88,7 +92,11 @@ export function createGroupCommitter(
   handle: DatabaseHandle,
   options: GroupCommitOptions,
 ): GroupCommitter {
-  const ctx: Ctx = { db: handle.db, markers: createCommitMarkers(handle) }
+  const ctx: Ctx = {
+    db: handle.db,
+    markers: createCommitMarkers(handle),
+    retried: (err) => options.onRetry?.(transientCause(err) ?? 'deadlock'),
+  }
   const intervalMs = Math.max(0, options.intervalMs)
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
   const queue: Op[] = []
@@ -206,8 +214,10 @@ async function runBatch(ctx: Ctx, batch: Op[], requeue: (ops: Op[]) => void): Pr
         await trx.rollbackToSavepoint(name).execute()
         await trx.releaseSavepoint(name).execute()
         // Retrying in this transaction would wait on the same locks again: next batch instead.
-        if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) lost.push(op)
-        else failed.push({ op, err })
+        if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) {
+          ctx.retried(err)
+          lost.push(op)
+        } else failed.push({ op, err })
       } catch {
         retry.push(op) // cannot tell the op's failure from the transaction's
       }
@@ -303,8 +313,10 @@ async function runSingle(ctx: Ctx, op: Op, requeue: (ops: Op[]) => void): Promis
   try {
     op.resolve(await runInOwnTransaction(ctx, op.fn))
   } catch (err) {
-    if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) requeue([op])
-    else op.reject(err)
+    if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) {
+      ctx.retried(err)
+      requeue([op])
+    } else op.reject(err)
   }
 }
 
@@ -320,6 +332,7 @@ async function runAlone(ctx: Ctx, batch: Op[]): Promise<void> {
           op.reject(err)
           break
         }
+        ctx.retried(err)
         // MySQL rolls back the whole transaction of a deadlock victim: wait a little and run again.
         await new Promise((r) => setTimeout(r, 5 * op.attempts + Math.random() * 20))
       }
