@@ -111,7 +111,7 @@ void describe(
         `${load.cycles()} cycles, ${writes.length} answered writes, errors ${JSON.stringify(load.errors)}`,
       )
       for (const [what, body] of Object.entries(load.samples)) t.diagnostic(`${what}: ${body}`)
-      for (const line of d.errorLines().slice(0, 10)) t.diagnostic(line.slice(0, 600))
+      for (const line of d.errorLines().slice(0, 3)) t.diagnostic(line.slice(0, 300))
       assert.equal(load.doubleHeld(), 0, 'no handle seen held by two instances at once')
 
       // The bind timeout and the reaper (every bind_timeout / 4): nothing may stay BindStarted.

@@ -42,7 +42,8 @@ export function isTransientLockError(err: unknown): boolean {
 }
 
 /** Why a transient error may pass (the label of `cyborg_db_write_retries_total`). */
-export type TransientCause = 'deadlock' | 'serialization' | 'lock_timeout' | 'not_ready' | 'busy'
+export type TransientCause =
+  'deadlock' | 'serialization' | 'lock_timeout' | 'not_ready' | 'busy' | 'connection_lost'
 
 /**
  * The cause of an error `isTransientLockError` accepts, else undefined. On Galera, `deadlock`

@@ -221,3 +221,36 @@ await test('group commit: a write lost to a deadlock (a Galera certification fai
     await handle.close()
   }
 })
+
+await test('group commit: a write whose connection is lost before its COMMIT (a killed Galera node) runs again', async () => {
+  const handle = await sqlite.create()
+  const causes: string[] = []
+  const gc = createGroupCommitter(handle, {
+    intervalMs: 0,
+    maxBatch: 1,
+    onRetry: (c) => causes.push(c),
+  })
+  try {
+    let runs = 0
+    const lost = () =>
+      Object.assign(new Error('Connection lost: The server closed the connection.'), {
+        code: 'PROTOCOL_CONNECTION_LOST',
+      })
+    const value = await gc.run(async (trx) => {
+      if (runs++ === 0) throw lost()
+      await createDeviceProfile(trx, profile(1), NOW)
+      return 'second run'
+    })
+    assert.equal(value, 'second run')
+    assert.deepEqual(causes, ['connection_lost'])
+    // Any other error of the op is its own: not run again.
+    await assert.rejects(
+      gc.run(() => Promise.reject(new Error('bad input'))),
+      /bad input/,
+    )
+    assert.deepEqual(causes, ['connection_lost'])
+  } finally {
+    await gc.close()
+    await handle.close()
+  }
+})

@@ -29,6 +29,7 @@ import {
 } from './commit-markers.js'
 import { isTransientLockError, transientCause, type TransientCause } from './errors.js'
 import type { DatabaseHandle } from './connection.js'
+import { isUnreachable } from './mysql-pool.js'
 import type { Database } from './schema.js'
 
 export interface GroupCommitOptions {
@@ -69,6 +70,16 @@ const WAIT_AFTER_BATCH_OF = 4
 /** Runs of one op that lost a lock race (deadlock, serialization failure) before it gives up. */
 const MAX_ATTEMPTS = 5
 
+/**
+ * Errors of a connection lost before its COMMIT was sent (a killed Galera node, issue 30): the
+ * transaction died with the connection, so the op may run again, on a new connection (which
+ * mysql-pool.ts takes from the next host). Lost at the COMMIT, the marker decides instead.
+ */
+const lostBeforeCommit = new WeakSet<object>()
+const mayRunAgain = (err: unknown) =>
+  isTransientLockError(err) ||
+  (typeof err === 'object' && err !== null && lostBeforeCommit.has(err))
+
 interface Op {
   fn: (trx: Kysely<Database>) => Promise<unknown>
   /** Runs that failed on a transient lock error so far. */
@@ -95,7 +106,7 @@ export function createGroupCommitter(
   const ctx: Ctx = {
     db: handle.db,
     markers: createCommitMarkers(handle),
-    retried: (err) => options.onRetry?.(transientCause(err) ?? 'deadlock'),
+    retried: (err) => options.onRetry?.(transientCause(err) ?? 'connection_lost'),
   }
   const intervalMs = Math.max(0, options.intervalMs)
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
@@ -293,6 +304,8 @@ async function runInOwnTransaction(ctx: Ctx, fn: Op['fn']): Promise<unknown> {
     })
   } catch (err) {
     // Before the COMMIT, Kysely rolled the transaction back (or the database aborted it).
+    if (!atCommit && isUnreachable(err) && typeof err === 'object' && err !== null)
+      lostBeforeCommit.add(err)
     if (!atCommit || !marker) throw err
     const outcome = await ctx.markers.outcome(marker)
     switch (outcome) {
@@ -313,7 +326,7 @@ async function runSingle(ctx: Ctx, op: Op, requeue: (ops: Op[]) => void): Promis
   try {
     op.resolve(await runInOwnTransaction(ctx, op.fn))
   } catch (err) {
-    if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) {
+    if (mayRunAgain(err) && ++op.attempts < MAX_ATTEMPTS) {
       ctx.retried(err)
       requeue([op])
     } else op.reject(err)
@@ -328,7 +341,7 @@ async function runAlone(ctx: Ctx, batch: Op[]): Promise<void> {
         op.resolve(await runInOwnTransaction(ctx, op.fn))
         break
       } catch (err) {
-        if (!isTransientLockError(err) || ++op.attempts >= MAX_ATTEMPTS) {
+        if (!mayRunAgain(err) || ++op.attempts >= MAX_ATTEMPTS) {
           op.reject(err)
           break
         }
