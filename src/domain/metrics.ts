@@ -58,7 +58,9 @@ export const METRICS = {
   },
   cyborg_db_write_retries_total: {
     type: 'counter',
-    help: 'Group-commit writes run again after a transient error, by cause (deadlock: on Galera also a certification failure; not_ready: 1047).',
+    help:
+      'Group-commit writes run again after a transient error, by cause (deadlock: on Galera also a certification failure; ' +
+      'not_ready: 1047; connection_lost: before the COMMIT).',
     labels: ['cause'],
   },
   cyborg_bus_reconnects_total: {
