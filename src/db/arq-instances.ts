@@ -3,7 +3,7 @@
  * binds naming one instance run one after the other through any number of conductors, and swept
  * once no request names the instance any more.
  */
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DialectName } from './core/connection.js'
 import type { Database } from './core/schema.js'
 
@@ -24,11 +24,20 @@ export async function claimInstanceLocks(
       .values({ instance_uuid: instance, updated_at: now })
     await (
       dialect === 'mysql'
-        ? insert.onDuplicateKeyUpdate({ updated_at: now })
+        ? insert.onDuplicateKeyUpdate({ updated_at: touched(now) })
         : insert.onConflict((oc) => oc.column('instance_uuid').doUpdateSet({ updated_at: now }))
     ).execute()
   }
 }
+
+/**
+ * The new `updated_at` of an instance's lock row on MariaDB: always a change. A Galera cluster
+ * certifies only the rows a transaction changed, and MariaDB leaves a row holding the very value
+ * written untouched: two binds of one instance at the same instant, through two nodes, would then
+ * both commit. So a row already holding `now` gets `now~` (which still sorts after `now`, for
+ * `deleteStaleInstanceLocks`), and one holding `now~` gets `now`.
+ */
+const touched = (now: string) => sql<string>`IF(updated_at = ${now}, ${`${now}~`}, ${now})`
 
 /** Deletes the bind locks of instances that no request names and no bind touched since `cutoff`. */
 export async function deleteStaleInstanceLocks(

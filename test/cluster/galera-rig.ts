@@ -1,7 +1,8 @@
 /**
  * A private 3-node Galera cluster for one test file (scripts/galera.sh, into a temp directory), and
  * fresh migrated databases on it. Without root or Debian's mariadb-server + galera-4 the tests skip,
- * unless CYBORG_REQUIRE_SERVICES=1 (CI), where that is an error.
+ * unless CYBORG_REQUIRE_SERVICES=1 (CI), where that is an error. With CYBORG_GALERA_DIR, the cluster
+ * of that directory is used (started there if it is not up) and left running, for quicker reruns.
  */
 import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
@@ -48,7 +49,8 @@ export interface GaleraCluster {
 }
 
 export async function startGalera(): Promise<GaleraCluster> {
-  const dir = mkdtempSync(path.join(tmpdir(), 'cyborg-galera-'))
+  const kept = process.env.CYBORG_GALERA_DIR
+  const dir = kept || mkdtempSync(path.join(tmpdir(), 'cyborg-galera-'))
   const script = async (action: string, n?: number) =>
     (
       await run(SCRIPT, [action, dir, ...(n === undefined ? [] : [String(n)])], {
@@ -59,8 +61,10 @@ export async function startGalera(): Promise<GaleraCluster> {
   try {
     await script('up')
   } catch (err) {
-    await script('down').catch(() => {})
-    rmSync(dir, { recursive: true, force: true })
+    if (!kept) {
+      await script('down').catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    }
     throw err
   }
   const startSeconds = (performance.now() - started) / 1000
@@ -88,6 +92,7 @@ export async function startGalera(): Promise<GaleraCluster> {
     },
     open: (n, database, poolSize = 8) => openDatabase(url(n, database), { poolSize }),
     async down() {
+      if (kept) return
       await script('down')
       rmSync(dir, { recursive: true, force: true })
     },

@@ -18,6 +18,7 @@ import {
   type UnknownRow,
 } from 'kysely'
 import { createConductor, type Conductor } from '../../src/conductor/conductor.js'
+import { claimInstanceLocks } from '../../src/db/arq-instances.js'
 import { claimAttachHandle } from '../../src/db/attach-handles.js'
 import {
   openDatabase,
@@ -161,6 +162,24 @@ void describe('Galera: two writers on two nodes', { skip, timeout: 600_000 }, ()
       await conductors[1]!.deleteArqs({ uuids: all.map((a) => a.uuid) })
     }
     assert.ok((await conflicts()) > conflictsBefore, 'no certification conflict happened')
+  })
+
+  void it('bind locks of one instance taken at the same instant through two nodes conflict', async () => {
+    const instance = randomUUID()
+    const now = clock.now().toISOString()
+    await claimInstanceLocks(n1.db, 'mysql', [instance], now)
+    for (let round = 0; round < 3; round++) {
+      // Each holds the lock row on its own node; the second COMMIT must fail certification.
+      const [t1, t2] = await Promise.all([n1, n2].map((h) => h.db.startTransaction().execute()))
+      await claimInstanceLocks(t1!, 'mysql', [instance], now)
+      await claimInstanceLocks(t2!, 'mysql', [instance], now)
+      await t1!.commit().execute()
+      await assert.rejects(t2!.commit().execute(), (err: { errno?: number }) => err.errno === 1213)
+      await t2!
+        .rollback()
+        .execute()
+        .catch(() => {})
+    }
   })
 
   void it('a batch whose COMMIT fails certification reruns its writes, each landing once', async () => {
