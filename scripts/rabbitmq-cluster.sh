@@ -15,8 +15,9 @@
 #   scripts/rabbitmq-cluster.sh ctl DIR N ARGS  runs rabbitmqctl ARGS against node N (with DIR's cookie)
 #
 # Node N is cyborg-mq-<its AMQP port>@localhost, with Erlang distribution on AMQP port + 20000.
-# Node 1 boots first; nodes 2 and 3 then boot together and join it through classic peer
-# discovery (no stop_app/join_cluster/start_app round), with `join_cluster` as a fallback. The
+# The three nodes boot together; nodes 2 and 3 join node 1 during their boot through classic peer
+# discovery, retrying until node 1 answers (no stop_app/join_cluster/start_app round, which costs
+# a boot more), with `join_cluster` as a fallback. The
 # default guest/guest user works from loopback. Needs root (nodes run as the rabbitmq user).
 set -euo pipefail
 
@@ -139,6 +140,9 @@ EOF
       if [ "$n" != 1 ]; then
         echo "cluster_formation.peer_discovery_backend = classic_config"
         echo "cluster_formation.classic_config.nodes.1 = $(node_name 1)"
+        # Booted together with node 1: wait for it (up to 2 min) rather than start alone.
+        echo "cluster_formation.discovery_retry_limit = 240"
+        echo "cluster_formation.discovery_retry_interval = 500"
       fi
     } >"$DIR/n$n/rabbitmq.conf"
   done
@@ -179,11 +183,9 @@ up() {
   echo "$port" >"$DIR/port"
   write_configs
   boot 1
-  await_port 1 || { down; exit 1; }
-  ctl 1 await_startup
   boot 2
   boot 3
-  await_port 2 && await_port 3 || { down; exit 1; }
+  await_port 1 && await_port 2 && await_port 3 || { down; exit 1; }
   # Peer discovery joins them during their boot; join_cluster for any that booted alone.
   if ! await_cluster 1; then
     for n in 2 3; do

@@ -200,6 +200,57 @@ if (broker.skip !== undefined) {
       assert.equal(await client.call(t, 'echo', 2, { timeoutMs: 5000 }), 2)
     })
 
+    void it('quorumQueues: topic queues are quorum queues; a server of the other type refuses, naming the fix; callers send anyway', async () => {
+      const lines: string[] = []
+      const [quorum, classic] = await Promise.all([
+        bus({ quorumQueues: true }),
+        bus({ log: capture(lines) }),
+      ])
+      const [q, c] = [topic(), topic()]
+      await quorum.serve(q, async (_m, payload) => payload)
+      await classic.serve(c, async (_m, payload) => payload)
+      // RabbitMQ refuses the classic declaration of the quorum queue (and the other way round).
+      for (const [b, t, have] of [
+        [classic, q, 'quorum'],
+        [quorum, c, 'classic'],
+      ] as const) {
+        await assert.rejects(
+          b.serve(t, async () => null),
+          (err) => {
+            assert.ok(err instanceof UnavailableError)
+            assert.equal(err.code, 'BUS_DECLARE_FAILED')
+            assert.match(err.message, new RegExp(`the queue ${t} exists as a ${have} queue, but`))
+            assert.match(err.message, /rabbit_quorum_queue = (true|false) asks for a/)
+            assert.match(err.message, /rabbitmqctl delete_queue/)
+            return true
+          },
+        )
+      }
+      // A caller needs only the queue: it sends to the one there, with a warning.
+      assert.equal(await classic.call(q, 'echo', 1, { timeoutMs: 5000 }), 1)
+      assert.equal(await quorum.call(c, 'echo', 2, { timeoutMs: 5000 }), 2)
+      assert.ok(lines.some((l) => l.includes(`the queue ${q} exists as a quorum queue; sending`)))
+    })
+
+    void it('reconnects starting from the broker after the one it lost (round-robin over the transport_url)', async () => {
+      // Two names of one broker: the status says which the connection went to.
+      const [b0] = parseTransportUrl(vhost.url)
+      const other = { ...b0!, hostname: 'localhost' }
+      const url = vhost.url.replace(
+        `@${b0!.hostname}:${b0!.port}/`,
+        `@${b0!.hostname}:${b0!.port},guest:guest@localhost:${b0!.port}/`,
+      )
+      assert.notEqual(url, vhost.url)
+      const b = await bus({ url })
+      const connectedTo = (broker: typeof other) =>
+        b.status?.().detail === `connected to ${describeBroker(broker)}`
+      assert.ok(connectedTo(b0!), b.status?.().detail)
+      await vhost.closeConnections()
+      await until(() => connectedTo(other), 30_000)
+      await vhost.closeConnections()
+      await until(() => connectedTo(b0!), 30_000)
+    })
+
     void it('an unreachable broker is retried and logged with the password masked, until aborted', async () => {
       const lines: string[] = []
       const controller = new AbortController()

@@ -13,7 +13,12 @@ import { InvalidInputError, UnavailableError } from '../domain/errors.js'
 import { noopLogger, type Logger } from '../domain/logger.js'
 import { ReconnectingConnection } from './rabbitmq-connection.js'
 import { errorMessage } from '../domain/error-message.js'
-import { Consumer, type ConsumerContext, type ConsumerKind } from './rabbitmq-consumers.js'
+import {
+  Consumer,
+  replyChannels,
+  type ConsumerContext,
+  type ConsumerKind,
+} from './rabbitmq-consumers.js'
 import { Publisher, type Session } from './rabbitmq-publisher.js'
 import { parseTransportUrl } from './transport-url.js'
 
@@ -120,6 +125,7 @@ export async function createRabbitMqBus(options: RabbitMqBusOptions): Promise<Me
   const ctx: ConsumerContext = {
     ...shared,
     prefetch,
+    replyChannel: replyChannels(log),
     retryDelayMs: (attempt) => Math.min(maxDelayMs, initialDelayMs * 2 ** attempt),
     track(work) {
       running.add(work)

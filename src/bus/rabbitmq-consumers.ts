@@ -32,6 +32,31 @@ export interface ConsumerContext {
   retryDelayMs(attempt: number): number
   /** Tracks a running handler, so that close() can let it finish. */
   track(work: Promise<void>): void
+  /** The channel servers publish replies on, one per connection ({@link replyChannels}). */
+  replyChannel(link: Link<unknown>): Promise<Channel>
+}
+
+/**
+ * One reply channel per connection, opened when first needed and again after RabbitMQ closed it
+ * (a reply to a caller on a stopped node does that): never the channel a server consumes on.
+ */
+export function replyChannels(log: Logger): (link: Link<unknown>) => Promise<Channel> {
+  const open = new WeakMap<Link<unknown>, Promise<Channel>>()
+  return (link) => {
+    const known = open.get(link)
+    if (known) return known
+    const forget = () => {
+      if (open.get(link) === opening) open.delete(link)
+    }
+    const opening = link.model.createChannel().then((ch) => {
+      ch.on('error', (err: Error) => log.debug({ err: err.message }, 'reply channel error'))
+      ch.on('close', forget)
+      return ch
+    })
+    opening.catch(forget)
+    open.set(link, opening)
+    return opening
+  }
 }
 
 export type ConsumerKind =
@@ -181,10 +206,15 @@ export class Consumer {
       return
     }
     this.#running += 1
-    this.#ctx.track(this.#serve(this.#spec.handler, channel, msg))
+    this.#ctx.track(this.#serve(this.#spec.handler, channel, link, msg))
   }
 
-  async #serve(handler: RpcHandler, channel: Channel, msg: ConsumeMessage): Promise<void> {
+  async #serve(
+    handler: RpcHandler,
+    channel: Channel,
+    link: Link<unknown>,
+    msg: ConsumeMessage,
+  ): Promise<void> {
     const { correlationId, replyTo } = msg.properties as {
       correlationId?: string
       replyTo?: string
@@ -200,19 +230,32 @@ export class Consumer {
         this.#ctx.log.warn({ err, topic: this.topic, method }, 'message without a caller failed')
       reply = JSON.stringify(errorReply(err))
     }
+    let acked = false
     try {
-      if (replyTo)
-        channel.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+      // Ack first, then reply on another channel: RabbitMQ 3.10 closes a channel that publishes a
+      // reply to a caller whose cluster node is down, which would otherwise send the request round
+      // again and again until it expires (docs/bus.md, "When a node stops or dies").
       channel.ack(msg)
+      acked = true
     } catch (err) {
       // The channel is gone: the broker requeues the request for another server.
       this.#ctx.log.debug(
         { topic: this.topic, method, err: errorMessage(err) },
-        'could not reply; the request goes back to the queue',
+        'could not ack; the request goes back to the queue',
       )
     } finally {
       this.#running -= 1
       if (this.#running === 0 && !this.#active) await this.#release(channel)
+    }
+    if (!acked || !replyTo) return
+    try {
+      const replies = await this.#ctx.replyChannel(link)
+      replies.publish('', replyTo, Buffer.from(reply), { correlationId, contentType: JSON_TYPE })
+    } catch (err) {
+      this.#ctx.log.debug(
+        { topic: this.topic, method, err: errorMessage(err) },
+        'could not send the reply; its caller times out or has gone',
+      )
     }
   }
 

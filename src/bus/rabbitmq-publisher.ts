@@ -263,7 +263,11 @@ export class Publisher {
         if (err) {
           if (link.alive)
             out.fail(
-              new UnavailableError('RabbitMQ did not accept the message', { code: 'BUS_REFUSED' }),
+              // A nack: not queued (a cluster node stopping, a queue without a leader); retryable.
+              new UnavailableError(
+                `RabbitMQ refused ${out.topic}.${out.method} (nack): not queued; it may be sent again`,
+                { code: 'BUS_REFUSED' },
+              ),
             )
         } else if (out.kind !== 'call') out.succeed(undefined)
       })
