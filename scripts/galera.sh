@@ -11,7 +11,9 @@
 #   scripts/galera.sh url N         prints node N's URL
 #
 # Node N listens on 127.0.0.1: SQL 3400+N, Galera replication 4400+N, IST 4410+N, rsync SST 4420+N.
-# URLs: mysql://root@127.0.0.1:340N/mysql (root without password, as mariadb-install-db
+# GALERA_BASE_PORT=B (default 3400) moves them all: SQL B+N, replication B+1000+N, IST B+1010+N,
+# SST B+1020+N, so that a second cluster runs beside the first (e.g. B=3430). Give every call for
+# one DIR the same B. URLs: mysql://root@127.0.0.1:340N/mysql (root without password, as mariadb-install-db
 # --auth-root-authentication-method=normal creates it). Only node 1 is initialised; nodes 2 and 3
 # start empty and receive a full copy (SST, rsync) when they join.
 # Needs root and Debian's mariadb-server + galera-4 + rsync. mariadbd runs as the mysql user, who
@@ -27,7 +29,10 @@ say() { echo "galera.sh: $*" >&2; }
 
 PROVIDER=/usr/lib/galera/libgalera_smm.so
 NODES="1 2 3"
-sql_port() { echo $((3400 + $1)); }
+BASE=${GALERA_BASE_PORT:-3400}
+case "$BASE" in '' | *[!0-9]*) echo "galera.sh: GALERA_BASE_PORT must be a number" >&2; exit 2 ;; esac
+sql_port() { echo $((BASE + $1)); }
+repl_port() { echo $((BASE + 1000 + $1)); }
 url() { echo "mysql://root@127.0.0.1:$(sql_port "$1")/mysql"; }
 
 [ $# -ge 2 ] || usage
@@ -77,13 +82,13 @@ max_connections = 200
 wsrep_on = ON
 wsrep_provider = $PROVIDER
 wsrep_cluster_name = cyborg-test
-wsrep_cluster_address = gcomm://127.0.0.1:4401,127.0.0.1:4402,127.0.0.1:4403
+wsrep_cluster_address = gcomm://127.0.0.1:$(repl_port 1),127.0.0.1:$(repl_port 2),127.0.0.1:$(repl_port 3)
 wsrep_node_name = node$n
-wsrep_node_address = 127.0.0.1:$((4400 + n))
+wsrep_node_address = 127.0.0.1:$(repl_port "$n")
 wsrep_node_incoming_address = 127.0.0.1:$(sql_port "$n")
 wsrep_sst_method = rsync
-wsrep_sst_receive_address = 127.0.0.1:$((4420 + n))
-wsrep_provider_options = "gmcast.listen_addr=tcp://127.0.0.1:$((4400 + n));ist.recv_addr=127.0.0.1:$((4410 + n));gcache.size=32M"
+wsrep_sst_receive_address = 127.0.0.1:$((BASE + 1020 + n))
+wsrep_provider_options = "gmcast.listen_addr=tcp://127.0.0.1:$(repl_port "$n");ist.recv_addr=127.0.0.1:$((BASE + 1010 + n));gcache.size=32M"
 wsrep_slave_threads = 2
 EOF
 }

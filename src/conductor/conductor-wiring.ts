@@ -74,6 +74,7 @@ export function createCommitPath(
           metrics.observe('cyborg_db_commit_batch_size', size)
           metrics.observe('cyborg_db_commit_duration_seconds', seconds)
         },
+        onRetry: (cause) => metrics.inc('cyborg_db_write_retries_total', { cause }),
       }),
       relay.wake,
     ),

@@ -114,6 +114,10 @@ void describe('errors: one line naming where, section, option, value and the exp
       'postgresql:///cyborg',
       'sqlite:relative.db',
       'mysql//db/x',
+      // A host list only for MariaDB/MySQL, and every entry a host
+      'postgresql://db1,db2/cyborg',
+      'mysql://db1,,db2/cyborg',
+      'mysql://db1:x,db2/cyborg',
     ]) {
       rejects(
         { env: { CYBORG_DATABASE__CONNECTION: bad } },

@@ -190,6 +190,8 @@ void describe('types', () => {
       'mysql+pymysql://cyborg:pw@db:3306/cyborg?charset=utf8',
       'mysql://root@127.0.0.1/cyborg',
       'mariadb://db/cyborg',
+      // A Galera cluster's nodes in order (issue 30)
+      'mysql+pymysql://cyborg:pw@db1:3306,db2:3306,[::1]:3307/cyborg',
     ]) {
       assert.equal(load({ env: { CYBORG_DATABASE__CONNECTION: url } }).database.connection, url)
     }

@@ -14,8 +14,15 @@ export function checkDatabaseUrl(url: string): boolean {
   const m = /^([a-z0-9]+)(\+[a-z0-9]+)?:\/\/(.*)$/i.exec(url)
   const driver = m?.[1]?.toLowerCase()
   if (m === null || driver === undefined || !DB_DRIVERS.has(driver)) return false
-  const rest = m[3] ?? ''
+  let rest = m[3] ?? ''
   if (driver === 'sqlite') return rest === '' || rest.startsWith('/')
+  // MariaDB/MySQL take a host list (`h1:3306,h2:3306`, docs/deploy.md "Galera"): check each entry, then the first as the URL's.
+  const list = /^(?:[^@/]*@)?([^/?#]*)/.exec(rest)?.[1] ?? ''
+  if (list.includes(',')) {
+    if (!driver.startsWith('m')) return false
+    if (!list.split(',').every((h) => /^(\[[^\]]+\]|[^:[\]]+)(:\d{1,5})?$/.test(h))) return false
+    rest = rest.replace(list, list.split(',')[0]!)
+  }
   let u: URL
   try {
     u = new URL(`http://${rest}`)

@@ -56,6 +56,13 @@ export const METRICS = {
     labels: [],
     buckets: LATENCY,
   },
+  cyborg_db_write_retries_total: {
+    type: 'counter',
+    help:
+      'Group-commit writes run again after a transient error, by cause (deadlock: on Galera also a certification failure; ' +
+      'not_ready: 1047; connection_lost: before the COMMIT).',
+    labels: ['cause'],
+  },
   cyborg_bus_reconnects_total: {
     type: 'counter',
     help: 'Connections to the message bus re-established after a loss.',

@@ -38,16 +38,26 @@ export function isUniqueViolation(err: unknown): boolean {
  * (mysql-pool.ts), the work can run.
  */
 export function isTransientLockError(err: unknown): boolean {
+  return transientCause(err) !== undefined
+}
+
+/** Why a transient error may pass (the label of `cyborg_db_write_retries_total`). */
+export type TransientCause =
+  'deadlock' | 'serialization' | 'lock_timeout' | 'not_ready' | 'busy' | 'connection_lost'
+
+/**
+ * The cause of an error `isTransientLockError` accepts, else undefined. On Galera, `deadlock`
+ * counts the certification failures (1213) with the ordinary deadlocks: the server tells them apart
+ * only in its message.
+ */
+export function transientCause(err: unknown): TransientCause | undefined {
   const { code, errno } = asDriverError(err)
-  return (
-    code === '40P01' ||
-    code === '40001' ||
-    code === '55P03' ||
-    code === 'SQLITE_BUSY' ||
-    errno === 1213 ||
-    errno === 1205 ||
-    errno === 1047
-  )
+  if (code === '40P01' || errno === 1213) return 'deadlock'
+  if (code === '40001') return 'serialization'
+  if (code === '55P03' || errno === 1205) return 'lock_timeout'
+  if (errno === 1047) return 'not_ready'
+  if (code === 'SQLITE_BUSY') return 'busy'
+  return undefined
 }
 
 /**

@@ -5,7 +5,7 @@ import { ConflictError, UnavailableError } from '../../domain/errors.js'
 import { createDeviceProfile } from '../device-profiles.js'
 import { listDeviceProfiles } from '../reads/device-profile-reads.js'
 import type { DatabaseHandle } from './connection.js'
-import { isForeignKeyViolation } from './errors.js'
+import { isForeignKeyViolation, transientCause } from './errors.js'
 import { createGroupCommitter } from './group-commit.js'
 import { updateHeartbeat } from '../service-rows.js'
 import { listServices } from '../reads/service-reads.js'
@@ -184,6 +184,71 @@ await test('group commit: a failed COMMIT retries each op alone (sqlite)', async
     )
     assert.equal((await handle.db.selectFrom('attributes').selectAll().execute()).length, 0)
     assert.equal(gc.stats().batches, 1)
+  } finally {
+    await gc.close()
+    await handle.close()
+  }
+})
+
+await test('group commit: a write lost to a deadlock (a Galera certification failure) runs again, told to onRetry', async () => {
+  const handle = await sqlite.create()
+  const causes: string[] = []
+  const gc = createGroupCommitter(handle, {
+    intervalMs: 10,
+    maxBatch: 10,
+    onRetry: (cause) => causes.push(cause),
+  })
+  try {
+    let runs = 0
+    const certificationFailure = Object.assign(new Error('Deadlock found'), { errno: 1213 })
+    const settled = await Promise.all([
+      gc.run(async (trx) => {
+        if (runs++ === 0) throw certificationFailure
+        await createDeviceProfile(trx, profile(1), NOW)
+        return 'second run'
+      }),
+      gc.run((trx) => createDeviceProfile(trx, profile(2), NOW).then(() => 'alone')),
+    ])
+    assert.deepEqual(settled, ['second run', 'alone'])
+    assert.deepEqual(causes, ['deadlock'])
+    assert.equal(
+      transientCause(Object.assign(new Error('not ready'), { errno: 1047 })),
+      'not_ready',
+    )
+    assert.equal(transientCause(new Error('other')), undefined)
+  } finally {
+    await gc.close()
+    await handle.close()
+  }
+})
+
+await test('group commit: a write whose connection is lost before its COMMIT (a killed Galera node) runs again', async () => {
+  const handle = await sqlite.create()
+  const causes: string[] = []
+  const gc = createGroupCommitter(handle, {
+    intervalMs: 0,
+    maxBatch: 1,
+    onRetry: (c) => causes.push(c),
+  })
+  try {
+    let runs = 0
+    const lost = () =>
+      Object.assign(new Error('Connection lost: The server closed the connection.'), {
+        code: 'PROTOCOL_CONNECTION_LOST',
+      })
+    const value = await gc.run(async (trx) => {
+      if (runs++ === 0) throw lost()
+      await createDeviceProfile(trx, profile(1), NOW)
+      return 'second run'
+    })
+    assert.equal(value, 'second run')
+    assert.deepEqual(causes, ['connection_lost'])
+    // Any other error of the op is its own: not run again.
+    await assert.rejects(
+      gc.run(() => Promise.reject(new Error('bad input'))),
+      /bad input/,
+    )
+    assert.deepEqual(causes, ['connection_lost'])
   } finally {
     await gc.close()
     await handle.close()

@@ -27,8 +27,9 @@ import {
   type Marker,
   type Outcome,
 } from './commit-markers.js'
-import { isTransientLockError } from './errors.js'
+import { isTransientLockError, transientCause, type TransientCause } from './errors.js'
 import type { DatabaseHandle } from './connection.js'
+import { isUnreachable } from './mysql-pool.js'
 import type { Database } from './schema.js'
 
 export interface GroupCommitOptions {
@@ -38,6 +39,8 @@ export interface GroupCommitOptions {
   maxBatch: number
   /** Told of every batch: its writes and its time in seconds (metrics). */
   onBatch?: (size: number, seconds: number) => void
+  /** Told of every write run again after a transient error (a deadlock, on Galera a certification failure), with its cause. */
+  onRetry?: (cause: TransientCause) => void
 }
 
 /** The transaction a write runs in (what `run` hands its function). */
@@ -67,6 +70,16 @@ const WAIT_AFTER_BATCH_OF = 4
 /** Runs of one op that lost a lock race (deadlock, serialization failure) before it gives up. */
 const MAX_ATTEMPTS = 5
 
+/**
+ * Errors of a connection lost before its COMMIT was sent (a killed Galera node, issue 30): the
+ * transaction died with the connection, so the op may run again, on a new connection (which
+ * mysql-pool.ts takes from the next host). Lost at the COMMIT, the marker decides instead.
+ */
+const lostBeforeCommit = new WeakSet<object>()
+const mayRunAgain = (err: unknown) =>
+  isTransientLockError(err) ||
+  (typeof err === 'object' && err !== null && lostBeforeCommit.has(err))
+
 interface Op {
   fn: (trx: Kysely<Database>) => Promise<unknown>
   /** Runs that failed on a transient lock error so far. */
@@ -81,6 +94,8 @@ type Trx = ControlledTransaction<Database, string[]>
 interface Ctx {
   db: Kysely<Database>
   markers: CommitMarkers
+  /** A write that failed on `err` is run again: told to `onRetry`. */
+  retried(err: unknown): void
 }
 
 /** Creates a committer over `handle`; the handle stays the caller's to close. */
@@ -88,7 +103,11 @@ export function createGroupCommitter(
   handle: DatabaseHandle,
   options: GroupCommitOptions,
 ): GroupCommitter {
-  const ctx: Ctx = { db: handle.db, markers: createCommitMarkers(handle) }
+  const ctx: Ctx = {
+    db: handle.db,
+    markers: createCommitMarkers(handle),
+    retried: (err) => options.onRetry?.(transientCause(err) ?? 'connection_lost'),
+  }
   const intervalMs = Math.max(0, options.intervalMs)
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
   const queue: Op[] = []
@@ -206,8 +225,10 @@ async function runBatch(ctx: Ctx, batch: Op[], requeue: (ops: Op[]) => void): Pr
         await trx.rollbackToSavepoint(name).execute()
         await trx.releaseSavepoint(name).execute()
         // Retrying in this transaction would wait on the same locks again: next batch instead.
-        if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) lost.push(op)
-        else failed.push({ op, err })
+        if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) {
+          ctx.retried(err)
+          lost.push(op)
+        } else failed.push({ op, err })
       } catch {
         retry.push(op) // cannot tell the op's failure from the transaction's
       }
@@ -283,6 +304,8 @@ async function runInOwnTransaction(ctx: Ctx, fn: Op['fn']): Promise<unknown> {
     })
   } catch (err) {
     // Before the COMMIT, Kysely rolled the transaction back (or the database aborted it).
+    if (!atCommit && isUnreachable(err) && typeof err === 'object' && err !== null)
+      lostBeforeCommit.add(err)
     if (!atCommit || !marker) throw err
     const outcome = await ctx.markers.outcome(marker)
     switch (outcome) {
@@ -303,8 +326,10 @@ async function runSingle(ctx: Ctx, op: Op, requeue: (ops: Op[]) => void): Promis
   try {
     op.resolve(await runInOwnTransaction(ctx, op.fn))
   } catch (err) {
-    if (isTransientLockError(err) && ++op.attempts < MAX_ATTEMPTS) requeue([op])
-    else op.reject(err)
+    if (mayRunAgain(err) && ++op.attempts < MAX_ATTEMPTS) {
+      ctx.retried(err)
+      requeue([op])
+    } else op.reject(err)
   }
 }
 
@@ -316,10 +341,11 @@ async function runAlone(ctx: Ctx, batch: Op[]): Promise<void> {
         op.resolve(await runInOwnTransaction(ctx, op.fn))
         break
       } catch (err) {
-        if (!isTransientLockError(err) || ++op.attempts >= MAX_ATTEMPTS) {
+        if (!mayRunAgain(err) || ++op.attempts >= MAX_ATTEMPTS) {
           op.reject(err)
           break
         }
+        ctx.retried(err)
         // MySQL rolls back the whole transaction of a deadlock victim: wait a little and run again.
         await new Promise((r) => setTimeout(r, 5 * op.attempts + Math.random() * 20))
       }
