@@ -84,34 +84,6 @@ await test('a bind of TEST_PCI handles is Bound in one commit; lockAndCheck then
   }
 })
 
-await test('the same bind again (its message delivered twice) answers as the first did and writes nothing', async () => {
-  const { db, deps, uuids, close } = await setup(2, 2)
-  try {
-    const [a] = uuids as [string]
-    const bind = { [a]: { hostname: 'h1', instanceUuid: I1 } }
-    assert.deepEqual(await bindArqs(deps, { bindings: bind }), [{ uuid: a, state: 'Bound' }])
-    const before = await getArq(db.db, a)
-    const events = async () =>
-      (
-        await db.db
-          .selectFrom('events')
-          .select(db.db.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n
-    const eventsBefore = await events()
-    assert.deepEqual(await bindArqs(deps, { bindings: bind }), [{ uuid: a, state: 'Bound' }])
-    assert.deepEqual(await getArq(db.db, a), before)
-    assert.equal(await events(), eventsBefore, 'a replay writes no event')
-    // Another host or instance is not the same bind: still refused.
-    await assert.rejects(
-      bindArqs(deps, { bindings: { [a]: { hostname: 'h2', instanceUuid: I1 } } }),
-      (err: unknown) => err instanceof ConflictError && err.code === 'ARQ_BAD_STATE',
-    )
-  } finally {
-    await close()
-  }
-})
-
 await test('claimHandles fails the request that finds no free handle; the other binds', async () => {
   const { db, deps, uuids, close } = await setup(1, 2)
   try {

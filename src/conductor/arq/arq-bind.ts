@@ -60,28 +60,6 @@ interface Claimed {
 }
 
 /**
- * A bind whose every request already carries this very binding (instance, host and, when given,
- * provider) in a state a bind leaves: the same bind again, e.g. its message delivered a second
- * time after the first run committed (a conductor or broker node lost before the ack). It is
- * answered with what the first run made of each request, and writes nothing.
- */
-function isReplay(arq: Arq, want: ArqBindRequest): boolean {
-  return (
-    (arq.state === 'BindStarted' || arq.state === 'Bound' || arq.state === 'BindFailed') &&
-    arq.instanceUuid === want.instanceUuid &&
-    arq.hostname === want.hostname &&
-    (want.deviceRpUuid === undefined || arq.deviceRpUuid === want.deviceRpUuid)
-  )
-}
-
-/** Thrown out of the bind's transaction (which then writes nothing) for a replayed bind. */
-class ReplayedBind extends Error {
-  constructor(readonly arqs: Arq[]) {
-    super('the same bind again')
-  }
-}
-
-/**
  * Takes the instances' bind locks first (a concurrent bind of the same instance, through any
  * conductor, waits for this one to commit and then sees its requests), then the quota locks; loads
  * the requests and refuses one that is not bindable or an instance already bound.
@@ -98,7 +76,6 @@ export async function lockAndCheck(
   await quota?.lock(trx, deps.now())
   // Locked until the commit, so that each later move is one UPDATE with nothing read back.
   const arqs = await Promise.all(uuids.map((u) => v2ArqForUpdate(trx, u)))
-  if (arqs.every((arq) => isReplay(arq, bindings[arq.uuid]!))) throw new ReplayedBind(arqs)
   for (const arq of arqs) {
     if (!allowedFrom('BindStarted').includes(arq.state)) {
       throw new ConflictError(
@@ -240,18 +217,13 @@ export async function startBind(
   quota: QuotaGate | undefined,
   lease: string | undefined,
 ): Promise<BindStep[]> {
-  const bind = deps.committer.run(async (trx) => {
+  return deps.committer.run(async (trx) => {
     const arqs = await lockAndCheck(deps, trx, bindings, quota)
     const groups = await loadSpecs(trx, arqs, deps.profiles)
     const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
     await quota?.enforce(trx, claims)
     await recordArqEvents(trx, events, deps.now())
     return steps
-  })
-  return bind.catch((err: unknown) => {
-    if (!(err instanceof ReplayedBind)) throw err
-    deps.log.info({ arqs: err.arqs.map((a) => a.uuid) }, 'the same bind again: answered as it was')
-    return err.arqs.map((arq) => ({ arq, done: { uuid: arq.uuid, state: arq.state } }))
   })
 }
 
