@@ -93,14 +93,14 @@ void test('an unknown option and an unknown section are one-line errors', async 
   )
   const section = conf(
     'section.conf',
-    '[DEFAULT]\n\n[oslo_messaging_rabbit]\nrabbit_ha_queues = true\n',
+    '[DEFAULT]\n\n[oslo_concurrency]\nlock_path = /tmp\n',
   )
   const s = await run(['--config-file', section, 'up'])
   assert.equal(s.code, 1)
   assert.match(
     s.stderr,
     new RegExp(
-      `^${section}:3: \\[oslo_messaging_rabbit\\]: unknown section; expected one of DEFAULT, api, .*\n$`,
+      `^${section}:3: \\[oslo_concurrency\\]: unknown section; expected one of DEFAULT, api, .*\n$`,
     ),
   )
 })
