@@ -91,10 +91,7 @@ void test('an unknown option and an unknown section are one-line errors', async 
     r.stderr,
     `${file}:2: [agent] enabled_driver: unknown option; did you mean enabled_drivers?\n`,
   )
-  const section = conf(
-    'section.conf',
-    '[DEFAULT]\n\n[oslo_concurrency]\nlock_path = /tmp\n',
-  )
+  const section = conf('section.conf', '[DEFAULT]\n\n[oslo_concurrency]\nlock_path = /tmp\n')
   const s = await run(['--config-file', section, 'up'])
   assert.equal(s.code, 1)
   assert.match(
