@@ -109,7 +109,7 @@ void describe(
       await waitFor(
         async () => {
           const delivered = receiver.accepted().length
-          return over || (delivered >= 3 && (await bound(db)).length >= delivered + 10)
+          return over || (delivered >= 3 && (await bound(db)).length >= delivered + 25)
         },
         'the first deliveries, behind the binds',
         30_000,
