@@ -162,6 +162,20 @@ join() {
   ctl "$n" start_app
 }
 
+# Boots node N again with empty data, once node 1 runs. Nodes that boot together sometimes lose a
+# race in RabbitMQ 3.10: the joining node's Mnesia tables are made before it learns the cluster's
+# feature flags, and it stops with schema_integrity_check_failed (table_attributes_mismatch).
+reboot_fresh() {
+  local n=$1
+  say "node $n stopped during its first boot; booting it again with empty data to join node 1"
+  stop_node "$n"
+  rm -rf "$DIR/n$n/mnesia"
+  mkdir -p "$DIR/n$n/mnesia"
+  chown -R rabbitmq:rabbitmq "$DIR/n$n"
+  boot "$n"
+  await_port "$n"
+}
+
 up() {
   local port=${ARG:-5701}
   [ -x "$SERVER" ] || { say "rabbitmq-server is not installed"; exit 1; }
@@ -185,7 +199,8 @@ up() {
   boot 1
   boot 2
   boot 3
-  await_port 1 && await_port 2 && await_port 3 || { down; exit 1; }
+  await_port 1 || { down; exit 1; }
+  for n in 2 3; do await_port "$n" || reboot_fresh "$n" || { down; exit 1; }; done
   # Peer discovery joins them during their boot; join_cluster for any that booted alone.
   if ! await_cluster 1; then
     for n in 2 3; do
