@@ -62,6 +62,15 @@ function notReady(host: MysqlHost): Error {
   )
 }
 
+let galeraSeen = false
+
+/**
+ * Whether this process has connected to a Galera node. Writes spread their choices then (the
+ * handle claim of src/db/attach-handles.ts): row locks are node-local there, so two writers on two
+ * nodes that pick the same row both go ahead, and one fails at COMMIT.
+ */
+export const onGalera = (): boolean => galeraSeen
+
 /** Galera detection and session settings of a new connection; rejects when the node is not ready. */
 async function prepareSession(conn: MysqlPoolConnection, host: MysqlHost): Promise<void> {
   const vars = await query(
@@ -72,6 +81,7 @@ async function prepareSession(conn: MysqlPoolConnection, host: MysqlHost): Promi
   if (value('wsrep_on') !== 'ON' || value('wsrep_provider') === 'none') return
   const ready = await query(conn, "SHOW STATUS LIKE 'wsrep_ready'")
   if (ready[0]?.['Value'] !== 'ON') throw notReady(host)
+  galeraSeen = true
   await query(conn, `SET SESSION wsrep_sync_wait = @@global.wsrep_sync_wait | ${GALERA_SYNC_WAIT}`)
 }
 
