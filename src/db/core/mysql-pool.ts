@@ -42,8 +42,12 @@ const UNREACHABLE = new Set([
 
 /** True when `err` says the host is unusable, so that the next host should be tried. */
 export function isUnreachable(err: unknown): boolean {
-  const { code, errno } = (err ?? {}) as { code?: unknown; errno?: unknown }
-  return (typeof code === 'string' && UNREACHABLE.has(code)) || errno === 1047
+  const { code, errno, fatal } = (err ?? {}) as { code?: unknown; errno?: unknown; fatal?: unknown }
+  if (typeof code === 'string' && UNREACHABLE.has(code)) return true
+  // mysql2 marks an error that ended the connection `fatal`; a command on a connection that died
+  // before it (a killed node) fails with one that has no code: "Can't add new command when
+  // connection is in closed state". Nothing of it reached the server.
+  return errno === 1047 || (fatal === true && code === undefined)
 }
 
 type Row = Record<string, unknown>
