@@ -9,7 +9,7 @@
  * seen held twice (goal 0), group-commit retries (`cyborg_db_write_retries_total` of the conductors:
  * certification failures count as `deadlock`), the CPU time of the database servers and of the
  * Cyborg processes per cycle (/proc), and each fault's stall against its goal.
- * Usage: npm run bench:cluster [-- --seconds 4 --levels 8,64 --no-faults --rpc-timeout 30 --bind-timeout 60]
+ * Usage: npm run bench:cluster [-- --seconds 4 --levels 8,64 --no-faults --keep-dir --rpc-timeout 30 --bind-timeout 60]
  */
 import { readFileSync, readdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -31,6 +31,8 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '4' },
     levels: { type: 'string', default: '8,64' },
     'no-faults': { type: 'boolean', default: false },
+    // Keeps the clusters' directory (Galera's error.log names each certification conflict).
+    'keep-dir': { type: 'boolean', default: false },
     // The shipped defaults: with 64 in flight on a loaded 2-core machine a cycle's RPC may take over 5 s.
     'rpc-timeout': { type: 'string', default: '30' },
     'bind-timeout': { type: 'string', default: '60' },
@@ -185,5 +187,6 @@ try {
   console.log(JSON.stringify(out, null, 2))
 } finally {
   await clusters.down()
-  rmSync(dir, { recursive: true, force: true })
+  if (values['keep-dir']) console.error(`kept ${dir} (the nodes' logs)`)
+  else rmSync(dir, { recursive: true, force: true })
 }

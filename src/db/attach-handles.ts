@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely'
 import { dialectOf, type ReadDb } from './core/connection.js'
+import { onGalera } from './core/mysql-pool.js'
 import type { AttachHandle, AttachType } from '../domain/inventory/inventory.js'
 import type { AttachHandleRow, Database } from './core/schema.js'
 
@@ -41,6 +42,9 @@ export async function getAttachHandle(db: ReadDb, id: number): Promise<AttachHan
   return row && toAttachHandle(row)
 }
 
+/** The handle each deployable's last claim took in this process (next fit on Galera). */
+const lastClaimed = new Map<number, number>()
+
 /**
  * Takes one free attach handle of a deployable (the lowest id not in use and not being taken by
  * another transaction), or returns undefined when none is free. PostgreSQL and MariaDB: SELECT …
@@ -73,10 +77,24 @@ export async function claimAttachHandle(
     return row && toAttachHandle(row)
   }
   // Outside a transaction the row lock ends at once; the conditional UPDATE still refuses a handle
-  // taken meanwhile, and the loop tries the next one.
+  // taken meanwhile, and the loop tries the next one. On Galera, SKIP LOCKED does not see another
+  // node's locks: each process goes on after the handle it took last (next fit, wrapping once), so
+  // that conductors on two nodes do not all race for the lowest free handle (issue 30).
+  const spread = onGalera()
+  let after = spread ? (lastClaimed.get(deployableId) ?? 0) : 0
   for (;;) {
-    const row = await free().selectAll().forUpdate().skipLocked().executeTakeFirst()
+    const row = await free()
+      .$if(after > 0, (q) => q.where('id', '>', after))
+      .selectAll()
+      .forUpdate()
+      .skipLocked()
+      .executeTakeFirst()
+    if (!row && after > 0) {
+      after = 0
+      continue
+    }
     if (!row) return undefined
+    if (spread) lastClaimed.set(deployableId, row.id)
     const res = await db
       .updateTable('attach_handles')
       .set(set)

@@ -5,7 +5,8 @@
  * CYBORG_TEST_RABBIT_CLUSTER_PORT), both in private directories, and on them `cyborg api` and
  * `cyborg conductor` processes, each listing the nodes from a different one (Galera in `[database]
  * connection`, RabbitMQ in `transport_url`), with quorum queues. The storm host (STORM_HOST, TEST_PCI
- * handles) is seeded and its stand-in agent cleans released units. A deployment may also run on one
+ * handles) is seeded and its stand-in agent cleans released units; with `placementUrl` every
+ * process keeps a real Placement in step. A deployment may also run on one
  * MariaDB (the machine's 3306, a fresh database) for a benchmark's baseline.
  */
 import { execFile } from 'node:child_process'
@@ -77,10 +78,19 @@ export async function startClusters(dir: string): Promise<Clusters> {
   const g = `${dir}/galera`
   const mq = `${dir}/mq`
   const genv = { GALERA_BASE_PORT: String(GALERA_BASE) }
-  await Promise.all([
+  const ups = await Promise.allSettled([
     script('galera.sh', ['up', g], genv),
     script('rabbitmq-cluster.sh', ['up', mq, String(RABBIT_PORT)]),
   ])
+  const failed = ups.find((u) => u.status === 'rejected')
+  if (failed) {
+    // The one that came up goes too: left running, it would hold its ports for the next run.
+    await Promise.allSettled([
+      script('galera.sh', ['down', g], genv),
+      script('rabbitmq-cluster.sh', ['down', mq]),
+    ])
+    throw failed.reason
+  }
   return {
     galeraNode: (n) => `127.0.0.1:${GALERA_BASE + n}`,
     rabbitNode: (n) => `127.0.0.1:${RABBIT_PORT + n - 1}`,
@@ -111,6 +121,8 @@ export interface HaOptions {
   apis?: number
   bindTimeoutS?: number
   rpcTimeoutS?: number
+  /** A real Placement's URL (test/support/peers/placement.ts): every process gets `[placement]`. */
+  placementUrl?: string
 }
 
 export interface HaDeployment {
@@ -134,6 +146,14 @@ export interface HaDeployment {
 }
 
 const quiet = { CYBORG_LOG_LEVEL: 'warn' }
+
+/** `[placement]` for a loopback Placement that takes the admin token, with the hosts' root providers made by us. */
+const placementEnv = (url: string): Record<string, string> => ({
+  CYBORG_PLACEMENT__ENDPOINT_OVERRIDE: url,
+  CYBORG_PLACEMENT__AUTH_TYPE: 'admin_token',
+  CYBORG_PLACEMENT__TOKEN: 'admin',
+  CYBORG_PLACEMENT__CREATE_ROOT_PROVIDER: 'true',
+})
 
 /** Creates database `name` afresh through `url` (a server URL ending in /mysql). */
 async function freshDatabase(serverUrl: string, name: string): Promise<void> {
@@ -170,6 +190,7 @@ export async function startHa(clusters: Clusters, options: HaOptions): Promise<H
     CYBORG_DEFAULT__RPC_RESPONSE_TIMEOUT: String(rpcTimeoutS),
     // The storm host is seeded without an agent's heartbeat: give its lease a day (issue 15).
     CYBORG_DEFAULT__SERVICE_DOWN_TIME: '86400',
+    ...(options.placementUrl === undefined ? {} : placementEnv(options.placementUrl)),
     ...quiet,
   })
   const sync = await runCommand(['db', 'sync'], env(0))

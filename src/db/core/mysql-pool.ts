@@ -42,8 +42,12 @@ const UNREACHABLE = new Set([
 
 /** True when `err` says the host is unusable, so that the next host should be tried. */
 export function isUnreachable(err: unknown): boolean {
-  const { code, errno } = (err ?? {}) as { code?: unknown; errno?: unknown }
-  return (typeof code === 'string' && UNREACHABLE.has(code)) || errno === 1047
+  const { code, errno, fatal } = (err ?? {}) as { code?: unknown; errno?: unknown; fatal?: unknown }
+  if (typeof code === 'string' && UNREACHABLE.has(code)) return true
+  // mysql2 marks an error that ended the connection `fatal`; a command on a connection that died
+  // before it (a killed node) fails with one that has no code: "Can't add new command when
+  // connection is in closed state". Nothing of it reached the server.
+  return errno === 1047 || (fatal === true && code === undefined)
 }
 
 type Row = Record<string, unknown>
@@ -62,6 +66,15 @@ function notReady(host: MysqlHost): Error {
   )
 }
 
+let galeraSeen = false
+
+/**
+ * Whether this process has connected to a Galera node. Writes spread their choices then (the
+ * handle claim of src/db/attach-handles.ts): row locks are node-local there, so two writers on two
+ * nodes that pick the same row both go ahead, and one fails at COMMIT.
+ */
+export const onGalera = (): boolean => galeraSeen
+
 /** Galera detection and session settings of a new connection; rejects when the node is not ready. */
 async function prepareSession(conn: MysqlPoolConnection, host: MysqlHost): Promise<void> {
   const vars = await query(
@@ -72,6 +85,7 @@ async function prepareSession(conn: MysqlPoolConnection, host: MysqlHost): Promi
   if (value('wsrep_on') !== 'ON' || value('wsrep_provider') === 'none') return
   const ready = await query(conn, "SHOW STATUS LIKE 'wsrep_ready'")
   if (ready[0]?.['Value'] !== 'ON') throw notReady(host)
+  galeraSeen = true
   await query(conn, `SET SESSION wsrep_sync_wait = @@global.wsrep_sync_wait | ${GALERA_SYNC_WAIT}`)
 }
 
