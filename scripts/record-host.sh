@@ -160,13 +160,13 @@ for c in "${controllers[@]}"; do
 done
 
 {
-  echo "{"
+  printf '{'
   for i in "${!COMMANDS[@]}"; do
-    [ "$i" -gt 0 ] && echo ","
-    printf '  %s' "${COMMANDS[$i]}"
+    [ "$i" -eq 0 ] || printf ','
+    printf '\n  %s' "${COMMANDS[$i]}"
   done
-  echo
-  echo "}"
+  [ "${#COMMANDS[@]}" -eq 0 ] || printf '\n'
+  printf '}\n'
 } >"$OUT/commands.json"
 {
   echo "Recorded by scripts/record-host.sh on $(uname -n) ($(uname -srm)) at $(date -u +%Y-%m-%dT%H:%M:%SZ)"

@@ -35,7 +35,10 @@ describe('cyborg agent probe', () => {
     await mkdir(bin)
     const xml = path.join(tmp, 'nvidia-smi-q-x.xml')
     await copyFile(path.join(FIXTURES, 'nvidia-gpu/ecc/nvidia-smi-q-x.xml'), xml)
-    await writeFile(path.join(bin, 'nvidia-smi'), `#!/bin/sh\n[ "$*" = "-q -x" ] && exec cat '${xml}'\nexit 9\n`)
+    await writeFile(
+      path.join(bin, 'nvidia-smi'),
+      `#!/bin/sh\n[ "$*" = "-q -x" ] && exec cat '${xml}'\nexit 9\n`,
+    )
     // lspci is not recorded for this host: the stand-in fails, as on a host without one.
     await writeFile(path.join(bin, 'lspci'), '#!/bin/sh\nexit 1\n')
     await chmod(path.join(bin, 'nvidia-smi'), 0o755)
@@ -47,12 +50,14 @@ describe('cyborg agent probe', () => {
       CYBORG_DEFAULT__TRANSPORT_URL: 'rabbit://nobody:nothing@127.0.0.1:9/',
       CYBORG_DATABASE__CONNECTION: 'postgresql://nobody:nothing@127.0.0.1:9/cyborg',
       CYBORG_AGENT__HOST_ROOT: host.root,
-      CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu,pci',
+      CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu,intel-qat',
     }
     tree = async () => {
       const files = (await readdir(host.root, { recursive: true })).sort()
       const parts = await Promise.all(
-        files.map(async (f) => `${f}=${await readFile(path.join(host.root, f), 'utf8').catch(() => '/')}`),
+        files.map(
+          async (f) => `${f}=${await readFile(path.join(host.root, f), 'utf8').catch(() => '/')}`,
+        ),
       )
       return parts.join('\n')
     }
@@ -73,7 +78,7 @@ describe('cyborg agent probe', () => {
       report.drivers.map((d) => [d.name, d.ok, d.deviceCount]),
       [
         ['nvidia-gpu', true, 2],
-        ['pci', true, 0],
+        ['intel-qat', true, 0],
       ],
     )
     const expected = JSON.parse(
@@ -97,7 +102,9 @@ describe('cyborg agent probe', () => {
       ],
     )
     const gpu = report.drivers[0]!.accesses
-    assert.ok(gpu.some((x) => x.op === 'exec' && x.target === 'lspci -nnD' && x.outcome === 'failed'))
+    assert.ok(
+      gpu.some((x) => x.op === 'exec' && x.target === 'lspci -nnD' && x.outcome === 'failed'),
+    )
     assert.ok(gpu.every((x) => x.op !== 'write' && typeof x.ms === 'number' && x.ms >= 0))
     assert.ok(report.drivers[1]!.accesses.some((x) => x.target === '/sys/bus/pci/devices'))
   })

@@ -41,7 +41,14 @@ export async function fixtureTools(fixtureDir: string, bin: string): Promise<str
       if (file) cases.push(`  '${line}') exec cat '${path.join(fixtureDir, file)}' ;;`)
     }
     if (cases.length === 0) continue
-    const script = ['#!/bin/sh', 'case "$*" in', ...cases, 'esac', 'echo "no recording: $*" >&2', 'exit 1']
+    const script = [
+      '#!/bin/sh',
+      'case "$*" in',
+      ...cases,
+      'esac',
+      'echo "no recording: $*" >&2',
+      'exit 1',
+    ]
     await writeFile(path.join(bin, tool), `${script.join('\n')}\n`)
     await chmod(path.join(bin, tool), 0o755)
     made.push(tool)

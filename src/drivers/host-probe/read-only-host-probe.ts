@@ -69,7 +69,13 @@ export function createReadOnlyHostProbe(
       code: 'HOST_READ_ONLY',
       details: { operation: op, target },
     })
-    accesses.push({ op, target, outcome: 'refused', error: `HOST_READ_ONLY: ${err.message}`, ms: 0 })
+    accesses.push({
+      op,
+      target,
+      outcome: 'refused',
+      error: `HOST_READ_ONLY: ${err.message}`,
+      ms: 0,
+    })
     return Promise.reject(err)
   }
 
@@ -87,7 +93,11 @@ export function createReadOnlyHostProbe(
     exec(command: string, args: readonly string[], options?: ExecOptions) {
       const line = [command, ...args].join(' ')
       if (!isReadOnlyCommand(command, args))
-        return refuse('exec', line, `exec "${line}": not a read-only command (it may change the host)`)
+        return refuse(
+          'exec',
+          line,
+          `exec "${line}": not a read-only command (it may change the host)`,
+        )
       return timed('exec', line, () => probe.exec(command, args, options))
     },
     writeFile(path: string) {

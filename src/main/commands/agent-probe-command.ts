@@ -97,7 +97,12 @@ export function renderProbe(report: ProbeReport): string {
       topRows(
         report.telemetry.map((s) => {
           const device = devices.find((d) => controlPathAddress(d.controlPath) === s.controlPath)
-          return { control_path: s.controlPath, type: device?.type, vendor: device?.vendor, values: s.values }
+          return {
+            control_path: s.controlPath,
+            type: device?.type,
+            vendor: device?.vendor,
+            values: s.values,
+          }
         }),
       ),
       TOP_COLUMNS.filter((c) => c.header !== 'Host' && c.header !== 'Age'),
