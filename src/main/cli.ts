@@ -1,6 +1,7 @@
 /**
  * The `cyborg` command (bin/cyborg): service subcommands (`up`, `api`, `conductor`, `agent`),
- * `db …` (db-commands.ts), `config sample|show`, `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
+ * `agent probe` (agent-probe-command.ts), `db …` (db-commands.ts), `config sample|show`,
+ * `policy list` and `version`. The client subcommands (src/cli) speak HTTP only.
  */
 import cluster from 'node:cluster'
 import { Command, Option } from 'commander'
@@ -37,6 +38,7 @@ import { registerTopCommands } from '../cli/top-commands.js'
 import { registerWebhookCommands } from '../cli/webhook-commands.js'
 import { registerDbCommands } from './commands/db-commands.js'
 import { registerImportCommand } from './commands/import-command.js'
+import { registerAgentProbe } from './commands/agent-probe-command.js'
 
 // The service modules (fastify, database drivers) load only for the commands that need them,
 // so that `cyborg version`, `config sample` and `--help` answer at once.
@@ -159,10 +161,12 @@ program
   .description('run the conductor (needs transport_url: a bus shared with API and agents)')
   .action((_opts, command: Command) => serve('conductor', command, (s) => s.startConductorService))
 
-program
+// `cyborg agent` runs the service; `cyborg agent probe` only looks at the host (agent-probe.ts).
+const agent = program
   .command('agent')
   .description("run this host's agent (needs transport_url: a bus shared with the conductor)")
   .action((_opts, command: Command) => serve('agent', command, (s) => s.startAgentService))
+registerAgentProbe(agent, { configFor, fail })
 
 // `db version | upgrade (sync) | downgrade | backup | check`; returns `db` for more subcommands.
 registerImportCommand(registerDbCommands(program, { configFor, fail }), { configFor, fail })

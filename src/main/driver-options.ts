@@ -7,7 +7,7 @@
 import { optionError, type Config } from '../config/config.js'
 import type { schema } from '../config/schema.js'
 import { ConfigError } from '../domain/errors.js'
-import { DRIVERS } from '../drivers/index.js'
+import { DRIVER_ALIASES, DRIVERS, driverNames, type DriverName } from '../drivers/index.js'
 import type { HostProbe } from '../drivers/driver.js'
 import { errorMessage } from '../domain/error-message.js'
 
@@ -68,6 +68,32 @@ export function driverOptions(config: Config): Record<string, Record<string, str
     }
   }
   return out
+}
+
+/**
+ * The drivers of `[agent] enabled_drivers` by their names (OpenStack Cyborg's aliases resolved),
+ * each once, in order.
+ * @throws ConfigError naming the file and line of `[agent] enabled_drivers` for an unknown driver
+ */
+export function enabledDriverNames(config: Config): DriverName[] {
+  const known = driverNames()
+  const names: DriverName[] = []
+  for (const name of config.agent.enabled_drivers) {
+    const resolved = Object.hasOwn(DRIVERS, name)
+      ? (name as DriverName)
+      : Object.hasOwn(DRIVER_ALIASES, name)
+        ? DRIVER_ALIASES[name]
+        : undefined
+    if (resolved === undefined)
+      throw optionError(
+        config,
+        'agent',
+        'enabled_drivers',
+        `unknown driver "${name}"; possible values are: ${known.join(', ')}`,
+      )
+    if (!names.includes(resolved)) names.push(resolved)
+  }
+  return names
 }
 
 /** The option a driver's ConfigError names (details.option, or `<driver> driver option <name>:`). */

@@ -9,8 +9,7 @@ import type { MessageBus } from '../bus/bus.js'
 import { createInProcessBus } from '../bus/in-process-bus.js'
 import { createRabbitMqBus } from '../bus/rabbitmq-bus.js'
 import { InvalidInputError } from '../domain/errors.js'
-import { DRIVER_ALIASES, driverNames } from '../drivers/index.js'
-import { driverOptions } from './driver-options.js'
+import { driverOptions, enabledDriverNames } from './driver-options.js'
 import type { CoreAgentOptions } from './core.js'
 import type { ConductorOptions } from '../conductor/conductor.js'
 import type { WebhookDispatcherOptions } from '../conductor/outbox/webhook-dispatcher.js'
@@ -309,17 +308,7 @@ function counted<T extends { onCall?: (m: string, p: string, s: number, t: numbe
 
 /** @throws ConfigError naming the file and line of `[agent] enabled_drivers` for an unknown driver */
 export function agentOptions(config: Config): CoreAgentOptions {
-  const known = driverNames()
-  for (const name of config.agent.enabled_drivers) {
-    if (!known.includes(name) && !Object.hasOwn(DRIVER_ALIASES, name)) {
-      throw optionError(
-        config,
-        'agent',
-        'enabled_drivers',
-        `unknown driver "${name}"; possible values are: ${known.join(', ')}`,
-      )
-    }
-  }
+  enabledDriverNames(config)
   return {
     host: config.DEFAULT.host,
     periodicIntervalMs: config.DEFAULT.periodic_interval * 1000,
