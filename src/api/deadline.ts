@@ -9,7 +9,7 @@
  */
 import type { ServerResponse } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { errorBody } from './errors.js'
+import { errorBody, errorShapeFor } from './errors.js'
 
 /** The deadline timer of a response, kept on it so that one shared listener can clear it. */
 const TIMER = Symbol('handler deadline')
@@ -40,6 +40,7 @@ function expire(request: FastifyRequest, reply: FastifyReply, ms: number): void 
   const body = errorBody(
     503,
     `The request was not finished within ${seconds} s ([api] handler_timeout); its work may still complete, so check the resource before retrying`,
+    errorShapeFor(request.headers),
   )
   // Hijacked, so that the handler's late answer (or error) is dropped instead of sent twice.
   reply.hijack()

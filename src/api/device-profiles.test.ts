@@ -130,7 +130,10 @@ void describe('POST /v2/device_profiles: more accepted bodies', () => {
     assert.equal(got.description, null)
     const long = `resources:CUSTOM_${'A'.repeat(255 - 'resources:CUSTOM_'.length)}`
     assert.deepEqual(await only({ [long]: 1 })(), { [long]: '1' })
-    assert.deepEqual(await only({ 'accel:function_id': 1.5 })(), { 'accel:function_id': '1.5' })
+    assert.deepEqual(await only({ 'resources:FPGA': 1, 'accel:function_id': 1.5 })(), {
+      'resources:FPGA': '1',
+      'accel:function_id': '1.5',
+    })
   })
 })
 

@@ -10,7 +10,7 @@ import {
   TimeoutError,
   UnavailableError,
 } from '../domain/errors.js'
-import { ApiError, errorBody, formatValidationError, statusOf } from './errors.js'
+import { ApiError, errorBody, errorShapeFor, formatValidationError, statusOf } from './errors.js'
 import { createTestApp, faultOf, type TestApp } from '../../test/support/api-app.js'
 
 const UUID = '0b0e5fd4-6f4a-4d2b-9d1c-9a5a3f7d2e11'
@@ -36,13 +36,22 @@ void describe('the error → HTTP map', () => {
       assert.equal(statusOf(err), status))
   }
 
-  void it('the body is compat-v2: a JSON string inside error_message', () => {
-    assert.deepEqual(JSON.parse(JSON.parse(errorBody(404, 'gone')).error_message), {
-      faultcode: 'Client',
-      faultstring: 'gone',
-      debuginfo: null,
-    })
-    assert.equal(JSON.parse(JSON.parse(errorBody(503, 'later')).error_message).faultcode, 'Server')
+  void it("the body is 17.0.0's: an object in error_message; the ≤ 16.x JSON text on request", () => {
+    const gone = { faultcode: 'Client', faultstring: 'gone', debuginfo: null }
+    assert.deepEqual(JSON.parse(errorBody(404, 'gone')), { error_message: gone })
+    assert.deepEqual(JSON.parse(JSON.parse(errorBody(404, 'gone', 'string')).error_message), gone)
+    assert.equal(JSON.parse(errorBody(503, 'later')).error_message.faultcode, 'Server')
+  })
+
+  void it("only python-cyborgclient's own User-Agent gets the JSON text", () => {
+    const shape = (agent?: string) =>
+      errorShapeFor(agent === undefined ? {} : { 'user-agent': agent })
+    assert.equal(shape('python-cyborgclient'), 'string')
+    assert.equal(shape('python-cyborgclient keystoneauth1/5.0.0 python-requests/2.28.1'), 'string')
+    assert.equal(shape('openstacksdk/0.101.0 keystoneauth1/5.0.0 python-requests/2.28.1'), 'object')
+    assert.equal(shape('python-cyborgclientx'), 'object')
+    assert.equal(shape('curl/8.0'), 'object')
+    assert.equal(shape(), 'object')
   })
 
   void it('formats ajv errors naming the field', () => {

@@ -1,8 +1,11 @@
 /**
- * The one error → HTTP map, and the error body of OpenStack Cyborg:
- * `{"error_message": "<JSON string of {faultcode, faultstring, debuginfo}>"}`.
+ * The one error → HTTP map, and the error body of OpenStack Cyborg 17.0.0:
+ * `{"error_message": {faultcode, faultstring, debuginfo}}`, or for the one client that still
+ * parses it as JSON text (python-cyborgclient's own HTTP client) the ≤ 16.x form
+ * `{"error_message": "<JSON string of the same>"}` (docs/compat-2026-2.md).
  * Domain errors carry no status; API-only conditions (405, 406) use {@link ApiError}.
  */
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import {
   AppError,
@@ -58,14 +61,34 @@ export function statusOf(err: unknown): number {
   return 500
 }
 
-/** The compat-v2 error body. */
-export function errorBody(status: number, message: string): string {
+/**
+ * `object`: OpenStack Cyborg 17.0.0's `error_message` (fix-double-encoded-error-responses), at
+ * every microversion as upstream; `string`: the JSON text of the same object, as Cyborg ≤ 16.x sent.
+ */
+export type ErrorShape = 'object' | 'string'
+
+/**
+ * python-cyborgclient's HTTPClient and SessionClient (cyborgclient/common/httpclient.py, 2.0.0)
+ * send this User-Agent and `json.loads` the `error_message` (a TypeError on an object): the one
+ * client we serve that needs the string. openstacksdk (the `openstack accelerator` CLI) and Nova
+ * read both shapes.
+ */
+const STRING_CLIENT = /^python-cyborgclient(?:[\s/]|$)/
+
+/** The `error_message` shape a request's client reads. */
+export function errorShapeFor(headers: IncomingHttpHeaders): ErrorShape {
+  const agent = headers['user-agent']
+  return typeof agent === 'string' && STRING_CLIENT.test(agent) ? 'string' : 'object'
+}
+
+/** The compat-v2 error body, in `shape` (the 17.0.0 object unless told). */
+export function errorBody(status: number, message: string, shape: ErrorShape = 'object'): string {
   const fault = {
     faultcode: status < 500 ? 'Client' : 'Server',
     faultstring: message,
     debuginfo: null,
   }
-  return JSON.stringify({ error_message: JSON.stringify(fault) })
+  return JSON.stringify({ error_message: shape === 'string' ? JSON.stringify(fault) : fault })
 }
 
 function clientMessage(err: unknown, status: number, request: FastifyRequest): string {
@@ -117,9 +140,10 @@ function houseWording(err: AppError): string {
   return `Invalid input for field '${field}': ${problem}`
 }
 
-/** Sends the compat-v2 error body with `status`. */
+/** Sends the compat-v2 error body with `status`, in the shape the request's client reads. */
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).type('application/json').send(errorBody(status, message))
+  const body = errorBody(status, message, errorShapeFor(reply.request.headers))
+  return reply.code(status).type('application/json').send(body)
 }
 
 /** Installs the error handler (the map above) and the 404 handler on the root instance. */

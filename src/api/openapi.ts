@@ -35,7 +35,8 @@ const INFO: Record<Which, { title: string; version: string; description: string 
     description:
       `OpenStack Cyborg's v2 API (microversions ${MIN_VERSION}–${MAX_VERSION}, header ` +
       `OpenStack-API-Version), every path also served without the /v2 prefix, and the root ` +
-      `routes. Errors carry {"error_message": "<JSON of {faultcode, faultstring, debuginfo}>"}.`,
+      `routes. Errors carry {"error_message": {faultcode, faultstring, debuginfo}} (OpenStack ` +
+      `Cyborg 17.0.0; the JSON text of it for User-Agent python-cyborgclient).`,
   },
   v1: {
     title: 'Cyborg API v1 and administration',

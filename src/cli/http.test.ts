@@ -21,11 +21,13 @@ void describe('cli http transport', () => {
     let body = ''
     req.on('data', (c: Buffer) => (body += c.toString()))
     req.on('end', () => {
-      if (req.url === '/v1/missing') {
+      if (req.url === '/v1/missing' || req.url === '/v1/missing-17') {
+        // Cyborg ≤ 16.x sent the fault as JSON text, 17.0.0 (and we) as an object.
+        const fault = { faultstring: 'accelerator x not found' }
         res.writeHead(404, { 'content-type': 'application/json' })
         res.end(
           JSON.stringify({
-            error_message: JSON.stringify({ faultstring: 'accelerator x not found' }),
+            error_message: req.url === '/v1/missing' ? JSON.stringify(fault) : fault,
           }),
         )
         return
@@ -67,6 +69,13 @@ void describe('cli http transport', () => {
   void it('turns an error answer and an unreachable API into one-line CliErrors', async () => {
     await assert.rejects(
       apiRequest({ url }, 'GET', '/v1/missing'),
+      (err) =>
+        err instanceof CliError &&
+        err.status === 404 &&
+        /HTTP 404: accelerator x not found/.test(err.message),
+    )
+    await assert.rejects(
+      apiRequest({ url }, 'GET', '/v1/missing-17'),
       (err) =>
         err instanceof CliError &&
         err.status === 404 &&

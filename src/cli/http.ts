@@ -63,9 +63,12 @@ export interface ApiResponse<T> {
 /** The faultstring of a Cyborg error body, else the body itself, cut to one line. */
 function reasonOf(text: string): string {
   try {
-    const body = JSON.parse(text) as { error_message?: string }
-    if (body.error_message)
-      return (JSON.parse(body.error_message) as { faultstring: string }).faultstring
+    // error_message is an object (OpenStack Cyborg 17.0.0, and us) or its JSON text (≤ 16.x).
+    const { error_message: inner } = JSON.parse(text) as { error_message?: unknown }
+    const fault = (typeof inner === 'string' ? JSON.parse(inner) : inner) as {
+      faultstring?: unknown
+    } | null
+    if (typeof fault?.faultstring === 'string') return fault.faultstring
   } catch {
     // not a Cyborg error body
   }

@@ -71,6 +71,25 @@ export function normalizeDeviceProfile(input: DeviceProfileInput): NewDeviceProf
   return out
 }
 
+/**
+ * A new profile's every group asks for something: at least one `resources:` key. OpenStack
+ * Cyborg 17.0.0 refuses a group of only `trait:`/`accel:` keys with a 400 (bug 2168261): such a
+ * profile stored fine, then every bind of it failed. Profiles stored earlier (an import of an
+ * older Cyborg's database) are not checked: they stay readable and deletable.
+ * @throws InvalidInputError naming `groups[<i>]`.
+ */
+export function requireResourceKeys(groups: readonly Record<string, unknown>[]): void {
+  groups.forEach((group, i) => {
+    if (!Object.keys(group).some((key) => key.startsWith('resources:'))) {
+      throw invalidField(
+        `groups[${i}]`,
+        'a group needs at least one "resources:<RESOURCE_CLASS>" key; ' +
+          'trait: and accel: keys alone ask for nothing',
+      )
+    }
+  })
+}
+
 function normalizeGroup(
   group: Record<string, string | number>,
   field: string,

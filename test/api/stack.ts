@@ -15,6 +15,7 @@ import { startCore, type Core } from '../../src/main/core.js'
 import { inventoryHash } from '../../src/rpc/inventory-hash.js'
 import type { CleanUnitResult } from '../../src/rpc/agent-rpc.js'
 import { serveStandInAgent } from '../support/stand-in-agent.js'
+import { faultOf } from '../support/api-app.js'
 import type { MessageBus } from '../../src/bus/bus.js'
 
 export const HOST = 'api.test:6666'
@@ -92,11 +93,9 @@ export async function startStack({
   return stack
 }
 
-/** The faultstring of a compat-v2 error body. */
+/** The faultstring of a compat-v2 error body (`error_message` an object, as 17.0.0 sends it). */
 export function fault(res: LightMyRequestResponse): string {
-  return (
-    JSON.parse((res.json() as { error_message: string }).error_message) as { faultstring: string }
-  ).faultstring
+  return faultOf(res.body).faultstring
 }
 
 /**

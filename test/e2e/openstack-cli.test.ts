@@ -154,6 +154,21 @@ describe(
       assert.deepEqual(await json<Row[]>(service, ['device', 'profile', 'list']), [])
     })
 
+    test('a 4xx is printed as its faultstring (17.0.0: error_message an object)', async () => {
+      // Bug 2168261: a group without a resources: key is refused, naming the group.
+      const bad = await openstack(service, [
+        'device',
+        'profile',
+        'create',
+        'no-resources',
+        '[{"trait:CUSTOM_FAKE_DEVICE": "required"}]',
+      ])
+      assert.notEqual(bad.code, 0)
+      assert.match(bad.stderr, /Invalid input for field 'groups\[0\]': a group needs at least one/)
+      assert.doesNotMatch(bad.stderr, /error_message|faultcode|debuginfo|Traceback/)
+      assert.deepEqual(await json<Row[]>(service, ['device', 'profile', 'list']), [])
+    })
+
     test('arq create, list, show, bind, unbind, delete', async () => {
       const groups = '[{"resources:FPGA": "1", "trait:CUSTOM_FAKE_DEVICE": "required"}]'
       assert.equal(

@@ -76,6 +76,7 @@ describe(
       const out = JSON.parse(r.stdout) as {
         list: Record<string, string>[]
         show: Record<string, string>
+        missing: { class: string; message: string } | null
       }
       assert.equal(out.list.length, 1)
       const [fake] = accelerators
@@ -92,6 +93,9 @@ describe(
         new RegExp(`^FPGA .* on ${HOST.replace(/\./g, '\\.')}$`),
       )
       assert.deepEqual(out.show, { ...out.list[0], hostname: HOST, lifecycle: 'active' })
+      // Its HTTP client json.loads error_message: it gets the JSON text (an object is a TypeError).
+      assert.equal(out.missing?.class, 'NotFound', JSON.stringify(out.missing))
+      assert.match(out.missing.message, /00000000-0000-4000-8000-000000000000 not found/)
     })
 
     test("openstack accelerator list at v1: the accelerators, or the client's own known failure", async () => {

@@ -2,6 +2,7 @@
  * Test support for the API's own (framework-level) tests: an app over a fresh SQLite database and
  * a conductor stub, with the log lines captured. Tests that need a real conductor live in test/api/.
  */
+import assert from 'node:assert/strict'
 import pino from 'pino'
 import type { FastifyInstance } from 'fastify'
 import { testDialects, type TestDatabase } from './db.js'
@@ -49,10 +50,22 @@ export async function createTestApp(
   }
 }
 
-/** The `faultstring` of a compat-v2 error body, and checks the body's shape on the way. */
-export function faultOf(body: string): { faultcode: string; faultstring: string; debuginfo: null } {
-  const outer = JSON.parse(body) as { error_message: string }
-  return JSON.parse(outer.error_message) as {
+/**
+ * The fault of a compat-v2 error body, and checks the body's shape on the way: `error_message` an
+ * object (OpenStack Cyborg 17.0.0, what every client but python-cyborgclient's own gets), or with
+ * `shape: 'string'` its JSON text (≤ 16.x, src/api/errors.ts).
+ */
+export function faultOf(
+  body: string,
+  shape: 'object' | 'string' = 'object',
+): { faultcode: string; faultstring: string; debuginfo: null } {
+  const { error_message: inner } = JSON.parse(body) as { error_message: unknown }
+  assert.equal(
+    typeof inner,
+    shape,
+    `error_message should be a${shape === 'object' ? 'n' : ''} ${shape}: ${body}`,
+  )
+  return (typeof inner === 'string' ? JSON.parse(inner) : inner) as {
     faultcode: string
     faultstring: string
     debuginfo: null

@@ -26,21 +26,29 @@ export interface RouteDoc {
   security?: Record<string, string[]>[]
 }
 
-/** OpenStack Cyborg's fault, the JSON text inside {@link ErrorBody}. */
+/** OpenStack Cyborg's fault, the value of `error_message` in {@link ErrorBody}. */
 export const Fault = Type.Object({
   faultcode: Type.Union([Type.Literal('Client'), Type.Literal('Server')]),
   faultstring: Type.String({ description: 'What went wrong, naming the field at fault' }),
   debuginfo: Type.Null(),
 })
 
-/** Every error of the API (v1, v2, admin): `{"error_message": "<JSON text of a Fault>"}`. */
+/**
+ * Every error of the API (v1, v2, admin): `{"error_message": {faultcode, faultstring, debuginfo}}`
+ * as OpenStack Cyborg 17.0.0 sends it; python-cyborgclient's own HTTP client gets the JSON text of
+ * the fault instead, as Cyborg ≤ 16.x sent it to everyone (src/api/errors.ts).
+ */
 export const ErrorBody = Type.Object(
   {
-    error_message: Type.String({
-      description: 'The JSON text of {faultcode, faultstring, debuginfo}',
-      contentMediaType: 'application/json',
-      contentSchema: Fault,
-    }),
+    error_message: Type.Union([
+      Fault,
+      Type.String({
+        description:
+          'The JSON text of the fault: only for User-Agent python-cyborgclient (Cyborg ≤ 16.x form)',
+        contentMediaType: 'application/json',
+        contentSchema: Fault,
+      }),
+    ]),
   },
   { $id: 'ErrorBody', additionalProperties: false },
 )

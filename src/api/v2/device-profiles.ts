@@ -1,6 +1,6 @@
 /**
  * Device profiles: `POST /device_profiles` (a list of exactly one profile, checked by its schema,
- * device-profile-body.ts) → 201 bare profile;
+ * device-profile-body.ts, each group with a `resources:` key as in 17.0.0) → 201 bare profile;
  * `GET /device_profiles[?name=a,b]`; `GET /device_profiles/{uuid}` (by name from 2.2 on; a name
  * below 2.2 is 406) → `{device_profile: …}`; `DELETE /device_profiles/{uuid|name}` and
  * `DELETE /device_profiles?value=a,b` → 204, all or nothing.
@@ -12,7 +12,11 @@ import {
   listDeviceProfiles,
   type DeviceProfileSortKey,
 } from '../../db/reads/device-profile-reads.js'
-import { normalizeDeviceProfile, type DeviceProfile } from '../../domain/device-profile.js'
+import {
+  normalizeDeviceProfile,
+  requireResourceKeys,
+  type DeviceProfile,
+} from '../../domain/device-profile.js'
 import { isUuidLike } from '../../domain/ids.js'
 import { NotFoundError } from '../../domain/errors.js'
 import { ApiError } from '../errors.js'
@@ -69,7 +73,9 @@ export function deviceProfileRoutes(app: FastifyInstance, { db, conductor, baseU
       schema: { body: DeviceProfileCreate },
       handler: async (request, reply) => {
         const [item] = request.body as DeviceProfileCreateBody
-        const profile = await conductor.createDeviceProfile(normalizeDeviceProfile(item!))
+        const wanted = normalizeDeviceProfile(item!)
+        requireResourceKeys(wanted.groups)
+        const profile = await conductor.createDeviceProfile(wanted)
         return reply.code(201).send(deviceProfileView(profile, baseUrl(request)))
       },
     },

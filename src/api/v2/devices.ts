@@ -8,6 +8,7 @@
  * without one (an override in the custody ledger, by the caller); 202 with `{device, units, forced}`.
  * From 2.8 also `POST /devices/{uuid}/configure` (body `{sriov_numvfs}` or `{vgpu_type}`;
  * docs/drivers.md): the conductor re-partitions it; 200 with the layouts before and after.
+ * From 2.9 every device shows `device_state` (OpenStack Cyborg 17.0.0's values; docs/compat-2026-2.md).
  * A malformed uuid is answered 404 like an unknown one, without a database round trip.
  */
 import type { Static } from '@sinclair/typebox'
@@ -18,12 +19,12 @@ import type {
   preValidationHookHandler,
 } from 'fastify'
 import type { DEVICE_SORT_KEYS } from '../../db/reads/device-reads.js'
-import { getDevice, listDevices } from '../../db/reads/device-reads.js'
+import { deviceUnitCounts, getDevice, listDevices } from '../../db/reads/device-reads.js'
 import { DriverError, invalidField, NotFoundError } from '../../domain/errors.js'
 import { layoutView } from '../../domain/configure-events.js'
 import { ApiError } from '../errors.js'
 import { isUuidLike } from '../../domain/ids.js'
-import type { DeviceStatus } from '../../domain/inventory/inventory.js'
+import type { Device, DeviceStatus } from '../../domain/inventory/inventory.js'
 import { markerNotFoundToInvalid, pagingOf } from '../query.js'
 import type { QueryOf } from '../schemas/common.js'
 import { resource } from '../routing.js'
@@ -44,6 +45,20 @@ const emptyBodyIsEmptyObject: preValidationHookHandler = (request, _reply, done)
 }
 
 export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V2Env): void {
+  /** The views of `devices` at the request's microversion; from 2.9 their units are counted too. */
+  const viewsOf = async (request: FastifyRequest, devices: Device[]) => {
+    const base = baseUrl(request)
+    const minor = request.apiMinor
+    const units =
+      minor >= 9
+        ? await deviceUnitCounts(
+            db,
+            devices.map((d) => d.id),
+          )
+        : undefined
+    return devices.map((d) => deviceView(d, base, minor, units?.get(d.id)))
+  }
+
   resource(app, '/devices', {
     GET: {
       policy: 'cyborg:device:get_all',
@@ -60,8 +75,7 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
         const devices = await listDevices(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
-        const base = baseUrl(request)
-        return { devices: devices.map((d) => deviceView(d, base, request.apiMinor)) }
+        return { devices: await viewsOf(request, devices) }
       },
     },
   })
@@ -73,7 +87,8 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw notFound(uuid)
-        return deviceView(await getDevice(db, uuid), baseUrl(request), request.apiMinor)
+        const [view] = await viewsOf(request, [await getDevice(db, uuid)])
+        return view
       },
     },
   })
@@ -108,11 +123,8 @@ export function deviceRoutes(app: FastifyInstance, { db, conductor, baseUrl }: V
       handler: async (request: FastifyRequest) => {
         const { uuid } = request.params as { uuid: string }
         if (!isUuidLike(uuid)) throw notFound(uuid)
-        return deviceView(
-          await conductor.markDeviceReady({ uuid }),
-          baseUrl(request),
-          request.apiMinor,
-        )
+        const [view] = await viewsOf(request, [await conductor.markDeviceReady({ uuid })])
+        return view
       },
     },
   })

@@ -11,7 +11,12 @@ import type {
 } from 'fastify'
 import { ApiError } from '../errors.js'
 import type { RouteConfig } from '../routing.js'
-import { negotiateMicroversion, VERSION_HEADER, VERSION_RESPONSE_HEADERS } from '../microversion.js'
+import {
+  negotiateMicroversion,
+  SERVICE_TYPE,
+  VERSION_HEADER,
+  VERSION_RESPONSE_HEADERS,
+} from '../microversion.js'
 import { v2DocRoutes } from '../versions.js'
 import { arqRoutes } from './arqs.js'
 import { attributeRoutes } from './attributes.js'
@@ -35,6 +40,14 @@ function microversionHook(
     reply.headers(VERSION_RESPONSE_HEADERS[0]!)
     done(new ApiError(406, v.error))
     return
+  }
+  if (v.bare) {
+    // As OpenStack Cyborg 17.0.0 (cyborg/api/controllers/base.py, 7faf80e): accepted, logged.
+    request.log.warn(
+      { header: request.headers[VERSION_HEADER] },
+      'OpenStack-API-Version without the service type is deprecated: send ' +
+        `"OpenStack-API-Version: ${SERVICE_TYPE} <version>"`,
+    )
   }
   request.apiMinor = v.minor
   reply.headers(VERSION_RESPONSE_HEADERS[v.minor]!)

@@ -1,6 +1,12 @@
 /** Domain objects → v2 API objects (snake_case, links, version-dependent fields). */
 import { Type } from '@sinclair/typebox'
 import type { Attribute, Deployable, Device } from '../../domain/inventory/inventory.js'
+import {
+  deviceStateOf,
+  NO_UNITS,
+  type DeviceState,
+  type UnitCounts,
+} from '../../domain/inventory/device-state.js'
 import type { ArqDetail } from '../../db/reads/arq-views.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
 import { selfLink, type Link } from '../links.js'
@@ -19,13 +25,22 @@ export interface DeviceView {
   health?: string
   health_reason?: string | null
   health_updated_at?: string | null
+  device_state?: DeviceState
   created_at: string
   updated_at: string | null
   links: Link[]
 }
 
-/** `status` from microversion 2.3 on, `lifecycle` and `lifecycle_reason` from 2.4 on, health from 2.5 on. */
-export function deviceView(d: Device, base: string, minor: number): DeviceView {
+/**
+ * `status` from microversion 2.3 on, `lifecycle` and `lifecycle_reason` from 2.4 on, health from 2.5
+ * on, `device_state` (17.0.0's vocabulary, from the device's `units`) from 2.9 on.
+ */
+export function deviceView(
+  d: Device,
+  base: string,
+  minor: number,
+  units: UnitCounts = NO_UNITS,
+): DeviceView {
   const view: DeviceView = {
     uuid: d.uuid,
     type: d.type,
@@ -48,6 +63,7 @@ export function deviceView(d: Device, base: string, minor: number): DeviceView {
     view.health_reason = d.healthReason
     view.health_updated_at = d.healthUpdatedAt
   }
+  if (minor >= 9) view.device_state = deviceStateOf(d, units)
   return view
 }
 

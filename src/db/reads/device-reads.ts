@@ -1,4 +1,8 @@
-/** Devices, read: list (filtered, sorted, paged), get, one host's. The status switch is src/db/devices.ts. */
+/**
+ * Devices, read: list (filtered, sorted, paged), get, one host's, and their units counted by what
+ * holds them (for `device_state`). The status switch is src/db/devices.ts.
+ */
+import type { Expression, SqlBool } from 'kysely'
 import type { ReadDb } from '../core/connection.js'
 import { NotFoundError } from '../../domain/errors.js'
 import type {
@@ -9,6 +13,7 @@ import type {
   Lifecycle,
   PciAddress,
 } from '../../domain/inventory/inventory.js'
+import { NO_UNITS, type UnitCounts } from '../../domain/inventory/device-state.js'
 import { jsonMemo } from '../core/json-memo.js'
 import { paginate, type PageOptions, type PageSpec } from '../core/pagination.js'
 import { precompile } from '../core/precompiled.js'
@@ -106,6 +111,46 @@ export async function listDevicesByHost(db: ReadDb, hostname: string): Promise<D
     .orderBy('id')
     .execute()
   return rows.map(toDevice)
+}
+
+/**
+ * The attach handles of each device in `deviceIds`, counted by what holds them (UnitCounts), in one
+ * grouped statement; a device without handles gets zeros.
+ */
+export async function deviceUnitCounts(
+  db: ReadDb,
+  deviceIds: readonly number[],
+): Promise<Map<number, UnitCounts>> {
+  const counts = new Map<number, UnitCounts>(deviceIds.map((id) => [id, NO_UNITS]))
+  if (deviceIds.length === 0) return counts
+  const rows = await db
+    .selectFrom('attach_handles as h')
+    .innerJoin('deployables as d', 'd.id', 'h.deployable_id')
+    .select((eb) => {
+      const pending = eb('h.clean_state', '=', 'pending')
+      const count = (when: Expression<SqlBool>) =>
+        eb.fn.sum<string | number>(eb.case().when(when).then(1).else(0).end())
+      return [
+        'd.device_id as deviceId',
+        count(eb.and([eb('h.in_use', '=', 1), eb('h.clean_state', 'is', null)])).as('held'),
+        count(eb.and([pending, eb('h.clean_attempt_at', 'is', null)])).as('cleanWaiting'),
+        count(eb.and([pending, eb('h.clean_attempt_at', 'is not', null)])).as('cleanAsked'),
+        count(eb('h.clean_state', '=', 'failed')).as('cleanFailed'),
+      ]
+    })
+    .where('d.device_id', 'in', deviceIds)
+    .groupBy('d.device_id')
+    .execute()
+  // PostgreSQL and MariaDB return SUM as a string (bigint, decimal).
+  for (const r of rows) {
+    counts.set(Number(r.deviceId), {
+      held: Number(r.held),
+      cleanWaiting: Number(r.cleanWaiting),
+      cleanAsked: Number(r.cleanAsked),
+      cleanFailed: Number(r.cleanFailed),
+    })
+  }
+  return counts
 }
 
 function deviceNotFound(uuid: string): NotFoundError {

@@ -1,6 +1,7 @@
 /** The documentation of `/v2/devices` (src/api/v2/devices.ts). */
 import { Type } from '@sinclair/typebox'
 import { DEVICE_SORT_KEYS } from '../../../db/reads/device-reads.js'
+import { DeviceState } from '../../../domain/inventory/device-state.js'
 import { DeviceType, Health, Lifecycle } from '../../../domain/inventory/inventory.js'
 import { withProblem } from '../../validation-errors.js'
 import {
@@ -35,6 +36,12 @@ export const Device = Type.Object({
   health: Type.Optional(stringEnum(Object.values(Health), { description: 'From 2.5' })),
   health_reason: Type.Optional(NullableString),
   health_updated_at: Type.Optional(NullableTimestamp),
+  device_state: Type.Optional(
+    stringEnum(Object.values(DeviceState), {
+      description:
+        "From 2.9: OpenStack Cyborg 17.0.0's device_state, derived from the units' cleaning and allocation and the health",
+    }),
+  ),
   created_at: Timestamp,
   updated_at: NullableTimestamp,
   links: Links,
