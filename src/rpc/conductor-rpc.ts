@@ -64,8 +64,9 @@ export const CONDUCTOR_TOPIC = 'cyborg.conductor'
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
  * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain);
  * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md); 1.8 adds `programDeployable` and
- * `configureDevice` (docs/fpga.md, docs/drivers.md); 1.9 adds the optional `bindId` to `bindArqs`
- * (a redelivered bind answers from its first run: docs/arqs.md, "Redelivered binds"). */
+ * `configureDevice` (docs/fpga.md, docs/drivers.md); 1.9 adds the optional `bindId` to `bindArqs` and
+ * `createId` to `createArqs` (a redelivered bind or create answers from its first run: docs/arqs.md,
+ * "Redelivered binds"). */
 export const CONDUCTOR_RPC_VERSION = '1.9'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
@@ -168,6 +169,8 @@ export interface ConductorRpc {
   }): Promise<ConfigureOutcome>
   /**
    * (1.3) Creates one ARQ per requested unit of each group of the device profile, all in one write.
+   * (1.9) `createId`, a uuid unique to the caller's request: the ARQs' uuids are derived from it, so
+   * the same create delivered again is answered with the ARQs its first run made.
    * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
    *   than `maxArqs` units
    */
@@ -175,6 +178,7 @@ export interface ConductorRpc {
     deviceProfileName: string
     projectId: string | null
     maxArqs: number
+    createId?: string
   }): Promise<Arq[]>
   /**
    * (1.3) Binds ARQs: Initial|Unbound → BindStarted → Bound | BindFailed. Resolves once every ARQ

@@ -152,6 +152,7 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
           deviceProfileName: name,
           projectId: request.ctx.projectId ?? null,
           maxArqs: maxArqsPerRequest,
+          createId: newUuid(), // this request's own: a redelivery makes no second set (docs/arqs.md)
         })
         const base = baseUrl(request)
         const views = arqs.map((a) =>

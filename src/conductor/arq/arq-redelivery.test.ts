@@ -3,7 +3,8 @@
  * SQLite, PostgreSQL and MariaDB: the second delivery of a bind, its key the same, is answered as
  * the first run left its requests, changing nothing (same handle, one event, Nova told once); the
  * same binding under another key, or none, is refused as before; a request bound by the key and
- * moved by a later bind refuses the stale delivery. Nova's side is stubbed (it cannot run here).
+ * moved by a later bind refuses the stale delivery. A create delivered twice under its key makes
+ * its requests once. Nova's side is stubbed (it cannot run here).
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -19,7 +20,7 @@ const INSTANCE = (n: number) => `4ede1170-0000-4000-8000-${String(n).padStart(12
 const refused = (err: unknown) => err instanceof ConflictError && err.code === 'ARQ_BAD_STATE'
 
 for (const dialect of await testDialects()) {
-  void describe(`a redelivered bind on ${dialect.name}`, { skip: dialect.skip }, () => {
+  void describe(`a redelivered bind or create on ${dialect.name}`, { skip: dialect.skip }, () => {
     let db: TestDatabase
     let conductor: Conductor
     const told: ArqBoundEvent[][] = []
@@ -147,6 +148,34 @@ for (const dialect of await testDialects()) {
       )
       await assert.rejects(conductor.bindArqs({ bindings: both, bindId: key }), refused)
       assert.equal((await rows([b!.uuid]))[0]!.state, 'Initial')
+    })
+
+    void it('a create delivered again (same key) answers with the requests it made; another key makes more', async () => {
+      const ask = { deviceProfileName: STORM_PROFILE, projectId: 'p1', maxArqs: 8 }
+      const count = async () =>
+        Number(
+          (
+            await db.db
+              .selectFrom('accelerator_requests')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        )
+      const createId = newUuid()
+      const first = await conductor.createArqs({ ...ask, createId })
+      const before = await count()
+      assert.deepEqual(await conductor.createArqs({ ...ask, createId }), first)
+      assert.equal(await count(), before, 'no second set')
+      const created = await db.db
+        .selectFrom('events')
+        .select('id')
+        .where('resource_uuid', '=', first[0]!.uuid)
+        .where('event_type', '=', 'accelerator.arq.created')
+        .execute()
+      assert.equal(created.length, 1, 'one created event')
+      const other = await conductor.createArqs({ ...ask, createId: newUuid() })
+      assert.notEqual(other[0]!.uuid, first[0]!.uuid)
+      assert.equal(await count(), before + 1)
     })
   })
 }
