@@ -111,6 +111,10 @@ export function checkArqBindings(value: unknown): Record<string, ArqBindRequest>
   return out
 }
 
+/** A bind's key (ConductorRpc 1.9), a uuid, lower-cased; undefined when the caller sent none. */
+export const checkBindId = (value: unknown): string | undefined =>
+  value === undefined ? undefined : checkUuid(value, 'bind_id').toLowerCase()
+
 const arqUuids = compilePayload(P.ArqUuids)
 
 /** A non-empty list of uuids (the ARQs of an unbind or delete), named `arqs`. */

@@ -26,6 +26,7 @@ export const rowOf = (a: Arq): AcceleratorRequestRow => ({
   created_at: a.createdAt,
   updated_at: a.updatedAt,
   bound_at: a.boundAt,
+  bind_id: a.bindId,
 })
 
 /**

@@ -36,6 +36,7 @@ const NOTHING_HELD = {
   attach_handle_id: null,
   deployable_id: null,
   bound_at: null,
+  bind_id: null,
 }
 
 /** What `createArqs` stores: one row per spec, all of one profile. */
@@ -159,6 +160,8 @@ export interface ArqBinding {
   projectId?: string | null
   attachHandleId?: number | null
   deployableId?: number | null
+  /** The key of the bind that moves it (migration 0017). */
+  bindId?: string | null
 }
 
 /** The outcome of `updateArqStates`. */
@@ -275,6 +278,7 @@ export function toColumns(set: ArqBinding): ArqUpdate {
   if (set.projectId !== undefined) out.project_id = set.projectId
   if (set.attachHandleId !== undefined) out.attach_handle_id = set.attachHandleId
   if (set.deployableId !== undefined) out.deployable_id = set.deployableId
+  if (set.bindId !== undefined) out.bind_id = set.bindId
   return out
 }
 

@@ -91,6 +91,11 @@ export interface Arq {
    * otherwise. The custody ledger's `bound_at` (`updatedAt` moves with every later change).
    */
   boundAt: string | null
+  /**
+   * The key of the bind that last moved it, one per API request: a bind delivered again after its
+   * first run committed finds its own key here (docs/arqs.md, "Redelivered binds"). Null if none.
+   */
+  bindId: string | null
 }
 
 /** What one accelerator unit of a profile asks for. */

@@ -126,6 +126,7 @@ export const ArqCreate = Type.Object({
   deviceProfileName: Text({ field: 'device_profile_name' }),
   maxArqs: PositiveInt(),
   projectId: Nullable(Text(), 'project_id'),
+  createId: Type.Optional(Uuid('create_id')),
 })
 
 /** `bindArqs`: bindings keyed by ARQ uuid, fields named as in Nova's PATCH. Non-empty: checked after. */

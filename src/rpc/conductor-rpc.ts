@@ -64,8 +64,10 @@ export const CONDUCTOR_TOPIC = 'cyborg.conductor'
  * 1.4 adds the v1 accelerator writes (attach, detach, acc_specs, remote registration) and the driver administration;
  * 1.5 adds the webhook writes (create, update, delete); 1.6 adds `placementExplain` (a read of Placement for explain);
  * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md); 1.8 adds `programDeployable` and
- * `configureDevice` (docs/fpga.md, docs/drivers.md). */
-export const CONDUCTOR_RPC_VERSION = '1.8'
+ * `configureDevice` (docs/fpga.md, docs/drivers.md); 1.9 adds the optional `bindId` to `bindArqs` and
+ * `createId` to `createArqs` (a redelivered bind or create answers from its first run: docs/arqs.md,
+ * "Redelivered binds"). */
+export const CONDUCTOR_RPC_VERSION = '1.9'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -167,6 +169,8 @@ export interface ConductorRpc {
   }): Promise<ConfigureOutcome>
   /**
    * (1.3) Creates one ARQ per requested unit of each group of the device profile, all in one write.
+   * (1.9) `createId`, a uuid unique to the caller's request: the ARQs' uuids are derived from it, so
+   * the same create delivered again is answered with the ARQs its first run made.
    * @throws NotFoundError (DEVICE_PROFILE_NOT_FOUND), InvalidInputError for a bad amount or more
    *   than `maxArqs` units
    */
@@ -174,14 +178,21 @@ export interface ConductorRpc {
     deviceProfileName: string
     projectId: string | null
     maxArqs: number
+    createId?: string
   }): Promise<Arq[]>
   /**
    * (1.3) Binds ARQs: Initial|Unbound → BindStarted → Bound | BindFailed. Resolves once every ARQ
    * is resolved (Nova is told in one event batch when `[nova]` is set).
+   * (1.9) `bindId`, a uuid unique to the caller's request (the API makes one per PATCH): when every
+   * ARQ already carries it, this is the same bind delivered again after its first run committed,
+   * answered from the ARQs as they are, with nothing changed and Nova not told again.
    * @throws NotFoundError for an unknown ARQ, ConflictError when an ARQ is not bindable or the
    *   instance already has bound ARQs (nothing is changed then)
    */
-  bindArqs(req: { bindings: Record<string, ArqBindRequest> }): Promise<ArqBindOutcome[]>
+  bindArqs(req: {
+    bindings: Record<string, ArqBindRequest>
+    bindId?: string
+  }): Promise<ArqBindOutcome[]>
   /** (1.3) Unbinds: frees the handle, has the agent release the device; → Unbound. Idempotent. */
   unbindArqs(req: { uuids: string[] }): Promise<ArqBindOutcome[]>
   /**

@@ -173,6 +173,24 @@ void describe('v2 accelerator requests', () => {
     const again = await patch({ [arqs[0]!.uuid]: bindOps(INSTANCE(9), rpUuid) })
     assert.equal(again.statusCode, 409)
     assert.match(fault(again), /Bound/)
+    // The PATCH's key is on both (docs/arqs.md, "Redelivered binds"); each PATCH has its own, so
+    // the very same body again is refused too.
+    const keys = await s.db.db
+      .selectFrom('accelerator_requests')
+      .select('bind_id')
+      .where(
+        'uuid',
+        'in',
+        arqs.map((a) => a.uuid),
+      )
+      .execute()
+    assert.equal(new Set(keys.map((k) => k.bind_id)).size, 1)
+    assert.match(keys[0]!.bind_id ?? '', /^[0-9a-f]{8}-[0-9a-f-]{27}$/)
+    const same = await patch(
+      Object.fromEntries(arqs.map((a) => [a.uuid, bindOps(instance, rpUuid)])),
+    )
+    assert.equal(same.statusCode, 409)
+    assert.match(fault(same), /Bound/)
   })
 
   void it('423 with no body while an ARQ of the instance is not resolved', async () => {

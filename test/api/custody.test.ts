@@ -269,6 +269,7 @@ void describe('cyborg custody verify', { skip: postgres.skip }, () => {
               createdAt: '2026-11-25T00:00:00.000000+00:00',
               updatedAt: '2026-11-25T00:00:00.000000+00:00',
               boundAt: '2026-11-25T00:00:00.000000+00:00',
+              bindId: null,
             },
             via: 'standalone_v2',
             boundAt: '2026-11-25T00:00:00.000000+00:00',

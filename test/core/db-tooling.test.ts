@@ -61,7 +61,12 @@ for (const dialect of await testDialects()) {
 
       await t.test('down and up by number; wrong directions refused', async () => {
         assert.deepEqual(await downgradeTo(handle, '13'), {
-          undone: ['0016-arq-bound-at', '0015-reconfig-fence', '0014-handle-cleaning'],
+          undone: [
+            '0017-arq-bind-id',
+            '0016-arq-bound-at',
+            '0015-reconfig-fence',
+            '0014-handle-cleaning',
+          ],
           dropped: [],
         })
         const at13 = await migrationStatus(handle)
@@ -70,6 +75,7 @@ for (const dialect of await testDialects()) {
           '0014-handle-cleaning',
           '0015-reconfig-fence',
           '0016-arq-bound-at',
+          '0017-arq-bind-id',
         ])
         await assert.rejects(
           downgradeTo(handle, '14'),
@@ -91,7 +97,7 @@ for (const dialect of await testDialects()) {
         assert.equal((await migrationStatus(handle)).current, '0013-custody', 'nothing moved')
         assert.deepEqual(await upgradeTo(handle, '14'), { applied: ['0014-handle-cleaning'] })
         assert.deepEqual(await upgradeTo(handle), {
-          applied: ['0015-reconfig-fence', '0016-arq-bound-at'],
+          applied: ['0015-reconfig-fence', '0016-arq-bound-at', '0017-arq-bind-id'],
         })
       })
 

@@ -14,7 +14,7 @@ import {
   listArqDetails,
   RESOLVED_STATES,
 } from '../../db/reads/arq-views.js'
-import { isUuidLike } from '../../domain/ids.js'
+import { isUuidLike, newUuid } from '../../domain/ids.js'
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { visibleProject, type RequestContext } from '../../domain/request-context.js'
 import { commaList, markerNotFoundToInvalid, pagingOf } from '../query.js'
@@ -100,7 +100,10 @@ async function patch(
   if (visibleProject(request.ctx) !== undefined)
     for (const uuid of parsed.kind === 'bind' ? Object.keys(parsed.bindings) : parsed.uuids)
       await visible(env, request.ctx, uuid)
-  if (parsed.kind === 'bind') await env.conductor.bindArqs({ bindings: parsed.bindings })
+  // A key of this request's own: the conductor answers the same bind redelivered by RabbitMQ from
+  // its first run, and still refuses another request's identical bind (docs/arqs.md).
+  if (parsed.kind === 'bind')
+    await env.conductor.bindArqs({ bindings: parsed.bindings, bindId: newUuid() })
   else await env.conductor.unbindArqs({ uuids: parsed.uuids })
   // 202 with no body, as OpenStack Cyborg answers (binding is done, or failed, by now).
   return reply.code(202).send()
@@ -149,6 +152,7 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
           deviceProfileName: name,
           projectId: request.ctx.projectId ?? null,
           maxArqs: maxArqsPerRequest,
+          createId: newUuid(), // this request's own: a redelivery makes no second set (docs/arqs.md)
         })
         const base = baseUrl(request)
         const views = arqs.map((a) =>

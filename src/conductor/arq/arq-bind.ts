@@ -8,6 +8,10 @@
  * needs nothing outside the database (a whole bind in one commit), or BindFailed. Quota is enforced and the events are
  * written before the commit.
  * Phase 2 (arq-bind-finish.ts): the rest, each on its own, at once; then Nova hears in one batch.
+ *
+ * A bind carries its caller's key (`bindId`, one per API request) onto every request it moves. The
+ * same bind delivered again by RabbitMQ after its first run committed finds the key on all its
+ * requests and is answered from them, changing nothing (docs/arqs.md, "Redelivered binds").
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { WriteTrx } from '../../db/core/group-commit.js'
@@ -28,7 +32,7 @@ import { claimHandleForArq, needsMore, type Placed } from './arq-claim.js'
 import { failBind, finishBind, notifyNova, type BindFinishDeps } from './arq-bind-finish.js'
 import { v2ArqForUpdate } from './arq-internals.js'
 import { bindClaims, bindQuota, type QuotaClaim, type QuotaGate } from './quota-check.js'
-import { checkArqBindings } from '../validate.js'
+import { checkArqBindings, checkBindId } from '../validate.js'
 import type { ProfileCache } from './profile-cache.js'
 
 export interface BindDeps extends BindFinishDeps {
@@ -43,6 +47,21 @@ export interface BindDeps extends BindFinishDeps {
 }
 
 type Bindings = Record<string, ArqBindRequest>
+
+/** What a bind carries besides its bindings. */
+export interface BindRun {
+  /** Agents seen since are alive (`[DEFAULT] service_down_time`); undefined: no check. */
+  lease: string | undefined
+  /** The caller's key (ConductorRpc 1.9), written on every request the bind moves. */
+  bindId: string | undefined
+}
+
+/** What `lockAndCheck` found: the requests, locked, and whether they are a redelivered bind. */
+export interface Checked {
+  arqs: Arq[]
+  /** Every request carries the bind's key: its first run committed; answer from the rows. */
+  replayed: boolean
+}
 
 /** One ARQ after the bind's transaction: finished there (`done`), or placed with steps left. */
 export interface BindStep {
@@ -60,22 +79,42 @@ interface Claimed {
 }
 
 /**
+ * Whether `arqs` are the bind `bindId` delivered again: every one carries its key (the first run
+ * wrote it on all of them in one transaction). Only some: a later bind has moved the others since,
+ * and this stale delivery must change nothing, so it is refused.
+ */
+function isRedelivery(arqs: readonly Arq[], bindId: string | undefined): boolean {
+  if (bindId === undefined) return false
+  const mine = arqs.filter((a) => a.bindId === bindId)
+  if (mine.length === 0) return false
+  if (mine.length === arqs.length) return true
+  const other = arqs.find((a) => a.bindId !== bindId)!
+  throw new ConflictError(
+    `accelerator request ${other.uuid} is ${other.state} and not part of bind ${bindId}, which bound ${mine[0]!.uuid} already`,
+    { code: 'ARQ_BAD_STATE', details: { uuid: other.uuid, state: other.state } },
+  )
+}
+
+/**
  * Takes the instances' bind locks first (a concurrent bind of the same instance, through any
  * conductor, waits for this one to commit and then sees its requests), then the quota locks; loads
- * the requests and refuses one that is not bindable or an instance already bound.
+ * the requests and refuses one that is not bindable or an instance already bound, unless the
+ * requests all carry `bindId` (a redelivery: `replayed`, nothing else checked).
  */
 export async function lockAndCheck(
   deps: Pick<BindDeps, 'db' | 'now'>,
   trx: WriteTrx,
   bindings: Bindings,
   quota: QuotaGate | undefined,
-): Promise<Arq[]> {
+  bindId?: string,
+): Promise<Checked> {
   const uuids = Object.keys(bindings)
   const instances = new Set(uuids.map((u) => bindings[u]!.instanceUuid))
   const relocked = await claimInstanceLocks(trx, deps.db.dialect, instances, deps.now())
   await quota?.lock(trx, deps.now())
   // Locked until the commit, so that each later move is one UPDATE with nothing read back.
   const arqs = await Promise.all(uuids.map((u) => v2ArqForUpdate(trx, u)))
+  if (isRedelivery(arqs, bindId)) return { arqs, replayed: true }
   for (const arq of arqs) {
     if (!allowedFrom('BindStarted').includes(arq.state)) {
       throw new ConflictError(
@@ -106,7 +145,15 @@ export async function lockAndCheck(
       )
     }
   }
-  return arqs
+  return { arqs, replayed: false }
+}
+
+/** A redelivered bind's answer for one request: its state now, as the first run (and since) left it. */
+function replayOutcome(arq: Arq): ArqBindOutcome {
+  if (arq.state !== 'BindFailed') return { uuid: arq.uuid, state: arq.state }
+  const reason =
+    'failed by the first delivery of this bind (its accelerator.arq.bind_failed event says why)'
+  return { uuid: arq.uuid, state: arq.state, reason }
 }
 
 /**
@@ -125,13 +172,14 @@ export async function loadSpecs(trx: WriteTrx, arqs: readonly Arq[], cache?: Pro
   return { specFor, names: new Map(profiles.map((p) => [p.id, p.name])) }
 }
 
-/** The binding a request takes on. */
-function bindingOf(arq: Arq, b: ArqBindRequest) {
+/** The binding a request takes on, with the bind's key. */
+function bindingOf(arq: Arq, b: ArqBindRequest, bindId: string | undefined) {
   return {
     hostname: b.hostname,
     deviceRpUuid: b.deviceRpUuid ?? null,
     instanceUuid: b.instanceUuid,
     projectId: b.projectId ?? arq.projectId,
+    bindId: bindId ?? null,
   }
 }
 
@@ -152,7 +200,7 @@ export async function claimHandles(
   arqs: readonly Arq[],
   bindings: Bindings,
   groups: Awaited<ReturnType<typeof loadSpecs>>,
-  lease: string | undefined,
+  { lease, bindId }: BindRun,
 ): Promise<Claimed> {
   const { now } = deps
   const out: Claimed = { steps: [], claims: [], events: [] }
@@ -176,7 +224,7 @@ export async function claimHandles(
     const placed = await claimHandleForArq(trx, bindings[arq.uuid]!, spec, now(), lease)
     if (!('reason' in placed))
       out.claims.push(...bindClaims(arq, bindings[arq.uuid]!, placed.target))
-    const set = bindingOf(arq, bindings[arq.uuid]!)
+    const set = bindingOf(arq, bindings[arq.uuid]!, bindId)
     const changed = () =>
       new ConflictError(`accelerator request ${arq.uuid} changed while binding`, {
         code: 'ARQ_BAD_STATE',
@@ -210,20 +258,24 @@ export async function claimHandles(
   return out
 }
 
-/** Phase 1, the bind's transaction: its phases in order, then quota enforced and the events written. */
+/**
+ * Phase 1, the bind's transaction: its phases in order, then quota enforced and the events written.
+ * A redelivered bind (`replayed`) writes nothing: each step is done, as its request is now.
+ */
 export async function startBind(
   deps: BindDeps,
   bindings: Bindings,
   quota: QuotaGate | undefined,
-  lease: string | undefined,
-): Promise<BindStep[]> {
+  run: BindRun,
+): Promise<{ steps: BindStep[]; replayed: boolean }> {
   return deps.committer.run(async (trx) => {
-    const arqs = await lockAndCheck(deps, trx, bindings, quota)
+    const { arqs, replayed } = await lockAndCheck(deps, trx, bindings, quota, run.bindId)
+    if (replayed) return { replayed, steps: arqs.map((arq) => ({ arq, done: replayOutcome(arq) })) }
     const groups = await loadSpecs(trx, arqs, deps.profiles)
-    const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, lease)
+    const { steps, claims, events } = await claimHandles(deps, trx, arqs, bindings, groups, run)
     await quota?.enforce(trx, claims)
     await recordArqEvents(trx, events, deps.now())
-    return steps
+    return { replayed, steps }
   })
 }
 
@@ -233,10 +285,16 @@ export async function bindArqs(
   req: Parameters<ConductorRpc['bindArqs']>[0],
 ): Promise<ArqBindOutcome[]> {
   const bindings = checkArqBindings(req?.bindings)
+  const bindId = checkBindId(req?.bindId)
   const ms = deps.serviceDownTimeMs
   const lease = ms === undefined ? undefined : leaseCutoff(deps.clock, ms)
   const quota = await bindQuota(deps.quota, deps.db.db, bindings)
-  const started = await startBind(deps, bindings, quota, lease)
+  const { steps: started, replayed } = await startBind(deps, bindings, quota, { lease, bindId })
+  if (replayed) {
+    // The first run did the rest, Nova included (or the reaper will, if it died mid-bind).
+    deps.log.info({ bindId, arqs: started.length }, 'bind redelivered; answered from the first run')
+    return started.map(({ done }) => done!)
+  }
   for (const { done } of started)
     if (done?.reason) deps.log.warn({ arq: done.uuid, reason: done.reason }, 'bind failed')
   // Phase 2: the rest, each on its own, at once.

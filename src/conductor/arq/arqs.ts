@@ -15,13 +15,13 @@
  */
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
-import { createArqs, listArqs } from '../../db/arqs.js'
+import { createArqs, getArq, listArqs } from '../../db/arqs.js'
 import { createProfileCache } from './profile-cache.js'
 import { getDeviceProfileByName } from '../../db/reads/device-profile-reads.js'
 import { expandProfileGroups, type Arq } from '../../domain/arq.js'
 import type { DeviceProfile } from '../../domain/device-profile.js'
-import { NotFoundError } from '../../domain/errors.js'
-import { newUuid } from '../../domain/ids.js'
+import { ConflictError, NotFoundError } from '../../domain/errors.js'
+import { CYBORG_NAMESPACE, newUuid, uuidV5 } from '../../domain/ids.js'
 import type { Logger } from '../../domain/logger.js'
 import { formatTimestamp, type Clock } from '../../domain/time.js'
 import type { NovaClient } from '../../openstack/nova.js'
@@ -116,7 +116,7 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     reconcileAllocations: (instances) => reconcileAllocations(release, instances),
 
     async createArqs(req) {
-      const { deviceProfileName: name, maxArqs, projectId } = checkArqCreate(req)
+      const { deviceProfileName: name, maxArqs, projectId, createId } = checkArqCreate(req)
       const read = async () => {
         const profile = await getDeviceProfileByName(db.db, name)
         profiles.remember(profile)
@@ -124,19 +124,30 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       }
       const create = async (profile: DeviceProfile) => {
         const specs = expandProfileGroups(profile.groups, maxArqs)
-        // Ids and time are made before the write runs, so that a re-run writes the very same rows.
-        const uuids = specs.map(() => newUuid())
+        // Ids and time are made before the write runs, so that a re-run writes the very same rows;
+        // with the caller's key, a redelivery of the request makes the same ids again.
+        const uuids = specs.map((_, i) => (createId ? arqUuidOf(createId, i) : newUuid()))
         const at = now()
-        return committer.run(async (trx) => {
-          const next = uuids.values()
-          const created = await createArqs(
-            trx,
-            { profileId: profile.id, specs, projectId },
-            { now: at, uuid: () => next.next().value! },
-          )
-          await recordArqAction(trx, created, 'created', at, { profileName: name })
-          return created
-        })
+        return committer
+          .run(async (trx) => {
+            const next = uuids.values()
+            const created = await createArqs(
+              trx,
+              { profileId: profile.id, specs, projectId },
+              { now: at, uuid: () => next.next().value! },
+            )
+            await recordArqAction(trx, created, 'created', at, { profileName: name })
+            return created
+          })
+          .catch(async (err: unknown) => {
+            const before = createId ? await createdBefore(db, err, uuids) : undefined
+            if (!before) throw err
+            log.info(
+              { createId, arqs: before.length },
+              'create redelivered; answered from the first run',
+            )
+            return before
+          })
       }
       // A known profile needs no read: the INSERT's foreign key proves it still exists, and names
       // are unique, so it is the profile of that name. Deleted since: read by name, once more.
@@ -188,4 +199,22 @@ export function createArqService(deps: ArqDeps): ArqMethods {
       return { deleted }
     },
   }
+}
+
+/** The uuid of the `index`th ARQ of the create `createId` (ConductorRpc 1.9): the same every time. */
+const arqUuidOf = (createId: string, index: number) =>
+  uuidV5(JSON.stringify(['arq', createId.toLowerCase(), index]), CYBORG_NAMESPACE)
+
+/**
+ * The ARQs a keyed create made before, when `err` is its INSERT failing on their uuids (the same
+ * create delivered again after its first run committed) and they are all still there; else none.
+ */
+async function createdBefore(
+  db: DatabaseHandle,
+  err: unknown,
+  uuids: string[],
+): Promise<Arq[] | undefined> {
+  if (!(err instanceof ConflictError) || err.code !== 'ARQ_EXISTS') return undefined
+  const found = await Promise.all(uuids.map((u) => getArq(db.db, u).catch(() => undefined)))
+  return found.every((a) => a !== undefined) ? found : undefined
 }

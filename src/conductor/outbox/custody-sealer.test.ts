@@ -42,6 +42,7 @@ function arq(n: number, handleId: number): Arq {
     createdAt: NOW,
     updatedAt: at(1),
     boundAt: at(1),
+    bindId: null,
   }
 }
 

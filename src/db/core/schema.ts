@@ -129,6 +129,11 @@ export interface AcceleratorRequestsTable {
   updated_at: UpdatedAt
   /** When the bind committed (migration 0016); kept while UnbindFailed or Deleting, else null. */
   bound_at: ColumnType<string | null, string | null | undefined, string | null>
+  /**
+   * The key of the bind that last moved it (migration 0017, one per API request): a redelivered
+   * bind finds its own key here and answers from the row. Kept until the next bind; null if none.
+   */
+  bind_id: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 /** A lock row per instance a bind has named (migration 0004). */

@@ -27,6 +27,7 @@ export function toArq(row: AcceleratorRequestRow): Arq {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     boundAt: row.bound_at,
+    bindId: row.bind_id,
   }
 }
 
