@@ -61,7 +61,12 @@ for (const dialect of await testDialects()) {
 
       await t.test('down and up by number; wrong directions refused', async () => {
         assert.deepEqual(await downgradeTo(handle, '13'), {
-          undone: ['0016-arq-bound-at', '0015-reconfig-fence', '0014-handle-cleaning'],
+          undone: [
+            '0018-handle-mdev-uuid',
+            '0016-arq-bound-at',
+            '0015-reconfig-fence',
+            '0014-handle-cleaning',
+          ],
           dropped: [],
         })
         const at13 = await migrationStatus(handle)
@@ -70,6 +75,7 @@ for (const dialect of await testDialects()) {
           '0014-handle-cleaning',
           '0015-reconfig-fence',
           '0016-arq-bound-at',
+          '0018-handle-mdev-uuid',
         ])
         await assert.rejects(
           downgradeTo(handle, '14'),
@@ -91,7 +97,7 @@ for (const dialect of await testDialects()) {
         assert.equal((await migrationStatus(handle)).current, '0013-custody', 'nothing moved')
         assert.deepEqual(await upgradeTo(handle, '14'), { applied: ['0014-handle-cleaning'] })
         assert.deepEqual(await upgradeTo(handle), {
-          applied: ['0015-reconfig-fence', '0016-arq-bound-at'],
+          applied: ['0015-reconfig-fence', '0016-arq-bound-at', '0018-handle-mdev-uuid'],
         })
       })
 
@@ -128,8 +134,10 @@ for (const dialect of await testDialects()) {
           assert.match(
             err.message,
             RegExp(
-              /^cannot downgrade to base: 0015-reconfig-fence: 1 unit\(s\) held by an unfinished program or configure .*; /
+              /^cannot downgrade to base: 0018-handle-mdev-uuid: 1 vGPU unit\(s\) held or cleaning .*; /
                 .source +
+                /0015-reconfig-fence: 1 unit\(s\) held by an unfinished program or configure .*; /
+                  .source +
                 /0001-initial: 2 device\(s\), 1 device profile\(s\), 2 accelerator request\(s\)\. /
                   .source +
                 /Pass --force to drop them \(take a backup first\)$/.source,

@@ -241,6 +241,7 @@ export const SEEDS: Readonly<Record<string, (db: Db) => Promise<void>>> = {
     reconfig_since: NOW,
   }),
   '0016-arq-bound-at': (db) => update(db, 'accelerator_requests', SEED.arq, { bound_at: NOW }),
+  '0018-handle-mdev-uuid': hold(0, { mdev_uuid: u(98) }),
 }
 
 /**

@@ -24,6 +24,7 @@ import { custodyMigration } from './migrations/0013-custody.js'
 import { handleCleaningMigration } from './migrations/0014-handle-cleaning.js'
 import { reconfigFenceMigration } from './migrations/0015-reconfig-fence.js'
 import { arqBoundAtMigration } from './migrations/0016-arq-bound-at.js'
+import { handleMdevUuidMigration } from './migrations/0018-handle-mdev-uuid.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -43,6 +44,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0014-handle-cleaning': handleCleaningMigration(handle.dialect),
     '0015-reconfig-fence': reconfigFenceMigration(handle.dialect),
     '0016-arq-bound-at': arqBoundAtMigration,
+    '0018-handle-mdev-uuid': handleMdevUuidMigration,
   }
 }
 
