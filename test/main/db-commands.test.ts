@@ -118,7 +118,7 @@ void describe('cyborg db commands', () => {
       r.output,
       /^dropped \(--force\): 0001-initial: 1 device profile\(s\), 1 accelerator request\(s\)\n/m,
     )
-    assert.match(r.output, /: 16 migration\(s\) undone; at base\n$/)
+    assert.match(r.output, /: 17 migration\(s\) undone; at base\n$/)
     assert.equal((await db('upgrade')).code, 0)
   })
 
