@@ -4,11 +4,14 @@
  * (the nvidia-gpu driver over a copy of the recorded host `nvidia-gpu/clean`), reads the request
  * back, and Nova's own helpers turn it into what the libvirt driver needs: a parent address Nova
  * accepts, the parent's libvirt node device name, and the `<hostdev type="mdev">` with the uuid.
- * Cyborg creates no mdev for Nova's bind: the host's `create` file is left as recorded.
+ * With `[nova]` set (a stand-in answering Nova's events API), Cyborg creates no mdev for Nova's
+ * bind: the host's `create` file is left as recorded.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { ROOT, startService, type RunningService } from '../support/service.js'
@@ -23,13 +26,29 @@ const CREATE = 'sys/bus/pci/devices/0000:d8:00.0/mdev_supported_types/nvidia-471
 void describe('real Nova’s cyborg client reads an MDEV request', { skip }, () => {
   let root: string
   let service: RunningService
+  let novaApi: Server
+  const events: unknown[] = []
   const nova = (args: string[]) => novaStep(service.url, args)
 
   before(async () => {
     root = await mkdtemp(path.join(tmpdir(), 'cyborg-nova-mdev-'))
     await cp(FIXTURE, path.join(root, 'sys'), { recursive: true })
+    // Nova's API as Cyborg sees it: os-server-external-events, every event delivered.
+    novaApi = createServer((req, res) => {
+      let body = ''
+      req.on('data', (c: Buffer) => (body += c.toString()))
+      req.on('end', () => {
+        events.push(JSON.parse(body))
+        res.writeHead(200, { 'content-type': 'application/json' }).end(body)
+      })
+    })
+    await new Promise<void>((r) => novaApi.listen(0, '127.0.0.1', r))
+    const { port } = novaApi.address() as AddressInfo
     service = await startService({
       env: {
+        CYBORG_NOVA__ENDPOINT_OVERRIDE: `http://127.0.0.1:${port}/v2.1`,
+        CYBORG_NOVA__AUTH_TYPE: 'admin_token',
+        CYBORG_NOVA__TOKEN: 'admin',
         CYBORG_DEFAULT__HOST: HOST,
         CYBORG_AGENT__HOST_ROOT: root,
         CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
@@ -49,6 +68,7 @@ void describe('real Nova’s cyborg client reads an MDEV request', { skip }, () 
   after(async () => {
     assert.equal(await service?.stop(), 0, service?.output())
     await rm(root, { recursive: true, force: true })
+    await new Promise((r) => novaApi?.close(r))
   })
 
   void it('binds, reads the ARQ, and composes the mdev as the libvirt driver does', async () => {
@@ -85,6 +105,7 @@ void describe('real Nova’s cyborg client reads an MDEV request', { skip }, () 
         `  <source>\n    <address uuid="${uuid}"/>\n  </source>\n</hostdev>\n`,
     })
     assert.equal(await readFile(path.join(root, CREATE), 'utf8'), recorded, 'no mdev created')
+    assert.equal(events.length, 1, 'Nova heard the bind')
 
     assert.equal((await nova(['delete-instance', VM])).code, 0)
   })

@@ -88,8 +88,9 @@ export async function finishBind(
   const programmed = await deps.program(binding.hostname, target, spec)
   if (programmed !== undefined) return failBind(deps, arq, programmed, handle.id)
   try {
-    // A binding naming Placement's provider is Nova's: its compute host creates the mdev.
-    const novaCreatesMdev = binding.deviceRpUuid !== undefined
+    // With [nova] set, a binding naming Placement's provider is Nova's: its compute host creates
+    // the mdev. Standalone (no [nova]) and binds where the conductor chose the unit: the agent.
+    const novaCreatesMdev = deps.nova !== undefined && binding.deviceRpUuid !== undefined
     await prepareHandle(deps, binding.hostname, handle, { novaCreatesMdev })
   } catch (err) {
     const reason = `preparing ${pciAddress(handle.info)} failed: ${errorMessage(err)}`
