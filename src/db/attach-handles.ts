@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely'
 import { dialectOf, type ReadDb } from './core/connection.js'
 import { onGalera } from './core/mysql-pool.js'
 import type { AttachHandle, AttachType } from '../domain/inventory/inventory.js'
+import { newUuid } from '../domain/ids.js'
 import type { AttachHandleRow, Database } from './core/schema.js'
 
 /** Maps an `attach_handles` row to the domain type. */
@@ -17,6 +18,7 @@ export function toAttachHandle(row: AttachHandleRow): AttachHandle {
     type: row.attach_type as AttachType,
     info: JSON.parse(row.attach_info) as Record<string, string>,
     inUse: Number(row.in_use) === 1,
+    mdevUuid: row.mdev_uuid,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   }
@@ -52,6 +54,10 @@ const lastClaimed = new Map<number, number>()
  * (even in other conductors) never wait for each other nor take the same handle. SQLite has one
  * writer at a time, so a single conditional UPDATE does. Run it in a transaction together with the
  * ARQ's own update; the claim is undone if that transaction rolls back.
+ *
+ * An MDEV handle gets a fresh `mdev_uuid` in the same UPDATE (migration 0018; docs/nova.md): the
+ * uuid of this allocation's mdev, never the last tenant's, so that an mdev or a libvirt definition
+ * left behind under the old uuid cannot collide with the new one.
  */
 export async function claimAttachHandle(
   db: Kysely<Database>,
@@ -59,6 +65,7 @@ export async function claimAttachHandle(
   options: { now?: string } = {},
 ): Promise<AttachHandle | undefined> {
   const set = options.now === undefined ? { in_use: 1 } : { in_use: 1, updated_at: options.now }
+  const mdevUuid = newUuid()
   const free = () =>
     db
       .selectFrom('attach_handles')
@@ -70,6 +77,14 @@ export async function claimAttachHandle(
     const row = await db
       .updateTable('attach_handles')
       .set(set)
+      .set((eb) => ({
+        mdev_uuid: eb
+          .case()
+          .when('attach_type', '=', 'MDEV')
+          .then(mdevUuid)
+          .else(eb.ref('mdev_uuid'))
+          .end(),
+      }))
       .where('id', '=', (eb) => eb.selectFrom(free().select('id').as('f')).select('f.id'))
       .where('in_use', '=', 0)
       .returningAll()
@@ -95,13 +110,14 @@ export async function claimAttachHandle(
     }
     if (!row) return undefined
     if (spread) lastClaimed.set(deployableId, row.id)
+    const claimed = row.attach_type === 'MDEV' ? { ...set, mdev_uuid: mdevUuid } : set
     const res = await db
       .updateTable('attach_handles')
-      .set(set)
+      .set(claimed)
       .where('id', '=', row.id)
       .where('in_use', '=', 0)
       .executeTakeFirst()
-    if (Number(res.numUpdatedRows) === 1) return toAttachHandle({ ...row, ...set })
+    if (Number(res.numUpdatedRows) === 1) return toAttachHandle({ ...row, ...claimed })
   }
 }
 

@@ -27,6 +27,8 @@ export type CleanState = 'pending' | 'failed'
 export interface CleaningUnit {
   handleId: number
   handleUuid: string
+  /** An MDEV unit's mdev uuid of the allocation it ended (migration 0018); null: `handleUuid`. */
+  mdevUuid: string | null
   type: string
   info: Record<string, string>
   state: CleanState
@@ -59,6 +61,7 @@ export async function listCleaningUnits(
     .select([
       'h.id',
       'h.uuid',
+      'h.mdev_uuid',
       'h.attach_type',
       'h.attach_info',
       'h.clean_state',
@@ -90,6 +93,7 @@ export async function listCleaningUnits(
   return rows.map((r) => ({
     handleId: r.id,
     handleUuid: r.uuid,
+    mdevUuid: r.mdev_uuid,
     type: r.attach_type,
     info: JSON.parse(r.attach_info) as Record<string, string>,
     state: r.clean_state as CleanState,

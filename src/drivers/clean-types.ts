@@ -13,7 +13,7 @@ export interface CleanTarget {
    * `domain`/`bus`/`device`/`function`; `MDEV` with `asked_type` and the parent function).
    */
   handle: { type: AttachType; info: Readonly<Record<string, string>> }
-  /** The mdev the tenant had (`MDEV` handles): its uuid, as created at bind time. */
+  /** The mdev the tenant had (`MDEV` handles): its uuid, the ARQ's `attach_handle_uuid` (docs/nova.md). */
   mdevUuid?: string
   /** The device as the driver last discovered it, when the caller has it. */
   device?: DiscoveredDevice

@@ -11,7 +11,10 @@ import type { AppError } from '../domain/errors.js'
 /** What `cleanUnit` is asked to clean: a released unit, by its attach handle as discovered. */
 export interface CleanUnitRequest {
   handle: { type: string; info: Record<string, string> }
-  /** An `MDEV` unit's mdev (created at bind time under the handle's uuid). */
+  /**
+   * An `MDEV` unit's mdev: the uuid minted at its claim (`attach_handles.mdev_uuid`, the ARQ's
+   * `attach_handle_uuid`; docs/nova.md), or the handle's uuid for a unit claimed before that.
+   */
   mdevUuid?: string
   /**
    * The release this clean is for: an ask for the release last cleaned is answered without a new

@@ -62,6 +62,7 @@ for (const dialect of await testDialects()) {
       await t.test('down and up by number; wrong directions refused', async () => {
         assert.deepEqual(await downgradeTo(handle, '13'), {
           undone: [
+            '0018-handle-mdev-uuid',
             '0017-arq-bind-id',
             '0016-arq-bound-at',
             '0015-reconfig-fence',
@@ -76,6 +77,7 @@ for (const dialect of await testDialects()) {
           '0015-reconfig-fence',
           '0016-arq-bound-at',
           '0017-arq-bind-id',
+          '0018-handle-mdev-uuid',
         ])
         await assert.rejects(
           downgradeTo(handle, '14'),
@@ -97,7 +99,12 @@ for (const dialect of await testDialects()) {
         assert.equal((await migrationStatus(handle)).current, '0013-custody', 'nothing moved')
         assert.deepEqual(await upgradeTo(handle, '14'), { applied: ['0014-handle-cleaning'] })
         assert.deepEqual(await upgradeTo(handle), {
-          applied: ['0015-reconfig-fence', '0016-arq-bound-at', '0017-arq-bind-id'],
+          applied: [
+            '0015-reconfig-fence',
+            '0016-arq-bound-at',
+            '0017-arq-bind-id',
+            '0018-handle-mdev-uuid',
+          ],
         })
       })
 
@@ -134,8 +141,10 @@ for (const dialect of await testDialects()) {
           assert.match(
             err.message,
             RegExp(
-              /^cannot downgrade to base: 0015-reconfig-fence: 1 unit\(s\) held by an unfinished program or configure .*; /
+              /^cannot downgrade to base: 0018-handle-mdev-uuid: 1 vGPU unit\(s\) held or cleaning .*; /
                 .source +
+                /0015-reconfig-fence: 1 unit\(s\) held by an unfinished program or configure .*; /
+                  .source +
                 /0001-initial: 2 device\(s\), 1 device profile\(s\), 2 accelerator request\(s\)\. /
                   .source +
                 /Pass --force to drop them \(take a backup first\)$/.source,

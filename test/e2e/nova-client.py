@@ -10,6 +10,8 @@ usage: nova-client.py CYBORG_URL COMMAND [ARGS...]
   get-one ARQ_UUID                     get_arq_by_uuid
   delete-instance INSTANCE             delete_arqs_for_instance
   delete-uuids ARQ_UUID[,ARQ_UUID...]  delete_arqs_by_uuid
+  mdev ARQ_UUID                        get_arq_by_uuid, then what the libvirt driver makes of an
+                                       MDEV ARQ with Nova's own helpers (docs/nova.md)
 
 CYBORG_URL is what nova.conf [cyborg] endpoint_override would hold, e.g. http://127.0.0.1:6666/v2.
 Nova's own exceptions are printed as {"error": <class name>, "message": ...} with exit code 3.
@@ -37,6 +39,25 @@ def client():
     return ctx, cyborg
 
 
+def mdev_view(arq):
+    """An MDEV ARQ as Nova's libvirt driver uses it (nova-specs 2026.2 cyborg-vgpu-support):
+    the parent's PCI address (nova.pci.utils, which refuses unpadded fields), its libvirt node
+    device name (host.py: ':' and '.' become '_') and the <hostdev>
+    that _guest_add_mdevs writes (nova.virt.libvirt.config)."""
+    from nova.pci import utils as pci_utils
+    from nova.virt.libvirt import config as vconfig
+    info = arq['attach_handle_info']
+    address = pci_utils.get_pci_address(
+        info['domain'], info['bus'], info['device'], info['function'])
+    pci_utils.parse_address(address)  # raises PciDeviceWrongAddressFormat
+    parent = 'pci_' + address.replace('.', '_').replace(':', '_')
+    hostdev = vconfig.LibvirtConfigGuestHostdevMDEV()
+    hostdev.uuid = arq['attach_handle_uuid']
+    return {'type': arq['attach_handle_type'], 'mdev_type': info['asked_type'],
+            'uuid': arq['attach_handle_uuid'], 'parent_address': address,
+            'parent_name': parent, 'hostdev': hostdev.to_xml()}
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -61,6 +82,8 @@ def main(argv):
             out = cy.get_arqs_for_instance(args[0], only_resolved=len(args) > 1 and args[1] == 'resolved')
         elif command == 'get-one':
             out = cy.get_arq_by_uuid(args[0])
+        elif command == 'mdev':
+            out = mdev_view(cy.get_arq_by_uuid(args[0]))
         elif command == 'delete-instance':
             cy.delete_arqs_for_instance(args[0])
             out = {'deleted': True}

@@ -55,26 +55,26 @@ void describe('cyborg db commands', () => {
     assert.equal(r.code, 0, r.output)
     const v = JSON.parse(r.output) as Record<string, unknown>
     assert.equal(v.current, '0003-arqs')
-    assert.equal(v.latest, '0017-arq-bind-id')
+    assert.equal(v.latest, '0018-handle-mdev-uuid')
     assert.equal((v.pending as string[])[0], '0004-arq-instances')
     r = await db('sync')
     assert.equal(r.code, 0, r.output)
     assert.match(
       r.output,
-      /applied 0017-arq-bind-id\n.*: 14 migration\(s\) applied; the schema is current\n$/,
+      /applied 0018-handle-mdev-uuid\n.*: 15 migration\(s\) applied; the schema is current\n$/,
     )
     assert.match((await db('sync')).output, /: nothing to apply; the schema is current\n$/)
     r = await db('downgrade', '--to', '0016-arq-bound-at')
     assert.equal(r.code, 0, r.output)
     assert.match(
       r.output,
-      /^undone 0017-arq-bind-id\n.*: 1 migration\(s\) undone; at 0016-arq-bound-at\n$/,
+      /^undone 0018-handle-mdev-uuid\n.*: 1 migration\(s\) undone; at 0017-arq-bind-id\n$/,
     )
     r = await db('check')
     assert.equal(r.code, 1)
     assert.match(
       r.output,
-      /^cyborg db check: db check needs the schema at 0017-arq-bind-id; it is at 0016-arq-bound-at: run cyborg db upgrade first\n$/,
+      /^cyborg db check: db check needs the schema at 0018-handle-mdev-uuid; it is at 0017-arq-bind-id: run cyborg db upgrade first\n$/,
     )
     assert.equal((await db('upgrade')).code, 0)
   })

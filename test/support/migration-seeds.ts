@@ -242,6 +242,7 @@ export const SEEDS: Readonly<Record<string, (db: Db) => Promise<void>>> = {
   }),
   '0016-arq-bound-at': (db) => update(db, 'accelerator_requests', SEED.arq, { bound_at: NOW }),
   '0017-arq-bind-id': (db) => update(db, 'accelerator_requests', SEED.arq, { bind_id: u(93) }),
+  '0018-handle-mdev-uuid': hold(0, { mdev_uuid: u(98) }),
 }
 
 /**

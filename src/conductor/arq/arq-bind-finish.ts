@@ -9,6 +9,7 @@ import { updateArqStates } from '../../db/arqs.js'
 import { releaseAttachHandle } from '../../db/attach-handles.js'
 import { recordArqAction } from '../../db/outbox/arq-events.js'
 import type { Arq, ArqSpec } from '../../domain/arq.js'
+import { mdevUuidOf } from '../../domain/inventory/inventory.js'
 import { errorMessage } from '../../domain/error-message.js'
 import type { Logger } from '../../domain/logger.js'
 import type { NovaClient } from '../../openstack/nova.js'
@@ -31,13 +32,19 @@ export interface BindFinishDeps {
   now: () => string
 }
 
-/** Has the host's agent make the device ready for the VM; nothing for TEST_PCI. */
+/**
+ * Has the host's agent make the device ready for the VM; nothing for TEST_PCI. An mdev is created
+ * here (uuid `mdevUuidOf(handle)`) unless `novaCreatesMdev`: Nova's libvirt driver (2026.2) creates
+ * the mdev of an MDEV request itself from `attach_handle_info` and `attach_handle_uuid`, and the
+ * kernel refuses a second mdev with one uuid (EEXIST), so a Nova bind leaves it to Nova (docs/nova.md).
+ */
 export async function prepareHandle(
   deps: Pick<BindFinishDeps, 'agentFor'>,
   host: string,
-  handle: { uuid: string; type: string; info: Record<string, string> },
+  handle: { uuid: string; type: string; info: Record<string, string>; mdevUuid?: string | null },
+  { novaCreatesMdev = false }: { novaCreatesMdev?: boolean } = {},
 ): Promise<void> {
-  if (handle.type === 'TEST_PCI') return
+  if (handle.type === 'TEST_PCI' || (handle.type === 'MDEV' && novaCreatesMdev)) return
   if (!deps.agentFor) throw new Error(`no agent RPC to prepare ${handle.type} handles`)
   const agent = deps.agentFor(host)
   if (handle.type === 'PCI') await agent.prepare({ address: pciAddress(handle.info) })
@@ -45,7 +52,7 @@ export async function prepareHandle(
     await agent.createMdev({
       parent: pciAddress(handle.info),
       type: handle.info.asked_type ?? '',
-      uuid: handle.uuid,
+      uuid: mdevUuidOf(handle),
     })
 }
 
@@ -81,7 +88,10 @@ export async function finishBind(
   const programmed = await deps.program(binding.hostname, target, spec)
   if (programmed !== undefined) return failBind(deps, arq, programmed, handle.id)
   try {
-    await prepareHandle(deps, binding.hostname, handle)
+    // With [nova] set, a binding naming Placement's provider is Nova's: its compute host creates
+    // the mdev. Standalone (no [nova]) and binds where the conductor chose the unit: the agent.
+    const novaCreatesMdev = deps.nova !== undefined && binding.deviceRpUuid !== undefined
+    await prepareHandle(deps, binding.hostname, handle, { novaCreatesMdev })
   } catch (err) {
     const reason = `preparing ${pciAddress(handle.info)} failed: ${errorMessage(err)}`
     return failBind(deps, arq, reason, handle.id)

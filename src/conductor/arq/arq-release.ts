@@ -23,7 +23,7 @@ import { deleteLockedArqs } from '../../db/arq-locked.js'
 import { getAttachHandle, releaseAttachHandle } from '../../db/attach-handles.js'
 import { getHeldCountsByInstance, getTargetById } from '../../db/arq-targets.js'
 import type { Arq } from '../../domain/arq.js'
-import type { AttachHandle } from '../../domain/inventory/inventory.js'
+import { mdevUuidOf, type AttachHandle } from '../../domain/inventory/inventory.js'
 import { ConflictError } from '../../domain/errors.js'
 import { errorMessage } from '../../domain/error-message.js'
 import type { Logger } from '../../domain/logger.js'
@@ -134,7 +134,7 @@ export async function releaseDevice(deps: ReleaseDeps, arq: Arq): Promise<string
       if (handle && handle.type !== 'TEST_PCI' && agentFor) {
         const agent = agentFor(arq.hostname)
         if (handle.type === 'PCI') await agent.release({ address: pciAddress(handle.info) })
-        if (handle.type === 'MDEV') await agent.removeMdev({ uuid: handle.uuid })
+        if (handle.type === 'MDEV') await agent.removeMdev({ uuid: mdevUuidOf(handle) })
       }
     } catch (err) {
       return errorMessage(err)

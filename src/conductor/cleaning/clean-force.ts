@@ -88,7 +88,8 @@ export async function forceInService(
 export function askOf(unit: CleaningUnit): CleanUnitRequest {
   return {
     handle: { type: unit.type, info: unit.info },
-    ...(unit.type === 'MDEV' ? { mdevUuid: unit.handleUuid } : {}),
+    // The mdev the tenant had: minted at the claim (docs/nova.md), else the handle's uuid.
+    ...(unit.type === 'MDEV' ? { mdevUuid: unit.mdevUuid ?? unit.handleUuid } : {}),
     ticket: unit.allocationUuid ?? `${unit.handleUuid}@${unit.since ?? ''}`,
   }
 }

@@ -25,6 +25,7 @@ import { handleCleaningMigration } from './migrations/0014-handle-cleaning.js'
 import { reconfigFenceMigration } from './migrations/0015-reconfig-fence.js'
 import { arqBoundAtMigration } from './migrations/0016-arq-bound-at.js'
 import { arqBindIdMigration } from './migrations/0017-arq-bind-id.js'
+import { handleMdevUuidMigration } from './migrations/0018-handle-mdev-uuid.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -45,6 +46,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0015-reconfig-fence': reconfigFenceMigration(handle.dialect),
     '0016-arq-bound-at': arqBoundAtMigration,
     '0017-arq-bind-id': arqBindIdMigration,
+    '0018-handle-mdev-uuid': handleMdevUuidMigration,
   }
 }
 

@@ -80,6 +80,11 @@ const GUARDS: Readonly<Record<string, Guard>> = {
     'unit(s) held by an unfinished program or configure (they would go back in service unchecked)',
     sql`reconfig_uuid is not null`,
   ),
+  '0018-handle-mdev-uuid': rowsOf(
+    'attach_handles',
+    'vGPU unit(s) held or cleaning under their own mdev uuid (release and clean would name the wrong mdev)',
+    sql`in_use = 1 and mdev_uuid is not null`,
+  ),
 }
 
 /** The migrations that have a guard: their `down()` can drop data. */

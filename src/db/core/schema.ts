@@ -95,6 +95,8 @@ export interface AttachHandlesTable {
   /** program | configure */
   reconfig_kind: ColumnType<string | null, string | null | undefined, string | null>
   reconfig_since: ColumnType<string | null, string | null | undefined, string | null>
+  /** The mdev of an MDEV unit's allocation, minted at its claim (migration 0018); null = `uuid`. */
+  mdev_uuid: ColumnType<string | null, string | null | undefined, string | null>
   created_at: CreatedAt
   updated_at: UpdatedAt
 }

@@ -21,8 +21,18 @@ export interface ArqEventItem {
   /** The request's device profile name when the caller has it (saves the lookup). */
   profileName?: string
   /** The handle the request holds, when the caller has it (saves the lookup; issue 28). */
-  handle?: { id: number; uuid: string; type: string; info: Record<string, unknown> }
+  handle?: {
+    id: number
+    uuid: string
+    type: string
+    info: Record<string, unknown>
+    mdevUuid?: string | null
+  }
 }
+
+/** The `attach_handle_uuid` an event shows: an MDEV handle's mdev uuid (as the API does). */
+const shownUuid = (type: string, uuid: string, mdevUuid: string | null | undefined): string =>
+  type === 'MDEV' ? (mdevUuid ?? uuid) : uuid
 
 async function byIds<R>(
   ids: readonly number[],
@@ -37,11 +47,13 @@ async function byIds<R>(
 
 /** A looked-up handle row as the event gives it. */
 function toFound(
-  row: { uuid: string; attach_type: string; attach_info: string } | undefined,
+  row:
+    | { uuid: string; attach_type: string; attach_info: string; mdev_uuid: string | null }
+    | undefined,
 ): { uuid: string; attach_type: string; info: Record<string, unknown> } | undefined {
   return (
     row && {
-      uuid: row.uuid,
+      uuid: shownUuid(row.attach_type, row.uuid, row.mdev_uuid),
       attach_type: row.attach_type,
       info: JSON.parse(row.attach_info) as Record<string, unknown>,
     }
@@ -70,7 +82,7 @@ export async function recordArqEvents(
   const handles = await byIds(handleIds, (ids) =>
     db
       .selectFrom('attach_handles')
-      .select(['id', 'uuid', 'attach_type', 'attach_info'])
+      .select(['id', 'uuid', 'attach_type', 'attach_info', 'mdev_uuid'])
       .where('id', 'in', ids)
       .execute(),
   )
@@ -80,7 +92,11 @@ export async function recordArqEvents(
       arq.attachHandleId === null
         ? undefined
         : given?.id === arq.attachHandleId
-          ? { uuid: given.uuid, attach_type: given.type, info: given.info }
+          ? {
+              uuid: shownUuid(given.type, given.uuid, given.mdevUuid),
+              attach_type: given.type,
+              info: given.info,
+            }
           : toFound(byId.get(arq.attachHandleId))
     const facts: ArqFacts = {
       uuid: arq.uuid,

@@ -56,6 +56,10 @@ const UNRESOLVED_STATES: readonly ArqState[] = ARQ_STATES.filter((s) => !isResol
 
 /** The handle an ARQ holds, as the API shows it. */
 export interface ArqHandleView {
+  /**
+   * `attach_handle_uuid`: the handle's uuid, or for an MDEV handle the uuid of the allocation's
+   * mdev (migration 0018), which Nova's libvirt driver creates the mdev with (docs/nova.md).
+   */
   uuid: string
   type: string
   info: Readonly<Record<string, string>>
@@ -91,6 +95,7 @@ const selectDetails = (db: ReadDb) =>
       'attach_handles.uuid as ah_uuid',
       'attach_handles.attach_type as ah_type',
       'attach_handles.attach_info as ah_info',
+      'attach_handles.mdev_uuid as ah_mdev_uuid',
     ])
 
 type DetailRow = AcceleratorRequestRow & {
@@ -98,14 +103,16 @@ type DetailRow = AcceleratorRequestRow & {
   ah_uuid: string | null
   ah_type: string | null
   ah_info: string | null
+  ah_mdev_uuid: string | null
 }
 
 function toDetail(row: DetailRow): ArqDetail {
-  const { dp_name, ah_uuid, ah_type, ah_info, ...arq } = row
+  const { dp_name, ah_uuid, ah_type, ah_info, ah_mdev_uuid, ...arq } = row
+  const uuid = ah_type === 'MDEV' ? (ah_mdev_uuid ?? ah_uuid) : ah_uuid
   const attachHandle =
-    ah_uuid === null || ah_type === null || ah_info === null
+    uuid === null || ah_type === null || ah_info === null
       ? null
-      : { uuid: ah_uuid, type: ah_type, info: parseInfo(ah_info) }
+      : { uuid, type: ah_type, info: parseInfo(ah_info) }
   return { ...toArq(arq), deviceProfileName: dp_name, attachHandle }
 }
 

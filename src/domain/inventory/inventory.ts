@@ -182,8 +182,19 @@ export interface AttachHandle {
   type: AttachType
   info: Record<string, string>
   inUse: boolean
+  /** An MDEV unit's mdev of its current or last allocation (migration 0018); null: `uuid`. */
+  mdevUuid?: string | null
   createdAt: string
   updatedAt: string | null
+}
+
+/**
+ * The uuid of the mdev of an MDEV unit (docs/nova.md, "MDEV attach handles"): the one minted when
+ * it was claimed, else (claimed before migration 0018, or imported) the handle's own uuid, which
+ * is what OpenStack Cyborg creates the mdev with.
+ */
+export function mdevUuidOf(handle: { uuid: string; mdevUuid?: string | null }): string {
+  return handle.mdevUuid ?? handle.uuid
 }
 
 /**
