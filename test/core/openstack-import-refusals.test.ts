@@ -233,8 +233,11 @@ void describe('import-openstack: rows left out and refusals', { skip: maria.skip
         assert.equal(
           err.message,
           'OpenStack Cyborg schema revision 1f2e3d4c5b6a is not supported; supported: 4cc1d79978fc ' +
-            '(9.0.0 (Zed) and 10.x (2023.1)), 6c77bd6afea5 (11.0.0 (2023.2) to 16.x (2026.1)). An ' +
-            'older Cyborg: upgrade its database to one of these first (cyborg-dbsync upgrade)',
+            '(9.0.0 (Zed) and 10.x (2023.1)), 6c77bd6afea5 (11.0.0 (2023.2) to 16.x (2026.1)), ' +
+            '9625668549b5 (2026.2 development, before 17.0.0), a35b4295a0e5 (2026.2 development, ' +
+            'before 17.0.0), b47c8f2d1e3a (17.0.0 (2026.2)). An older Cyborg: upgrade its database ' +
+            "to one of these first (cyborg-dbsync upgrade); a newer one's schema is not known to " +
+            'this import',
         )
         return true
       })

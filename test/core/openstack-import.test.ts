@@ -1,7 +1,7 @@
 /**
  * `cyborg db import-openstack` (docs/migrate-from-openstack-cyborg.md) from a real OpenStack Cyborg
- * database in MariaDB: the recorded 9.0.0 dump, and the same with revision 6c77bd6afea5 applied
- * (test/fixtures/openstack-cyborg/); and its rows copied into OpenStack Cyborg's tables on
+ * database in MariaDB: the recorded 9.0.0 dump, the same with revision 6c77bd6afea5 applied, and
+ * the same brought to 17.0.0 (b47c8f2d1e3a, backfilled) (test/fixtures/openstack-cyborg/); and its rows copied into OpenStack Cyborg's tables on
  * PostgreSQL (a `postgresql://` source). Each into a fresh target on every dialect. Then:
  * - our v2 API shows every request, profile, device and deployable that OpenStack Cyborg's showed
  *   (expected.json), with the same uuids and the fields Nova reads; `db check` finds nothing;
@@ -21,6 +21,8 @@ import { startCore, type Core } from '../../src/main/core.js'
 import { runOpenStackImport } from '../../src/main/commands/openstack-import.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import {
+  BACKFILLED_1700,
+  CYBORG_1700,
   DUMP_900,
   EXPECTED,
   LATER_6C77,
@@ -54,6 +56,14 @@ const CASES = [
     status: 'maintaining',
   },
   {
+    name: '17.0.0 (alembic b47c8f2d1e3a, backfilled)',
+    load: () => loadOpenStackCyborg([DUMP_900, CYBORG_1700]),
+    skip: maria.skip,
+    revision: 'b47c8f2d1e3a',
+    status: 'enabled',
+    backfilled: BACKFILLED_1700,
+  },
+  {
     name: '9.0.0 rows on PostgreSQL',
     load: () => loadOpenStackCyborgOnPostgres([DUMP_900]),
     skip: maria.skip ?? postgres.skip,
@@ -74,11 +84,18 @@ async function get(app: FastifyInstance, url: string, version = '2.4'): Promise<
 const list = async (app: FastifyInstance, url: string, key: string) =>
   (await get(app, url))[key] as Body[]
 
-/** Every request of expected.json, as our API shows it: the fields Nova and the CLI read. */
-async function checkRequests(app: FastifyInstance): Promise<Body[]> {
+/**
+ * Every request of expected.json, as our API shows it: the fields Nova and the CLI read (with the
+ * project and `updated_at` that upstream's backfill gave some, `backfilled`).
+ */
+async function checkRequests(
+  app: FastifyInstance,
+  backfilled: typeof BACKFILLED_1700 = {},
+): Promise<Body[]> {
   const arqs = await list(app, '/v2/accelerator_requests', 'arqs')
   assert.equal(arqs.length, EXPECTED.accelerator_requests.length)
-  for (const want of EXPECTED.accelerator_requests) {
+  for (const recorded of EXPECTED.accelerator_requests) {
+    const want = { ...recorded, ...backfilled[recorded.uuid] }
     const got = arqs.find((a) => a.uuid === want.uuid)
     assert.ok(got, `request ${want.uuid} is missing`)
     const bound = want.state === 'Bound'
@@ -221,7 +238,7 @@ for (const c of CASES) {
 
             cores.push(await startCore({ db: target, bus, log, conductor: { saveIntervalMs: 1 } }))
             app = await createApp({ db: target.db, conductor: cores[0]!.conductorClient, log })
-            const before = await checkRequests(app)
+            const before = await checkRequests(app, c.backfilled)
             await checkInventory(app, c.status)
             const handlesBefore = await handles(target)
             assert.deepEqual(
@@ -251,7 +268,7 @@ for (const c of CASES) {
             // The report was applied: the fake driver's trait key replaced OpenStack's.
             assert.match(String(dep!.attributes_list), /"trait0": "CUSTOM_FAKE_DEVICE"/)
             assert.deepEqual(await handles(target), handlesBefore)
-            assert.deepEqual(await checkRequests(app), before)
+            assert.deepEqual(await checkRequests(app, c.backfilled), before)
             assert.deepEqual(await checkDatabase(target.db), [])
 
             if (c.status === 'enabled') {

@@ -151,6 +151,10 @@ async function writePlan(db: Kysely<Database>, plan: ImportPlan, now: string): P
           // It was in service under OpenStack Cyborg: offered from the start.
           lifecycle: 'active',
           lifecycle_reason: null,
+          // Fenced when OpenStack Cyborg left it in error (openstack-import-device-state.ts).
+          health: d.health ?? 'ok',
+          health_reason: d.healthReason ?? null,
+          health_updated_at: d.health === undefined ? null : now,
           cpid_type: d.cpidType,
           cpid_info: d.cpidInfo,
           created_at: d.createdAt,
@@ -186,11 +190,11 @@ async function writePlan(db: Kysely<Database>, plan: ImportPlan, now: string): P
         .execute()
     }
   }
-  await writeInventory(db, plan)
+  await writeInventory(db, plan, now)
   await writeRequests(db, plan, now)
 }
 
-async function writeInventory(db: Kysely<Database>, plan: ImportPlan): Promise<void> {
+async function writeInventory(db: Kysely<Database>, plan: ImportPlan, now: string): Promise<void> {
   const deviceIds = await idsOf(
     db,
     'devices',
@@ -256,6 +260,10 @@ async function writeInventory(db: Kysely<Database>, plan: ImportPlan): Promise<v
           attach_type: h.attachType,
           attach_info: h.attachInfo,
           in_use: h.inUse ? 1 : 0,
+          // A unit of a device OpenStack Cyborg was cleaning (or left in error): a release
+          // without a custody interval, cleaned (or failed) from the import on (docs/cleaning.md).
+          clean_state: h.cleanState ?? null,
+          clean_since: h.cleanState === undefined ? null : now,
           created_at: h.createdAt,
           updated_at: h.updatedAt,
         })),

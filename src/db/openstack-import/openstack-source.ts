@@ -36,6 +36,7 @@ interface OpenStackTables {
     vendor_board_info: string | null
     hostname: string
     status: string
+    device_state: string | null
   }
   controlpath_ids: Stamped & { device_id: number; cpid_type: string; cpid_info: string }
   deployables: Stamped & {
@@ -191,6 +192,7 @@ async function readRows(
       'hostname',
     ])
     .$if(revision.deviceStatus, (q) => q.select('status'))
+    .$if(revision.deviceState, (q) => q.select('device_state'))
     .orderBy('id')
     .execute()
   const nullableId = (v: number | null) => (v === null ? null : Number(v))
@@ -205,6 +207,7 @@ async function readRows(
       vendorBoardInfo: d.vendor_board_info,
       hostname: d.hostname,
       ...('status' in d ? { status: d.status } : {}),
+      ...('device_state' in d ? { deviceState: d.device_state } : {}),
     })),
     controlPaths: (await all('controlpath_ids')).map((c) => ({
       ...stamps(c),

@@ -12,15 +12,29 @@ export interface OpenStackRevision {
   revision: string
   /** The migration's name upstream (`cyborg/db/sqlalchemy/alembic/versions/<revision>_<name>.py`). */
   name: string
-  /** The releases whose head it is. */
+  /** The releases whose head it is (or the cycle that made it, for one that is no release's head). */
   releases: string
   /** `devices.status` exists (enabled | maintaining). */
   deviceStatus: boolean
+  /** `devices.device_state` exists (NULL until upstream's backfill, or one of DEVICE_STATES). */
+  deviceState: boolean
 }
 
+/** The values of `devices.device_state` (revision b47c8f2d1e3a, 17.0.0). */
+export const DEVICE_STATES = [
+  'available',
+  'allocated',
+  'pending_cleaning',
+  'cleaning',
+  'error',
+] as const
+
 /**
- * The revisions this import reads, oldest first. openstack/cyborg's history (to 16.0.1 and master,
- * 2026) has exactly one revision after 9.0.0's head: `6c77bd6afea5` adds `devices.status`.
+ * The revisions this import reads, oldest first: every one of openstack/cyborg's alembic history
+ * from 9.0.0's head to 17.0.0's (docs/migrate-from-openstack-cyborg.md). `6c77bd6afea5` adds
+ * `devices.status`; `9625668549b5` and `a35b4295a0e5` add MDEV, PCI and NVME to `devices.type`;
+ * `b47c8f2d1e3a` adds `devices.device_state`. The two in between were never a release's head, but a
+ * database upgraded by a development tree of 2026.2 may stand at them.
  */
 export const OPENSTACK_REVISIONS: readonly OpenStackRevision[] = [
   {
@@ -28,12 +42,35 @@ export const OPENSTACK_REVISIONS: readonly OpenStackRevision[] = [
     name: 'add_ssd_type',
     releases: '9.0.0 (Zed) and 10.x (2023.1)',
     deviceStatus: false,
+    deviceState: false,
   },
   {
     revision: '6c77bd6afea5',
     name: 'add-device-status',
     releases: '11.0.0 (2023.2) to 16.x (2026.1)',
     deviceStatus: true,
+    deviceState: false,
+  },
+  {
+    revision: '9625668549b5',
+    name: 'add_mdev_and_pci_types',
+    releases: '2026.2 development, before 17.0.0',
+    deviceStatus: true,
+    deviceState: false,
+  },
+  {
+    revision: 'a35b4295a0e5',
+    name: 'add nvme type',
+    releases: '2026.2 development, before 17.0.0',
+    deviceStatus: true,
+    deviceState: false,
+  },
+  {
+    revision: 'b47c8f2d1e3a',
+    name: 'add device_state',
+    releases: '17.0.0 (2026.2)',
+    deviceStatus: true,
+    deviceState: true,
   },
 ]
 
@@ -59,7 +96,7 @@ export function openStackRevision(versions: readonly string[]): OpenStackRevisio
   throw new InvalidInputError(
     `OpenStack Cyborg schema revision ${versions[0]} is not supported; supported: ` +
       `${supportedRevisionsText()}. An older Cyborg: upgrade its database to one of these first ` +
-      `(cyborg-dbsync upgrade)`,
+      `(cyborg-dbsync upgrade); a newer one's schema is not known to this import`,
     { code: 'OPENSTACK_REVISION_UNSUPPORTED', details: { revision: versions[0] } },
   )
 }
@@ -81,6 +118,8 @@ export interface OsDevice extends Row {
   hostname: string
   /** From revision 6c77bd6afea5 on; undefined before. */
   status?: string
+  /** From revision b47c8f2d1e3a on (null until upstream's backfill); undefined before. */
+  deviceState?: string | null
 }
 
 export interface OsControlPath extends Row {

@@ -14,12 +14,18 @@ import {
   type PciAddress,
 } from '../inventory/inventory.js'
 import type { OsDeployable } from './openstack-cyborg.js'
+import {
+  deviceStateProblem,
+  MAPPED_DEVICE_TYPES,
+  noteMappedTypes,
+} from './openstack-import-device-state.js'
 import { osTimestamp, type PlanState } from './openstack-import-plan.js'
 
-/** Device types an imported device may have: OpenStack Cyborg's (ours but REMOTE). */
-const DEVICE_TYPES: readonly string[] = Object.values(DeviceType).filter(
-  (t) => t !== DeviceType.REMOTE,
-)
+/** Device types an imported device may have: ours but REMOTE, and those written as one of ours. */
+const DEVICE_TYPES: readonly string[] = [
+  ...Object.values(DeviceType).filter((t) => t !== DeviceType.REMOTE),
+  ...Object.keys(MAPPED_DEVICE_TYPES),
+]
 const ATTACH_TYPES: readonly string[] = Object.values(AttachType)
 const STATUSES: readonly string[] = Object.values(DeviceStatus)
 
@@ -93,6 +99,7 @@ function planDevices(state: PlanState): void {
       state.skip('controlpath_ids', c.uuid, `its device (id ${c.deviceId}) does not exist`)
   }
   const seen = new Map<string, string>()
+  const sourceTypes = new Map<string, string>()
   for (const d of snapshot.devices) {
     const paths = cpids.get(d.id) ?? []
     const [first, ...extra] = paths
@@ -110,6 +117,7 @@ function planDevices(state: PlanState): void {
     const status = snapshot.revision.deviceStatus ? (d.status ?? '') : DeviceStatus.enabled
     const cpidInfo = first && first.cpidType === 'PCI' ? pciControlPath(first.cpidInfo) : undefined
     const key = `${d.hostname}\n${cpidInfo}`
+    const stateProblem = deviceStateProblem(d.deviceState)
     const reason = !DEVICE_TYPES.includes(d.type)
       ? `device type ${d.type} is not one we know (${DEVICE_TYPES.join(', ')})`
       : !first
@@ -120,11 +128,13 @@ function planDevices(state: PlanState): void {
             ? `its control path ${first.cpidInfo} is not a PCI address`
             : !STATUSES.includes(status)
               ? `status ${status} is not one of ${STATUSES.join(', ')}`
-              : seen.has(key)
-                ? `its control path ${cpidInfo} on host ${d.hostname} is also device ${seen.get(key)}'s`
-                : target.deviceKeys.has(key)
-                  ? `its control path ${cpidInfo} on host ${d.hostname} is device ${target.deviceKeys.get(key)}'s in the target`
-                  : undefined
+              : stateProblem !== undefined
+                ? stateProblem
+                : seen.has(key)
+                  ? `its control path ${cpidInfo} on host ${d.hostname} is also device ${seen.get(key)}'s`
+                  : target.deviceKeys.has(key)
+                    ? `its control path ${cpidInfo} on host ${d.hostname} is device ${target.deviceKeys.get(key)}'s in the target`
+                    : undefined
     if (reason !== undefined) {
       state.skip('devices', d.uuid, reason)
       for (const c of paths)
@@ -133,9 +143,10 @@ function planDevices(state: PlanState): void {
     }
     seen.set(key, d.uuid)
     state.devices.set(d.id, d.uuid)
+    sourceTypes.set(d.uuid, d.type)
     plan.devices.push({
       uuid: d.uuid,
-      type: d.type,
+      type: MAPPED_DEVICE_TYPES[d.type] ?? d.type,
       vendor: d.vendor,
       model: d.model,
       stdBoardInfo: d.stdBoardInfo,
@@ -145,6 +156,7 @@ function planDevices(state: PlanState): void {
       cpidType: 'PCI',
       cpidInfo: cpidInfo!,
       identityKey: pathKey(cpidInfo!),
+      ...(snapshot.revision.deviceState ? { deviceState: d.deviceState ?? null } : {}),
       createdAt: osTimestamp(d.createdAt, now),
       updatedAt: d.updatedAt === null ? null : osTimestamp(d.updatedAt, now),
     })
@@ -156,6 +168,7 @@ function planDevices(state: PlanState): void {
       )
     }
   }
+  noteMappedTypes(plan, sourceTypes)
 }
 
 /** Why a deployable's parent device is not available. */

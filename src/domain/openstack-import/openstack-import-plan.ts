@@ -93,6 +93,11 @@ export interface PlannedDevice extends Stamped {
   cpidInfo: string
   /** The `device_identities` key it is remembered under: `path:<cpidInfo>`. */
   identityKey: string
+  /** OpenStack Cyborg's `device_state` (17.0.0; null before its backfill); absent before. */
+  deviceState?: string | null
+  /** Set when the device comes fenced (`device_state` error); ok otherwise. */
+  health?: 'failed'
+  healthReason?: string
 }
 
 export interface PlannedDeployable extends Stamped {
@@ -119,6 +124,8 @@ export interface PlannedHandle extends Stamped {
   /** Canonical JSON, PCI fields in our drivers' form. */
   attachInfo: string
   inUse: boolean
+  /** Written cleaning (pending) or with a failed clean: its device was being cleaned, or in error. */
+  cleanState?: 'pending' | 'failed'
 }
 
 export interface PlannedProfile extends Stamped {

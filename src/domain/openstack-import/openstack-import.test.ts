@@ -173,7 +173,10 @@ void describe('import plan', () => {
     s.arqs.push({ ...s.arqs[0]!, ...stamps(4, U(604)), attachHandleId: 4, deployableId: 1 })
     assert.deepEqual(reasons(s), [
       [U(105), `device ${U(1)} has more than one control path; the first (${U(101)}) is kept`],
-      [U(2), 'device type DPU is not one we know (GPU, FPGA, AICHIP, QAT, NIC, SSD, PCI)'],
+      [
+        U(2),
+        'device type DPU is not one we know (GPU, FPGA, AICHIP, QAT, NIC, SSD, PCI, NVME, MDEV)',
+      ],
       [U(3), 'control path type NVME is not supported (PCI only)'],
       [U(103), `its device ${U(3)} is not brought over`],
       [

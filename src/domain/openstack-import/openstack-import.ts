@@ -6,6 +6,7 @@
  * openstack-import-inventory.ts, device profiles and requests in openstack-import-requests.ts.
  */
 import type { OpenStackSnapshot } from './openstack-cyborg.js'
+import { planDeviceStates } from './openstack-import-device-state.js'
 import { planInventory } from './openstack-import-inventory.js'
 import { planRequests } from './openstack-import-requests.js'
 import {
@@ -59,6 +60,7 @@ export function planImport(
   }
   planInventory(state)
   planRequests(state)
+  planDeviceStates(plan)
 
   const source: Record<ImportTable, number> = {
     devices: snapshot.devices.length,

@@ -21,6 +21,27 @@ export const DUMP_900 = 'cyborg-9.0.0.sql'
 export const LATER_6C77 = '6c77bd6afea5-add-device-status.sql'
 /** Hand-written rows the import cannot map, one per reason. */
 export const UNMAPPABLE = 'unmappable-rows.sql'
+/** The dump brought to OpenStack Cyborg 17.0.0 (b47c8f2d1e3a) and its online data migrations. */
+export const CYBORG_1700 = 'b47c8f2d1e3a-cyborg-17.0.0.sql'
+/** Hand-written devices of 17.0.0's new types in its new device states, on top of CYBORG_1700. */
+export const DEVICE_STATES_1700 = '17.0.0-device-states.sql'
+
+/**
+ * The requests CYBORG_1700's backfill gives a project (those naming an instance), with their new
+ * `updated_at` as OpenStack shows it: every other field is as expected.json says.
+ */
+export const BACKFILLED_1700: Readonly<Record<string, { project_id: string; updated_at: string }>> =
+  Object.fromEntries(
+    [
+      '5f23abc1-8938-4693-9bbc-e91bbd4919ce',
+      'a54ce359-e053-44eb-b8e9-077335a8ceb2',
+      '2e8241e4-d0e1-49ae-b1da-990c0965cd9e',
+      '5c12f8f7-b970-4760-bcb0-1021a5199ee0',
+    ].map((uuid) => [
+      uuid,
+      { project_id: '42000277e78a4f459ac3f41dada1ed60', updated_at: '2026-11-25T08:00:00+00:00' },
+    ]),
+  )
 
 interface ExpectedArq {
   uuid: string
