@@ -49,7 +49,7 @@ void describe('cyborg db commands', () => {
     assert.equal(r.code, 0, r.output)
     assert.equal(
       r.output.replaceAll(env.CYBORG_DATABASE__CONNECTION!, 'URL'),
-      'applied 0001-initial\napplied 0002-placement\napplied 0003-arqs\nURL: 3 migration(s) applied; at 0003-arqs, 14 pending\n',
+      'applied 0001-initial\napplied 0002-placement\napplied 0003-arqs\nURL: 3 migration(s) applied; at 0003-arqs, 15 pending\n',
     )
     r = await db('version', '--format', 'json')
     assert.equal(r.code, 0, r.output)
@@ -64,7 +64,7 @@ void describe('cyborg db commands', () => {
       /applied 0018-handle-mdev-uuid\n.*: 15 migration\(s\) applied; the schema is current\n$/,
     )
     assert.match((await db('sync')).output, /: nothing to apply; the schema is current\n$/)
-    r = await db('downgrade', '--to', '0016-arq-bound-at')
+    r = await db('downgrade', '--to', '0017-arq-bind-id')
     assert.equal(r.code, 0, r.output)
     assert.match(
       r.output,
@@ -118,7 +118,7 @@ void describe('cyborg db commands', () => {
       r.output,
       /^dropped \(--force\): 0001-initial: 1 device profile\(s\), 1 accelerator request\(s\)\n/m,
     )
-    assert.match(r.output, /: 17 migration\(s\) undone; at base\n$/)
+    assert.match(r.output, /: 18 migration\(s\) undone; at base\n$/)
     assert.equal((await db('upgrade')).code, 0)
   })
 
