@@ -67,9 +67,21 @@ export async function loadFleet(): Promise<Fleet> {
 export function hostsOf(services: Service[], devices: Device[]): Host[] {
   const hosts = new Map<string, Host>()
   for (const s of services.filter((x) => x.binary === 'cyborg-agent'))
-    hosts.set(s.host, { host: s.host, state: s.state, lastSeen: s.last_seen, devices: 0, unhealthy: 0 })
+    hosts.set(s.host, {
+      host: s.host,
+      state: s.state,
+      lastSeen: s.last_seen,
+      devices: 0,
+      unhealthy: 0,
+    })
   for (const d of devices) {
-    const h = hosts.get(d.hostname) ?? { host: d.hostname, state: 'down', lastSeen: '', devices: 0, unhealthy: 0 }
+    const h = hosts.get(d.hostname) ?? {
+      host: d.hostname,
+      state: 'down',
+      lastSeen: '',
+      devices: 0,
+      unhealthy: 0,
+    }
     h.devices += 1
     if (d.health !== undefined && d.health !== 'ok') h.unhealthy += 1
     hosts.set(d.hostname, h)
@@ -78,7 +90,10 @@ export function hostsOf(services: Service[], devices: Device[]): Host[] {
 }
 
 /** How many devices have each value of `key`, most first, then by name. */
-export function countBy(devices: Device[], key: 'type' | 'lifecycle' | 'status' | 'health'): [string, number][] {
+export function countBy(
+  devices: Device[],
+  key: 'type' | 'lifecycle' | 'status' | 'health',
+): [string, number][] {
   const counts = new Map<string, number>()
   for (const d of devices) {
     const v = d[key] ?? 'unknown'

@@ -14,7 +14,9 @@ type Loaded = { fleet: Fleet } | { error: ApiCallError | Error } | undefined
 function TokenForm({ onToken }: { onToken: () => void }): VNode {
   const submit = (e: Event) => {
     e.preventDefault()
-    const input = (e.currentTarget as HTMLFormElement).elements.namedItem('token') as HTMLInputElement
+    const input = (e.currentTarget as HTMLFormElement).elements.namedItem(
+      'token',
+    ) as HTMLInputElement
     setToken(input.value)
     input.value = ''
     onToken()
@@ -37,10 +39,15 @@ function App(): VNode {
     )
   }, [])
   useEffect(() => {
-    if (location.pathname.replace(/\/$/, '') === '/dashboard') history.replaceState(null, '', '/dashboard/fleet')
+    if (location.pathname.replace(/\/$/, '') === '/dashboard')
+      history.replaceState(null, '', '/dashboard/fleet')
     load()
   }, [load])
-  const needsToken = loaded && 'error' in loaded && loaded.error instanceof ApiCallError && loaded.error.status === 401
+  const needsToken =
+    loaded &&
+    'error' in loaded &&
+    loaded.error instanceof ApiCallError &&
+    loaded.error.status === 401
   return html`<a class="skip" href="#main">Skip to content</a>
     <header>
       <nav aria-label="Dashboard">
@@ -52,11 +59,15 @@ function App(): VNode {
     <main id="main" tabindex="-1">
       <h1>Fleet</h1>
       ${needsToken || hasToken() ? html`<${TokenForm} onToken=${load} />` : ''}
-      ${loaded === undefined
-        ? html`<p role="status">Loading…</p>`
-        : 'error' in loaded
-          ? html`<p role="alert" class="tone-bad">Could not read the fleet: ${loaded.error.message}</p>`
-          : html`<${FleetPage} fleet=${loaded.fleet} />`}
+      ${
+        loaded === undefined
+          ? html`<p role="status">Loading…</p>`
+          : 'error' in loaded
+            ? html`<p role="alert" class="tone-bad">
+                Could not read the fleet: ${loaded.error.message}
+              </p>`
+            : html`<${FleetPage} fleet=${loaded.fleet} />`
+      }
     </main>`
 }
 

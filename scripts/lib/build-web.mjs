@@ -35,7 +35,9 @@ export async function buildWeb(root, out) {
   put(path.join(out, 'app.js'), js)
   put(path.join(out, 'app.js.gz'), gz)
   put(path.join(out, 'app.css'), readFileSync(path.join(root, 'web/style.css')))
-  console.error(`dist/web/app.js: ${js.length} bytes, ${gz.length} gzipped (budget ${WEB_BUDGET_BYTES})`)
+  console.error(
+    `dist/web/app.js: ${js.length} bytes, ${gz.length} gzipped (budget ${WEB_BUDGET_BYTES})`,
+  )
   if (gz.length >= WEB_BUDGET_BYTES) throw new Error(`dist/web/app.js is over its budget`)
   return { bytes: js.length, gzipped: gz.length }
 }

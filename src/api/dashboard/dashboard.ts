@@ -66,9 +66,12 @@ export function dashboardRoutes(app: FastifyInstance, assetDir = findAssetDir())
     { config: { doc: pageDoc } },
     async (request, reply) => {
       if (!(DASHBOARD_PAGES as readonly string[]).includes(request.params.page))
-        return reply.code(404).type('text/plain; charset=utf-8').send(
-          `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
-        )
+        return reply
+          .code(404)
+          .type('text/plain; charset=utf-8')
+          .send(
+            `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
+          )
       return shell(request, reply)
     },
   )

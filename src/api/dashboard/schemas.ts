@@ -30,7 +30,10 @@ export const assetDoc: RouteDoc = {
   response: {
     200: Type.Unsafe({
       description: 'The asset, gzip-compressed when the client accepts it',
-      content: { 'text/javascript': { schema: Type.String() }, 'text/css': { schema: Type.String() } },
+      content: {
+        'text/javascript': { schema: Type.String() },
+        'text/css': { schema: Type.String() },
+      },
     }),
     404: text('No such asset'),
     503: text('The assets are not built'),
