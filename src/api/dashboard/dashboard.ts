@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { NotFoundError, UnavailableError } from '../../domain/errors.js'
 import { assetDoc, pageDoc, shellDoc } from './schemas.js'
 
 /** The pages the shell answers for; the others of issue 32 are not built yet. */
@@ -66,12 +67,9 @@ export function dashboardRoutes(app: FastifyInstance, assetDir = findAssetDir())
     { config: { doc: pageDoc } },
     async (request, reply) => {
       if (!(DASHBOARD_PAGES as readonly string[]).includes(request.params.page))
-        return reply
-          .code(404)
-          .type('text/plain; charset=utf-8')
-          .send(
-            `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
-          )
+        throw new NotFoundError(
+          `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
+        )
       return shell(request, reply)
     },
   )
@@ -82,15 +80,14 @@ export function dashboardRoutes(app: FastifyInstance, assetDir = findAssetDir())
       const name = request.params.file
       const type = TYPES[name]
       if (type === undefined)
-        return reply.code(404).type('text/plain; charset=utf-8').send(`no asset '${name}'`)
+        throw new NotFoundError(
+          `no dashboard asset '${name}': assets are ${Object.keys(TYPES).join(', ')}`,
+        )
       const gzip = /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))
       const zipped = gzip ? read(`${name}.gz`) : null
       const body = zipped ?? read(name)
       if (body === null)
-        return reply
-          .code(503)
-          .type('text/plain; charset=utf-8')
-          .send(`dashboard asset '${name}' is not built: run \`npm run build\``)
+        throw new UnavailableError(`dashboard asset '${name}' is not built: run \`npm run build\``)
       if (zipped !== null) reply.header('content-encoding', 'gzip')
       return reply.type(type).header('vary', 'Accept-Encoding').send(body)
     },

@@ -1,11 +1,9 @@
 /** What the dashboard's routes tell the OpenAPI documents (src/api/schemas/common.ts's RouteDoc). */
 import { Type } from '@sinclair/typebox'
-import type { RouteDoc } from '../schemas/common.js'
+import { errors, type RouteDoc } from '../schemas/common.js'
 
 const html = (description: string) =>
   Type.Unsafe({ description, content: { 'text/html': { schema: Type.String() } } })
-const text = (description: string) =>
-  Type.Unsafe({ description, content: { 'text/plain': { schema: Type.String() } } })
 
 export const shellDoc: RouteDoc = {
   summary: 'The operators’ dashboard (docs/dashboard.md): its HTML shell',
@@ -19,7 +17,7 @@ export const pageDoc: RouteDoc = {
   tags: ['dashboard'],
   security: [],
   params: Type.Object({ page: Type.String({ description: 'fleet' }) }),
-  response: { 200: html('The same shell: the script draws the page'), 404: text('No such page') },
+  response: { 200: html('The same shell: the script draws the page'), ...errors(404) },
 }
 
 export const assetDoc: RouteDoc = {
@@ -35,7 +33,6 @@ export const assetDoc: RouteDoc = {
         'text/css': { schema: Type.String() },
       },
     }),
-    404: text('No such asset'),
-    503: text('The assets are not built'),
+    ...errors(404, 503),
   },
 }
