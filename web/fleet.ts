@@ -30,11 +30,11 @@ function Empty(): VNode {
 function Hosts({ hosts, downAfter }: { hosts: Host[]; downAfter: number }): VNode {
   return html`<section aria-labelledby="hosts-h">
     <h2 id="hosts-h">Hosts <span class="count">${hosts.length}</span></h2>
+    <p class="note" id="hosts-note">
+      An agent holds its lease while it reports within ${downAfter} s.
+    </p>
     <div class="scroll" tabindex="0" role="region" aria-label="Hosts table">
-      <table>
-        <caption>
-          An agent holds its lease while it reports within ${downAfter} s.
-        </caption>
+      <table aria-describedby="hosts-note">
         <thead>
           <tr>
             <th scope="col">Host</th>
