@@ -115,8 +115,12 @@ function Bar({ row }: { row: CapacityRow }): VNode {
 
 export function FleetPage({ fleet }: { fleet: Fleet }): VNode {
   if (fleet.hosts.length === 0 && fleet.devices.length === 0) return Empty()
+  const noDevices = html`<p class="empty">
+    No devices reported yet. Check <code>[agent] enabled_drivers</code> on these hosts
+    (docs/drivers.md), and <code>cyborg driver-list --host HOST</code>.
+  </p>`
   return html`<${Hosts} hosts=${fleet.hosts} downAfter=${fleet.downAfterSeconds} />
-    <${Counts} devices=${fleet.devices} />
+    ${fleet.devices.length === 0 ? noDevices : html`<${Counts} devices=${fleet.devices} />`}
     <section aria-labelledby="capacity-h">
       <h2 id="capacity-h">Capacity per resource class</h2>
       ${fleet.capacity.length === 0 ? html`<p>No deployables yet.</p>` : fleet.capacity.map((r) => html`<${Bar} key=${r.resource_class ?? ''} row=${r} />`)}
