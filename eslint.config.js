@@ -311,6 +311,24 @@ export default tseslint.config(
     files: ['src/agent/**/*.test.ts'],
     rules: { 'no-restricted-imports': ['error', restrictedImports('agent', { tests: true })] },
   },
+  // The dashboard's browser code (web/) talks to the API over HTTP only: nothing of src/.
+  {
+    files: ['web/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: String.raw`(^|/)src/`,
+              message:
+                'web/ imports nothing from src/: it reads the API over HTTP (docs/ARCHITECTURE.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // One home for the error-message idiom: src/domain/error-message.ts (errorMessage, rawErrorMessage).
   {
     files: ['**/*.ts'],

@@ -19,13 +19,18 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import { builtinsAsRequire } from './lib/builtins-as-require.mjs'
+import { buildWeb } from './lib/build-web.mjs'
 import { lazyPackages } from './lib/lazy-package.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dist = path.join(root, 'dist')
 const stamp = path.join(dist, '.built')
 /** What the build reads: the sources, and the packages npm installed (its record of them). */
-const inputs = [path.join(root, 'src'), path.join(root, 'node_modules/.package-lock.json')]
+const inputs = [
+  path.join(root, 'src'),
+  path.join(root, 'web'),
+  path.join(root, 'node_modules/.package-lock.json'),
+]
 
 /** The newest modification time of `p` or anything below it (a folder changes when a file goes). */
 function newest(p) {
@@ -102,5 +107,7 @@ try {
 } catch (err) {
   console.error(`the compile cache was not warmed (each start compiles instead): ${err.message}`)
 }
+// The dashboard's browser bundle (web/ → dist/web/, docs/dashboard.md).
+await buildWeb(root, path.join(dist, 'web'))
 writeFileSync(stamp, `${new Date().toISOString()}\n`)
 console.error(`built dist/ in ${Date.now() - started} ms`)

@@ -18,7 +18,8 @@
 #   - Prometheus and promtool (Debian's prometheus), installed but not started: the metrics tests
 #     start their own on a free loopback port (scripts/prometheus.sh);
 #   - oslo.messaging (Debian's python3-oslo.messaging), whose notification listener the tests run;
-#   - systemd-analyze (Debian's systemd), with which the tests verify etc/systemd/*.service.
+#   - systemd-analyze (Debian's systemd), with which the tests verify etc/systemd/*.service;
+#   - a headless browser (Debian's chromium), which test/web/ drives through playwright-core.
 # A server that is installed but stopped is started; one that is not installed is installed from
 # Debian's packages and initialised (there is no systemd, and policy-rc.d stops packages from
 # starting their own services). Run as root: `bash scripts/ci-services.sh` (or name some: `… barbican`). Used by .ci/run.
@@ -287,6 +288,15 @@ ensure_systemd_analyze() {
   log "systemd-analyze: $(systemd-analyze --version | head -n 1)"
 }
 
+# ---------------------------------------------------------------- Chromium
+# test/web/ drives Debian's chromium through playwright-core (`executablePath`): no browser is
+# downloaded (`playwright install` is never run).
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] || apt_install chromium
+  [ -x /usr/bin/chromium ] || die "/usr/bin/chromium is still missing"
+  log "Chromium: $(dpkg-query -W -f='${Version}' chromium) installed"
+}
+
 # With arguments, only those: `bash scripts/ci-services.sh barbican glance`.
 if [ $# -gt 0 ]; then
   for what in "$@"; do
@@ -305,5 +315,6 @@ else
   ensure_barbican
   ensure_observers
   ensure_systemd_analyze
+  ensure_chromium
 fi
 rm -rf "$LOG_DIR"

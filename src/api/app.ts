@@ -21,6 +21,7 @@ import { v1Plugin } from './v1/index.js'
 import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
+import { dashboardRoutes } from './dashboard/dashboard.js'
 import { createFleetReads } from './v2/fleet-reads.js'
 import { AJV_OPTIONS } from './validation-errors.js'
 import { lazyValidators } from './lazy-validators.js'
@@ -132,6 +133,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     { db: deps.db, bus: deps.bus },
     { ...options.healthcheck, serviceDownAfterMs: options.serviceDownAfterMs },
   )
+  dashboardRoutes(app)
   const env = {
     db: deps.db,
     conductor: deps.conductor,

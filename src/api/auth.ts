@@ -2,7 +2,8 @@
  * Inbound authentication: one `onRequest` hook that sets `request.ctx` (src/domain/request-context.ts)
  * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
  * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, their
- * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck` and `/metrics` need no
+ * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck`, `/metrics` and the
+ * dashboard's shell and assets (`/dashboard`, `/dashboard/…`) need no
  * token. Policy decisions are not made here: the policy layer reads ctx.
  */
 import type {
@@ -67,7 +68,8 @@ export function isPublicPath(url: string): boolean {
   const q = url.indexOf('?')
   let p = q < 0 ? url : url.slice(0, q)
   if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1)
-  return PUBLIC_PATHS.has(p)
+  // The dashboard's shell and assets hold no data: the page sends the caller's token itself.
+  return PUBLIC_PATHS.has(p) || p === '/dashboard' || p.startsWith('/dashboard/')
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

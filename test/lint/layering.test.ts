@@ -32,6 +32,14 @@ describe('lint enforces the architecture', () => {
     assert.ok(ids.includes('import-x/no-restricted-paths'), ids.join(', '))
   })
 
+  test('the dashboard’s browser code importing src/ fails', async () => {
+    const ids = await ruleIds(
+      'web/fleet-data.ts',
+      "import { NotFoundError } from '../src/domain/errors.js'\nexport const x = NotFoundError\n",
+    )
+    assert.ok(ids.includes('no-restricted-imports'), ids.join(', '))
+  })
+
   test('an import cycle fails', async () => {
     // src/db/reads/device-reads.ts imports src/domain/errors.ts; making errors.ts import it back closes a cycle.
     const ids = await ruleIds(

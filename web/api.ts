@@ -1,0 +1,50 @@
+/**
+ * The dashboard's calls to the API: same origin, JSON, with the microversion each read needs and
+ * the caller's Keystone token, which lives in this module's memory only (never stored, never shown).
+ */
+
+let token: string | undefined
+
+/** Keeps `value` as the token every call sends (X-Auth-Token); empty forgets it. */
+export function setToken(value: string): void {
+  token = value.trim() === '' ? undefined : value.trim()
+}
+
+export function hasToken(): boolean {
+  return token !== undefined
+}
+
+/** A refused or failed call, with the status and the API's own message. */
+export class ApiCallError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+    this.name = 'ApiCallError'
+  }
+}
+
+/** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
+export async function getJson<T>(path: string, minor?: number): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
+  if (token !== undefined) headers['X-Auth-Token'] = token
+  const res = await fetch(path, { headers })
+  const text = await res.text()
+  if (!res.ok) throw new ApiCallError(res.status, `${path}: ${res.status} ${messageOf(text)}`)
+  return JSON.parse(text) as T
+}
+
+/** The message of an error body (compat-v2's `error_message.faultstring`, or the text itself). */
+function messageOf(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error_message?: { faultstring?: string } | string }
+    const em = body.error_message
+    if (typeof em === 'object' && em?.faultstring) return em.faultstring
+    if (typeof em === 'string') return messageOf(em)
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 200)
+}
