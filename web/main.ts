@@ -1,74 +1,50 @@
 /**
- * The dashboard's entry (issue 32, docs/dashboard.md): one page for now, Fleet, at its own URL
- * (`/dashboard/fleet`); a Keystone token, when the API asks for one, kept in memory only.
+ * The dashboard's entry (issue 32, docs/dashboard.md): the frame (navigation, Refresh) around the
+ * page of the URL; `/dashboard` itself goes to the Fleet page.
  */
+import './style.css'
 import { render, type VNode } from 'preact'
 import { html } from 'htm/preact'
-import { useCallback, useEffect, useState } from 'preact/hooks'
-import { ApiCallError, hasToken, setToken } from './api.js'
-import { loadFleet, type Fleet } from './fleet-data.js'
-import { FleetPage } from './fleet.js'
-
-type Loaded = { fleet: Fleet } | { error: ApiCallError | Error } | undefined
-
-function TokenForm({ onToken }: { onToken: () => void }): VNode {
-  const submit = (e: Event) => {
-    e.preventDefault()
-    const input = (e.currentTarget as HTMLFormElement).elements.namedItem(
-      'token',
-    ) as HTMLInputElement
-    setToken(input.value)
-    input.value = ''
-    onToken()
-  }
-  return html`<form class="token" onSubmit=${submit}>
-    <label for="token">Keystone token</label>
-    <input id="token" name="token" type="password" autocomplete="off" required />
-    <button type="submit">Use token</button>
-    <p class="hint">Kept in this page's memory only, sent as X-Auth-Token, never shown.</p>
-  </form>`
-}
+import { useEffect } from 'preact/hooks'
+import { refreshAll } from './load.js'
+import { PAGES } from './pages.js'
+import { interceptLinks, navigate, useRoute } from './router.js'
 
 function App(): VNode {
-  const [loaded, setLoaded] = useState<Loaded>(undefined)
-  const load = useCallback(() => {
-    setLoaded(undefined)
-    loadFleet().then(
-      (fleet) => setLoaded({ fleet }),
-      (error: Error) => setLoaded({ error }),
-    )
-  }, [])
+  const route = useRoute()
   useEffect(() => {
-    if (location.pathname.replace(/\/$/, '') === '/dashboard')
-      history.replaceState(null, '', '/dashboard/fleet')
-    load()
-  }, [load])
-  const needsToken =
-    loaded &&
-    'error' in loaded &&
-    loaded.error instanceof ApiCallError &&
-    loaded.error.status === 401
+    if (location.pathname.replace(/\/$/, '') === '/dashboard') navigate('/dashboard/fleet', true)
+  }, [])
+  const page = PAGES.find((p) => p.id === route.page)
+  useEffect(() => {
+    document.title = `${page?.title ?? 'Not found'} · Cyborg dashboard`
+  }, [page])
   return html`<a class="skip" href="#main">Skip to content</a>
     <header>
       <nav aria-label="Dashboard">
         <strong>Cyborg</strong>
-        <a href="/dashboard/fleet" aria-current="page">Fleet</a>
+        ${PAGES.map(
+          (p) =>
+            html`<a
+              key=${p.id}
+              href=${`/dashboard/${p.id}`}
+              aria-current=${p.id === route.page ? 'page' : undefined}
+              >${p.title}</a
+            >`,
+        )}
       </nav>
-      <button type="button" onClick=${load}>Refresh</button>
+      <button type="button" onClick=${refreshAll}>Refresh</button>
     </header>
     <main id="main" tabindex="-1">
-      <h1>Fleet</h1>
-      ${needsToken || hasToken() ? html`<${TokenForm} onToken=${load} />` : ''}
+      <h1>${page?.title ?? 'Not found'}</h1>
       ${
-        loaded === undefined
-          ? html`<p role="status">Loading…</p>`
-          : 'error' in loaded
-            ? html`<p role="alert" class="tone-bad">
-                Could not read the fleet: ${loaded.error.message}
-              </p>`
-            : html`<${FleetPage} fleet=${loaded.fleet} />`
+        page
+          ? html`<${page.draw} route=${route} />`
+          : html`<p role="alert">No page '${route.page}' here.</p>`
       }
     </main>`
 }
 
-render(html`<${App} />`, document.getElementById('app')!)
+const root = document.getElementById('app')!
+interceptLinks(root)
+render(html`<${App} />`, root)

@@ -20,16 +20,19 @@ void describe('dashboard routes', () => {
   })
   after(async () => t.close())
 
-  void it('answers the shell at /dashboard and /dashboard/fleet, and 404 names the pages', async () => {
-    for (const url of ['/dashboard', '/dashboard/', '/dashboard/fleet']) {
+  void it('answers the shell at /dashboard and each page’s URL, and 404 names the pages', async () => {
+    for (const url of ['/dashboard', '/dashboard/', '/dashboard/fleet', '/dashboard/devices/abc']) {
       const res = await t.app.inject({ url })
       assert.equal(res.statusCode, 200, url)
       assert.match(res.headers['content-type'] as string, /^text\/html/)
       assert.match(res.body, /\/dashboard\/assets\/app\.js/)
     }
-    const res = await t.app.inject({ url: '/dashboard/devices' })
+    const res = await t.app.inject({ url: '/dashboard/hosts' })
     assert.equal(res.statusCode, 404)
-    assert.match(faultOf(res.body).faultstring, /no dashboard page 'devices': pages are fleet/)
+    assert.match(
+      faultOf(res.body).faultstring,
+      /no dashboard page 'hosts': pages are fleet, devices/,
+    )
   })
 
   void it('serves app.js gzipped to a browser that accepts it, and names unknown assets', async () => {

@@ -11,8 +11,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { NotFoundError, UnavailableError } from '../../domain/errors.js'
 import { assetDoc, pageDoc, shellDoc } from './schemas.js'
 
-/** The pages the shell answers for; the others of issue 32 are not built yet. */
-export const DASHBOARD_PAGES = ['fleet'] as const
+/** The pages the shell answers for (web/pages.ts draws them). */
+export const DASHBOARD_PAGES = ['fleet', 'devices', 'requests', 'explain', 'events'] as const
 
 const TYPES: Record<string, string> = {
   'app.js': 'text/javascript; charset=utf-8',
@@ -62,17 +62,19 @@ export function dashboardRoutes(app: FastifyInstance, assetDir = findAssetDir())
   const shell = async (_request: FastifyRequest, reply: FastifyReply) =>
     reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(SHELL)
   app.get('/dashboard', { config: { doc: shellDoc } }, shell)
-  app.get<{ Params: { page: string } }>(
-    '/dashboard/:page',
-    { config: { doc: pageDoc } },
-    async (request, reply) => {
-      if (!(DASHBOARD_PAGES as readonly string[]).includes(request.params.page))
-        throw new NotFoundError(
-          `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
-        )
-      return shell(request, reply)
-    },
-  )
+  const page = async (
+    request: FastifyRequest<{ Params: { page: string } }>,
+    reply: FastifyReply,
+  ) => {
+    if (!(DASHBOARD_PAGES as readonly string[]).includes(request.params.page))
+      throw new NotFoundError(
+        `no dashboard page '${request.params.page}': pages are ${DASHBOARD_PAGES.join(', ')}`,
+      )
+    return shell(request, reply)
+  }
+  app.get('/dashboard/:page', { config: { doc: pageDoc } }, page)
+  // A page's own items (`/dashboard/devices/<uuid>`): the same shell, the script reads the rest.
+  app.get('/dashboard/:page/*', { config: { doc: pageDoc } }, page)
   app.get<{ Params: { file: string } }>(
     '/dashboard/assets/:file',
     { config: { doc: assetDoc } },

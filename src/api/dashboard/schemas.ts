@@ -13,10 +13,12 @@ export const shellDoc: RouteDoc = {
 }
 
 export const pageDoc: RouteDoc = {
-  summary: 'A page of the dashboard (fleet), at its own URL',
+  summary: 'A page of the dashboard (fleet, devices, requests, explain, events), at its own URL',
   tags: ['dashboard'],
   security: [],
-  params: Type.Object({ page: Type.String({ description: 'fleet' }) }),
+  params: Type.Object({
+    page: Type.String({ description: 'fleet, devices, requests, explain or events' }),
+  }),
   response: { 200: html('The same shell: the script draws the page'), ...errors(404) },
 }
 

@@ -2,7 +2,7 @@
  * The Fleet page's data: what it reads (GET /v1/status, /v2/devices at 2.6, /v2/capacity
  * grouped by resource class) and the counts it draws, as pure functions.
  */
-import { getJson } from './api.js'
+import { getJson } from '../api.js'
 
 export interface Service {
   host: string

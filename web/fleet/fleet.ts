@@ -9,7 +9,10 @@ import {
   type Fleet,
   type Host,
 } from './fleet-data.js'
-import { healthMark, localTime } from './format.js'
+import { healthMark, localTime } from '../format.js'
+import { Show, useLoad } from '../load.js'
+import type { Page } from '../page.js'
+import { loadFleet } from './fleet-data.js'
 
 function Empty(): VNode {
   return html`<section aria-labelledby="empty-h" class="empty">
@@ -126,3 +129,14 @@ export function FleetPage({ fleet }: { fleet: Fleet }): VNode {
       ${fleet.capacity.length === 0 ? html`<p>No deployables yet.</p>` : fleet.capacity.map((r) => html`<${Bar} key=${r.resource_class ?? ''} row=${r} />`)}
     </section>`
 }
+
+function Fleet(): VNode {
+  const { loaded } = useLoad(loadFleet, [])
+  return html`<${Show}
+    loaded=${loaded}
+    what="the fleet"
+    draw=${(fleet: Fleet) => html`<${FleetPage} fleet=${fleet} />`}
+  />`
+}
+
+export const fleetPage: Page = { id: 'fleet', title: 'Fleet', draw: Fleet }

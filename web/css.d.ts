@@ -1,0 +1,2 @@
+/** Style sheets imported by the pages' modules: esbuild bundles them into app.css. */
+declare module '*.css'
