@@ -14,9 +14,10 @@ void describe('negotiateMicroversion', () => {
     ['accelerator 2.7', 7],
     ['accelerator 2.8', 8],
     ['accelerator 2.9', 9],
+    ['accelerator 2.10', 10],
     ['Accelerator   2.2', 2],
-    ['accelerator latest', 9],
-    ['accelerator LATEST', 9],
+    ['accelerator latest', 10],
+    ['accelerator LATEST', 10],
     ['compute 2.90', 0],
     ['compute 2.90, accelerator 2.2', 2],
     [['compute 2.1', 'accelerator 2.1'], 1],
@@ -30,7 +31,7 @@ void describe('negotiateMicroversion', () => {
   // The bare form (no service type) is accepted, and marked so that the hook logs its deprecation.
   const bare: [string, number][] = [
     ['2.1', 1],
-    ['latest', 9],
+    ['latest', 10],
     ['compute 2.90, 2.3', 3],
   ]
   for (const [header, minor] of bare) {
@@ -38,8 +39,8 @@ void describe('negotiateMicroversion', () => {
       assert.deepEqual(negotiateMicroversion(header), { minor, bare: true }))
   }
   const bad = [
-    'accelerator 2.10',
-    '2.10',
+    'accelerator 2.11',
+    '2.11',
     'accelerator 3.0',
     'accelerator 1.9',
     'accelerator two',
@@ -51,7 +52,7 @@ void describe('negotiateMicroversion', () => {
     void it(`${JSON.stringify(header)} → error naming the range`, () => {
       const r = negotiateMicroversion(header)
       assert.equal(r.minor, undefined)
-      assert.match(r.error ?? '', /2\.0 to 2\.9/)
+      assert.match(r.error ?? '', /2\.0 to 2\.10/)
     })
   }
 })
@@ -65,19 +66,19 @@ void describe('microversion headers on responses', () => {
 
   const expectHeaders = (headers: Record<string, unknown>, effective: string) => {
     assert.equal(headers['openstack-api-minimum-version'], '2.0')
-    assert.equal(headers['openstack-api-maximum-version'], '2.9')
+    assert.equal(headers['openstack-api-maximum-version'], '2.10')
     assert.equal(headers['openstack-api-version'], `accelerator ${effective}`)
     assert.equal(headers.vary, 'OpenStack-API-Version')
   }
 
-  void it('no header is 2.0; latest is 2.9; the bare form works', async () => {
+  void it('no header is 2.0; latest is 2.10; the bare form works', async () => {
     expectHeaders((await t.app.inject({ url: '/v2/devices' })).headers, '2.0')
     const latest = await t.app.inject({
       url: '/devices',
       headers: { 'openstack-api-version': 'accelerator latest' },
     })
     assert.equal(latest.statusCode, 200)
-    expectHeaders(latest.headers, '2.9')
+    expectHeaders(latest.headers, '2.10')
     expectHeaders(
       (await t.app.inject({ url: '/v2/devices', headers: { 'openstack-api-version': '2.2' } }))
         .headers,
@@ -115,13 +116,13 @@ void describe('microversion headers on responses', () => {
   })
 
   void it('a version out of range or unparsable is 406 naming the range, with the headers', async () => {
-    for (const v of ['accelerator 2.10', 'accelerator 3.0', 'accelerator abc', '2.10']) {
+    for (const v of ['accelerator 2.11', 'accelerator 3.0', 'accelerator abc', '2.11']) {
       const res = await t.app.inject({
         url: '/v2/device_profiles',
         headers: { 'openstack-api-version': v },
       })
       assert.equal(res.statusCode, 406, v)
-      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.9/)
+      assert.match(faultOf(res.body).faultstring, /2\.0 to 2\.10/)
       assert.equal(faultOf(res.body).faultcode, 'Client')
       expectHeaders(res.headers, '2.0')
     }

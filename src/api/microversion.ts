@@ -8,9 +8,11 @@
  * 2.8: `GET /custody`, `GET /custody/{uuid}` (docs/custody.md; issue 18 asked for 2.7, taken by quota),
  *      `POST /devices/{uuid}/clean` (docs/cleaning.md).
  * 2.9: device `device_state`, OpenStack Cyborg 17.0.0's vocabulary (docs/compat-2026-2.md).
+ * 2.10: what the dashboard reads (issue 32, docs/dashboard.md): `GET /events` and its stream, and a
+ *       device's attach handles.
  */
 export const MIN_MINOR = 0
-export const MAX_MINOR = 9
+export const MAX_MINOR = 10
 export const SERVICE_TYPE = 'accelerator'
 export const MIN_VERSION = `2.${MIN_MINOR}`
 export const MAX_VERSION = `2.${MAX_MINOR}`

@@ -6,7 +6,7 @@ const v2Doc = (href: string, id = 'v2.0') => ({
   id,
   status: 'CURRENT',
   min_version: '2.0',
-  max_version: '2.9',
+  max_version: '2.10',
   links: [{ href, rel: 'self' }],
 })
 
@@ -48,7 +48,7 @@ void describe('version discovery', () => {
       assert.deepEqual(res.json(), v2Doc('http://10.0.0.5:6666/v2/'))
       assert.equal(res.headers['openstack-api-version'], 'accelerator 2.0')
       assert.equal(res.headers['openstack-api-minimum-version'], '2.0')
-      assert.equal(res.headers['openstack-api-maximum-version'], '2.9')
+      assert.equal(res.headers['openstack-api-maximum-version'], '2.10')
     })
   }
 

@@ -68,7 +68,7 @@ void describe('OpenStack Cyborg 17.0.0 wire changes', () => {
         assert.equal(fault.debuginfo, null)
         assert.equal(typeof fault.faultstring, 'string')
       }
-      assert.match(String(faultIn(answers[3]!, 'object').faultstring), /2\.0 to 2\.9/)
+      assert.match(String(faultIn(answers[3]!, 'object').faultstring), /2\.0 to 2\.10/)
       assert.match(String(faultIn(answers[4]!, 'object').faultstring), /'limit'/)
     }
   })

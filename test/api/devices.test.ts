@@ -112,7 +112,7 @@ void describe('v2 devices', () => {
     assert.ok(at23.every((d) => d.status === 'enabled'))
     const one = await s.request({ url: `/v2/devices/${all[0]!.uuid}`, version: 'latest' })
     assert.equal(one.json().status, 'enabled')
-    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.9')
+    assert.equal(one.headers['openstack-api-version'], 'accelerator 2.10')
   })
 
   void it('shows health, health_reason and health_updated_at, and filters by health, only from 2.5', async () => {
