@@ -9,7 +9,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { NotFoundError, UnavailableError } from '../../domain/errors.js'
-import { assetDoc, pageDoc, shellDoc } from './schemas.js'
+import { assetDoc, itemDoc, pageDoc, shellDoc } from './schemas.js'
 
 /** The pages the shell answers for (web/pages.ts draws them). */
 export const DASHBOARD_PAGES = ['fleet', 'devices', 'requests', 'explain', 'events'] as const
@@ -74,7 +74,7 @@ export function dashboardRoutes(app: FastifyInstance, assetDir = findAssetDir())
   }
   app.get('/dashboard/:page', { config: { doc: pageDoc } }, page)
   // A page's own items (`/dashboard/devices/<uuid>`): the same shell, the script reads the rest.
-  app.get('/dashboard/:page/*', { config: { doc: pageDoc } }, page)
+  app.get('/dashboard/:page/:item', { config: { doc: itemDoc } }, page)
   app.get<{ Params: { file: string } }>(
     '/dashboard/assets/:file',
     { config: { doc: assetDoc } },

@@ -22,6 +22,17 @@ export const pageDoc: RouteDoc = {
   response: { 200: html('The same shell: the script draws the page'), ...errors(404) },
 }
 
+export const itemDoc: RouteDoc = {
+  summary: 'An item of a dashboard page (a device, a request), at its own URL',
+  tags: ['dashboard'],
+  security: [],
+  params: Type.Object({
+    page: Type.String({ description: 'fleet, devices, requests, explain or events' }),
+    item: Type.String({ description: 'the item: a device’s or a request’s uuid' }),
+  }),
+  response: { 200: html('The same shell: the script draws the item'), ...errors(404) },
+}
+
 export const assetDoc: RouteDoc = {
   summary: 'A static asset of the dashboard, built by `npm run build` into dist/web/',
   tags: ['dashboard'],
