@@ -197,6 +197,27 @@ void describe('the dashboard’s login and session against Keystone', { skip }, 
     }
   })
 
+  void it('answers 503 naming Keystone when it cannot be reached', async () => {
+    const down = await createApp(
+      { db: stack.db.db, conductor: stack.core.conductorClient, log: pino({ level: 'silent' }) },
+      {
+        auth: createKeystoneAuthenticator({
+          ...apiAuthOptions(ks, people),
+          authUrl: 'http://127.0.0.1:9/v3',
+          timeoutMs: 2_000,
+        }),
+      },
+    )
+    try {
+      const res = await login(down, as('reader'))
+      assert.equal(res.statusCode, 503, res.body)
+      assert.match(fault(res), /Keystone at http:\/\/127\.0\.0\.1:9\/v3/)
+      assert.ok(!res.body.includes(USER_PASSWORD))
+    } finally {
+      await down.close()
+    }
+  })
+
   void it('says no login is needed under noauth', async () => {
     const noauth = await createApp(
       { db: stack.db.db, conductor: stack.core.conductorClient, log: pino({ level: 'silent' }) },
