@@ -147,6 +147,24 @@ else
       await page.screenshot({ path: path.join(ARTIFACTS, 'login-out.png'), fullPage: true })
     })
 
+    it('takes a pasted token instead, and shows whose it is', async () => {
+      const token = await people.token('admin')
+      tokens.push(token)
+      await page.getByText('Or paste a Keystone token').click()
+      await page.getByLabel('Keystone token', { exact: true }).fill(token)
+      await page.getByRole('button', { name: 'Use token' }).click()
+      await page
+        .getByTestId('who')
+        .filter({ hasText: `${PREFIX}-admin` })
+        .waitFor()
+      // An admin may read the whole fleet.
+      await page.getByTestId('device-total').waitFor()
+      const html = await page.evaluate('document.documentElement.outerHTML')
+      assert.ok(!String(html).includes(token), 'the pasted token is in the page')
+      await page.getByRole('button', { name: 'Log out' }).click()
+      await page.getByRole('heading', { name: 'Log in' }).waitFor()
+    })
+
     it('never logs the password or the token', () => {
       const out = service.output()
       assert.ok(!out.includes(USER_PASSWORD), 'a password is in the service’s output')
