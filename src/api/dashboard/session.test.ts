@@ -38,6 +38,12 @@ void test('under noauth: no login is needed, and the session allows what noauthâ
     })
     assert.equal(login.statusCode, 400)
     assert.match(faultOf(login.body).faultstring, /No login is needed/)
+    const big = await t.app.inject({
+      method: 'POST',
+      url: '/dashboard/login',
+      payload: { username: 'u', password: 'p'.repeat(20_000), project: 'x' },
+    })
+    assert.equal(big.statusCode, 413, 'a body over 16 KiB is refused unread')
     const res = await t.app.inject({ method: 'GET', url: '/dashboard/session' })
     assert.equal(res.statusCode, 200, res.body)
     const body = res.json() as { auth_strategy: string; can: Record<string, boolean> }
