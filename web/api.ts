@@ -4,10 +4,18 @@
  */
 
 let token: string | undefined
+const tokenListeners = new Set<() => void>()
 
 /** Keeps `value` as the token every call sends (X-Auth-Token); empty forgets it. */
 export function setToken(value: string): void {
   token = value.trim() === '' ? undefined : value.trim()
+  for (const listener of tokenListeners) listener()
+}
+
+/** Calls `listener` whenever the token changes (a login, a pasted token, a logout); returns its removal. */
+export function onTokenChange(listener: () => void): () => void {
+  tokenListeners.add(listener)
+  return () => void tokenListeners.delete(listener)
 }
 
 export function hasToken(): boolean {
@@ -37,7 +45,7 @@ export async function getJson<T>(path: string, minor?: number): Promise<T> {
 }
 
 /** The message of an error body (compat-v2's `error_message.faultstring`, or the text itself). */
-function messageOf(text: string): string {
+export function messageOf(text: string): string {
   try {
     const body = JSON.parse(text) as { error_message?: { faultstring?: string } | string }
     const em = body.error_message

@@ -1,12 +1,13 @@
 /**
  * Loading what a page shows: a hook that reads (again at Refresh and whenever its keys change), and
- * the frame around the result: "Loading…", the API's refusal in words, and the token form when
- * the API asks for a token.
+ * the frame around the result: "Loading…", the API's refusal in words, and the login form
+ * (web/login-form.ts) when the API asks for a token.
  */
 import { html } from 'htm/preact'
 import type { VNode } from 'preact'
-import { useEffect, useState } from 'preact/hooks'
-import { ApiCallError, hasToken, setToken } from './api.js'
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { ApiCallError, onTokenChange } from './api.js'
+import { LoginForm } from './login-form.js'
 
 export type Loaded<T> = { value: T } | { error: ApiCallError | Error } | undefined
 
@@ -16,6 +17,9 @@ const refreshers = new Set<() => void>()
 export function refreshAll(): void {
   for (const r of refreshers) r()
 }
+
+// A login, a pasted token or a logout: every page reads again with (or without) it.
+onTokenChange(refreshAll)
 
 /**
  * Calls `read` now, whenever one of `keys` changes, at {@link refreshAll}, and at `reload()`.
@@ -46,22 +50,24 @@ export function useLoad<T>(
   return { loaded, reload: (quiet = false) => setTick((t) => ({ n: t.n + 1, quiet })) }
 }
 
-function TokenForm(): VNode {
-  const submit = (e: Event) => {
-    e.preventDefault()
-    const input = (e.currentTarget as HTMLFormElement).elements.namedItem(
-      'token',
-    ) as HTMLInputElement
-    setToken(input.value)
-    input.value = ''
-    refreshAll()
+/** The Show that draws the login form when several answered 401: the first one drawn. */
+let loginOwner: object | undefined
+
+/** Whether this Show draws the login form: it `wants` one, and no other Show draws it already. */
+function useLoginSlot(wants: boolean): boolean {
+  const me = useRef({}).current
+  useEffect(
+    () => () => {
+      if (loginOwner === me) loginOwner = undefined
+    },
+    [],
+  )
+  if (!wants) {
+    if (loginOwner === me) loginOwner = undefined
+    return false
   }
-  return html`<form class="token" onSubmit=${submit}>
-    <label for="token">Keystone token</label>
-    <input id="token" name="token" type="password" autocomplete="off" required />
-    <button type="submit">Use token</button>
-    <p class="hint">Kept in this page's memory only, sent as X-Auth-Token, never shown.</p>
-  </form>`
+  loginOwner ??= me
+  return loginOwner === me
 }
 
 /** Draws `loaded`: Loading…, the error (with the token form on a 401), or `draw(value)`. */
@@ -74,10 +80,10 @@ export function Show<T>({
   what: string
   draw: (value: T) => VNode
 }): VNode {
+  const e = loaded !== undefined && 'error' in loaded ? loaded.error : undefined
+  const login = useLoginSlot(e instanceof ApiCallError && e.status === 401)
   if (loaded === undefined) return html`<p role="status">Loading…</p>`
   if ('value' in loaded) return draw(loaded.value)
-  const e = loaded.error
-  const needsToken = e instanceof ApiCallError && e.status === 401
-  return html`${needsToken || hasToken() ? html`<${TokenForm} />` : ''}
-    <p role="alert" class="tone-bad">Could not read ${what}: ${e.message}</p>`
+  return html`${login ? html`<${LoginForm} />` : ''}
+    <p role="alert" class="tone-bad">Could not read ${what}: ${loaded.error.message}</p>`
 }

@@ -9,6 +9,7 @@ import { useEffect } from 'preact/hooks'
 import { refreshAll } from './load.js'
 import { PAGES } from './pages.js'
 import { interceptLinks, navigate, useRoute } from './router.js'
+import { SessionBadge } from './session-badge.js'
 
 function App(): VNode {
   const route = useRoute()
@@ -33,6 +34,7 @@ function App(): VNode {
             >`,
         )}
       </nav>
+      <${SessionBadge} />
       <button type="button" onClick=${refreshAll}>Refresh</button>
     </header>
     <main id="main" tabindex="-1">

@@ -22,6 +22,7 @@ import { v2Plugin } from './v2/index.js'
 import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
 import { dashboardRoutes } from './dashboard/dashboard.js'
+import { sessionRoutes } from './dashboard/session.js'
 import { createFleetReads } from './v2/fleet-reads.js'
 import { AJV_OPTIONS } from './validation-errors.js'
 import { lazyValidators } from './lazy-validators.js'
@@ -109,7 +110,8 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   installHandlerDeadline(app, limits.handlerMs)
   app.addHook('onRequest', identify)
   if (options.auth) installAuth(app, options.auth)
-  installPolicy(app, options.enforcer ?? createEnforcerFromRules())
+  const enforcer = options.enforcer ?? createEnforcerFromRules()
+  installPolicy(app, enforcer)
   if (deps.metrics) installMetrics(app, deps.metrics, deps.exposition)
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
@@ -134,6 +136,7 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     { ...options.healthcheck, serviceDownAfterMs: options.serviceDownAfterMs },
   )
   dashboardRoutes(app)
+  sessionRoutes(app, options.auth, enforcer)
   const env = {
     db: deps.db,
     conductor: deps.conductor,

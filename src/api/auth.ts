@@ -3,8 +3,8 @@
  * from an {@link Authenticator} — noauth (every caller is an admin of one fixed project) or
  * Keystone (src/api/keystone-auth.ts). `GET /`, the version documents `/v1` and `/v2`, their
  * OpenAPI documents (`/v1/openapi.json`, `/v2/openapi.json`), `/healthcheck`, `/metrics` and the
- * dashboard's shell and assets (`/dashboard`, `/dashboard/…`) need no
- * token. Policy decisions are not made here: the policy layer reads ctx.
+ * dashboard's shell, assets and login (`/dashboard`, `/dashboard/…`, but not
+ * `/dashboard/session`) need no token. Policy decisions are not made here: the policy layer reads ctx.
  */
 import type {
   FastifyInstance,
@@ -14,6 +14,7 @@ import type {
 } from 'fastify'
 import { NotAuthenticatedError } from '../domain/errors.js'
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
+import type { IssuedToken, PasswordCredentials, TokenInfo } from '../openstack/keystone.js'
 import { noauthContext } from './context.js'
 
 export const AUTH_TOKEN_HEADER = 'x-auth-token'
@@ -33,6 +34,13 @@ export interface Authenticator {
   ): RequestContext | Promise<RequestContext>
   /** The `WWW-Authenticate` value sent with a 401, e.g. `Keystone uri="http://keystone:5000/v3"`. */
   readonly wwwAuthenticate?: string
+  /**
+   * A user's password login on their behalf (the dashboard's `POST /dashboard/login`); Keystone
+   * only. @throws InvalidTokenError(401) for refused credentials; UnavailableError
+   */
+  login?(creds: PasswordCredentials): Promise<IssuedToken>
+  /** What is known of `token` (its user's and project's names), when the authenticator keeps it. */
+  describe?(token: string): TokenInfo | undefined
 }
 
 /** The context of requests to paths that need no token. */
@@ -68,7 +76,9 @@ export function isPublicPath(url: string): boolean {
   const q = url.indexOf('?')
   let p = q < 0 ? url : url.slice(0, q)
   if (p.length > 1 && p.endsWith('/')) p = p.slice(0, -1)
-  // The dashboard's shell and assets hold no data: the page sends the caller's token itself.
+  // The dashboard's shell, assets and login hold no data: the page sends the caller's token
+  // itself. Its session (who the caller is, what they may do) is the caller's own: it needs one.
+  if (p === '/dashboard/session') return false
   return PUBLIC_PATHS.has(p) || p === '/dashboard' || p.startsWith('/dashboard/')
 }
 

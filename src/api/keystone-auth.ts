@@ -12,9 +12,11 @@ import { AppError, NotAuthenticatedError, UnavailableError } from '../domain/err
 import { freezeContext, type RequestContext } from '../domain/request-context.js'
 import {
   InvalidTokenError,
+  issueToken,
   v3Url,
   validateToken,
   type KeystoneEndpoint,
+  type IssuedToken,
   type PasswordCredentials,
   type TokenInfo,
 } from '../openstack/keystone.js'
@@ -37,6 +39,14 @@ export interface KeystoneAuthOptions extends KeystoneEndpoint {
 export interface KeystoneAuthenticator extends Authenticator {
   /** Validation calls made to Keystone so far (for tests and benchmarks). */
   readonly validations: number
+  /**
+   * A user's password login (the dashboard's, src/api/dashboard/session.ts): the new token, which
+   * is then known without asking Keystone again.
+   * @throws InvalidTokenError(401) when Keystone refuses the credentials; UnavailableError
+   */
+  login(creds: PasswordCredentials): Promise<IssuedToken>
+  /** What Keystone said of `token` when it was validated, if that is still cached. */
+  describe(token: string): TokenInfo | undefined
 }
 
 interface Validated {
@@ -98,21 +108,23 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
     }
   }
 
+  const keep = (key: string, info: TokenInfo): Validated => {
+    const left = info.expiresAt - Date.now()
+    if (left <= 0) throw new InvalidTokenError(404)
+    const entry = { info, ctx: contextOf(info) }
+    const ttl = Math.min(left, opts.cacheTimeMs)
+    if (ttl > 0) cache.set(key, entry, { ttl })
+    return entry
+  }
+
   const validate = (token: string, what: string): Validated | Promise<Validated> => {
-    const key = createHash('sha256').update(token).digest('base64')
+    const key = keyOf(token)
     const hit = cache.get(key)
     if (hit) return hit
     let pending = inflight.get(key)
     if (!pending) {
       pending = ask(token)
-        .then((info) => {
-          const left = info.expiresAt - Date.now()
-          if (left <= 0) throw new InvalidTokenError(404)
-          const entry = { info, ctx: contextOf(info) }
-          const ttl = Math.min(left, opts.cacheTimeMs)
-          if (ttl > 0) cache.set(key, entry, { ttl })
-          return entry
-        })
+        .then((info) => keep(key, info))
         .catch((err: unknown) => {
           if (err instanceof InvalidTokenError) {
             throw new NotAuthenticatedError(`The ${what} is invalid, expired or revoked`, {
@@ -144,6 +156,12 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
     get validations() {
       return validations
     },
+    async login(creds) {
+      const issued = await issueToken(opts, creds)
+      keep(keyOf(issued.token), issued.info)
+      return issued
+    },
+    describe: (token) => cache.get(keyOf(token))?.info,
     authenticate(token, serviceToken) {
       if (token === undefined)
         throw new NotAuthenticatedError(
@@ -158,6 +176,8 @@ export function createKeystoneAuthenticator(opts: KeystoneAuthOptions): Keystone
     },
   }
 }
+
+const keyOf = (token: string): string => createHash('sha256').update(token).digest('base64')
 
 function contextOf(info: TokenInfo): RequestContext {
   return freezeContext({

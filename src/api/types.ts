@@ -64,7 +64,7 @@ export interface ApiOptions {
    */
   auth?: Authenticator
   /** The policy (`[oslo_policy] policy_file` over the defaults). @default the defaults alone */
-  enforcer?: Pick<Enforcer, 'enforce'>
+  enforcer?: Pick<Enforcer, 'enforce' | 'allowed'>
   /**
    * `[api] enable_ssl_api`: serve HTTPS only with this PEM key and certificate; with `ca`, clients
    * must present a certificate it signed. @default plain HTTP

@@ -1,7 +1,8 @@
 /**
  * A small Keystone v3 client on the project's HTTP helper: token validation (`GET
  * /v3/auth/tokens` with the caller's own token in X-Auth-Token and the token to check in
- * X-Subject-Token) and revocation. Password authentication is keystone-session.ts's.
+ * X-Subject-Token), revocation, and a user's own password login for the dashboard (`POST
+ * /v3/auth/tokens`; the API's own service token is keystone-session.ts's).
  * Tokens travel in headers only: no message, error or log line of this module contains one.
  */
 import { UnavailableError } from '../domain/errors.js'
@@ -128,6 +129,54 @@ export async function revokeToken(
       'x-subject-token': subjectToken,
     }),
   )
+}
+
+/** A user's password login: the new token and what Keystone says about it. */
+export interface IssuedToken {
+  token: string
+  info: TokenInfo
+}
+
+/**
+ * Password auth for `creds`, scoped to its project (`POST /v3/auth/tokens`): what the dashboard's
+ * login asks on the user's behalf. Neither the password nor the token is put in any message.
+ * @throws InvalidTokenError(401) when Keystone refuses the user, password, domain or project;
+ * UnavailableError (naming Keystone) for anything else that goes wrong.
+ */
+export async function issueToken(
+  ep: KeystoneEndpoint,
+  creds: PasswordCredentials,
+): Promise<IssuedToken> {
+  const body = {
+    auth: {
+      identity: {
+        methods: ['password'],
+        password: {
+          user: {
+            name: creds.username,
+            password: creds.password,
+            domain: { name: creds.userDomainName },
+          },
+        },
+      },
+      scope: { project: { name: creds.projectName, domain: { name: creds.projectDomainName } } },
+    },
+  }
+  return reach('Cannot log in', ep, async () => {
+    let answer
+    try {
+      answer = await requestJson(endpoint(ep), 'POST', '/auth/tokens', body)
+    } catch (err) {
+      if (err instanceof OpenStackHttpError && err.status === 401) throw new InvalidTokenError(401)
+      // Keystone's own detail is left out: a schema error of its may quote the password.
+      if (err instanceof OpenStackHttpError)
+        throw new UnavailableError(`Keystone answered ${err.status} to the login`)
+      throw err
+    }
+    const token = answer.headers.get('x-subject-token')
+    if (!token) throw new UnavailableError('Keystone answered a login without X-Subject-Token')
+    return { token, info: tokenInfo(answer.body) }
+  })
 }
 
 interface RawToken {

@@ -268,6 +268,12 @@ export const API_RULES: readonly RuleDefault[] = [
     "Show the devices' latest telemetry, fleet-wide (usage, memory, temperature, power, errors).",
     [['GET', '/v1/telemetry']],
   ),
+  rule(
+    'cyborg:session:get',
+    '@',
+    "Show the caller who they are and which of the dashboard's actions the policy allows them.",
+    [['GET', '/dashboard/session']],
+  ),
 
   rule('cyborg:webhook:get_all', ADMIN, 'List the webhook endpoints (never their secrets).', [
     ['GET', HOOKS],

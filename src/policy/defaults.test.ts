@@ -106,6 +106,7 @@ const MATRIX: Record<string, [admin: boolean, manager: boolean, member: boolean,
   'cyborg:backend_service:get_all':   [Y,    Y,      N,     N,     N,      N,    N],
   'cyborg:status:get':                [Y,    Y,      N,     N,     N,      N,    N],
   'cyborg:telemetry:get':             [Y,    N,      N,     N,     N,      N,    N],
+  'cyborg:session:get':               [Y,    Y,      Y,     Y,     Y,      Y,    Y],
   'cyborg:webhook:get_all':           [Y,    N,      N,     N,     N,      N,    N],
   'cyborg:webhook:get_one':           [Y,    N,      N,     N,     N,      N,    N],
   'cyborg:webhook:create':            [Y,    N,      N,     N,     N,      N,    N],
@@ -177,7 +178,7 @@ void test('every API rule documents the operations it guards and says what it is
     if (r.name.startsWith('cyborg:')) {
       assert.ok(r.operations.length > 0, r.name)
       assert.deepEqual(r.scopeTypes, ['project'], r.name)
-      for (const op of r.operations) assert.match(op.path, /^\/v[12]\//, r.name)
+      for (const op of r.operations) assert.match(op.path, /^\/(v[12]|dashboard)\//, r.name)
     }
   }
 })

@@ -64,6 +64,7 @@ const ERRORS: Record<number, string> = {
   413: 'The request body is larger than `[api] max_request_body_size`',
   415: 'The body is not application/json',
   423: 'Locked: an accelerator request of the instance is still binding',
+  429: 'Too many failed attempts from this address: try again after `Retry-After` seconds',
   503: 'A dependency (conductor, agent, Keystone, database) did not answer in time',
 }
 
