@@ -98,18 +98,23 @@ function Row({ d }: { d: DeviceRow }): VNode {
   const mark = healthMark(d.health ?? 'unknown')
   const bad = mark.tone !== 'ok'
   return html`<tr data-uuid=${d.uuid} data-health=${d.health} class=${bad ? 'row-bad' : ''}>
-    <th scope="row"><a href=${`/dashboard/devices/${d.uuid}`}>${d.hostname}</a></th>
+    <th scope="row">
+      <a href=${`/dashboard/devices/${d.uuid}`}><code>${d.uuid}</code></a>
+    </th>
+    <td>${d.hostname}</td>
     <td>${d.type}</td>
     <td>${d.vendor} ${d.model}</td>
-    <td class=${`tone-${mark.tone}`}><span aria-hidden="true">${mark.icon} </span>${mark.word}</td>
+    <td class=${`health tone-${mark.tone}`}>
+      <span aria-hidden="true">${mark.icon} </span>${mark.word}
+    </td>
     <td class="reason">${d.health_reason ?? ''}</td>
     <td>${d.lifecycle ?? ''}</td>
     <td>${d.status ?? ''}</td>
-    <td><code>${d.uuid}</code></td>
   </tr>`
 }
 
 const COLUMNS: [string, string][] = [
+  ['Device', 'uuid'],
   ['Host', 'hostname'],
   ['Type', 'type'],
   ['Vendor, model', 'vendor'],
@@ -117,7 +122,6 @@ const COLUMNS: [string, string][] = [
   ['Health reason', 'health_reason'],
   ['Lifecycle', 'lifecycle'],
   ['Status', 'status'],
-  ['UUID', 'uuid'],
 ]
 
 /** The end of the table: how many are shown, "Load more", or that the end is reached. */
@@ -180,8 +184,7 @@ function Table({ paged, query }: { paged: PagedDevices; query: URLSearchParams }
 export function DeviceTable({ query: raw }: { query: URLSearchParams }): VNode {
   const query = listQuery(raw)
   const paged = usePagedDevices(query)
-  return html`<h2>Devices</h2>
-    <${Filters} query=${query} />
+  return html`<${Filters} query=${query} />
     <${Show}
       loaded=${paged.first}
       what="the devices"
