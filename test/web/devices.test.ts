@@ -118,9 +118,9 @@ else
       await page.goto(`${service.url}${url}`)
       return page
     }
-    /** A page function: whether the first row is device `uuid`. */
-    const firstIs = (uuid: string) =>
-      `document.querySelector('tbody tr[data-uuid]')?.getAttribute('data-uuid') === '${uuid}'`
+    /** A page function: whether the table shows exactly devices `list`, in this order. */
+    const rowsAre = (list: string[]) =>
+      `JSON.stringify([...document.querySelectorAll('tbody tr[data-uuid]')].map((tr) => tr.dataset.uuid)) === '${JSON.stringify(list)}'`
     const rows = (page: Page) => page.locator('tbody tr[data-uuid]')
     const uuids = (page: Page) =>
       page
@@ -162,10 +162,10 @@ else
       await rows(page).nth(1).waitFor()
       await page.getByLabel('Health').selectOption('failed')
       await page.waitForURL(/health=failed/)
-      await page.locator(`tr[data-uuid="${well.uuid}"]`).waitFor({ state: 'detached' })
+      await page.waitForFunction(rowsAre([sick.uuid]))
       assert.deepEqual(await uuids(page), [sick.uuid])
       await page.reload()
-      await rows(page).first().waitFor()
+      await page.waitForFunction(rowsAre([sick.uuid]))
       assert.deepEqual(await uuids(page), [sick.uuid])
       assert.equal(await page.getByLabel('Health').inputValue(), 'failed')
       await page.goBack()
@@ -181,11 +181,11 @@ else
       const sorted = [sick.uuid, well.uuid].sort()
       await page.locator('button[data-sort="uuid"]').click()
       await page.waitForURL(/sort_key=uuid&sort_dir=asc/)
-      await page.waitForFunction(firstIs(sorted[0]!))
+      await page.waitForFunction(rowsAre(sorted))
       assert.deepEqual(await uuids(page), sorted)
       await page.locator('button[data-sort="uuid"]').click()
       await page.waitForURL(/sort_dir=desc/)
-      await page.waitForFunction(firstIs(sorted[1]!))
+      await page.waitForFunction(rowsAre([...sorted].reverse()))
       assert.deepEqual(await uuids(page), [...sorted].reverse())
       assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1)
       await page.close()

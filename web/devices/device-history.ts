@@ -49,15 +49,18 @@ function Time({ at }: { at: string | null }): VNode {
 
 const text = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 
-/** A health change's words: `ok → failed: reason`, from whichever of these fields it carries. */
-function change(p: Record<string, unknown>): VNode {
-  const to = p['health'] ?? p['new_health'] ?? p['to']
-  const from = p['previous_health'] ?? p['old_health'] ?? p['from'] ?? p['previous']
-  const reason = p['health_reason'] ?? p['reason']
-  if (typeof to !== 'string')
-    return html`${Object.entries(p)
-      .map(([k, v]) => `${k}: ${text(v)}`)
-      .join(', ')}`
+/**
+ * A health change's words, `ok → failed: reason`, from the event's payload: a versioned object
+ * (`cyborg_object.data` holds `health`, `health_reason`, `previous_health`; notifications.md).
+ */
+function change(payload: Record<string, unknown>): VNode {
+  const inner = payload['cyborg_object.data']
+  const p =
+    typeof inner === 'object' && inner !== null ? (inner as Record<string, unknown>) : payload
+  const to = p['health']
+  const from = p['previous_health']
+  const reason = p['health_reason']
+  if (typeof to !== 'string') return html`${text(p)}`
   const m = healthMark(to)
   return html`${typeof from === 'string' ? `${from} → ` : ''}<span class=${`tone-${m.tone}`}
       ><span aria-hidden="true">${m.icon} </span>${m.word}</span
