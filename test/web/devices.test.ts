@@ -4,14 +4,16 @@
  * table marks the unhealthy device and its reason, keeps its filter and sort in the URL (reload
  * and Back restore them), reads in pages; the device page shows the units, deployables and
  * attributes; Disable and Enable go through a confirmation, reach the API and Placement's
- * `reserved`. axe-core finds nothing serious; nothing scrolls sideways at 390 px.
+ * `reserved`; a bound unit shows in use with its request and instance. axe-core finds nothing serious; nothing scrolls sideways at 390 px.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { mkdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
+import { eventually } from '../support/host-inventory.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
@@ -246,6 +248,55 @@ else
       assert.equal((await devices()).find((d) => d.uuid === well.uuid)!.status, 'enabled')
       if (placement) assert.equal(await reserved(well.uuid), false)
       await page.locator('button[data-action="disable"]').waitFor()
+      await page.close()
+    })
+
+    it('shows a bound unit in use, with its request and instance', async () => {
+      const post = async (p: string, body: unknown, method = 'POST') => {
+        const r = await fetch(`${service.url}${p}`, {
+          method,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        const text = await r.text()
+        assert.ok(r.ok, `${method} ${p}: ${r.status} ${text}`)
+        return text === '' ? undefined : (JSON.parse(text) as unknown)
+      }
+      await post('/v2/device_profiles', [{ name: 'devs-gpu', groups: [{ 'resources:PGPU': '1' }] }])
+      const created = (await post('/v2/accelerator_requests', {
+        device_profile_name: 'devs-gpu',
+      })) as { arqs: { uuid: string }[] }
+      const arq = created.arqs[0]!.uuid
+      const instance = randomUUID()
+      await post(
+        '/v2/accelerator_requests',
+        {
+          [arq]: [
+            { path: '/hostname', op: 'add', value: host.host },
+            { path: '/instance_uuid', op: 'add', value: instance },
+          ],
+        },
+        'PATCH',
+      )
+      const bound = await eventually(async () => {
+        const r = await fetch(`${service.url}/v2/accelerator_requests/${arq}`)
+        const view = (await r.json()) as { state: string; attach_handle_info: unknown }
+        assert.ok(view.state === 'Bound' || view.state === 'BindFailed', view.state)
+        return view
+      })
+      assert.equal(bound.state, 'Bound', JSON.stringify(bound))
+      // The healthy GPU holds it: the failed one is fenced.
+      const page = await open(`/dashboard/devices/${well.uuid}`)
+      const handle = page.getByTestId('handles').locator('tbody tr').first()
+      await handle.waitFor()
+      assert.equal(await handle.getAttribute('data-state'), 'in_use')
+      const text = (await handle.textContent()) ?? ''
+      assert.match(text, /in use/)
+      assert.ok(text.includes(arq) && text.includes(instance), text)
+      await page.screenshot({
+        path: path.join(ARTIFACTS, 'device-in-use-1280.png'),
+        fullPage: true,
+      })
       await page.close()
     })
 
