@@ -4,7 +4,8 @@
  * table marks the unhealthy device and its reason, keeps its filter and sort in the URL (reload
  * and Back restore them), reads in pages; the device page shows the units, deployables and
  * attributes; Disable and Enable go through a confirmation, reach the API and Placement's
- * `reserved`; a bound unit shows in use with its request and instance. axe-core finds nothing serious; nothing scrolls sideways at 390 px.
+ * `reserved`; a bound unit shows in use with its request and instance. axe-core finds nothing
+ * serious; nothing scrolls sideways at 390 px.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
