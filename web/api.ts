@@ -44,6 +44,29 @@ export async function getJson<T>(path: string, minor?: number): Promise<T> {
   return JSON.parse(text) as T
 }
 
+/**
+ * Sends `body` (JSON; `undefined`: none) with `method` to `path` at microversion 2.`minor`; answers
+ * the parsed reply, or `null` when the API answers without a body (as `POST …/disable` does).
+ */
+export async function sendJson<T>(
+  method: 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  minor?: number,
+): Promise<T | null> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
+  if (token !== undefined) headers['X-Auth-Token'] = token
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const init: RequestInit = { method, headers }
+  if (body !== undefined) init.body = JSON.stringify(body)
+  const res = await fetch(path, init)
+  const text = await res.text()
+  if (!res.ok)
+    throw new ApiCallError(res.status, `${method} ${path}: ${res.status} ${messageOf(text)}`)
+  return text.trim() === '' ? null : (JSON.parse(text) as T)
+}
+
 /** The message of an error body (compat-v2's `error_message.faultstring`, or the text itself). */
 export function messageOf(text: string): string {
   try {

@@ -144,8 +144,11 @@ export const API_RULES: readonly RuleDefault[] = [
   rule(
     'cyborg:device:get_one',
     MANAGER,
-    'Show one device.',
-    [['GET', '/v2/devices/{device_uuid}']],
+    'Show one device (and, from 2.10, its attach handles).',
+    [
+      ['GET', '/v2/devices/{device_uuid}'],
+      ['GET', '/v2/devices/{device_uuid}/attach_handles'],
+    ],
     'rule:admin_api',
   ),
   rule(
