@@ -32,7 +32,7 @@ function Group({ g }: { g: ExplainGroup }): VNode {
   const id = `group-${g.group_id}-${g.resource_class ?? 'any'}`
   return html`<section aria-labelledby=${id} class="explain-group" data-group=${g.group_id}>
     <h3 id=${id}>
-      ${groupTitle(g)}
+      ${groupTitle(g)}${' '}
       <span class="count" data-testid="fits">${g.fits} of ${g.candidates.length} fit</span>
     </h3>
     ${

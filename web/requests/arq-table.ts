@@ -7,15 +7,18 @@ import { FAILED_STATES, stateMark, type Arq } from './requests-data.js'
 export const REASON_GONE =
   'not kept: its failure event is older than [events] retention_hours (docs/api-v2.md)'
 
-/** The state, with its icon and word (never colour alone). */
+/** The state, with its icon and word (never colour alone): `✕ BindFailed`, `✓ Bound`. */
 export function StateCell({ state }: { state: string }): VNode {
   const mark = stateMark(state)
-  const failed = FAILED_STATES.includes(state)
   return html`<span class=${mark.tone && `tone-${mark.tone}`}
-    ><span aria-hidden="true">${mark.icon} </span>${state}${
-      failed ? html`<span class="visually-hidden"> (failed)</span>` : ''
-    }</span
+    ><span aria-hidden="true">${mark.icon} </span>${state}</span
   >`
+}
+
+/** A long id, shortened to its first 8 characters; the whole one in the title (hover). */
+function Short({ id }: { id: string | null }): VNode {
+  if (id === null) return html`—`
+  return html`<span class="uuid" title=${id}>${id.length > 13 ? `${id.slice(0, 8)}…` : id}</span>`
 }
 
 /** A failed request's reason; nothing for the others. */
@@ -49,8 +52,8 @@ export function ArqTable({ arqs }: { arqs: Arq[] }): VNode {
               </th>
               <td><${StateCell} state=${a.state} /></td>
               <td>${a.device_profile_name}</td>
-              <td class="uuid">${a.project_id ?? '—'}</td>
-              <td class="uuid">${a.instance_uuid ?? '—'}</td>
+              <td><${Short} id=${a.project_id} /></td>
+              <td><${Short} id=${a.instance_uuid} /></td>
               <td>${a.hostname ?? '—'}</td>
               <td>${a.attach_handle_type || '—'}</td>
               <td class="reason" data-testid="reason">${reasonOf(a)}</td>
