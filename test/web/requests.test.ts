@@ -1,7 +1,7 @@
 /**
  * The dashboard's Requests and Explain pages in a real browser (issue 32, docs/dashboard.md):
- * `cyborg up` on a fixture GPU host (two A100s), a device profile and three accelerator requests
- * made through the API: one bound on the fixture host, one bound to a host that has no device (so
+ * `cyborg up` on a fixture GPU host (two A100s). Before anything is made, each page says what to do
+ * next. Then a device profile and three accelerator requests are made through the API: one bound on the fixture host, one bound to a host that has no device (so
  * it fails, with its reason), one left Initial. The Requests page counts them as the API does, puts
  * its filters in the URL (Back and reload restore them) and shows the failed one's reason; one
  * request opens at its own URL. The Explain page shows the fixture host's GPU as a fit with its
@@ -67,6 +67,24 @@ else
         ],
       })
 
+    /** The profile and the three requests, made once, by the first test that needs them. */
+    let seeded: Promise<void> | undefined
+    const seed = () =>
+      (seeded ??= (async () => {
+        await api('POST', '/v2/device_profiles', [
+          { name: PROFILE, groups: [{ 'resources:PGPU': '1' }] },
+        ])
+        const made: Arq[] = []
+        for (let i = 0; i < 3; i++)
+          made.push(
+            ...(await api<{ arqs: Arq[] }>('POST', '/v2/accelerator_requests', {
+              device_profile_name: PROFILE,
+            }))!.arqs,
+          )
+        await bind(made[0]!.uuid, HOST, INSTANCE(1))
+        await bind(made[1]!.uuid, 'ghost-host', INSTANCE(2))
+      })())
+
     before(async () => {
       host = await gpuHost(HOST)
       service = await startService({
@@ -85,18 +103,6 @@ else
           return r.ok && devices.length === 2 && devices.every((d) => d.lifecycle === 'active')
         },
       })
-      await api('POST', '/v2/device_profiles', [
-        { name: PROFILE, groups: [{ 'resources:PGPU': '1' }] },
-      ])
-      const made: Arq[] = []
-      for (let i = 0; i < 3; i++)
-        made.push(
-          ...(await api<{ arqs: Arq[] }>('POST', '/v2/accelerator_requests', {
-            device_profile_name: PROFILE,
-          }))!.arqs,
-        )
-      await bind(made[0]!.uuid, HOST, INSTANCE(1))
-      await bind(made[1]!.uuid, 'ghost-host', INSTANCE(2))
       browser = await launchChromium()
       await mkdir(ARTIFACTS, { recursive: true })
     })
@@ -114,7 +120,22 @@ else
     }
     const rows = (page: Page) => page.locator('table.arqs tbody tr')
 
+    it('says what to do next while there is no profile and no request', async () => {
+      const page = await open('/dashboard/explain')
+      const none = page.getByRole('heading', { name: 'No device profiles yet' })
+      await none.waitFor()
+      assert.match(
+        (await page.locator('main').textContent()) ?? '',
+        /openstack accelerator device profile create/,
+      )
+      await page.screenshot({ path: path.join(ARTIFACTS, 'explain-empty.png'), fullPage: true })
+      await page.goto(`${service.url}/dashboard/requests`)
+      await page.getByRole('heading', { name: 'No accelerator requests' }).waitFor()
+      await page.close()
+    })
+
     it('counts the requests by state as the API does; a failed one shows ✕, its state and reason', async () => {
+      await seed()
       const arqs = await listArqs()
       const page = await open('/dashboard/requests')
       await page.getByTestId('by-state').waitFor()
@@ -137,6 +158,7 @@ else
     })
 
     it('keeps a filter in the URL: Back removes it, Forward and a reload bring it back', async () => {
+      await seed()
       const page = await open('/dashboard/requests')
       await page.getByTestId('by-state').waitFor()
       await page.selectOption('#f-state', 'BindFailed')
@@ -162,6 +184,7 @@ else
     })
 
     it('opens one request at /dashboard/requests/<uuid> with all its fields and reason', async () => {
+      await seed()
       const failed = (await listArqs()).find((a) => a.state === 'BindFailed')!
       const page = await open('/dashboard/requests')
       await page.locator(`a[href="/dashboard/requests/${failed.uuid}"]`).click()
@@ -180,6 +203,7 @@ else
     })
 
     it('explains the profile on the fixture host: a fit with its free units, the choice in the URL', async () => {
+      await seed()
       const answer = await api<{ groups: { candidates: Candidate[] }[] }>(
         'POST',
         `/v2/device_profiles/${PROFILE}/explain`,
@@ -216,6 +240,7 @@ else
     })
 
     it('shows an error of the API in words', async () => {
+      await seed()
       const page = await open('/dashboard/explain?profile=no-such-profile')
       const alert = page.getByRole('alert')
       await alert.waitFor()
@@ -228,6 +253,7 @@ else
       ['explain', `/dashboard/explain?profile=${PROFILE}&host=${HOST}`, 'explain-result'],
     ] as const)
       it(`the ${name} page fits a phone, and axe-core finds no serious or critical violation`, async () => {
+        await seed()
         const page = await open(url, 390, 844)
         await page.getByTestId(ready).waitFor()
         const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')

@@ -4,6 +4,7 @@ import type { VNode } from 'preact'
 import { localTime } from '../format.js'
 import { Show, useLoad } from '../load.js'
 import { reasonOf, StateCell } from './arq-table.js'
+import { useArqEvents } from './arq-events.js'
 import { FAILED_STATES, loadArq, type Arq } from './requests-data.js'
 
 function When({ value }: { value: string | null }): VNode {
@@ -67,7 +68,8 @@ function Detail({ arq }: { arq: Arq }): VNode {
 }
 
 export function ArqView({ uuid }: { uuid: string }): VNode {
-  const { loaded } = useLoad(() => loadArq(uuid), [uuid])
+  const { loaded, reload } = useLoad(() => loadArq(uuid), [uuid])
+  useArqEvents(reload, uuid)
   return html`<p><a href="/dashboard/requests">← All requests</a></p>
     <${Show}
       loaded=${loaded}

@@ -9,6 +9,7 @@ import { Show, useLoad } from '../load.js'
 import type { Page } from '../page.js'
 import type { Route } from '../router.js'
 import { setQuery } from '../router.js'
+import { useArqEvents } from './arq-events.js'
 import { ArqView } from './arq-view.js'
 import { ArqTable } from './arq-table.js'
 import {
@@ -155,7 +156,8 @@ export function RequestsList({ arqs, route }: { arqs: Arq[]; route: Route }): VN
 }
 
 function List({ route }: { route: Route }): VNode {
-  const { loaded } = useLoad(loadArqs, [])
+  const { loaded, reload } = useLoad(loadArqs, [])
+  useArqEvents(reload)
   return html`<${Show}
     loaded=${loaded}
     what="the accelerator requests"
