@@ -1,8 +1,9 @@
 /**
  * The dashboard's Requests and Explain pages in a real browser (issue 32, docs/dashboard.md):
  * `cyborg up` on a fixture GPU host (two A100s). Before anything is made, each page says what to do
- * next. Then a device profile and three accelerator requests are made through the API: one bound on the fixture host, one bound to a host that has no device (so
- * it fails, with its reason), one left Initial. The Requests page counts them as the API does, puts
+ * next. Then a device profile and three accelerator requests are made through the API: one bound
+ * on the fixture host, one bound to a host that has no device (so it fails, with its reason), one
+ * left Initial. The Requests page counts them as the API does, puts
  * its filters in the URL (Back and reload restore them) and shows the failed one's reason; one
  * request opens at its own URL. The Explain page shows the fixture host's GPU as a fit with its
  * free units, the profile and host in the URL. axe-core finds nothing serious or critical on
@@ -259,7 +260,10 @@ else
         const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
         // The widest offenders, named, when it does.
         const wide = await page.evaluate(
-          `[...document.querySelectorAll('main *')].filter((e) => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.scroll')).slice(0, 5).map((e) => e.tagName + '.' + e.className)`,
+          `[...document.querySelectorAll('main *')]
+            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.scroll'))
+            .slice(0, 5)
+            .map((e) => e.tagName + '.' + e.className)`,
         )
         assert.equal(overflow, false, `the page scrolls sideways on a phone: ${String(wide)}`)
         await page.screenshot({ path: path.join(ARTIFACTS, `${name}-phone.png`), fullPage: true })
