@@ -249,13 +249,20 @@ else
       await page.close()
     })
 
+    const failedUrl = async () =>
+      `/dashboard/requests/${(await listArqs()).find((a) => a.state === 'BindFailed')!.uuid}`
     for (const [name, url, ready] of [
-      ['requests', '/dashboard/requests', 'by-state'],
-      ['explain', `/dashboard/explain?profile=${PROFILE}&host=${HOST}`, 'explain-result'],
+      ['requests', async () => '/dashboard/requests', 'by-state'],
+      ['requests-detail', failedUrl, 'arq-fields'],
+      [
+        'explain',
+        async () => `/dashboard/explain?profile=${PROFILE}&host=${HOST}`,
+        'explain-result',
+      ],
     ] as const)
       it(`the ${name} page fits a phone, and axe-core finds no serious or critical violation`, async () => {
         await seed()
-        const page = await open(url, 390, 844)
+        const page = await open(await url(), 390, 844)
         await page.getByTestId(ready).waitFor()
         const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
         // The widest offenders, named, when it does.

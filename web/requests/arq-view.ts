@@ -40,6 +40,14 @@ function Fields({ arq }: { arq: Arq }): VNode {
     ],
     ['created_at', html`<${When} value=${arq.created_at} />`],
     ['updated_at', html`<${When} value=${arq.updated_at} />`],
+    [
+      'links',
+      (arq.links ?? []).length === 0
+        ? '—'
+        : html`<ul class="plain">
+            ${arq.links!.map((l) => html`<li key=${l.href}>${l.rel}: <code>${l.href}</code></li>`)}
+          </ul>`,
+    ],
   ]
   return html`<dl class="fields" data-testid="arq-fields">
     ${rows.map(
