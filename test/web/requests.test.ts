@@ -215,7 +215,11 @@ else
       assert.ok(fits.length > 0, JSON.stringify(answer))
       const page = await open('/dashboard/explain')
       await page.selectOption('#x-profile', PROFILE)
-      await page.selectOption('#x-host', HOST)
+      await page.fill('#x-host', HOST)
+      // The hosts with devices are suggested.
+      const suggested = page.locator('#x-hosts option')
+      assert.equal(await suggested.count(), 1)
+      assert.equal(await suggested.first().getAttribute('value'), HOST)
       await page.getByRole('button', { name: 'Explain' }).click()
       await page.waitForURL(new RegExp(`\\?profile=${PROFILE}&host=${HOST}$`))
       const check = async () => {
@@ -234,6 +238,7 @@ else
       await page.reload()
       await check()
       assert.equal(await page.locator('#x-profile').inputValue(), PROFILE)
+      assert.equal(await page.locator('#x-host').inputValue(), HOST)
       await page.goBack()
       await page.waitForURL(/\/dashboard\/explain$/)
       assert.equal(await page.getByTestId('explain-result').count(), 0)

@@ -48,10 +48,14 @@ export interface Choices {
   hosts: string[]
 }
 
+/**
+ * The profiles, and the hosts to suggest: those of the devices the caller may list (none when
+ * policy refuses the devices: the host is then typed).
+ */
 export async function loadChoices(): Promise<Choices> {
   const [profiles, devices] = await Promise.all([
     getJson<{ device_profiles: Profile[] }>('/v2/device_profiles'),
-    getJson<{ devices: { hostname: string }[] }>('/v2/devices'),
+    getJson<{ devices: { hostname: string }[] }>('/v2/devices').catch(() => ({ devices: [] })),
   ])
   return {
     profiles: [...profiles.device_profiles].sort((a, b) => a.name.localeCompare(b.name)),

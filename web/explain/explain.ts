@@ -30,8 +30,6 @@ function ExplainForm(props: { choices: Choices; profile?: string; host?: string 
   if (props.profile !== undefined && !names.includes(props.profile)) names.unshift(props.profile)
   const [profile, setProfile] = useState(props.profile ?? names[0] ?? '')
   const [host, setHost] = useState(props.host ?? '')
-  const hosts = [...props.choices.hosts]
-  if (props.host !== undefined && !hosts.includes(props.host)) hosts.unshift(props.host)
   const submit = (e: Event) => {
     e.preventDefault()
     setQuery({ profile, host })
@@ -50,11 +48,20 @@ function ExplainForm(props: { choices: Choices; profile?: string; host?: string 
       </select>
     </div>
     <div class="field">
-      <label for="x-host">Host</label>
-      <select id="x-host" name="host" value=${host} onChange=${(e: Event) => setHost(value(e))}>
-        <option value="">Whole fleet</option>
-        ${hosts.map((h) => html`<option key=${h} value=${h}>${h}</option>`)}
-      </select>
+      <label for="x-host">Host (empty: the whole fleet)</label>
+      <input
+        id="x-host"
+        name="host"
+        type="text"
+        list="x-hosts"
+        autocomplete="off"
+        placeholder="whole fleet"
+        value=${host}
+        onInput=${(e: Event) => setHost((e.currentTarget as HTMLInputElement).value.trim())}
+      />
+      <datalist id="x-hosts">
+        ${props.choices.hosts.map((h) => html`<option key=${h} value=${h}></option>`)}
+      </datalist>
     </div>
     <button type="submit">Explain</button>
   </form>`
