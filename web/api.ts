@@ -35,13 +35,30 @@ export class ApiCallError extends Error {
 
 /** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
 export async function getJson<T>(path: string, minor?: number): Promise<T> {
+  return call<T>('GET', path, undefined, minor)
+}
+
+/** Sends `body` as JSON to `path` with `method` (POST, PATCH…); the answer as JSON, if any. */
+export async function sendJson<T>(
+  method: string,
+  path: string,
+  body: unknown,
+  minor?: number,
+): Promise<T> {
+  return call<T>(method, path, body, minor)
+}
+
+async function call<T>(method: string, path: string, body: unknown, minor?: number): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
   if (token !== undefined) headers['X-Auth-Token'] = token
-  const res = await fetch(path, { headers })
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const init: RequestInit = { method, headers }
+  if (body !== undefined) init.body = JSON.stringify(body)
+  const res = await fetch(path, init)
   const text = await res.text()
   if (!res.ok) throw new ApiCallError(res.status, `${path}: ${res.status} ${messageOf(text)}`)
-  return JSON.parse(text) as T
+  return (text === '' ? undefined : JSON.parse(text)) as T
 }
 
 /**

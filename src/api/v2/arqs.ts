@@ -13,7 +13,9 @@ import {
   hasUnresolvedArqs,
   listArqDetails,
   RESOLVED_STATES,
+  type ArqDetail,
 } from '../../db/reads/arq-views.js'
+import { arqFailureReasons, FAILED_ARQ_STATES } from '../../db/reads/arq-reasons.js'
 import { isUuidLike, newUuid } from '../../domain/ids.js'
 import { ForbiddenError, InvalidInputError, NotFoundError } from '../../domain/errors.js'
 import { visibleProject, type RequestContext } from '../../domain/request-context.js'
@@ -76,6 +78,25 @@ async function visible({ db }: Pick<V2Env, 'db'>, ctx: RequestContext, uuid: str
   return arq
 }
 
+/**
+ * The views of `arqs`; from 2.10 each with `state_reason`: why a BindFailed or UnbindFailed one
+ * failed, from its newest failure event while the outbox keeps it (src/db/reads/arq-reasons.ts),
+ * else null.
+ */
+async function viewsOf(
+  { db, baseUrl }: Pick<V2Env, 'db' | 'baseUrl'>,
+  request: FastifyRequest,
+  arqs: ArqDetail[],
+) {
+  const base = baseUrl(request)
+  const views = arqs.map((a) => arqView(a, base))
+  if (request.apiMinor < 10) return views
+  const failed = arqs.filter((a) => FAILED_ARQ_STATES.includes(a.state)).map((a) => a.uuid)
+  const reasons =
+    failed.length === 0 ? new Map<string, string>() : await arqFailureReasons(db, failed)
+  return views.map((v) => ({ ...v, state_reason: reasons.get(v.uuid) ?? null }))
+}
+
 /** Does a list ask for a page (limit, marker or sort)? */
 const isPaged = (paging: object) => Object.keys(paging).length > 0
 
@@ -132,7 +153,7 @@ async function deleteByUuid(
 }
 
 export function arqRoutes(app: FastifyInstance, env: V2Env): void {
-  const { db, conductor, baseUrl, maxArqsPerRequest } = env
+  const { db, conductor, maxArqsPerRequest } = env
   resource(app, '/accelerator_requests', {
     POST: {
       policy: 'cyborg:arq:create',
@@ -154,9 +175,10 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
           maxArqs: maxArqsPerRequest,
           createId: newUuid(), // this request's own: a redelivery makes no second set (docs/arqs.md)
         })
-        const base = baseUrl(request)
-        const views = arqs.map((a) =>
-          arqView({ ...a, deviceProfileName: name, attachHandle: null }, base),
+        const views = await viewsOf(
+          env,
+          request,
+          arqs.map((a) => ({ ...a, deviceProfileName: name, attachHandle: null })),
         )
         return reply.code(201).send({ arqs: views })
       },
@@ -177,8 +199,7 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
           // Nova's poll, unpaged: one read of all the instance's requests answers both (issue 28).
           const all = await listArqDetails(db, { instanceUuid, projectId })
           if (all.some((a) => !RESOLVED_STATES.includes(a.state))) return reply.code(423).send()
-          const base = baseUrl(request)
-          return { arqs: all.map((a) => arqView(a, base)) }
+          return { arqs: await viewsOf(env, request, all) }
         }
         if (
           instanceUuid !== undefined &&
@@ -196,8 +217,7 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
         const arqs = await listArqDetails(db, filter).catch((err: unknown) => {
           throw markerNotFoundToInvalid(err)
         })
-        const base = baseUrl(request)
-        return { arqs: arqs.map((a) => arqView(a, base)) }
+        return { arqs: await viewsOf(env, request, arqs) }
       },
     },
     PATCH: {
@@ -237,8 +257,10 @@ export function arqRoutes(app: FastifyInstance, env: V2Env): void {
     GET: {
       policy: 'cyborg:arq:get_one',
       doc: docs.getArq,
-      handler: async (request: FastifyRequest) =>
-        arqView(await visible(env, request.ctx, uuidParam(request)), baseUrl(request)),
+      handler: async (request: FastifyRequest) => {
+        const arq = await visible(env, request.ctx, uuidParam(request))
+        return (await viewsOf(env, request, [arq]))[0]
+      },
     },
     PATCH: {
       policy: 'cyborg:arq:update',

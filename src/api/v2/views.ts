@@ -167,6 +167,14 @@ export const ArqListView = Type.Object({
       created_at: Type.String(),
       updated_at: nullableString,
       links: Type.Array(Type.Object({ href: Type.String(), rel: Type.String() })),
+      state_reason: Type.Optional(
+        Type.Unsafe<string | null>({
+          type: ['string', 'null'],
+          description:
+            'From 2.10: why a BindFailed or UnbindFailed request failed (its newest failure ' +
+            "event's reason, while [events] retention_hours keeps it); null otherwise",
+        }),
+      ),
     }),
   ),
 })
