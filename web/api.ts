@@ -35,30 +35,7 @@ export class ApiCallError extends Error {
 
 /** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
 export async function getJson<T>(path: string, minor?: number): Promise<T> {
-  return call<T>('GET', path, undefined, minor)
-}
-
-/** Sends `body` as JSON to `path` with `method` (POST, PATCH…); the answer as JSON, if any. */
-export async function sendJson<T>(
-  method: string,
-  path: string,
-  body: unknown,
-  minor?: number,
-): Promise<T> {
-  return call<T>(method, path, body, minor)
-}
-
-async function call<T>(method: string, path: string, body: unknown, minor?: number): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' }
-  if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
-  if (token !== undefined) headers['X-Auth-Token'] = token
-  if (body !== undefined) headers['content-type'] = 'application/json'
-  const init: RequestInit = { method, headers }
-  if (body !== undefined) init.body = JSON.stringify(body)
-  const res = await fetch(path, init)
-  const text = await res.text()
-  if (!res.ok) throw new ApiCallError(res.status, `${path}: ${res.status} ${messageOf(text)}`)
-  return (text === '' ? undefined : JSON.parse(text)) as T
+  return (await call<T>('GET', path, undefined, minor)) as T
 }
 
 /**
@@ -71,6 +48,15 @@ export async function sendJson<T>(
   body?: unknown,
   minor?: number,
 ): Promise<T | null> {
+  return call<T>(method, path, body, minor)
+}
+
+async function call<T>(
+  method: string,
+  path: string,
+  body: unknown,
+  minor?: number,
+): Promise<T | null> {
   const headers: Record<string, string> = { accept: 'application/json' }
   if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
   if (token !== undefined) headers['X-Auth-Token'] = token
@@ -79,8 +65,8 @@ export async function sendJson<T>(
   if (body !== undefined) init.body = JSON.stringify(body)
   const res = await fetch(path, init)
   const text = await res.text()
-  if (!res.ok)
-    throw new ApiCallError(res.status, `${method} ${path}: ${res.status} ${messageOf(text)}`)
+  const what = method === 'GET' ? path : `${method} ${path}`
+  if (!res.ok) throw new ApiCallError(res.status, `${what}: ${res.status} ${messageOf(text)}`)
   return text.trim() === '' ? null : (JSON.parse(text) as T)
 }
 

@@ -66,12 +66,10 @@ export async function loadChoices(): Promise<Choices> {
 /** Explains `profile` (a name or uuid) on `host`, or over the fleet when there is none. */
 export async function explain(profile: string, host: string | undefined): Promise<Explained> {
   const body = host === undefined ? {} : { hostname: host }
-  return sendJson<Explained>(
-    'POST',
-    `/v2/device_profiles/${encodeURIComponent(profile)}/explain`,
-    body,
-    6,
-  )
+  const path = `/v2/device_profiles/${encodeURIComponent(profile)}/explain`
+  const answer = await sendJson<Explained>('POST', path, body, 6)
+  if (answer === null) throw new Error(`${path}: the API answered no body`)
+  return answer
 }
 
 /** A group's title: its resource class and traits, in words. */
