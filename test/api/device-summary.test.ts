@@ -29,6 +29,7 @@ interface Summary {
       health: string
       health_reason: string | null
       health_updated_at: string | null
+      health_since: string
     }[]
   }
 }
@@ -132,6 +133,7 @@ void describe('v2 devices summary', () => {
     assert.equal(failed.type, 'FPGA')
     assert.equal(failed.health_reason, '2 uncorrectable ECC errors')
     assert.match(failed.health_updated_at ?? '', /^2026-11-25T06:00:00/)
+    assert.equal(failed.health_since, failed.health_updated_at)
     assert.ok(devices.some((d) => d.uuid === failed.uuid))
   })
 

@@ -40,6 +40,7 @@ export function deviceSummaryRoutes(app: FastifyInstance, { db }: V2Env): void {
               health: d.health,
               health_reason: d.healthReason,
               health_updated_at: d.healthUpdatedAt,
+              health_since: d.healthSince,
             })),
           },
         }

@@ -52,7 +52,7 @@ for (const dialect of await testDialects()) {
         { hostname: 'h3', devices: 1, unhealthy: 1 },
       ])
       assert.equal(s.unhealthy.total, 3)
-      // Newest change first, never-changed last.
+      // The newest change first; one never changed has had its health since it was created (T0).
       assert.deepEqual(
         s.unhealthy.devices.map((d) => [d.hostname, d.type, d.health, d.healthReason]),
         [
@@ -64,6 +64,10 @@ for (const dialect of await testDialects()) {
       assert.deepEqual(
         s.unhealthy.devices.map((d) => d.healthUpdatedAt?.slice(0, 19) ?? null),
         [T2.slice(0, 19), T1.slice(0, 19), null],
+      )
+      assert.deepEqual(
+        s.unhealthy.devices.map((d) => d.healthSince.slice(0, 19)),
+        [T2, T1, T0].map((t) => t.slice(0, 19)),
       )
       const uuid = await db.db
         .selectFrom('devices')

@@ -1,7 +1,7 @@
 /**
  * The devices of the fleet counted, for `GET /v2/devices/summary` (2.10) and the dashboard's Fleet
  * page: three grouped reads whatever the fleet's size (counts by type, lifecycle, status and
- * health; per host; the unhealthy devices, newest change first, up to a cap), so a page of 1,000
+ * health; per host; the unhealthy devices, the newest change first, up to a cap), so a page of 1,000
  * hosts × 8 devices reads a few kilobytes instead of every device.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -16,6 +16,8 @@ export interface UnhealthyDevice {
   health: string
   healthReason: string | null
   healthUpdatedAt: string | null
+  /** Since when it has this health: when health last changed, else when the row was created. */
+  healthSince: string
 }
 
 export interface DeviceSummary {
@@ -60,13 +62,14 @@ export async function getDeviceSummary(
     .orderBy('hostname')
     .execute()
   await nextTurn()
-  // Newest change first; never-changed ones (null) last on every dialect.
+  // A device that arrived unhealthy has had its health since its row was created (no change yet).
+  const since = sql<string>`coalesce(health_updated_at, created_at)`
   const unhealthy = await db
     .selectFrom('devices')
     .select(['uuid', 'hostname', 'type', 'health', 'health_reason', 'health_updated_at'])
+    .select(since.as('health_since'))
     .where('health', '<>', 'ok')
-    .orderBy(sql`case when health_updated_at is null then 1 else 0 end`)
-    .orderBy('health_updated_at', 'desc')
+    .orderBy(since, 'desc')
     .orderBy('hostname')
     .orderBy('uuid')
     .limit(unhealthyLimit)
@@ -92,6 +95,7 @@ export async function getDeviceSummary(
         health: d.health,
         healthReason: d.health_reason,
         healthUpdatedAt: d.health_updated_at,
+        healthSince: d.health_since,
       })),
     },
   }

@@ -51,8 +51,12 @@ export const DeviceSummaryView = Type.Object({
         health: Type.String(),
         health_reason: NullableString,
         health_updated_at: NullableTimestamp,
+        health_since: Type.String({
+          description:
+            'Since when it has this health: health_updated_at, or when the device was first recorded if it never changed',
+        }),
       }),
-      { description: 'The first unhealthy_limit of them, the newest change of health first' },
+      { description: 'The first unhealthy_limit of them, by health_since, newest first' },
     ),
   }),
 })
