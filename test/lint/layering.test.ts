@@ -34,8 +34,8 @@ describe('lint enforces the architecture', () => {
 
   test('the dashboard’s browser code importing src/ fails', async () => {
     const ids = await ruleIds(
-      'web/fleet-data.ts',
-      "import { NotFoundError } from '../src/domain/errors.js'\nexport const x = NotFoundError\n",
+      'web/fleet/fleet-data.ts',
+      "import { NotFoundError } from '../../src/domain/errors.js'\nexport const x = NotFoundError\n",
     )
     assert.ok(ids.includes('no-restricted-imports'), ids.join(', '))
   })
