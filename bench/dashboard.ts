@@ -13,7 +13,7 @@
  * and after one scroll to the bottom (0: the table is not built in this checkout), and, side by
  * side, what the page read before (every device, `GET /v2/devices` at 2.6) against the summary
  * it reads now (`GET /v2/devices/summary` at 2.10): bytes and time. Prints one JSON document.
- * Usage: npm run bench:dashboard [-- --hosts 1000 --per-host 8 --runs 5]
+ * Usage: npm run bench:dashboard [-- --hosts 1000 --per-host 8 --runs 5 --screenshots DIR]
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { loadavg, tmpdir } from 'node:os'
@@ -22,7 +22,12 @@ import { parseArgs } from 'node:util'
 import { gzipSync } from 'node:zlib'
 import { machineFacts, scrapeEventLoopLag, type LagFigures } from './support/load.js'
 import { seedFleet } from './support/explain-fleet.js'
-import { devicesTableRows, loadFleetPage, type FleetLoad } from './support/dashboard-browser.js'
+import {
+  devicesTableRows,
+  loadFleetPage,
+  screenshots,
+  type FleetLoad,
+} from './support/dashboard-browser.js'
 import { loadConfig } from '../src/config/config.js'
 import { migrateDatabase, openConfiguredDatabase } from '../src/main/database.js'
 import { chromiumSkip, launchChromium } from '../test/support/peers/chromium.js'
@@ -30,7 +35,13 @@ import { startService } from '../test/support/service.js'
 
 const opt = (d: string) => ({ type: 'string' as const, default: d })
 const { values } = parseArgs({
-  options: { hosts: opt('1000'), 'per-host': opt('8'), runs: opt('5') },
+  options: {
+    hosts: opt('1000'),
+    'per-host': opt('8'),
+    runs: opt('5'),
+    /** Where to save screenshots of the Fleet page at this size ('' for none). */
+    screenshots: opt(''),
+  },
 })
 const hosts = Number(values.hosts)
 const perHost = Number(values['per-host'])
@@ -133,6 +144,7 @@ try {
       log(`run ${i + 1}: drawn at ${loads.at(-1)!.fleetDrawnMs} ms`)
     }
     const figures = summarize(loads)
+    if (values.screenshots !== '') await screenshots(browser, fleetUrl, values.screenshots)
     const devices = await devicesTableRows(browser, `${service.url}/dashboard/devices`)
     const oldRead = await timedReads(service.url, '/v2/devices', 6, runs)
     const newRead = await timedReads(service.url, '/v2/devices/summary', 10, runs)

@@ -3,6 +3,8 @@
  * browser context, so nothing is cached) through the page's own performance API, and the rows of
  * the devices table before and after one scroll to the bottom.
  */
+import { mkdir } from 'node:fs/promises'
+import path from 'node:path'
 import type { Browser } from 'playwright-core'
 
 /** One cold load of the Fleet page, in ms since navigation start (bytes as transferred). */
@@ -101,6 +103,29 @@ export async function devicesTableRows(
     await page.waitForTimeout(500)
     const afterScroll = await rows()
     return { afterLoad, afterScroll, built: afterLoad > 0 }
+  } finally {
+    await context.close()
+  }
+}
+
+/** Saves the Fleet page as drawn, with all hosts shown, and filtered, into `dir` (for a look). */
+export async function screenshots(browser: Browser, url: string, dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true })
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  try {
+    const page = await context.newPage()
+    for (const [name, query] of [
+      ['bench-fleet', ''],
+      ['bench-fleet-all', '?hosts=all'],
+      ['bench-fleet-filtered', '?host=0004'],
+    ] as const) {
+      await page.goto(`${url}${query}`)
+      await page.getByTestId('device-total').waitFor()
+      await page.screenshot({
+        path: path.join(dir, `${name}.png`),
+        fullPage: name !== 'bench-fleet-all',
+      })
+    }
   } finally {
     await context.close()
   }

@@ -15,7 +15,7 @@ function Row({ d }: { d: UnhealthyDevice }): VNode {
     <td class=${`tone-${mark.tone}`}><span aria-hidden="true">${mark.icon} </span>${mark.word}</td>
     <th scope="row">
       <a href=${`/dashboard/devices/${encodeURIComponent(d.uuid)}`}
-        >${d.type} <code>${d.uuid.slice(0, 8)}</code></a
+        >${`${d.type} ${d.uuid.slice(0, 8)}`}</a
       >
     </th>
     <td>${d.hostname}</td>
