@@ -9,7 +9,8 @@
  *      `POST /devices/{uuid}/clean` (docs/cleaning.md).
  * 2.9: device `device_state`, OpenStack Cyborg 17.0.0's vocabulary (docs/compat-2026-2.md).
  * 2.10: what the dashboard reads (issue 32, docs/dashboard.md): `GET /events` and its stream, and a
- *       device's attach handles; an ARQ's `state_reason` (why it failed).
+ *       device's attach handles; an ARQ's `state_reason` (why it failed); `GET /devices/summary`
+ *       (the Fleet page's counts).
  */
 export const MIN_MINOR = 0
 export const MAX_MINOR = 10

@@ -137,8 +137,11 @@ export const API_RULES: readonly RuleDefault[] = [
   rule(
     'cyborg:device:get_all',
     MANAGER,
-    'List devices.',
-    [['GET', '/v2/devices']],
+    'List devices, or count them (the summary).',
+    [
+      ['GET', '/v2/devices'],
+      ['GET', '/v2/devices/summary'],
+    ],
     'rule:admin_api',
   ),
   rule(

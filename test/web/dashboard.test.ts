@@ -7,7 +7,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import type { Browser, Page } from 'playwright-core'
@@ -20,8 +20,10 @@ const ARTIFACTS = path.join(ROOT, 'test-artifacts/dashboard')
 const V26 = { 'OpenStack-API-Version': 'accelerator 2.6' }
 
 interface Device {
+  uuid: string
   type: string
   health: string
+  health_reason: string | null
 }
 
 const title = 'the dashboard’s Fleet page in headless chromium against cyborg up'
@@ -33,8 +35,13 @@ else
     let browser: Browser
     let devices: Device[]
 
+    let policyFile: string
+
     before(async () => {
       host = await gpuHost('dash-host')
+      // The defaults; the last case forbids GET /v1/status here and reloads it (SIGHUP).
+      policyFile = path.join(host.root, 'policy.yaml')
+      await writeFile(policyFile, '# the defaults\n')
       await setEccErrors(host, '0000:3b:00.0', 2)
       service = await startService({
         compiled: true,
@@ -44,6 +51,7 @@ else
           CYBORG_AGENT__HOST_ROOT: host.root,
           CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
           CYBORG_AGENT__AUTO_ACTIVATE: 'true',
+          CYBORG_OSLO_POLICY__POLICY_FILE: policyFile,
           PATH: `${host.bin}:${process.env.PATH ?? ''}`,
         },
         ready: async (url) => {
@@ -129,5 +137,99 @@ else
       const gzipped = gzipSync(bytes).length
       console.log(`dashboard app.js: ${bytes.length} bytes, ${gzipped} gzipped`)
       assert.ok(gzipped < 150 * 1024, `${gzipped} bytes gzipped`)
+    })
+
+    it('lists the unhealthy device with its reason, since when, and a link to its page', async () => {
+      const page = await open(1280, 900)
+      const bad = devices.filter((d) => d.health !== 'ok')
+      assert.ok(bad.length > 0, 'the fixture has an unhealthy device')
+      assert.equal(await page.getByTestId('unhealthy-total').textContent(), String(bad.length))
+      for (const d of bad) {
+        const row = page.getByTestId('unhealthy').locator(`tr[data-device="${d.uuid}"]`)
+        const text = (await row.textContent()) ?? ''
+        assert.match(text, new RegExp(`✕\\s*${d.health}`))
+        assert.ok(d.health_reason && text.includes(d.health_reason), text)
+        assert.match((await row.locator('time').getAttribute('title')) ?? '', /Z \(UTC\)$/)
+        const link = row.getByRole('link')
+        assert.equal(await link.getAttribute('href'), `/dashboard/devices/${d.uuid}`)
+      }
+      // The link moves within the page; Back returns to the fleet.
+      await page.getByTestId('unhealthy').getByRole('link').first().click()
+      await page.waitForURL(`**/dashboard/devices/${bad[0]!.uuid}`)
+      await page.goBack()
+      await page.getByTestId('device-total').waitFor()
+      assert.equal(new URL(page.url()).pathname, '/dashboard/fleet')
+      await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-unhealthy.png'), fullPage: true })
+      await page.close()
+    })
+
+    it('filters the hosts by name, the filter in the URL', async () => {
+      const page = await open(1280, 900)
+      await page.getByLabel('Filter hosts by name').fill('no-such')
+      await page.waitForURL('**/dashboard/fleet?host=no-such')
+      assert.equal(await page.locator('tr[data-host]').count(), 0)
+      await page.getByLabel('Filter hosts by name').fill('dash')
+      await page.waitForURL('**/dashboard/fleet?host=dash')
+      assert.equal(await page.locator('tr[data-host="dash-host"]').count(), 1)
+      await page.reload()
+      await page.getByTestId('device-total').waitFor()
+      assert.equal(await page.getByLabel('Filter hosts by name').inputValue(), 'dash')
+      await page.close()
+    })
+
+    // The issue's "within 2 s, no reload": a todo until web/live.ts delivers the event stream.
+    it(
+      'turns a fenced device red with its reason within 2 s, with no reload',
+      { todo: 'web/live.ts delivers no events yet: drop this todo once the stream is merged' },
+      async () => {
+        const page = await open(1280, 900)
+        await page.evaluate('window.sameDocument = true')
+        const before = Number(await page.getByTestId('unhealthy-total').textContent())
+        await setEccErrors(host, '0000:d8:00.0', 3)
+        const res = await fetch(`${service.url}/v1/discovery`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ hostname: host.host }),
+        })
+        assert.equal(res.status, 200, await res.text())
+        const summary = await fetch(`${service.url}/v2/devices/summary`, {
+          headers: { 'OpenStack-API-Version': 'accelerator 2.10' },
+        })
+        const { unhealthy } = (await summary.json()) as { unhealthy: { total: number } }
+        assert.equal(unhealthy.total, before + 1, 'the API holds the fence')
+        await page.waitForFunction(
+          `document.querySelector('[data-testid="unhealthy-total"]')?.textContent === '${before + 1}'`,
+          null,
+          { timeout: 2000 },
+        )
+        assert.equal(await page.evaluate('window.sameDocument'), true, 'the page was reloaded')
+        const reasons = await page.getByTestId('unhealthy').locator('td.reason').allTextContents()
+        assert.ok(
+          reasons.every((r) => /ECC/.test(r)),
+          reasons.join(' | '),
+        )
+        await page.close()
+      },
+    )
+
+    // Last: it changes the policy of the running service.
+    it('shows the hosts without their lease when policy refuses GET /v1/status', async () => {
+      await writeFile(policyFile, '"cyborg:status:get": "!"\n')
+      service.child.kill('SIGHUP')
+      for (let i = 0; (await fetch(`${service.url}/v1/status`)).status !== 403; i++) {
+        assert.ok(i < 100, 'the policy was not reloaded')
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      const page = await open(1280, 900)
+      const row = page.locator('tr[data-host="dash-host"]')
+      assert.match((await row.textContent()) ?? '', /lease: not visible to you/)
+      assert.match(
+        (await page.getByTestId('lease-refused').textContent()) ?? '',
+        /cyborg:status:get/,
+      )
+      assert.equal(await page.getByTestId('device-total').textContent(), '2')
+      assert.equal(await page.getByRole('alert').count(), 0)
+      await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-no-leases.png'), fullPage: true })
+      await page.close()
     })
   })

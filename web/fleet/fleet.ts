@@ -1,18 +1,27 @@
-/** The Fleet page: hosts and their agents' leases, device counts, and capacity per resource class. */
+/**
+ * The Fleet page: hosts and their agents' leases, device counts, the unhealthy devices, and
+ * capacity per resource class. It reads again, quietly, when an event about a device, deployable,
+ * agent or request arrives (debounced, so a storm of events is one read), and marks
+ * `fleet-drawn` in the browser's performance timeline each time its data is drawn
+ * (bench/dashboard.ts measures it).
+ */
+import './fleet.css'
 import { html } from 'htm/preact'
 import type { VNode } from 'preact'
-import {
-  BUCKETS,
-  countBy,
-  type CapacityRow,
-  type Device,
-  type Fleet,
-  type Host,
-} from './fleet-data.js'
-import { healthMark, localTime } from '../format.js'
+import { useEffect } from 'preact/hooks'
+import { BUCKETS, countsOf, loadFleet, type CapacityRow, type Fleet } from './fleet-data.js'
+import { Hosts } from './hosts.js'
+import { Unhealthy } from './unhealthy.js'
+import { healthMark } from '../format.js'
+import { subscribeEvents, type LiveEvent } from '../live.js'
 import { Show, useLoad } from '../load.js'
 import type { Page } from '../page.js'
-import { loadFleet } from './fleet-data.js'
+import type { Route } from '../router.js'
+
+/** What the page draws: events about these resources read it again. */
+const DRAWN: readonly LiveEvent['resource_type'][] = ['device', 'deployable', 'agent', 'arq']
+/** Events closer together than this are one read. */
+export const LIVE_DEBOUNCE_MS = 300
 
 function Empty(): VNode {
   return html`<section aria-labelledby="empty-h" class="empty">
@@ -30,49 +39,11 @@ function Empty(): VNode {
   </section>`
 }
 
-function Hosts({ hosts, downAfter }: { hosts: Host[]; downAfter: number }): VNode {
-  return html`<section aria-labelledby="hosts-h">
-    <h2 id="hosts-h">Hosts <span class="count">${hosts.length}</span></h2>
-    <p class="note" id="hosts-note">
-      An agent holds its lease while it reports within ${downAfter} s.
-    </p>
-    <div class="scroll" tabindex="0" role="region" aria-label="Hosts table">
-      <table aria-describedby="hosts-note">
-        <thead>
-          <tr>
-            <th scope="col">Host</th>
-            <th scope="col">Agent lease</th>
-            <th scope="col">Last report</th>
-            <th scope="col">Devices</th>
-            <th scope="col">Unhealthy</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${hosts.map((h) => {
-            const t = localTime(h.lastSeen)
-            const lease = h.state === 'up' ? healthMark('ok') : healthMark('failed')
-            return html`<tr key=${h.host} data-host=${h.host}>
-              <th scope="row">${h.host}</th>
-              <td class=${`tone-${lease.tone}`}>
-                <span aria-hidden="true">${lease.icon} </span
-                >${h.state === 'up' ? 'held' : 'expired'}
-              </td>
-              <td><time datetime=${t.title} title=${t.title}>${t.text}</time></td>
-              <td>${h.devices}</td>
-              <td>${h.unhealthy}</td>
-            </tr>`
-          })}
-        </tbody>
-      </table>
-    </div>
-  </section>`
-}
-
-function Counts({ devices }: { devices: Device[] }): VNode {
+function Counts({ summary }: { summary: Fleet['summary'] }): VNode {
   const keys = ['type', 'lifecycle', 'status', 'health'] as const
   return html`<section aria-labelledby="devices-h">
     <h2 id="devices-h">
-      Devices <span class="count" data-testid="device-total">${devices.length}</span>
+      Devices <span class="count" data-testid="device-total">${summary.total}</span>
     </h2>
     <div class="cards">
       ${keys.map(
@@ -80,7 +51,7 @@ function Counts({ devices }: { devices: Device[] }): VNode {
           html`<div class="card" key=${k}>
             <h3>By ${k}</h3>
             <dl data-testid=${`by-${k}`}>
-              ${countBy(devices, k).map(([v, n]) => {
+              ${countsOf(summary[`by_${k}`]).map(([v, n]) => {
                 const mark = k === 'health' ? healthMark(v) : undefined
                 return html`<div class=${mark ? `tone-${mark.tone}` : ''} data-value=${v}>
                   <dt>${mark ? html`<span aria-hidden="true">${mark.icon} </span>` : ''}${v}</dt>
@@ -111,31 +82,68 @@ function Bar({ row }: { row: CapacityRow }): VNode {
       )}
     </div>
     <ul class="legend">
-      ${BUCKETS.map((b) => html`<li key=${b} data-bucket=${b}><span class=${`swatch seg-${b}`} aria-hidden="true"></span>${b}: <strong>${row[b]}</strong></li>`)}
+      ${BUCKETS.map(
+        (b) =>
+          html`<li key=${b} data-bucket=${b}>
+            <span class=${`swatch seg-${b}`} aria-hidden="true"></span>${`${b}: `}
+            <strong>${row[b]}</strong>
+          </li>`,
+      )}
     </ul>
   </div>`
 }
 
-export function FleetPage({ fleet }: { fleet: Fleet }): VNode {
-  if (fleet.hosts.length === 0 && fleet.devices.length === 0) return Empty()
+export function FleetPage({ fleet, route }: { fleet: Fleet; route: Route }): VNode {
+  useEffect(() => {
+    performance.mark('fleet-drawn')
+  }, [fleet])
+  if (fleet.hosts.length === 0 && fleet.summary.total === 0) return Empty()
   const noDevices = html`<p class="empty">
     No devices reported yet. Check <code>[agent] enabled_drivers</code> on these hosts
     (docs/drivers.md), and <code>cyborg driver-list --host HOST</code>.
   </p>`
-  return html`<${Hosts} hosts=${fleet.hosts} downAfter=${fleet.downAfterSeconds} />
-    ${fleet.devices.length === 0 ? noDevices : html`<${Counts} devices=${fleet.devices} />`}
+  return html`<${Hosts} hosts=${fleet.hosts} downAfter=${fleet.downAfterSeconds} route=${route} />
+    ${
+      fleet.summary.total === 0
+        ? noDevices
+        : html`<${Counts} summary=${fleet.summary} />
+            <${Unhealthy} unhealthy=${fleet.summary.unhealthy} />`
+    }
     <section aria-labelledby="capacity-h">
       <h2 id="capacity-h">Capacity per resource class</h2>
-      ${fleet.capacity.length === 0 ? html`<p>No deployables yet.</p>` : fleet.capacity.map((r) => html`<${Bar} key=${r.resource_class ?? ''} row=${r} />`)}
+      ${
+        fleet.capacity.length === 0
+          ? html`<p>No deployables yet.</p>`
+          : fleet.capacity.map((r) => html`<${Bar} key=${r.resource_class ?? ''} row=${r} />`)
+      }
     </section>`
 }
 
-function Fleet(): VNode {
-  const { loaded } = useLoad(loadFleet, [])
+/** Calls `reload` once per burst of events about what the page draws, while it is shown. */
+function useLiveReload(reload: () => void): void {
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const unsubscribe = subscribeEvents((e) => {
+      if (!DRAWN.includes(e.resource_type) || timer !== undefined) return
+      timer = setTimeout(() => {
+        timer = undefined
+        reload()
+      }, LIVE_DEBOUNCE_MS)
+    })
+    return () => {
+      unsubscribe()
+      clearTimeout(timer)
+    }
+  }, [])
+}
+
+function Fleet({ route }: { route: Route }): VNode {
+  const { loaded, reload } = useLoad(loadFleet, [])
+  useLiveReload(() => reload(true))
   return html`<${Show}
     loaded=${loaded}
     what="the fleet"
-    draw=${(fleet: Fleet) => html`<${FleetPage} fleet=${fleet} />`}
+    draw=${(fleet: Fleet) => html`<${FleetPage} fleet=${fleet} route=${route} />`}
   />`
 }
 

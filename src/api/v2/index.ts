@@ -25,6 +25,7 @@ import { deployableRoutes } from './deployables.js'
 import { deviceProfileRoutes } from './device-profiles.js'
 import { deviceRoutes } from './devices.js'
 import { deviceHandleRoutes } from './device-handles.js'
+import { deviceSummaryRoutes } from './device-summary.js'
 import type { V2Env } from './env.js'
 import { explainRoutes } from './explain.js'
 import { quotaRoutes } from './quota.js'
@@ -71,6 +72,7 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   if (options.versionDoc) v2DocRoutes(app, options.baseUrl)
   deviceProfileRoutes(app, options)
   explainRoutes(app, options)
+  deviceSummaryRoutes(app, options)
   deviceRoutes(app, options)
   deviceHandleRoutes(app, options)
   deployableRoutes(app, options)
