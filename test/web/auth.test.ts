@@ -165,6 +165,45 @@ else
       await page.getByRole('heading', { name: 'Log in' }).waitFor()
     })
 
+    it('offers the admin actions by policy: a project manager reads the device but may not act', async () => {
+      const admin = await people.token('admin')
+      const list = await fetch(`${service.url}/v2/devices`, { headers: { 'x-auth-token': admin } })
+      const uuid = ((await list.json()) as { devices: { uuid: string }[] }).devices[0]!.uuid
+      const actions = ['Disable', 'Enable', 'Mark ready', 'Clean']
+      const asWho = async (who: 'manager' | 'admin') => {
+        const token = await people.token(who)
+        tokens.push(token)
+        await page.goto(`${service.url}/dashboard/devices/${uuid}`)
+        await page.getByText('Or paste a Keystone token').click()
+        await page.getByLabel('Keystone token', { exact: true }).fill(token)
+        await page.getByRole('button', { name: 'Use token' }).click()
+        await page
+          .getByTestId('who')
+          .filter({ hasText: `${PREFIX}-${who}` })
+          .waitFor()
+        // The device's own fields are drawn (cyborg:device:get_one allows a manager).
+        await page.getByText(uuid).first().waitFor()
+      }
+      await asWho('manager')
+      // The session is known once the badge shows the user: only then would actions appear.
+      for (const name of actions)
+        assert.equal(await page.getByRole('button', { name: `${name}…` }).count(), 0, name)
+      await page.screenshot({ path: path.join(ARTIFACTS, 'device-manager.png'), fullPage: true })
+      // The API refuses the action anyway.
+      const managerToken = tokens[tokens.length - 1]!
+      const refused = await fetch(`${service.url}/v2/devices/${uuid}/disable`, {
+        method: 'POST',
+        headers: { 'x-auth-token': managerToken },
+      })
+      assert.equal(refused.status, 403)
+      await page.getByRole('button', { name: 'Log out' }).click()
+      await page.getByRole('heading', { name: 'Log in' }).waitFor()
+      await asWho('admin')
+      await page.getByRole('button', { name: 'Disable…', exact: true }).waitFor()
+      await page.getByRole('button', { name: 'Log out' }).click()
+      await page.getByRole('heading', { name: 'Log in' }).waitFor()
+    })
+
     it('never logs the password or the token', () => {
       const out = service.output()
       assert.ok(!out.includes(USER_PASSWORD), 'a password is in the service’s output')
