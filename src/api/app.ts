@@ -23,6 +23,7 @@ import { installTelemetryFeed } from './telemetry-feed.js'
 import { installOpenApi } from './openapi.js'
 import { dashboardRoutes } from './dashboard/dashboard.js'
 import { createFleetReads } from './v2/fleet-reads.js'
+import { createEventHub } from './v2/event-hub.js'
 import { AJV_OPTIONS } from './validation-errors.js'
 import { lazyValidators } from './lazy-validators.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
@@ -109,7 +110,8 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
   installHandlerDeadline(app, limits.handlerMs)
   app.addHook('onRequest', identify)
   if (options.auth) installAuth(app, options.auth)
-  installPolicy(app, options.enforcer ?? createEnforcerFromRules())
+  const enforcer = options.enforcer ?? createEnforcerFromRules()
+  installPolicy(app, enforcer)
   if (deps.metrics) installMetrics(app, deps.metrics, deps.exposition)
   if (deps.log.isLevelEnabled('debug')) {
     app.addHook('onResponse', (request, reply, done) => {
@@ -142,7 +144,14 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     serviceDownAfterMs: options.serviceDownAfterMs,
     quota: options.quota,
     fleet: createFleetReads(deps.db, options.fleetCacheMs),
+    enforcer,
+    events: createEventHub(deps.db, deps.log, options.eventStream),
   }
+  // Before the server waits for its connections: the streams would hold it open.
+  app.addHook('preClose', (done) => {
+    env.events.close()
+    done()
+  })
   await app.register(v1Plugin, {
     prefix: '/v1',
     db: deps.db,
