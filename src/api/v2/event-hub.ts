@@ -60,6 +60,21 @@ const CHUNK = 500
 /** How many ids below the newest are checked for gaps when the poller starts. */
 const WINDOW = 256
 
+/**
+ * The poller's start: the newest id, and the ids of the last {@link WINDOW} below it that are not
+ * there (yet) noted as gaps, since a transaction may hold one that commits after this read.
+ */
+async function start(db: ReadDb, gaps: Map<number, number>): Promise<number> {
+  const now = Date.now()
+  const top = await latestEventId(db)
+  const low = Math.max(0, top - WINDOW)
+  const have = new Set(
+    (await listEventsAfter(db, {}, { after: low, limit: WINDOW })).map((e) => e.id),
+  )
+  for (let id = low + 1; id < top; id++) if (!have.has(id)) gaps.set(id, now)
+  return top
+}
+
 export function createEventHub(
   db: ReadDb,
   log: FastifyBaseLogger,
@@ -109,26 +124,11 @@ export function createEventHub(
     })
   }
 
-  /**
-   * The start: the newest id, and the ids of the last {@link WINDOW} below it that are not there
-   * (yet) as gaps, since a transaction may hold one that commits after this read.
-   */
-  async function init(): Promise<number> {
-    const now = Date.now()
-    const top = await latestEventId(db)
-    const low = Math.max(0, top - WINDOW)
-    const have = new Set(
-      (await listEventsAfter(db, {}, { after: low, limit: WINDOW })).map((e) => e.id),
-    )
-    for (let id = low + 1; id < top; id++) if (!have.has(id)) gaps.set(id, now)
-    return top
-  }
-
   /** One pass; true when the batch was full (more may wait). */
   async function pass(): Promise<boolean> {
     const now = Date.now()
     const run = generation
-    let from = high ?? (await init())
+    let from = high ?? (await start(db, gaps))
     const found = await readGaps(now)
     const rows = await listEventsAfter(db, {}, { after: from, limit: batch })
     if (run !== generation) return false // stopped meanwhile
@@ -184,7 +184,7 @@ export function createEventHub(
       }
       if (high === undefined && !running) {
         const run = generation
-        const top = await init()
+        const top = await start(db, gaps)
         if (run === generation && high === undefined) high = top
       }
       clients.add(client)

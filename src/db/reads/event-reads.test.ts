@@ -1,14 +1,13 @@
 /**
- * The events read model (src/db/reads/event-reads.ts) and the stream's poller
- * (src/api/v2/event-hub.ts) on every database: filters, prefix types, scopes, both page orders,
- * and, on PostgreSQL and MariaDB, an event that commits after a higher id is still handed out.
+ * The events read model (src/db/reads/event-reads.ts)
+ * on every database: filters, prefix types, scopes, both page orders; the stream's poller is
+ * test/api/event-hub.test.ts.
  */
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import pino from 'pino'
 import { testDialects } from '../../../test/support/db.js'
 import { insertEvents } from '../outbox/events.js'
-import type { NewEvent } from '../../domain/events.js'
+import { anEvent, eventCount } from '../../../test/support/events.js'
 import {
   eventMatches,
   latestEventId,
@@ -17,37 +16,10 @@ import {
   listEventsNewest,
   type EventFilter,
 } from './event-reads.js'
-import { createEventHub, type HubEvent } from '../../api/v2/event-hub.js'
 
 const DEV = 'de000000-0000-4000-8000-000000000001'
 const ARQ1 = 'a0000000-0000-4000-8000-000000000001'
 const ARQ2 = 'a0000000-0000-4000-8000-000000000002'
-let n = 0
-
-export function anEvent(
-  type: string,
-  resourceUuid: string,
-  project: string | null = null,
-  priority: 'INFO' | 'ERROR' = 'INFO',
-): NewEvent {
-  n++
-  return {
-    uuid: `e0000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-    eventType: type,
-    priority,
-    resourceType: type.split('.')[1] as NewEvent['resourceType'],
-    resourceUuid,
-    projectId: project,
-    payload: {
-      'cyborg_object.name': 'DevicePayload',
-      'cyborg_object.namespace': 'cyborg',
-      'cyborg_object.version': '1.0',
-      'cyborg_object.data': { n },
-    },
-    createdAt: `2026-11-28T10:00:${String(n % 60).padStart(2, '0')}.000000+00:00`,
-  }
-}
-
 const SAMPLE = () => [
   anEvent('accelerator.device.created', DEV),
   anEvent('accelerator.device.health_changed', DEV, null, 'ERROR'),
@@ -74,7 +46,7 @@ for (const dialect of await testDialects()) {
       const top = all[0]!.id
       assert.equal(await latestEventId(db.db), top)
       assert.equal(all[0]!.event_type, 'accelerator.agent.up')
-      assert.deepEqual(all[0]!.payload['cyborg_object.data'], { n: n })
+      assert.deepEqual(all[0]!.payload['cyborg_object.data'], { n: eventCount() })
       const types = async (f: EventFilter) =>
         (await listEventsNewest(db.db, f, { limit: 100 })).map((e) => e.event_type)
       assert.deepEqual(
@@ -131,60 +103,6 @@ for (const dialect of await testDialects()) {
         )
       }
     } finally {
-      await db.close()
-    }
-  })
-
-  await test(`event stream poller on ${dialect.name}`, { skip: dialect.skip }, async () => {
-    const db = await dialect.create()
-    const hub = createEventHub(db.db, pino({ level: 'silent' }), { pollMs: 20 })
-    try {
-      await insertEvents(db.db, [anEvent('accelerator.agent.up', 'before')])
-      const got: HubEvent[] = []
-      let waiting: (() => void) | undefined
-      const remove = await hub.add({
-        deliver: (events) => {
-          got.push(...events)
-          waiting?.()
-        },
-        heartbeat: () => {},
-        close: () => {},
-      })
-      const until = async (count: number) => {
-        while (got.length < count) await new Promise<void>((r) => (waiting = r))
-      }
-      await insertEvents(db.db, [anEvent('accelerator.agent.up', 'after')])
-      await until(1)
-      assert.equal(got[0]!.event.resource_uuid, 'after', 'from now on: the older one is not sent')
-      if (dialect.name !== 'sqlite') {
-        // Out of id order: a transaction takes an id, a later one commits first.
-        let commit!: () => void
-        let taken!: () => void
-        const tookId = new Promise<void>((r) => (taken = r))
-        const slow = db.db.transaction().execute(async (trx) => {
-          await insertEvents(trx, [anEvent('accelerator.agent.up', 'slow')])
-          taken()
-          await new Promise<void>((r) => (commit = r))
-        })
-        await tookId
-        await insertEvents(db.db, [anEvent('accelerator.agent.up', 'fast')])
-        await until(2)
-        assert.equal(got[1]!.event.resource_uuid, 'fast')
-        commit()
-        await slow
-        await until(3)
-        assert.equal(got[2]!.event.resource_uuid, 'slow')
-        assert.equal(got[2]!.late, true)
-        assert.ok(got[2]!.event.id < got[1]!.event.id)
-        assert.deepEqual(
-          hub.recentLate().map((e) => e.resource_uuid),
-          ['slow'],
-        )
-      }
-      remove()
-      assert.equal(hub.size, 0)
-    } finally {
-      hub.close()
       await db.close()
     }
   })
