@@ -25,19 +25,24 @@ export class ApiCallError extends Error {
   }
 }
 
-/** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
-export async function getJson<T>(path: string, minor?: number): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' }
+/** The headers of every call: what it accepts, the microversion `minor` (2.minor), the token. */
+export function apiHeaders(accept: string, minor?: number): Record<string, string> {
+  const headers: Record<string, string> = { accept }
   if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
   if (token !== undefined) headers['X-Auth-Token'] = token
-  const res = await fetch(path, { headers })
+  return headers
+}
+
+/** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
+export async function getJson<T>(path: string, minor?: number): Promise<T> {
+  const res = await fetch(path, { headers: apiHeaders('application/json', minor) })
   const text = await res.text()
   if (!res.ok) throw new ApiCallError(res.status, `${path}: ${res.status} ${messageOf(text)}`)
   return JSON.parse(text) as T
 }
 
 /** The message of an error body (compat-v2's `error_message.faultstring`, or the text itself). */
-function messageOf(text: string): string {
+export function messageOf(text: string): string {
   try {
     const body = JSON.parse(text) as { error_message?: { faultstring?: string } | string }
     const em = body.error_message
