@@ -285,4 +285,29 @@ void describe('v2 events', () => {
     await app.close()
     await Promise.all([r.ended, t.ended])
   })
+
+  void it('outlives the request and idle time limits, and answers HEAD without streaming', async () => {
+    const app = await createApp(
+      { db: db.db, conductor: throwingConductor(), log: pino({ level: 'silent' }) },
+      {
+        eventStream: { pollMs: 50, heartbeatMs: 200 },
+        timeouts: { headersMs: 300, requestMs: 300, idleMs: 600, handlerMs: 300 },
+      },
+    )
+    apps.push(app)
+    const head = await app.inject({
+      method: 'HEAD',
+      url: '/v2/events/stream',
+      headers: { 'openstack-api-version': V },
+    })
+    assert.equal(head.statusCode, 200)
+    assert.match(String(head.headers['content-type']), /^text\/event-stream/)
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const s = await openStream((app.server.address() as { port: number }).port)
+    await new Promise((r) => setTimeout(r, 1500))
+    await insertEvents(db.db, [anEvent('accelerator.agent.up', 'late-node')])
+    await s.next(1)
+    assert.equal(s.messages[0]!.data.resource_uuid, 'late-node')
+    s.close()
+  })
 })

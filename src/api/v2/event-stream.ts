@@ -54,6 +54,10 @@ export async function openEventStream(
     'cache-control': 'no-cache, no-store',
     'x-accel-buffering': 'no',
   })
+  if (request.method === 'HEAD') {
+    raw.end()
+    return
+  }
   raw.write(`retry: 2000\n: from ${cursor}\n\n`)
   raw.socket?.setNoDelay(true)
 
