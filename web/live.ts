@@ -79,15 +79,21 @@ async function read(signal: AbortSignal): Promise<void> {
   const res = await fetch('/v2/events/stream', { headers, signal, cache: 'no-store' })
   if (!res.ok || !res.body) throw new Error(`event stream: ${res.status}`)
   setState('live')
-  const feed = sseReader((m) => {
-    if (m.id !== '') lastId = m.id
-    try {
-      deliver(JSON.parse(m.data) as LiveEvent)
-      backoff = 1000
-    } catch {
-      // not an event: ignored
-    }
-  })
+  const feed = sseReader(
+    (m) => {
+      try {
+        deliver(JSON.parse(m.data) as LiveEvent)
+        backoff = 1000
+      } catch {
+        // not an event: ignored
+      }
+    },
+    undefined,
+    // The API names its position first, so a drop before any event still resumes from there.
+    (id) => {
+      if (id !== '') lastId = id
+    },
+  )
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
   for (;;) {
     const { done, value } = await reader.read()

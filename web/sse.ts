@@ -13,10 +13,14 @@ export interface SseMessage {
   data: string
 }
 
-/** Returns the feed: call it with each decoded chunk; `onRetry` gets a `retry:` in ms. */
+/**
+ * Returns the feed: call it with each decoded chunk. `onRetry` gets a `retry:` in ms; `onId` every
+ * `id:`, message or not (a stream may name its position before any message, for a resume).
+ */
 export function sseReader(
   onMessage: (m: SseMessage) => void,
   onRetry: (ms: number) => void = () => {},
+  onId: (id: string) => void = () => {},
 ): (chunk: string) => void {
   let rest = ''
   let lastId = ''
@@ -37,8 +41,10 @@ export function sseReader(
     if (value.startsWith(' ')) value = value.slice(1)
     if (field === 'data') data.push(value)
     else if (field === 'event') event = value
-    else if (field === 'id' && !value.includes('\0')) lastId = value
-    else if (field === 'retry' && /^\d+$/.test(value)) onRetry(Number(value))
+    else if (field === 'id' && !value.includes('\0')) {
+      lastId = value
+      onId(value)
+    } else if (field === 'retry' && /^\d+$/.test(value)) onRetry(Number(value))
   }
   return (chunk) => {
     rest += chunk

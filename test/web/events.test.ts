@@ -9,6 +9,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { mkdir, readFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
@@ -114,6 +115,44 @@ else
         String(change.id),
       )
       await page.screenshot({ path: path.join(ARTIFACTS, 'events-1280.png'), fullPage: true })
+      await page.close()
+    })
+
+    it('reconnects after a drop with Last-Event-ID, and misses nothing meanwhile', async (t) => {
+      const page = await open('?resource_type=device')
+      await page.locator('tbody tr').first().waitFor()
+      const resumes: string[] = []
+      page.on('request', (r) => {
+        const id = r.headers()['last-event-id']
+        if (r.url().includes('/v2/events/stream') && id !== undefined) resumes.push(id)
+      })
+      // The drop: the browser's sockets to the API reset (ss -K: root and a kernel that allows it).
+      const port = new URL(service.url).port
+      await new Promise<void>((r) =>
+        execFile('ss', ['-K', 'dst', '127.0.0.1', 'dport', '=', `:${port}`], () => r()),
+      )
+      try {
+        await page
+          .getByTestId('live-state')
+          .filter({ hasText: 'connecting' })
+          .waitFor({ timeout: 3000 })
+      } catch {
+        await page.close()
+        t.skip('could not drop the connection here (ss -K needs root and sock_destroy)')
+        return
+      }
+      const before = (await events('limit=1'))[0]?.id ?? 0
+      // Healthy again while the page is away (damping: after 2 healthy reports).
+      await setEccErrors(host, '0000:3b:00.0', 0)
+      let back: Ev | undefined
+      for (let i = 0; i < 150 && back === undefined; i++) {
+        back = (await events(`since=${before}&event_type=accelerator.device.health_changed`))[0]
+        if (back === undefined) await new Promise((r) => setTimeout(r, 100))
+      }
+      assert.ok(back, 'no health_changed back to ok within 15 s')
+      await page.locator(`tr[data-event-id="${back.id}"]`).waitFor({ timeout: 35_000 })
+      assert.ok(resumes.length > 0, 'the reconnect sent no Last-Event-ID')
+      assert.ok(Number(resumes[0]) < back.id, `resumed from ${resumes[0]}, after ${back.id}`)
       await page.close()
     })
 

@@ -58,7 +58,8 @@ export async function openEventStream(
     raw.end()
     return
   }
-  raw.write(`retry: 2000\n: from ${cursor}\n\n`)
+  // Its position first, as an id without data: a client that drops before any event resumes here.
+  raw.write(`retry: 2000\nid: ${cursor}\n\n`)
   raw.socket?.setNoDelay(true)
 
   const sent = new Set<number>()
