@@ -13,7 +13,7 @@ import { createApp } from '../../src/api/app.js'
 import type { Authenticator } from '../../src/api/auth.js'
 import { insertEvents } from '../../src/db/outbox/events.js'
 import { freezeContext } from '../../src/domain/request-context.js'
-import { throwingConductor, faultOf } from '../support/api-app.js'
+import { createTestApp, throwingConductor, faultOf } from '../support/api-app.js'
 import { testDialects, type TestDatabase } from '../support/db.js'
 import { anEvent } from '../support/events.js'
 
@@ -309,5 +309,57 @@ void describe('v2 events', () => {
     await s.next(1)
     assert.equal(s.messages[0]!.data.resource_uuid, 'late-node')
     s.close()
+  })
+})
+
+void describe('v2 events stream: a client that does not read', () => {
+  void it('is dropped once its buffer is full, and the others go on', async () => {
+    const t = await createTestApp({ eventStream: { pollMs: 20 } })
+    try {
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      const port = (t.app.server.address() as { port: number }).port
+      // A socket that never reads.
+      const stuck = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        http
+          .get(
+            {
+              port,
+              host: '127.0.0.1',
+              path: '/v2/events/stream',
+              headers: { 'openstack-api-version': V },
+            },
+            (res) => {
+              res.pause()
+              resolve(res)
+            },
+          )
+          .on('error', reject)
+      })
+      const reader = await openStream(port, '?resource_type=agent')
+      const big = 'x'.repeat(2000)
+      const flood = Array.from({ length: 12_000 }, () => {
+        const e = anEvent('accelerator.device.updated', DEV)
+        e.payload['cyborg_object.data'] = { big }
+        return e
+      })
+      for (let i = 0; i < flood.length; i += 2000)
+        await insertEvents(t.db.db, flood.slice(i, i + 2000))
+      while (!t.logs.some((l) => String(l.msg).includes('client too slow')))
+        await new Promise((r) => setTimeout(r, 50))
+      // Read what it had: the stream ends short of the flood.
+      let frames = 0
+      stuck.setEncoding('utf8')
+      stuck.on('data', (chunk: string) => (frames += chunk.split('\nid: ').length - 1))
+      stuck.resume()
+      await new Promise((r) => stuck.on('end', r))
+      assert.ok(frames < flood.length, `${frames} of ${flood.length}`)
+      // The other client still gets events.
+      await insertEvents(t.db.db, [anEvent('accelerator.agent.up', 'still-here')])
+      await reader.next(1)
+      assert.equal(reader.messages[0]!.data.resource_uuid, 'still-here')
+      reader.close()
+    } finally {
+      await t.close()
+    }
   })
 })
