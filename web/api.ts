@@ -33,6 +33,14 @@ export class ApiCallError extends Error {
   }
 }
 
+/** The headers of every call: what it accepts, the microversion `minor` (2.minor), the token. */
+export function apiHeaders(accept: string, minor?: number): Record<string, string> {
+  const headers: Record<string, string> = { accept }
+  if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
+  if (token !== undefined) headers['X-Auth-Token'] = token
+  return headers
+}
+
 /** GETs `path` as JSON; `minor` is the v2 microversion (accelerator 2.minor) it needs. */
 export async function getJson<T>(path: string, minor?: number): Promise<T> {
   return (await call<T>('GET', path, undefined, minor)) as T
@@ -57,9 +65,7 @@ async function call<T>(
   body: unknown,
   minor?: number,
 ): Promise<T | null> {
-  const headers: Record<string, string> = { accept: 'application/json' }
-  if (minor !== undefined) headers['OpenStack-API-Version'] = `accelerator 2.${minor}`
-  if (token !== undefined) headers['X-Auth-Token'] = token
+  const headers = apiHeaders('application/json', minor)
   if (body !== undefined) headers['content-type'] = 'application/json'
   const init: RequestInit = { method, headers }
   if (body !== undefined) init.body = JSON.stringify(body)

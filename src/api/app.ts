@@ -24,6 +24,7 @@ import { installOpenApi } from './openapi.js'
 import { dashboardRoutes } from './dashboard/dashboard.js'
 import { sessionRoutes } from './dashboard/session.js'
 import { createFleetReads } from './v2/fleet-reads.js'
+import { createEventHub } from './v2/event-hub.js'
 import { AJV_OPTIONS } from './validation-errors.js'
 import { lazyValidators } from './lazy-validators.js'
 import type { ApiDeps, ApiOptions, ApiTimeouts } from './types.js'
@@ -145,7 +146,14 @@ export async function createApp(deps: ApiDeps, options: ApiOptions = {}): Promis
     serviceDownAfterMs: options.serviceDownAfterMs,
     quota: options.quota,
     fleet: createFleetReads(deps.db, options.fleetCacheMs),
+    enforcer,
+    events: createEventHub(deps.db, deps.log, options.eventStream),
   }
+  // Before the server waits for its connections: the streams would hold it open.
+  app.addHook('preClose', (done) => {
+    env.events.close()
+    done()
+  })
   await app.register(v1Plugin, {
     prefix: '/v1',
     db: deps.db,

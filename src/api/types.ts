@@ -4,6 +4,7 @@
  */
 import type { Logger } from 'pino'
 import type { ReadDb } from '../db/reads/read-db.js'
+import type { EventHubOptions } from './v2/event-hub.js'
 import type { ConductorRpc } from '../rpc/conductor-rpc.js'
 import type { RequestContext } from '../domain/request-context.js'
 import type { Authenticator } from './auth.js'
@@ -58,6 +59,8 @@ export interface ApiOptions {
   quota?: LimitSource
   /** `[api] fleet_cache_ms`: how long capacity and explain reuse one read of the fleet. @default 0, every request reads */
   fleetCacheMs?: number
+  /** The event stream's poller (src/api/v2/event-hub.ts): its period, batch, gap and heartbeat times. @default 300 ms, 500, 30 s, 15 s */
+  eventStream?: EventHubOptions
   /**
    * `[api] auth_strategy`: who the caller is (src/api/auth.ts). Without it every caller is an
    * admin without a project (the embedded tests' default).

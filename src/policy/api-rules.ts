@@ -135,6 +135,18 @@ export const API_RULES: readonly RuleDefault[] = [
     [['GET', '/v2/custody/{uuid}']],
   ),
   rule(
+    'cyborg:event:get_all',
+    READER,
+    "List the outbox's events (a project reader: their project's, and the hardware's when cyborg:device:get_all allows them; an admin: all).",
+    [['GET', '/v2/events']],
+  ),
+  rule(
+    'cyborg:event:stream',
+    READER,
+    'Follow the events as server-sent events (the same events as cyborg:event:get_all lists).',
+    [['GET', '/v2/events/stream']],
+  ),
+  rule(
     'cyborg:device:get_all',
     MANAGER,
     'List devices, or count them (the summary).',

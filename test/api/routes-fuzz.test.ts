@@ -124,12 +124,17 @@ void describe('every route: fuzzed input never gets a 500, every 4xx names the p
   }
   const fill = (path: string, pick: (name: string) => string) =>
     path.replace(/\{(\w+)\}/g, (_, name: string) => pick(name))
+  // A stream that takes its query never ends: a bad Last-Event-ID makes it answer 400 once the
+  // query has been checked (its streaming is test/api/events.test.ts's).
+  const streamStop = (url: string) =>
+    url.split('?')[0]!.endsWith('/stream') ? { 'last-event-id': 'not-an-id' } : {}
   const send = (route: Route, url: string, payload?: string) =>
     s.request({
       method: route.method,
       url,
       version: 'latest',
-      ...(payload === undefined ? {} : { headers: json, payload }),
+      headers: { ...streamStop(url), ...(payload === undefined ? {} : json) },
+      ...(payload === undefined ? {} : { payload }),
     })
 
   void it('covers the routes it should: every v1 and admin route, 2.6–2.8 and webhooks', () => {

@@ -4,6 +4,8 @@ import type { ConductorRpc } from '../../rpc/conductor-rpc.js'
 import type { LimitSource } from '../../domain/quota.js'
 import type { Db } from '../types.js'
 import type { FleetReads } from './fleet-reads.js'
+import type { Enforcer } from '../../policy/index.js'
+import type { EventHub } from './event-hub.js'
 
 export interface V2Env {
   db: Db
@@ -18,4 +20,8 @@ export interface V2Env {
   quota?: LimitSource | undefined
   /** Capacity's and explain's fleet reads, cached for `[api] fleet_cache_ms`. */
   fleet: FleetReads
+  /** The policy enforcer, for the rules a handler checks itself (which events a caller sees). */
+  enforcer: Pick<Enforcer, 'enforce'>
+  /** The process's one poller of the event outbox, for `GET /v2/events/stream`. */
+  events: EventHub
 }

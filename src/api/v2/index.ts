@@ -30,6 +30,7 @@ import type { V2Env } from './env.js'
 import { explainRoutes } from './explain.js'
 import { quotaRoutes } from './quota.js'
 import { custodyRoutes } from './custody.js'
+import { eventRoutes } from './events.js'
 import { webhookRoutes } from './webhooks.js'
 
 function microversionHook(
@@ -82,4 +83,5 @@ export async function v2Plugin(app: FastifyInstance, options: V2PluginOptions): 
   capacityRoutes(app, options)
   quotaRoutes(app, options)
   custodyRoutes(app, options)
+  eventRoutes(app, options)
 }
