@@ -36,6 +36,13 @@ export interface LiveFilter {
 /** The connection: `live` while the stream is open, `connecting` (or again after a drop). */
 export type LiveState = 'connecting' | 'live' | 'closed'
 
+/** The connection's state in words (with a mark: colour is never alone). */
+export const LIVE_WORDS: Record<LiveState, string> = {
+  live: '● live',
+  connecting: '○ connecting…',
+  closed: '○ not connected',
+}
+
 /** Whether `e` passes `f` (the API's filters, applied in the page). */
 export function liveMatches(f: LiveFilter, e: LiveEvent): boolean {
   const t = f.event_type

@@ -11,6 +11,7 @@ import {
   liveMatches,
   subscribeEvents,
   watchLiveState,
+  LIVE_WORDS,
   type LiveEvent,
   type LiveFilter,
   type LiveState,
@@ -110,12 +111,6 @@ function useLive(filter: LiveFilter, key: string) {
   return { live, state, toggle }
 }
 
-const STATE_WORDS: Record<LiveState, string> = {
-  live: '● live',
-  connecting: '○ connecting…',
-  closed: '○ not connected',
-}
-
 function Feed({ feed }: { feed: LiveEvent[] }): VNode {
   if (feed.length === 0) return html`<${Empty} />`
   return html`<div class="scroll" tabindex="0" role="region" aria-label="Events table">
@@ -148,7 +143,7 @@ function EventsView({ route }: { route: Route }): VNode {
         ${live.paused ? 'Resume' : 'Pause'}
       </button>
       <span role="status" class="note" data-testid="live-state">
-        ${live.paused ? `⏸ paused, ${live.held.length} new held` : STATE_WORDS[state]}
+        ${live.paused ? `⏸ paused, ${live.held.length} new held` : LIVE_WORDS[state]}
       </span>
       <span class="note">Newest on top; the last ${MAX_ROWS} are kept.</span>
     </div>

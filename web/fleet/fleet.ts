@@ -8,12 +8,18 @@
 import './fleet.css'
 import { html } from 'htm/preact'
 import type { VNode } from 'preact'
-import { useEffect } from 'preact/hooks'
+import { useEffect, useState } from 'preact/hooks'
 import { BUCKETS, countsOf, loadFleet, type CapacityRow, type Fleet } from './fleet-data.js'
 import { Hosts } from './hosts.js'
 import { Unhealthy } from './unhealthy.js'
 import { healthMark } from '../format.js'
-import { subscribeEvents, type LiveEvent } from '../live.js'
+import {
+  LIVE_WORDS,
+  subscribeEvents,
+  watchLiveState,
+  type LiveEvent,
+  type LiveState,
+} from '../live.js'
 import { Show, useLoad } from '../load.js'
 import type { Page } from '../page.js'
 import type { Route } from '../router.js'
@@ -119,10 +125,21 @@ export function FleetPage({ fleet, route }: { fleet: Fleet; route: Route }): VNo
     </section>`
 }
 
-/** Calls `reload` once per burst of events about what the page draws, while it is shown. */
-function useLiveReload(reload: () => void): void {
+/**
+ * Calls `reload` once per burst of events about what the page draws, while it is shown, and each
+ * time the stream (re)connects: a stream starts at its connection, so what changed between the
+ * page's read and that moment is read again. Answers the stream's state.
+ */
+function useLiveReload(reload: () => void): LiveState {
+  const [state, setState] = useState<LiveState>('closed')
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined
+    let was: LiveState | undefined
+    const unwatch = watchLiveState((s) => {
+      if (s === 'live' && was !== undefined && was !== 'live') reload()
+      was = s
+      setState(s)
+    })
     const unsubscribe = subscribeEvents((e) => {
       if (!DRAWN.includes(e.resource_type) || timer !== undefined) return
       timer = setTimeout(() => {
@@ -132,19 +149,22 @@ function useLiveReload(reload: () => void): void {
     })
     return () => {
       unsubscribe()
+      unwatch()
       clearTimeout(timer)
     }
   }, [])
+  return state
 }
 
 function Fleet({ route }: { route: Route }): VNode {
   const { loaded, reload } = useLoad(loadFleet, [])
-  useLiveReload(() => reload(true))
-  return html`<${Show}
-    loaded=${loaded}
-    what="the fleet"
-    draw=${(fleet: Fleet) => html`<${FleetPage} fleet=${fleet} route=${route} />`}
-  />`
+  const live = useLiveReload(() => reload(true))
+  return html`<p class="note" role="status" data-testid="live-state">${LIVE_WORDS[live]}</p>
+    <${Show}
+      loaded=${loaded}
+      what="the fleet"
+      draw=${(fleet: Fleet) => html`<${FleetPage} fleet=${fleet} route=${route} />`}
+    />`
 }
 
 export const fleetPage: Page = { id: 'fleet', title: 'Fleet', draw: Fleet }
