@@ -62,6 +62,7 @@ for (const dialect of await testDialects()) {
       await t.test('down and up by number; wrong directions refused', async () => {
         assert.deepEqual(await downgradeTo(handle, '13'), {
           undone: [
+            '0019-events-resource-idx',
             '0018-handle-mdev-uuid',
             '0017-arq-bind-id',
             '0016-arq-bound-at',
@@ -78,6 +79,7 @@ for (const dialect of await testDialects()) {
           '0016-arq-bound-at',
           '0017-arq-bind-id',
           '0018-handle-mdev-uuid',
+          '0019-events-resource-idx',
         ])
         await assert.rejects(
           downgradeTo(handle, '14'),
@@ -104,6 +106,7 @@ for (const dialect of await testDialects()) {
             '0016-arq-bound-at',
             '0017-arq-bind-id',
             '0018-handle-mdev-uuid',
+            '0019-events-resource-idx',
           ],
         })
       })

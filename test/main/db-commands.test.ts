@@ -49,32 +49,32 @@ void describe('cyborg db commands', () => {
     assert.equal(r.code, 0, r.output)
     assert.equal(
       r.output.replaceAll(env.CYBORG_DATABASE__CONNECTION!, 'URL'),
-      'applied 0001-initial\napplied 0002-placement\napplied 0003-arqs\nURL: 3 migration(s) applied; at 0003-arqs, 15 pending\n',
+      'applied 0001-initial\napplied 0002-placement\napplied 0003-arqs\nURL: 3 migration(s) applied; at 0003-arqs, 16 pending\n',
     )
     r = await db('version', '--format', 'json')
     assert.equal(r.code, 0, r.output)
     const v = JSON.parse(r.output) as Record<string, unknown>
     assert.equal(v.current, '0003-arqs')
-    assert.equal(v.latest, '0018-handle-mdev-uuid')
+    assert.equal(v.latest, '0019-events-resource-idx')
     assert.equal((v.pending as string[])[0], '0004-arq-instances')
     r = await db('sync')
     assert.equal(r.code, 0, r.output)
     assert.match(
       r.output,
-      /applied 0018-handle-mdev-uuid\n.*: 15 migration\(s\) applied; the schema is current\n$/,
+      /applied 0019-events-resource-idx\n.*: 16 migration\(s\) applied; the schema is current\n$/,
     )
     assert.match((await db('sync')).output, /: nothing to apply; the schema is current\n$/)
-    r = await db('downgrade', '--to', '0017-arq-bind-id')
+    r = await db('downgrade', '--to', '0018-handle-mdev-uuid')
     assert.equal(r.code, 0, r.output)
     assert.match(
       r.output,
-      /^undone 0018-handle-mdev-uuid\n.*: 1 migration\(s\) undone; at 0017-arq-bind-id\n$/,
+      /^undone 0019-events-resource-idx\n.*: 1 migration\(s\) undone; at 0018-handle-mdev-uuid\n$/,
     )
     r = await db('check')
     assert.equal(r.code, 1)
     assert.match(
       r.output,
-      /^cyborg db check: db check needs the schema at 0018-handle-mdev-uuid; it is at 0017-arq-bind-id: run cyborg db upgrade first\n$/,
+      /^cyborg db check: db check needs the schema at 0019-events-resource-idx; it is at 0018-handle-mdev-uuid: run cyborg db upgrade first\n$/,
     )
     assert.equal((await db('upgrade')).code, 0)
   })
@@ -118,7 +118,7 @@ void describe('cyborg db commands', () => {
       r.output,
       /^dropped \(--force\): 0001-initial: 1 device profile\(s\), 1 accelerator request\(s\)\n/m,
     )
-    assert.match(r.output, /: 18 migration\(s\) undone; at base\n$/)
+    assert.match(r.output, /: 19 migration\(s\) undone; at base\n$/)
     assert.equal((await db('upgrade')).code, 0)
   })
 

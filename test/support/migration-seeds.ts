@@ -243,6 +243,8 @@ export const SEEDS: Readonly<Record<string, (db: Db) => Promise<void>>> = {
   '0016-arq-bound-at': (db) => update(db, 'accelerator_requests', SEED.arq, { bound_at: NOW }),
   '0017-arq-bind-id': (db) => update(db, 'accelerator_requests', SEED.arq, { bind_id: u(93) }),
   '0018-handle-mdev-uuid': hold(0, { mdev_uuid: u(98) }),
+  // An index only: nothing new to write.
+  '0019-events-resource-idx': async () => {},
 }
 
 /**

@@ -26,6 +26,7 @@ import { reconfigFenceMigration } from './migrations/0015-reconfig-fence.js'
 import { arqBoundAtMigration } from './migrations/0016-arq-bound-at.js'
 import { arqBindIdMigration } from './migrations/0017-arq-bind-id.js'
 import { handleMdevUuidMigration } from './migrations/0018-handle-mdev-uuid.js'
+import { eventsResourceIdxMigration } from './migrations/0019-events-resource-idx.js'
 
 function migrations(handle: DatabaseHandle): Record<string, Migration> {
   return {
@@ -47,6 +48,7 @@ function migrations(handle: DatabaseHandle): Record<string, Migration> {
     '0016-arq-bound-at': arqBoundAtMigration,
     '0017-arq-bind-id': arqBindIdMigration,
     '0018-handle-mdev-uuid': handleMdevUuidMigration,
+    '0019-events-resource-idx': eventsResourceIdxMigration(handle.dialect),
   }
 }
 
