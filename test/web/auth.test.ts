@@ -8,7 +8,7 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
@@ -21,6 +21,7 @@ import {
   type RunningKeystone,
 } from '../support/peers/keystone.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
+import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
 
 const skip = (await chromiumSkip()) ?? (await keystoneSkip())
 const ARTIFACTS = path.join(ROOT, 'test-artifacts/dashboard')
@@ -87,16 +88,9 @@ else
         'one login form, not one per read',
       )
       await page.screenshot({ path: path.join(ARTIFACTS, 'login-form.png'), fullPage: true })
-      const axe = await readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
-      await page.addScriptTag({ content: axe })
-      const violations = await page.evaluate<{ id: string; impact: string }[]>(
-        'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))',
-      )
-      const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      assert.deepEqual(bad, [], JSON.stringify(violations))
+      await assertAccessible(page)
       await page.setViewportSize({ width: 390, height: 844 })
-      const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
-      assert.equal(overflow, false, 'the login form scrolls sideways on a phone')
+      await assertNoSidewaysScroll(page)
       await page.screenshot({ path: path.join(ARTIFACTS, 'login-phone.png'), fullPage: true })
       await page.setViewportSize({ width: 1280, height: 900 })
     })

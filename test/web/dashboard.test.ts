@@ -7,13 +7,14 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import type { Browser, Page } from 'playwright-core'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
+import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
 
 const skip = await chromiumSkip()
 const ARTIFACTS = path.join(ROOT, 'test-artifacts/dashboard')
@@ -116,17 +117,9 @@ else
 
     it('fits a phone, and axe-core finds no serious or critical violation', async () => {
       const page = await open(390, 844)
-      const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
-      assert.equal(overflow, false, 'the page scrolls sideways on a phone')
+      await assertNoSidewaysScroll(page)
       await page.screenshot({ path: path.join(ARTIFACTS, 'fleet-phone.png'), fullPage: true })
-      const axe = await readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
-      await page.addScriptTag({ content: axe })
-      // In the page: axe's own API, as its README shows it.
-      const violations = await page.evaluate<{ id: string; impact: string }[]>(
-        'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))',
-      )
-      const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      assert.deepEqual(bad, [], JSON.stringify(violations))
+      await assertAccessible(page)
       await page.close()
     })
 

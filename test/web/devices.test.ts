@@ -10,7 +10,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
@@ -18,6 +18,7 @@ import { eventually } from '../support/host-inventory.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
+import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
 
 const skip = await chromiumSkip()
 const noPlacement = await placementSkip()
@@ -311,16 +312,9 @@ else
           .locator(name === 'device' ? '[data-testid="handles"]' : 'tbody tr')
           .first()
           .waitFor()
-        const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
-        assert.equal(overflow, false, 'the page scrolls sideways on a phone')
+        await assertNoSidewaysScroll(page)
         await page.screenshot({ path: path.join(ARTIFACTS, `${name}-phone.png`), fullPage: true })
-        const axe = await readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
-        await page.addScriptTag({ content: axe })
-        const violations = await page.evaluate<{ id: string; impact: string }[]>(
-          'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))',
-        )
-        const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        assert.deepEqual(bad, [], JSON.stringify(violations))
+        await assertAccessible(page)
         await page.close()
       })
     }

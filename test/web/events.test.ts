@@ -10,12 +10,13 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
+import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
 
 const skip = await chromiumSkip()
 const ARTIFACTS = path.join(ROOT, 'test-artifacts/dashboard')
@@ -192,15 +193,8 @@ else
     it('fits a phone, and axe-core finds no serious or critical violation', async () => {
       const page = await open('?event_type=accelerator.device.', 390, 844)
       await page.locator('tbody tr').first().waitFor()
-      const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
-      assert.equal(overflow, false, 'the page scrolls sideways on a phone')
-      const axe = await readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
-      await page.addScriptTag({ content: axe })
-      const violations = await page.evaluate<{ id: string; impact: string }[]>(
-        'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))',
-      )
-      const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      assert.deepEqual(bad, [], JSON.stringify(violations))
+      await assertNoSidewaysScroll(page)
+      await assertAccessible(page)
       await page.close()
     })
   })

@@ -11,12 +11,13 @@
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
 import { gpuHost, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
+import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
 
 const skip = await chromiumSkip()
 const ARTIFACTS = path.join(ROOT, 'test-artifacts/dashboard')
@@ -269,23 +270,9 @@ else
         await seed()
         const page = await open(await url(), 390, 844)
         await page.getByTestId(ready).waitFor()
-        const overflow = await page.evaluate('document.documentElement.scrollWidth > innerWidth')
-        // The widest offenders, named, when it does.
-        const wide = await page.evaluate(
-          `[...document.querySelectorAll('main *')]
-            .filter((e) => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest('.scroll'))
-            .slice(0, 5)
-            .map((e) => e.tagName + '.' + e.className)`,
-        )
-        assert.equal(overflow, false, `the page scrolls sideways on a phone: ${String(wide)}`)
+        await assertNoSidewaysScroll(page)
         await page.screenshot({ path: path.join(ARTIFACTS, `${name}-phone.png`), fullPage: true })
-        const axe = await readFile(path.join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')
-        await page.addScriptTag({ content: axe })
-        const violations = await page.evaluate<{ id: string; impact: string }[]>(
-          'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact })))',
-        )
-        const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        assert.deepEqual(bad, [], JSON.stringify(violations))
+        await assertAccessible(page)
         await page.close()
       })
   })
