@@ -57,3 +57,14 @@ export async function setEccErrors(gpu: GpuHost, address: string, count: number)
   await writeFile(tmp, text.slice(0, start) + block + text.slice(end))
   await rename(tmp, gpu.xml)
 }
+
+/** The environment of a `cyborg up` whose agent reports `host` with the nvidia-gpu driver. */
+export function gpuHostEnv(host: GpuHost): Record<string, string> {
+  return {
+    CYBORG_DEFAULT__HOST: host.host,
+    CYBORG_AGENT__HOST_ROOT: host.root,
+    CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
+    CYBORG_AGENT__AUTO_ACTIVATE: 'true',
+    PATH: `${host.bin}:${process.env.PATH ?? ''}`,
+  }
+}

@@ -11,7 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import type { Browser, Page } from 'playwright-core'
-import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
+import { gpuHost, gpuHostEnv, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
 import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
@@ -48,12 +48,8 @@ else
         compiled: true,
         timeoutMs: 90_000,
         env: {
-          CYBORG_DEFAULT__HOST: host.host,
-          CYBORG_AGENT__HOST_ROOT: host.root,
-          CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
-          CYBORG_AGENT__AUTO_ACTIVATE: 'true',
+          ...gpuHostEnv(host),
           CYBORG_OSLO_POLICY__POLICY_FILE: policyFile,
-          PATH: `${host.bin}:${process.env.PATH ?? ''}`,
         },
         ready: async (url) => {
           const r = await fetch(`${url}/v2/devices`, { headers: V26 })

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
-import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
+import { gpuHost, gpuHostEnv, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import { eventually } from '../support/host-inventory.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
@@ -75,11 +75,7 @@ else
         compiled: true,
         timeoutMs: 90_000,
         env: {
-          CYBORG_DEFAULT__HOST: host.host,
-          CYBORG_AGENT__HOST_ROOT: host.root,
-          CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
-          CYBORG_AGENT__AUTO_ACTIVATE: 'true',
-          PATH: `${host.bin}:${process.env.PATH ?? ''}`,
+          ...gpuHostEnv(host),
           ...(placement === undefined
             ? {}
             : {

@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
-import { gpuHost, setEccErrors, type GpuHost } from '../support/gpu-host.js'
+import { gpuHost, gpuHostEnv, setEccErrors, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
 import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
@@ -49,12 +49,8 @@ else
         compiled: true,
         timeoutMs: 90_000,
         env: {
-          CYBORG_DEFAULT__HOST: host.host,
+          ...gpuHostEnv(host),
           CYBORG_DEFAULT__PERIODIC_INTERVAL: '1',
-          CYBORG_AGENT__HOST_ROOT: host.root,
-          CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
-          CYBORG_AGENT__AUTO_ACTIVATE: 'true',
-          PATH: `${host.bin}:${process.env.PATH ?? ''}`,
         },
         ready: async (url) => {
           const r = await fetch(`${url}/v2/devices`, { headers: V210 })

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict'
 import { mkdir } from 'node:fs/promises'
 import path from 'node:path'
 import type { Browser, Page } from 'playwright-core'
-import { gpuHost, type GpuHost } from '../support/gpu-host.js'
+import { gpuHost, gpuHostEnv, type GpuHost } from '../support/gpu-host.js'
 import { chromiumSkip, launchChromium } from '../support/peers/chromium.js'
 import { ROOT, startService, type RunningService } from '../support/service.js'
 import { assertAccessible, assertNoSidewaysScroll } from '../support/web-checks.js'
@@ -93,11 +93,7 @@ else
         compiled: true,
         timeoutMs: 90_000,
         env: {
-          CYBORG_DEFAULT__HOST: host.host,
-          CYBORG_AGENT__HOST_ROOT: host.root,
-          CYBORG_AGENT__ENABLED_DRIVERS: 'nvidia-gpu',
-          CYBORG_AGENT__AUTO_ACTIVATE: 'true',
-          PATH: `${host.bin}:${process.env.PATH ?? ''}`,
+          ...gpuHostEnv(host),
         },
         ready: async (url) => {
           const r = await fetch(`${url}/v2/devices`, { headers: V(6) })
