@@ -8,7 +8,7 @@
  * reconnects with Last-Event-ID (1 s, then doubling up to 30 s), and each event id is delivered
  * once even when the API sends it again.
  */
-import { apiHeaders } from './api.js'
+import { apiHeaders, onTokenChange } from './api.js'
 import { sseReader } from './sse.js'
 
 /** One event as the API's event stream sends it (the outbox row, snake_case). */
@@ -131,6 +131,18 @@ function disconnect(): void {
   setState('closed')
 }
 
+// A new token (a login, a logout) opens the stream again at once, as the new caller, instead of
+// waiting out the backoff of a stream refused without one.
+onTokenChange(() => {
+  if (subscribers.size === 0) return
+  clearTimeout(retryTimer)
+  const old = abort
+  abort = undefined
+  old?.abort()
+  backoff = 1000
+  connect()
+})
+
 /** Calls `onEvent` for each event (of `filter`, when given) from now on; returns the unsubscribe. */
 export function subscribeEvents(
   onEvent: (e: LiveEvent) => void,
@@ -150,4 +162,26 @@ export function watchLiveState(onState: (s: LiveState) => void): () => void {
   stateListeners.add(onState)
   onState(state)
   return () => void stateListeners.delete(onState)
+}
+
+/**
+ * Resolves once the stream is open, or after `timeoutMs` (a refused or slow stream must not hold
+ * the page). A page subscribes first, then reads after this: a stream starts at its connection, so
+ * an event that commits between a read and the connection would otherwise be missed. Reconnects
+ * resume from Last-Event-ID and miss nothing.
+ */
+export function whenLive(timeoutMs: number): Promise<void> {
+  if (state === 'live') return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer)
+      unwatch()
+      resolve()
+    }
+    const timer = setTimeout(done, timeoutMs)
+    // Not live now, so this does not call `done` before `unwatch` exists.
+    const unwatch = watchLiveState((s) => {
+      if (s === 'live') done()
+    })
+  })
 }

@@ -17,6 +17,7 @@ import {
   LIVE_WORDS,
   subscribeEvents,
   watchLiveState,
+  whenLive,
   type LiveEvent,
   type LiveState,
 } from '../live.js'
@@ -126,20 +127,14 @@ export function FleetPage({ fleet, route }: { fleet: Fleet; route: Route }): VNo
 }
 
 /**
- * Calls `reload` once per burst of events about what the page draws, while it is shown, and each
- * time the stream (re)connects: a stream starts at its connection, so what changed between the
- * page's read and that moment is read again. Answers the stream's state.
+ * Calls `reload` once per burst of events about what the page draws, while it is shown; answers
+ * the stream's state. The page's reads wait for the stream first ({@link whenLive}).
  */
 function useLiveReload(reload: () => void): LiveState {
   const [state, setState] = useState<LiveState>('closed')
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined
-    let was: LiveState | undefined
-    const unwatch = watchLiveState((s) => {
-      if (s === 'live' && was !== undefined && was !== 'live') reload()
-      was = s
-      setState(s)
-    })
+    const unwatch = watchLiveState(setState)
     const unsubscribe = subscribeEvents((e) => {
       if (!DRAWN.includes(e.resource_type) || timer !== undefined) return
       timer = setTimeout(() => {
@@ -156,8 +151,14 @@ function useLiveReload(reload: () => void): LiveState {
   return state
 }
 
+/** The fleet, read once the event stream is open (at most 1 s later), so no change falls between. */
+async function readFleet(): Promise<Fleet> {
+  await whenLive(1000)
+  return loadFleet()
+}
+
 function Fleet({ route }: { route: Route }): VNode {
-  const { loaded, reload } = useLoad(loadFleet, [])
+  const { loaded, reload } = useLoad(readFleet, [])
   const live = useLiveReload(() => reload(true))
   return html`<p class="note" role="status" data-testid="live-state">${LIVE_WORDS[live]}</p>
     <${Show}
