@@ -24,6 +24,7 @@ import {
   VERSION_HEADER,
   VERSION_RESPONSE_HEADERS,
 } from './microversion.js'
+import { databaseUnavailable } from './database-errors.js'
 import { formatValidationError, type AjvError } from './validation-errors.js'
 
 export { formatValidationError } from './validation-errors.js'
@@ -148,8 +149,8 @@ export function sendError(reply: FastifyReply, status: number, message: string):
 
 /** Installs the error handler (the map above) and the 404 handler on the root instance. */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err, request, reply) => {
-    if ((err as { code?: unknown }).code === 'ECONNRESET' && request.raw.destroyed) {
+  app.setErrorHandler((thrown, request, reply) => {
+    if ((thrown as { code?: unknown }).code === 'ECONNRESET' && request.raw.destroyed) {
       // The client (or request_timeout) closed the connection while the body was coming: nobody to answer.
       request.log.info(
         { status: 400 },
@@ -157,9 +158,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       )
       return sendError(reply, 400, 'The connection closed before the request body was complete')
     }
+    const err = databaseUnavailable(thrown) ?? thrown
     const status = statusOf(err)
     if (status >= 500) {
-      request.log.error({ err, status }, 'request failed')
+      request.log.error({ err: thrown, status }, 'request failed')
       const message =
         status === 500
           ? `Internal error; the server log has the details (request ${request.id})`
