@@ -262,5 +262,7 @@ export async function timeInCleaning(database: string, sinceMs: number) {
     }
   } catch (err) {
     return { notMeasured: (err as Error).message }
+  } finally {
+    await conn.end()
   }
 }
