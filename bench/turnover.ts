@@ -17,8 +17,11 @@
  * (`SHOW GLOBAL STATUS` deltas) and RSS. `--baseline <checkout>` also runs another checkout's code
  * there first, as the `clean = none` equivalent (`git worktree add ../old 34807ec && (cd ../old &&
  * npm ci)`, then `--baseline ../old`), and `cleanNoneOverBaseline` is main's over its (goal ≥ 1).
+ * `--settings` picks the embedded runs' settings; `clean-50ms-nohold` adds the 50 ms clean without
+ * Placement's cleaning hold (docs/cleaning.md, "The hold"), to show what the hold saves.
  * Usage: npm run bench:turnover [-- --seconds 5 --levels 2,8,64 --rounds 1
- *   --allocations nova,standalone --shapes embedded,production --baseline ../old]
+ *   --allocations nova,standalone --shapes embedded,production --baseline ../old
+ *   --settings clean-none,clean-0ms,clean-50ms,clean-50ms-nohold]
  */
 import { loadavg } from 'node:os'
 import path from 'node:path'
@@ -28,6 +31,7 @@ import { startPlacement } from '../test/support/peers/placement.js'
 import { settled, storm } from './storm/boot-storm-client.js'
 import { startEmbeddedServer as startServer } from './shape/embedded.js'
 import { productionTurnover } from './shape/turnover-production.js'
+import { pidsOf, sampleProcess } from './shape/measure.js'
 
 const { values } = parseArgs({
   options: {
@@ -37,6 +41,7 @@ const { values } = parseArgs({
     allocations: { type: 'string', default: 'nova,standalone' },
     shapes: { type: 'string', default: 'embedded,production' },
     baseline: { type: 'string' },
+    settings: { type: 'string', default: 'clean-none,clean-0ms,clean-50ms' },
   },
 })
 const shapeList = values.shapes.split(',')
@@ -44,11 +49,21 @@ const seconds = Number(values.seconds)
 const levels = values.levels.split(',').map(Number)
 /** Who allocates in Placement: Nova's scheduler (a stand-in takes the bound events), or the conductor. */
 const shapes = shapeList.includes('embedded') ? values.allocations.split(',') : []
-const SETTINGS = [
+/** `clean-50ms-nohold`: the 50 ms clean with Placement's cleaning hold off (`clean_placement_hold_ms = 0`). */
+const ALL_SETTINGS = [
   { name: 'clean-none', policy: 'none', delayMs: 0 },
   { name: 'clean-0ms', policy: 'auto', delayMs: 0 },
   { name: 'clean-50ms', policy: 'auto', delayMs: 50 },
+  { name: 'clean-50ms-nohold', policy: 'auto', delayMs: 50, holdMs: 0 },
 ] as const
+const SETTINGS: readonly (typeof ALL_SETTINGS)[number][] = values.settings
+  .split(',')
+  .map((name) => {
+    const s = ALL_SETTINGS.find((x) => x.name === name)
+    if (!s)
+      throw new Error(`--settings: unknown ${name} (${ALL_SETTINGS.map((x) => x.name).join(', ')})`)
+    return s
+  })
 
 const loadAtStart = loadavg()[0]
 const placement = await startPlacement()
@@ -59,8 +74,18 @@ try {
     for (const [allocations, level] of shapes.flatMap((a) => levels.map((l) => [a, l] as const))) {
       const order = round % 2 === 0 ? SETTINGS : [...SETTINGS].reverse()
       for (const s of order) {
-        const server = await startServer(placement.url, s.policy, s.delayMs, allocations)
+        const holdMs = 'holdMs' in s ? s.holdMs : undefined
+        const server = await startServer(placement.url, s.policy, s.delayMs, allocations, holdMs)
+        const placementPids = pidsOf(
+          new RegExp(`uwsgi.*http-socket.${new URL(placement.url).host}`),
+        )
+        const cpuMs = () => ({
+          server: sampleProcess(server.pid).cpuMs,
+          placement: placementPids.reduce((a, pid) => a + sampleProcess(pid).cpuMs, 0),
+        })
+        const cpuBefore = cpuMs()
         const result = await storm(server.url, level, server.rps, seconds)
+        const cpuAfter = cpuMs()
         const after = await settled(server.url)
         const stats = (await server.stop()) as {
           placementCalls: Record<string, number>
@@ -80,6 +105,16 @@ try {
           errors: result.errors,
           doubleAllocations: result.doubleAllocations,
           cycleMs: result.ms.cycle,
+          stepMs: result.ms,
+          cpuMsPerCycle: result.cycles
+            ? {
+                server:
+                  Math.round(((cpuAfter.server - cpuBefore.server) / result.cycles) * 100) / 100,
+                placement:
+                  Math.round(((cpuAfter.placement - cpuBefore.placement) / result.cycles) * 100) /
+                  100,
+              }
+            : null,
           settled: after,
           placementCallsPerCycle: result.cycles
             ? Math.round((calls / result.cycles) * 10) / 10
@@ -118,7 +153,7 @@ const ratios = Object.fromEntries(
       levels.map((level) => [
         level,
         Object.fromEntries(
-          SETTINGS.slice(1).map((s) => [
+          SETTINGS.filter((s) => s.name !== 'clean-none').map((s) => [
             s.name,
             Math.round((mean(a, s.name, level) / (mean(a, 'clean-none', level) || 1)) * 100) / 100,
           ]),

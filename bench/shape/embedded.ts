@@ -23,6 +23,8 @@ export async function startEmbeddedServer(
   policy: string,
   delayMs: number,
   allocations: string,
+  /** `[conductor] clean_placement_hold_ms`; unset: the default. */
+  holdMs?: number,
 ): Promise<EmbeddedServer> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cyborg-turnover-'))
   const child = spawn(
@@ -42,6 +44,7 @@ export async function startEmbeddedServer(
         CLEAN_POLICY: policy,
         CLEAN_DELAY_MS: String(delayMs),
         ALLOCATIONS: allocations,
+        ...(holdMs === undefined ? {} : { CLEAN_PLACEMENT_HOLD_MS: String(holdMs) }),
       },
     },
   )

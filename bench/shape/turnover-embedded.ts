@@ -2,7 +2,9 @@
  * The embedded server of bench/turnover.ts, in its own process: what `cyborg up` runs (SQLite file,
  * in-process bus, conductor, HTTP API) with its fake agent on the storm host and a real Placement.
  * The fake driver cleans released units with `clean` = CLEAN_POLICY (auto | none) and
- * `clean_delay_ms` = CLEAN_DELAY_MS; ALLOCATIONS = nova | standalone (below). Prints "ready <url>"; on SIGTERM prints "stats <json>": the
+ * `clean_delay_ms` = CLEAN_DELAY_MS, `[conductor] clean_placement_hold_ms` =
+ * CLEAN_PLACEMENT_HOLD_MS when set; ALLOCATIONS = nova | standalone (below). Prints "ready <url>";
+ * on SIGTERM prints "stats <json>": the
  * time each release spent `cleaning` (custody ledger: released_at → cleaned_at), Placement calls,
  * write transactions and event-loop lag.
  * Usage: turnover-embedded.ts <state dir> <port> <placement url>
@@ -26,6 +28,9 @@ const config = loadConfig({
     CYBORG_DEFAULT__STATE_PATH: stateDir!,
     CYBORG_API__PORT: port!,
     CYBORG_LOG_LEVEL: 'error',
+    ...(process.env.CLEAN_PLACEMENT_HOLD_MS === undefined
+      ? {}
+      : { CYBORG_CONDUCTOR__CLEAN_PLACEMENT_HOLD_MS: process.env.CLEAN_PLACEMENT_HOLD_MS }),
   },
 })
 const log = createLogger(config, { service: 'bench-turnover', env: { CYBORG_LOG_LEVEL: 'error' } })

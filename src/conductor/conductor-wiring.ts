@@ -14,11 +14,15 @@ import { createEventRelay, wakingCommitter } from './outbox/event-relay.js'
 import { createCustodySealer, sealingCommitter } from './outbox/custody-sealer.js'
 import { createWebhookSink } from './outbox/webhook-sink.js'
 import { createWebhookDispatcher } from './outbox/webhook-dispatcher.js'
-import { createPlacementSync, type PlacementSync, type RootHint } from './placement-sync.js'
+import {
+  createPlacementSync,
+  type PlacementSync,
+  type RootHint,
+} from './placement/placement-sync.js'
 import { createArqService } from './arq/arqs.js'
 import { createV1AcceleratorService } from './v1-accelerators.js'
 import { createV1Placement } from './v1-placement.js'
-import { createUnitCleaning, PLACEMENT_WINDOW_MS } from './cleaning/cleaning.js'
+import { createUnitCleaning, PLACEMENT_HOLD_MS, PLACEMENT_WINDOW_MS } from './cleaning/cleaning.js'
 import { createDeployableProgram } from './reconfig/deployable-program.js'
 import { createDeviceConfigure } from './reconfig/device-configure.js'
 import { createReconfigSweep } from './reconfig/reconfig-sweep.js'
@@ -130,6 +134,9 @@ export function wirePlacement(
       // A clean within the window never shows reserved (issue 28; cleaning.ts syncs after it).
       cleaningGraceMs: cleans
         ? ((options.cleaning || undefined)?.placementWindowMs ?? PLACEMENT_WINDOW_MS)
+        : 0,
+      cleaningHoldMs: cleans
+        ? ((options.cleaning || undefined)?.placementHoldMs ?? PLACEMENT_HOLD_MS)
         : 0,
       clock: w.clock,
     })

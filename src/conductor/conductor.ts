@@ -150,6 +150,7 @@ export function createConductor(deps: ConductorDeps, options: ConductorOptions =
       fleet.stop()
       stopReaper()
       stopSweeper()
+      placement?.stop()
       await cleaning?.stop()
       await reconfigSweep?.stop()
       await heartbeats?.close()

@@ -25,7 +25,7 @@ import type { ConductorRpc, InventoryReportResult } from '../rpc/conductor-rpc.j
 import type { HealthTransition } from '../db/health-transitions.js'
 import { isFencedHealth } from '../domain/health/report.js'
 import { leaseRegained as leaseRegainedBy } from '../domain/health/lease.js'
-import type { RootHint } from './placement-sync.js'
+import type { RootHint } from './placement/placement-sync.js'
 import { checkSnapshot } from './validate.js'
 import { diffInventory } from '../domain/inventory/inventory-diff.js'
 

@@ -163,7 +163,7 @@ void describe('errors: one line naming where, section, option, value and the exp
     rejects(
       { files: [w] },
       `${w}:2: [conductor] secret_sauce: unknown option; options of [conductor] are ` +
-        `save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, ` +
+        `save_interval_ms, max_batch, health_recovery_reports, clean_retry_interval, clean_placement_hold_ms, ` +
         `reconfigure_timeout`,
     )
     rejects(

@@ -45,6 +45,7 @@ void describe('defaults', () => {
       max_batch: 64,
       health_recovery_reports: 2,
       clean_retry_interval: 60,
+      clean_placement_hold_ms: 1000,
       reconfigure_timeout: 2400,
     })
     assert.equal(c.nvidia_gpu.ecc_uncorrectable_failed, undefined, "unset: the driver's default")

@@ -228,6 +228,16 @@ export const schema = {
         "its answer (and expires from the agent's queue then). The unit stays out of service " +
         'until its agent answers.',
     }),
+    clean_placement_hold_ms: int({
+      default: 1000,
+      min: 0,
+      help:
+        'Milliseconds Placement keeps showing units reserved for their clean after fewer units ' +
+        'of a deployable are cleaning (docs/cleaning.md, "The hold"): under steady turnover the ' +
+        'count moves with every release, and following it cost two inventory writes per release. ' +
+        'Never hides the last free unit; the database alone decides who may claim one. 0: lower ' +
+        'at once.',
+    }),
     reconfigure_timeout: int({
       default: 2400,
       min: 1,

@@ -21,6 +21,12 @@ export interface PlacementRow {
    * reserved.
    */
   cleaning: number
+  /** Of `cleaning`, the handles held by a program or configure. */
+  reconfiguring: number
+  /** Handles marked in use: bound, cleaning (young ones too) or held by a program or configure. */
+  inUse: number
+  /** Handles held by a request (in use, neither cleaning nor reconfiguring): Placement's allocations. */
+  bound: number
   device: { uuid: string; hostname: string; lifecycle: string; status: string; health: string }
   attributes: { key: string; value: string }[]
 }
@@ -88,9 +94,17 @@ export async function listPlacementRows(
     h.clean_since !== null &&
     Date.parse(h.clean_since) >= releasedBefore
   const cleaning = new Map<number, number>()
-  for (const h of inUse)
+  const inUseCount = new Map<number, number>()
+  const bound = new Map<number, number>()
+  const reconfiguring = new Map<number, number>()
+  const count = (m: Map<number, number>, id: number) => m.set(id, (m.get(id) ?? 0) + 1)
+  for (const h of inUse) {
+    count(inUseCount, h.deployable_id)
+    if (h.reconfig_uuid !== null) count(reconfiguring, h.deployable_id)
     if (h.reconfig_uuid !== null || (h.clean_state !== null && !young(h)))
-      cleaning.set(h.deployable_id, (cleaning.get(h.deployable_id) ?? 0) + 1)
+      count(cleaning, h.deployable_id)
+    else if (h.clean_state === null) count(bound, h.deployable_id)
+  }
   const held = new Set<number | null>([
     ...heldByArq.flatMap((a) => [a.deployable_id, a.handle_deployable_id]),
     ...inUse.filter((h) => h.reconfig_uuid === null).map((h) => h.deployable_id),
@@ -110,6 +124,9 @@ export async function listPlacementRows(
     removalPending: Number(d.removal_pending) === 1,
     held: held.has(d.id),
     cleaning: cleaning.get(d.id) ?? 0,
+    reconfiguring: reconfiguring.get(d.id) ?? 0,
+    inUse: inUseCount.get(d.id) ?? 0,
+    bound: bound.get(d.id) ?? 0,
     device: {
       uuid: d.device_uuid,
       hostname: d.hostname,

@@ -141,6 +141,7 @@ export function conductorOptions(config: Config): ConductorOptions {
     events: { retentionHours: config.events.retention_hours },
     cleaning: {
       retryIntervalMs: config.conductor.clean_retry_interval * 1000,
+      placementHoldMs: config.conductor.clean_placement_hold_ms,
     },
     reconfig: { timeoutMs: config.conductor.reconfigure_timeout * 1000 },
     custody: {

@@ -11,7 +11,12 @@ import { randomUUID } from 'node:crypto'
 import type { Core } from '../../src/main/core.js'
 import type { TestDatabase } from '../support/db.js'
 import { startFakeHostCore } from '../support/fake-host-core.js'
-import { placementSkip, startPlacement, type RunningPlacement } from '../support/peers/placement.js'
+import {
+  placementSkip,
+  reservedAfterHold,
+  startPlacement,
+  type RunningPlacement,
+} from '../support/peers/placement.js'
 
 const skip = await placementSkip()
 const HOST = 'turn-1'
@@ -117,8 +122,7 @@ void describe('turnover with real Placement', { skip }, () => {
     await core.conductor!.cleaningIdle()
     const rp = (await db.db.selectFrom('deployables').select('rp_uuid').executeTakeFirstOrThrow())
       .rp_uuid!
-    const inventory = (await placement.client.getInventories(rp)).FPGA!
-    assert.equal(inventory.reserved, 0)
+    assert.equal(await reservedAfterHold(placement.client, rp), 0)
     const usages = (await placement.client.getUsages(rp)) ?? {}
     assert.equal(usages.FPGA ?? 0, 0)
   })

@@ -58,6 +58,8 @@ import { checkDeviceClean } from '../validate.js'
 
 /** `placementWindowMs`'s default. */
 export const PLACEMENT_WINDOW_MS = 50
+/** `placementHoldMs`'s default (`[conductor] clean_placement_hold_ms`). */
+export const PLACEMENT_HOLD_MS = 1000
 /**
  * How much later than the window the host's sync starts: a timer may fire a millisecond early, and
  * a unit still cleaning then must be older than the window, so that the sync reserves it.
@@ -105,6 +107,12 @@ export interface UnitCleaningOptions {
    * (placement-sync.ts `cleaningGraceMs`). @default 50
    */
   placementWindowMs?: number
+  /**
+   * How long Placement keeps units reserved for their clean after the count of units cleaning
+   * falls (placement-hold.ts; `[conductor] clean_placement_hold_ms`): steady turnover costs no
+   * inventory write per release. @default 1000
+   */
+  placementHoldMs?: number
   /** How a host's asks are batched into `cleanUnits` messages (clean-asks.ts). */
   asks?: CleanAsksOptions
 }

@@ -2,14 +2,14 @@
  * `cyborg db check`'s checks (docs/operations.md): the database's own
  * (src/db/core/db-check.ts) on a schema at the current revision, then, when `[placement]` is configured,
  * Placement drift: every deployable's provider is compared with what the conductor's sync would
- * write (src/conductor/placement-plan.ts `desiredStateOf`): it exists, its inventory's total and
+ * write (src/conductor/placement/placement-plan.ts `desiredStateOf`): it exists, its inventory's total and
  * reserved, its traits. Placement is only read.
  */
 import type { Config } from '../../config/config.js'
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import { checkDatabase, listDeviceHosts, type Finding } from '../../db/core/db-check.js'
 import { listPlacementRows, type PlacementRow } from '../../db/placement-rows.js'
-import { desiredStateOf } from '../../conductor/placement-plan.js'
+import { desiredStateOf } from '../../conductor/placement/placement-plan.js'
 import type { PlacementClient } from '../../openstack/placement.js'
 import { errorMessage } from '../../domain/error-message.js'
 import { placementOptions } from '../resources.js'

@@ -96,3 +96,20 @@ export async function deallocate(url: string, consumer: string): Promise<void> {
   })
   if (res.status !== 204) throw new Error(`deallocation failed: ${res.status} ${await res.text()}`)
 }
+
+/**
+ * A provider's `reserved` for `rc` once any cleaning hold has ended: the conductor shows released
+ * units reserved for up to `[conductor] clean_placement_hold_ms` after their cleans (1 s by
+ * default) and then syncs the host again by itself (docs/cleaning.md, "The hold"). Polled for up
+ * to 5 s; the last value read.
+ */
+export async function reservedAfterHold(
+  client: PlacementClient,
+  rp: string,
+  rc = 'FPGA',
+): Promise<number | undefined> {
+  const reserved = async () => (await client.getInventories(rp))[rc]?.reserved
+  for (let n = 0; n < 100 && (await reserved()) !== 0; n++)
+    await new Promise((r) => setTimeout(r, 50))
+  return reserved()
+}

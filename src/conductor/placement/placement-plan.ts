@@ -8,9 +8,9 @@ import {
   providerHash,
   providerHashChanges,
   type ProviderState,
-} from '../domain/placement.js'
-import type { PlacementRow } from '../db/placement-rows.js'
-import { isOffered } from '../domain/inventory/inventory.js'
+} from '../../domain/placement.js'
+import type { PlacementRow } from '../../db/placement-rows.js'
+import { isOffered } from '../../domain/inventory/inventory.js'
 
 export interface ProviderWrite {
   id: number
