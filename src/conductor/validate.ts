@@ -115,6 +115,10 @@ export function checkArqBindings(value: unknown): Record<string, ArqBindRequest>
 export const checkBindId = (value: unknown): string | undefined =>
   value === undefined ? undefined : checkUuid(value, 'bind_id').toLowerCase()
 
+/** A delete's key (ConductorRpc 1.10), a uuid, lower-cased; undefined when the caller sent none. */
+export const checkDeleteId = (value: unknown): string | undefined =>
+  value === undefined ? undefined : checkUuid(value, 'delete_id').toLowerCase()
+
 const arqUuids = compilePayload(P.ArqUuids)
 
 /** A non-empty list of uuids (the ARQs of an unbind or delete), named `arqs`. */

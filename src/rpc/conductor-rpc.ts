@@ -66,8 +66,9 @@ export const CONDUCTOR_TOPIC = 'cyborg.conductor'
  * 1.7 adds `cleanDevice` (clean before reuse, docs/cleaning.md); 1.8 adds `programDeployable` and
  * `configureDevice` (docs/fpga.md, docs/drivers.md); 1.9 adds the optional `bindId` to `bindArqs` and
  * `createId` to `createArqs` (a redelivered bind or create answers from its first run: docs/arqs.md,
- * "Redelivered binds"). */
-export const CONDUCTOR_RPC_VERSION = '1.9'
+ * "Redelivered binds"); 1.10 adds the optional `deleteId` to `deleteArqs` by uuid (a redelivered delete
+ * answers as its first run: docs/arqs.md, "Redelivered deletes"). */
+export const CONDUCTOR_RPC_VERSION = '1.10'
 
 /** One ARQ's binding, as Nova's PATCH (or the openstack CLI's) gives it. */
 export interface ArqBindRequest {
@@ -198,9 +199,11 @@ export interface ConductorRpc {
   /**
    * (1.3) Unbinds and deletes ARQs by uuid (NotFoundError for unknown ones, after deleting the rest)
    * or by instance (idempotent; (1.4) only `projectId`'s requests when given).
+   * (1.10) `deleteId`, a uuid unique to the caller's request (the API makes one per DELETE): the
+   * same delete delivered again answers the requests its first run deleted as deleted, not 404.
    */
   deleteArqs(
-    req: { uuids: string[] } | { instanceUuid: string; projectId?: string },
+    req: { uuids: string[]; deleteId?: string } | { instanceUuid: string; projectId?: string },
   ): Promise<{ deleted: string[] }>
   /**
    * (1.4) v1 attach: claims a free unit of the accelerator for an instance or a host, has the

@@ -1,7 +1,13 @@
-/** Every 4xx of the v2 accelerator requests: the status, and a message naming the field or problem. */
+/**
+ * Every 4xx of the v2 accelerator requests: the status, and a message naming the field or problem;
+ * and no 404 for a delete whose conductor call RabbitMQ delivered twice (docs/arqs.md, "Redelivered deletes").
+ */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { fault, startStack, type Stack } from './stack.js'
+import pino from 'pino'
+import { createApp } from '../../src/api/app.js'
+import type { ConductorRpc } from '../../src/rpc/conductor-rpc.js'
+import { fault, HOST, startStack, type Stack } from './stack.js'
 
 const json = { 'content-type': 'application/json' }
 const INSTANCE = '00000000-0000-4000-8000-000000000001'
@@ -206,5 +212,42 @@ void describe('v2 accelerator requests: errors', () => {
       200,
       'nothing deleted',
     )
+  })
+
+  void it('DELETE by uuid whose conductor call is delivered twice answers 204; an unknown uuid among them 404s', async () => {
+    // What RabbitMQ does when a conductor dies after the delete committed and before its ack:
+    // the same message runs again and the caller gets the second run's answer.
+    const twice: ConductorRpc = new Proxy(s.core.conductorClient, {
+      get: (target, method: keyof ConductorRpc) =>
+        method !== 'deleteArqs'
+          ? target[method]
+          : async (req: Parameters<ConductorRpc['deleteArqs']>[0]) => {
+              await target.deleteArqs(req).catch(() => null)
+              return target.deleteArqs(req)
+            },
+    })
+    const app = await createApp({ db: s.db.db, conductor: twice, log: pino({ level: 'silent' }) })
+    try {
+      const del = (url: string) => app.inject({ method: 'DELETE', url, headers: { host: HOST } })
+      const one = (await post({ device_profile_name: 'dp-err' })).json<{
+        arqs: { uuid: string }[]
+      }>()
+      const gone = await del(`/v2/accelerator_requests/${one.arqs[0]!.uuid}`)
+      assert.equal(gone.statusCode, 204, gone.body)
+      const two = (await post({ device_profile_name: 'dp-err' })).json<{
+        arqs: { uuid: string }[]
+      }>()
+      const known = two.arqs[0]!.uuid
+      const mixed = await del(`/v2/accelerator_requests?arqs=${known},${UNKNOWN}`)
+      expect(mixed, 404, new RegExp(UNKNOWN), 'unknown')
+      assert.ok(!fault(mixed).includes(known), `only the unknown one named: ${mixed.body}`)
+      assert.equal(
+        (await s.request({ url: `/v2/accelerator_requests/${known}` })).statusCode,
+        404,
+        'the known one deleted',
+      )
+    } finally {
+      await app.close()
+    }
   })
 })

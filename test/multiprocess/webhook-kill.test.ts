@@ -3,9 +3,11 @@
  * `accelerator.arq.bound`: afterwards every ARQ that ended Bound has had its event delivered at
  * least once to the receiver, none is missing, and every request verified against the secret.
  * Production shape on PostgreSQL: `cyborg api` + `cyborg conductor` over RabbitMQ; the storm
- * host's handles are TEST_PCI (no agent work). The receiver answers slowly, so that the kill
- * finds bound events not yet delivered: in the outbox, queued, or in flight, claimed by the dead
- * conductor (its lease runs out, then the new conductor sends them).
+ * host's handles are TEST_PCI (no agent work). The receiver answers the first deliveries, then
+ * holds every answer until the conductor is dead (a gate the test opens, not a timer to race), so
+ * that the kill finds bound events not yet delivered: in the outbox, queued, or in flight, claimed
+ * by the dead conductor (its lease runs out, then the new conductor sends them again). Only
+ * answers that reached a live conductor count as deliveries.
  */
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -28,6 +30,10 @@ const [dialects, broker] = await Promise.all([testDialects(), testBroker()])
 const postgres = dialects.find((d) => d.name === 'postgres')!
 const VMS = 160
 const BIND_TIMEOUT_S = 2
+/** Deliveries answered before the receiver holds its answers. */
+const ANSWERED_FIRST = 3
+/** Bound requests past the answered deliveries before the kill. */
+const GAP = 25
 
 const started: RunningService[] = []
 const startCyborg = async (command: 'api' | 'conductor', env: Record<string, string>) => {
@@ -67,7 +73,7 @@ void describe(
 
     before(async () => {
       ;[db, vhost] = await Promise.all([postgres.create(), broker.createVhost()])
-      receiver = await startReceiver({ delayMs: 60 })
+      receiver = await startReceiver({ holdAfter: ANSWERED_FIRST })
       env = {
         CYBORG_DATABASE__CONNECTION: db.url,
         CYBORG_DEFAULT__TRANSPORT_URL: vhost.url,
@@ -92,6 +98,8 @@ void describe(
     })
 
     it('delivers every accelerator.arq.bound at least once across the kill', async (t) => {
+      /** Deliveries accepted, their answer handed to a live conductor. */
+      const delivered = () => receiver.accepted().filter((r) => r.answered)
       const res = await fetch(`${apiUrl}/v2/webhooks`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -105,31 +113,36 @@ void describe(
       const storm = bindStorm(apiUrl, uuids, providers)
       let over = false
       void storm.finally(() => (over = true))
-      // Kill once deliveries have begun and bound events are waiting to go out.
+      // Kill once deliveries have begun and are held (in flight, claimed by the conductor) and
+      // bound events are waiting behind them. While the receiver holds its answers no more than
+      // ANSWERED_FIRST deliveries can complete, so the gap cannot close before the kill.
       await waitFor(
-        async () => {
-          const delivered = receiver.accepted().length
-          return over || (delivered >= 3 && (await bound(db)).length >= delivered + 25)
-        },
-        'the first deliveries, behind the binds',
+        async () =>
+          over || (receiver.held() >= 1 && (await bound(db)).length >= ANSWERED_FIRST + GAP),
+        'deliveries held, behind the binds',
         30_000,
       )
       const overAtKill = over
+      const heldAtKill = receiver.held()
       const gone = new Promise((r) => conductor.child.once('exit', r))
       conductor.child.kill('SIGKILL')
       await gone
-      // Counted once the conductor is gone: it binds and delivers, so neither count moves now (a
-      // count taken before the kill raced the deliveries still going out on a loaded machine).
+      // Counted once the conductor is gone: it binds and delivers, so neither count moves now.
       const boundAtKill = (await bound(db)).length
-      const deliveredAtKill = new Set(
-        receiver.accepted().map((r) => String(r.body.data.resource_uuid)),
-      ).size
+      const deliveredAtKill = new Set(delivered().map((r) => String(r.body.data.resource_uuid)))
+        .size
+      // The dead conductor never learns of the answers held: once their connections are seen
+      // closed, the receiver answers again (the held ones go nowhere).
+      await waitFor(() => receiver.held() === 0, 'the connections of the dead conductor closed')
+      receiver.open()
       const killedAt = Date.now()
       const outcomes = await storm
       t.diagnostic(
-        `at the kill: ${boundAtKill} Bound, ${deliveredAtKill} delivered, binds ${overAtKill ? 'over' : 'under way'}; ${tally(outcomes, 0)}`,
+        `at the kill: ${boundAtKill} Bound, ${deliveredAtKill} delivered, ${heldAtKill} held, ` +
+          `binds ${overAtKill ? 'over' : 'under way'}; ${tally(outcomes, 0)}`,
       )
       assert.ok(!overAtKill, 'the kill landed during the storm')
+      assert.ok(heldAtKill >= 1, 'deliveries were in flight at the kill')
       assert.ok(deliveredAtKill < boundAtKill, 'bound events were still to be delivered')
 
       conductor = await startCyborg('conductor', env)
@@ -138,8 +151,7 @@ void describe(
         await assertConverged(db.db, uuids, answered, Date.now() + BIND_TIMEOUT_S * 3000 + 5000),
       )
       const boundNow = new Set(await bound(db))
-      const announced = () =>
-        new Set(receiver.accepted().map((r) => String(r.body.data.resource_uuid)))
+      const announced = () => new Set(delivered().map((r) => String(r.body.data.resource_uuid)))
       await waitFor(
         () => [...boundNow].every((u) => announced().has(u)),
         'every Bound ARQ announced',
@@ -155,10 +167,10 @@ void describe(
         'every request verifies',
       )
       assert.ok(receiver.accepted().every((r) => r.body.type === 'accelerator.arq.bound'))
-      const ids = receiver.accepted().map((r) => r.id)
+      const ids = receiver.received.map((r) => r.id)
       t.diagnostic(
-        `${boundNow.size} Bound, ${ids.length} deliveries (${ids.length - new Set(ids).size} ` +
-          `repeated), all within ${Math.round((Date.now() - killedAt) / 1000)} s of the kill`,
+        `${boundNow.size} Bound, ${ids.length} requests (${ids.length - new Set(ids).size} ` +
+          `sent again), all within ${Math.round((Date.now() - killedAt) / 1000)} s of the kill`,
       )
     })
   },

@@ -9,7 +9,7 @@
  * to be refused when more than 5 minutes from the receiver's clock.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http'
 
 /** Why a delivery fails verification, or null when it passes. */
 export function verifyStandardWebhook(
@@ -53,6 +53,8 @@ export interface Received {
   invalid: string | null
   /** Requests being handled at the same time, this one included. */
   concurrent: number
+  /** Whether its answer reached a live connection (false while held, or when the sender died first). */
+  answered: boolean
 }
 
 export interface Receiver {
@@ -63,6 +65,10 @@ export interface Receiver {
   accepted(): Received[]
   /** The secret to verify with (set once the webhook is created). */
   secret: string
+  /** Answers the held requests and holds no more (see `holdAfter`). */
+  open(): void
+  /** Requests whose answers wait for `open()` on a connection still open (in flight at their sender). */
+  held(): number
   close(): Promise<void>
 }
 
@@ -73,17 +79,33 @@ export interface ReceiverOptions {
   delayMs?: number
   /** The port to listen on (a receiver coming back where it was). @default 0: any free one */
   port?: number
+  /**
+   * Answers the first `holdAfter` requests, then holds every later answer until `open()`: the
+   * deliveries stay outstanding for as long as the test needs, with no timer to race.
+   * @default undefined: holds nothing
+   */
+  holdAfter?: number
 }
 
 export async function startReceiver(options: ReceiverOptions = {}): Promise<Receiver> {
-  const { answer = () => 204, delayMs = 0, port = 0 } = options
+  const { answer = () => 204, delayMs = 0, port = 0, holdAfter } = options
   let inFlight = 0
+  let open = holdAfter === undefined
+  const held: { res: ServerResponse; reply: () => void }[] = []
   const receiver: Receiver = {
     url: '',
     received: [],
     secret: '',
     accepted: () => receiver.received.filter((r) => r.status < 300),
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    open() {
+      open = true
+      for (const h of held.splice(0)) h.reply()
+    },
+    held: () => held.filter((h) => !h.res.destroyed).length,
+    close() {
+      receiver.open()
+      return new Promise((resolve) => server.close(() => resolve()))
+    },
   }
   const server: Server = createServer((req, res) => {
     inFlight++
@@ -93,19 +115,27 @@ export async function startReceiver(options: ReceiverOptions = {}): Promise<Rece
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8')
       const id = String(req.headers['webhook-id'])
-      const status = answer(receiver.received.length, id)
-      receiver.received.push({
+      const n = receiver.received.length
+      const status = answer(n, id)
+      const entry: Received = {
         id,
         timestamp: Number(req.headers['webhook-timestamp']),
         body: JSON.parse(raw) as Received['body'],
         status,
         invalid: verifyStandardWebhook(receiver.secret, req.headers, raw),
         concurrent,
-      })
-      setTimeout(() => {
-        inFlight--
-        res.writeHead(status).end()
-      }, delayMs)
+        answered: false,
+      }
+      receiver.received.push(entry)
+      const reply = () =>
+        setTimeout(() => {
+          inFlight--
+          // 'finish' comes only when the answer was handed to a live connection.
+          res.once('finish', () => (entry.answered = true))
+          res.writeHead(status).end()
+        }, delayMs)
+      if (open || n < (holdAfter ?? 0)) reply()
+      else held.push({ res, reply })
     })
   })
   server.keepAliveTimeout = 100

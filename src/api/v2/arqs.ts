@@ -143,7 +143,9 @@ async function deleteByUuid(
   if (found.some((a) => a?.instanceUuid))
     requireServiceToken(ctx, 'deleting a bound accelerator request')
   const mine = found.filter((a) => a !== undefined).map((a) => a.uuid)
-  if (mine.length > 0) await env.conductor.deleteArqs({ uuids: mine })
+  // A key of this request's own: the same delete redelivered by RabbitMQ answers as its first run
+  // did, not 404 for the requests that run deleted (docs/arqs.md, "Redelivered deletes").
+  if (mine.length > 0) await env.conductor.deleteArqs({ uuids: mine, deleteId: newUuid() })
   const missing = uuids.filter((u) => !mine.includes(u))
   if (missing.length > 0)
     throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {

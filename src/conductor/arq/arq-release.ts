@@ -36,7 +36,8 @@ import { recordArqAction, recordArqEvents, type ArqEventItem } from '../../db/ou
 import type { V1Placement } from '../v1-placement.js'
 import { appendAllocationRecords } from '../../db/custody.js'
 import { AllocatedVia } from '../../domain/custody/custody.js'
-import { newUuid } from '../../domain/ids.js'
+import { CYBORG_NAMESPACE, newUuid, uuidV5 } from '../../domain/ids.js'
+import { writeKeyedMarkers } from '../../db/core/commit-markers.js'
 import type { ProfileCache } from './profile-cache.js'
 
 export interface ReleaseDeps {
@@ -260,10 +261,28 @@ async function deletionEvents(
 }
 
 /**
+ * The keyed commit marker saying that the delete `key` (ConductorRpc 1.10 `deleteId`) deleted the
+ * request `arq` (docs/arqs.md, "Redelivered deletes").
+ */
+export const deletedMarker = (key: string, arq: string): string =>
+  uuidV5(JSON.stringify(['arq-deleted', key, arq]), CYBORG_NAMESPACE)
+
+/** Writes, in the transaction that deleted them, the markers of `gone` under `key` (none without one). */
+async function markDeleted(trx: WriteTrx, key: string | undefined, gone: Arq[], now: string) {
+  if (key === undefined || gone.length === 0) return
+  await writeKeyedMarkers(
+    trx,
+    gone.map((a) => deletedMarker(key, a.uuid)),
+    now,
+  )
+}
+
+/**
  * Releases what Deleting requests hold, then frees their handles and deletes the rows, in one
  * transaction. One whose device the agent could not release stays Deleting (retried by the reaper).
+ * `key`: the delete's (its markers are written with the rows' deletion).
  */
-export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Arq[]> {
+export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[], key?: string): Promise<Arq[]> {
   const { committer, log, now } = deps
   const ready: Arq[] = []
   for (const arq of arqs) {
@@ -280,6 +299,7 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
     // Rows first: a handle is freed only once no request names it.
     const deleted = await deleteArqs(trx, { uuids: ready.map((a) => a.uuid) })
     await recordArqEvents(trx, await deletionEvents(deps, trx, deleted, ready), now())
+    await markDeleted(trx, key, deleted, now())
     const gone = new Set(deleted.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,
@@ -296,8 +316,9 @@ export async function finishDeleting(deps: ReleaseDeps, arqs: Arq[]): Promise<Ar
  * Unbinds and deletes requests: first Deleting, persisted (a crash from here on leaves requests
  * the reaper finishes); an UnbindFailed one stays as it is, it must be unbound first. One that
  * holds nothing outside the database goes in that same transaction. Resolves with the uuids deleted.
+ * `key`: the caller's delete key; each transaction that deletes rows marks them deleted under it.
  */
-export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<string[]> {
+export async function removeArqs(deps: ReleaseDeps, found: Arq[], key?: string): Promise<string[]> {
   const { committer, now } = deps
   const prior = new Map(found.map((a) => [a.uuid, a.state]))
   const marked = await committer.run(async (trx) => {
@@ -322,6 +343,7 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
       moved.filter((a) => quickUuids.has(a.uuid)),
     )
     await recordArqEvents(trx, await deletionEvents(deps, trx, gone, quick, handles), now())
+    await markDeleted(trx, key, gone, now())
     const goneUuids = new Set(gone.map((a) => a.uuid))
     const records = await closeIntervals(
       deps,
@@ -331,7 +353,7 @@ export async function removeArqs(deps: ReleaseDeps, found: Arq[]): Promise<strin
     return { gone, rest, cleaning: await releaseHandles(deps, trx, quick, records) }
   })
   if (marked.cleaning.length > 0) deps.cleaner?.cleanReleased(marked.cleaning)
-  return [...marked.gone, ...(await finishDeleting(deps, marked.rest))].map((a) => a.uuid)
+  return [...marked.gone, ...(await finishDeleting(deps, marked.rest, key))].map((a) => a.uuid)
 }
 
 /** Standalone with Placement: takes back allocations of `instances` that no request holds (after a crash). */

@@ -13,6 +13,7 @@
  * - Each change writes its event (`accelerator.arq.created`, `.bound`, `.bind_failed`) in its own
  *   transaction (src/db/outbox/arq-events.ts).
  */
+import { keyedMarkersFound } from '../../db/core/commit-markers.js'
 import type { DatabaseHandle } from '../../db/core/connection.js'
 import type { GroupCommitter } from '../../db/core/group-commit.js'
 import { createArqs, getArq, listArqs } from '../../db/arqs.js'
@@ -31,6 +32,7 @@ import { recordArqAction } from '../../db/outbox/arq-events.js'
 import {
   finishStaleDeletes,
   reconcileAllocations,
+  deletedMarker,
   removeArqs,
   unbindOne,
   type ReleaseDeps,
@@ -43,7 +45,7 @@ import { v2Arq, type ArqInternals } from './arq-internals.js'
 import type { LimitSource } from '../../domain/quota.js'
 import { bindArqs, type BindDeps } from './arq-bind.js'
 import { notifyNova, prepareHandle } from './arq-bind-finish.js'
-import { checkArqCreate, checkArqsOfInstance, checkUuidList } from '../validate.js'
+import { checkArqCreate, checkArqsOfInstance, checkDeleteId, checkUuidList } from '../validate.js'
 
 /** The filter of a delete by instance: only the instance and, when given, the project. */
 const ofInstance = ({ instanceUuid, projectId }: { instanceUuid: string; projectId?: string }) =>
@@ -104,6 +106,16 @@ export function createArqService(deps: ArqDeps): ArqMethods {
     allocatedVia: deps.nova ? 'nova_v2' : 'standalone_v2',
     cleaner: deps.cleaner,
     profiles,
+  }
+
+  /** Which of `missing` the delete `deleteId` deleted earlier (its markers say so). */
+  const deletedEarlier = async (deleteId: string | undefined, missing: string[]) => {
+    if (deleteId === undefined || missing.length === 0) return []
+    const found = await keyedMarkersFound(
+      db.db,
+      missing.map((u) => deletedMarker(deleteId, u.toLowerCase())),
+    )
+    return missing.filter((u) => found.has(deletedMarker(deleteId, u.toLowerCase())))
   }
 
   return {
@@ -181,14 +193,26 @@ export function createArqService(deps: ArqDeps): ArqMethods {
               v2Arq(db.db, u).catch(() => undefined),
             ),
           )
+      const deleteId = byInstance
+        ? undefined
+        : checkDeleteId((req as { deleteId?: unknown }).deleteId)
       const deleted = await removeArqs(
         release,
         arqs.filter((a): a is Arq => a !== undefined),
+        deleteId,
       )
       if (!byInstance) {
-        const missing = (req as { uuids: string[] }).uuids.filter(
+        let missing = (req as { uuids: string[] }).uuids.filter(
           (u) => !arqs.some((a) => a?.uuid === u),
         )
+        // This delete delivered again (docs/arqs.md, "Redelivered deletes"): what its first run
+        // deleted is answered deleted again; only what that run did not find stays a 404.
+        const earlier = await deletedEarlier(deleteId, missing)
+        if (earlier.length > 0) {
+          log.info({ arqs: earlier, deleteId }, 'delete redelivered; answered from the first run')
+          deleted.push(...earlier)
+          missing = missing.filter((u) => !earlier.includes(u))
+        }
         if (missing.length > 0) {
           throw new NotFoundError(`accelerator request ${missing.join(', ')} not found`, {
             code: 'ARQ_NOT_FOUND',

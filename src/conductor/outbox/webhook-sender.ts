@@ -2,8 +2,7 @@
  * Sends one batch of an endpoint's queued deliveries through a sliding window
  * (docs/webhooks.md, Order): up to `maxInFlight` posts at once, each the first unsent delivery of
  * its resource, started in queue order as slots free up (src/domain/webhooks/webhook-window.ts). A failed
- * or aborted attempt stops new starts; the batch ends once nothing is in flight. A delivery not
- * yet due (a failed one waiting for its retry) holds back every one after it.
+ * or aborted attempt stops new starts; the batch ends once nothing is in flight.
  */
 import type { PendingDelivery } from '../../db/outbox/webhook-deliveries.js'
 import { nextRun } from '../../domain/webhooks/webhook-window.js'
@@ -13,7 +12,6 @@ import type { PostResult } from './webhook-post.js'
 export interface Queued {
   d: PendingDelivery
   resource: string
-  nextAttemptAt: string
 }
 
 export interface BatchOutcome {
@@ -23,16 +21,12 @@ export interface BatchOutcome {
   failed: { d: PendingDelivery; result: PostResult }[]
   /** Posts the dispatcher's stop aborted (not attempts). */
   aborted: boolean
-  /** Set when a delivery not yet due held back the rest of the batch: when it is due. */
-  dueAt?: string
-  /** Deliveries of the batch not attempted (held back, or stopped after a failure). */
+  /** Deliveries of the batch not attempted (stopped after a failure, or by `mayStart`). */
   unsent: number
 }
 
 export interface BatchOptions {
   maxInFlight: number
-  /** The time now, as an ISO timestamp. */
-  now: () => string
   /** One attempt. */
   post: (q: Queued) => Promise<PostResult>
   /** Checked before each start: false stops new starts (the claim was lost, or stopping). */
@@ -40,7 +34,7 @@ export interface BatchOptions {
 }
 
 export function sendBatch(queue: readonly Queued[], options: BatchOptions): Promise<BatchOutcome> {
-  const { maxInFlight, now, post, mayStart = () => true } = options
+  const { maxInFlight, post, mayStart = () => true } = options
   const outcome: BatchOutcome = { delivered: [], failed: [], aborted: false, unsent: 0 }
   const inFlight = new Set<string>()
   let waiting = queue
@@ -49,8 +43,7 @@ export function sendBatch(queue: readonly Queued[], options: BatchOptions): Prom
     const pump = () => {
       if (!halted && mayStart()) {
         const free = maxInFlight - inFlight.size
-        const { run, dueAt } = free > 0 ? nextRun(waiting, free, now(), inFlight) : { run: [] }
-        if (dueAt) outcome.dueAt = dueAt
+        const run = free > 0 ? nextRun(waiting, free, inFlight) : []
         if (run.length > 0) {
           const started = new Set(run)
           waiting = waiting.filter((q) => !started.has(q))

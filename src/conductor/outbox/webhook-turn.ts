@@ -174,18 +174,13 @@ export async function serveTurn(
       if (batch.length === 0) break
       // Every delivery is due: the endpoint's backoff (`retry_at`, checked by the claim) is
       // what holds its queue back, so a turn never waits on one not yet due.
-      const queue = batch.map((d) => ({
-        d,
-        resource: deliveryResource(d.body),
-        nextAttemptAt: '',
-      }))
+      const queue = batch.map((d) => ({ d, resource: deliveryResource(d.body) }))
       if (until - clock.now().getTime() < settings.timeoutMs + 5000) {
         until = clock.now().getTime() + settings.leaseMs
         if (!(await updateWebhookClaim(db.db, w.id, token, at(until)))) return
       }
       const outcome = await sendBatch(queue, {
         maxInFlight: probing ? 1 : settings.maxInFlight,
-        now: () => at(clock.now().getTime()),
         post: ({ d }) => poster.post(w.url, sign(d.eventUuid, clock.now(), d.body), d.body),
         mayStart: () => !deps.stopped() && !lost,
       })

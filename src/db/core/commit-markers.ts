@@ -16,7 +16,14 @@
  *
  * Rows of settled transactions are deleted in bulk every SWEEP_AT transactions and when the
  * committer closes, so the table holds about SWEEP_AT rows per committer. Rows older than a day
- * (a committer that died, an unknown outcome) go at a committer's first sweep, then hourly.
+ * (a committer that died, an unknown outcome, a keyed marker) go at a committer's first sweep,
+ * then hourly.
+ *
+ * Keyed markers (`writeKeyedMarkers`) are rows named by a write's key instead of made for one
+ * transaction: a write that must know its own second delivery once its rows are gone (a delete
+ * redelivered by RabbitMQ, docs/arqs.md "Redelivered deletes") writes them in its transaction and
+ * looks for them when it runs again. They live until the day-old sweep, long after the broker has
+ * dropped the request (its expiration), on every database, SQLite included.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import { newUuid } from '../../domain/ids.js'
@@ -153,15 +160,17 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
     },
 
     async sweep(options = {}) {
-      if (settledIds.length === 0 || (settledIds.length < SWEEP_AT && !options.all)) return
-      const ids = settledIds.splice(0)
-      try {
-        await db.deleteFrom('commit_markers').where('id', 'in', ids).execute()
-      } catch {
-        settledIds.unshift(...ids)
-        if (settledIds.length > MAX_SETTLED) settledIds.splice(0, settledIds.length - MAX_SETTLED)
-        return
-      }
+      if (settledIds.length >= SWEEP_AT || (options.all && settledIds.length > 0)) {
+        const ids = settledIds.splice(0)
+        try {
+          await db.deleteFrom('commit_markers').where('id', 'in', ids).execute()
+        } catch {
+          settledIds.unshift(...ids)
+          if (settledIds.length > MAX_SETTLED) settledIds.splice(0, settledIds.length - MAX_SETTLED)
+          return
+        }
+        // SQLite settles no transactions' markers (it needs none): its keyed ones go hourly.
+      } else if (dialect !== 'sqlite') return
       if (Date.now() - lastDayOldSweep < HOUR_MS) return
       lastDayOldSweep = Date.now()
       const cutoff = formatTimestamp(new Date(Date.now() - DAY_MS))
@@ -172,4 +181,36 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
         .catch(() => {})
     },
   }
+}
+
+/** Ids per statement of the keyed markers (well under every database's bound-parameter limit). */
+const KEYED_CHUNK = 500
+
+/** Writes the keyed markers `ids` in `trx` (see the top of this file); `createdAt` dates them for the sweep. */
+export async function writeKeyedMarkers(
+  trx: Kysely<Database>,
+  ids: readonly string[],
+  createdAt: string,
+): Promise<void> {
+  for (let i = 0; i < ids.length; i += KEYED_CHUNK) {
+    const values = ids.slice(i, i + KEYED_CHUNK).map((id) => ({ id, created_at: createdAt }))
+    await trx.insertInto('commit_markers').values(values).execute()
+  }
+}
+
+/** Which of the keyed markers `ids` exist (a write with their key committed them). */
+export async function keyedMarkersFound(
+  db: Kysely<Database>,
+  ids: readonly string[],
+): Promise<Set<string>> {
+  const found = new Set<string>()
+  for (let i = 0; i < ids.length; i += KEYED_CHUNK) {
+    const rows = await db
+      .selectFrom('commit_markers')
+      .select('id')
+      .where('id', 'in', ids.slice(i, i + KEYED_CHUNK))
+      .execute()
+    for (const r of rows) found.add(r.id)
+  }
+  return found
 }

@@ -7,6 +7,8 @@ import { listDeviceProfiles } from '../reads/device-profile-reads.js'
 import type { DatabaseHandle } from './connection.js'
 import { isForeignKeyViolation, transientCause } from './errors.js'
 import { createGroupCommitter } from './group-commit.js'
+import { keyedMarkersFound, writeKeyedMarkers } from './commit-markers.js'
+import { formatTimestamp } from '../../domain/time.js'
 import { updateHeartbeat } from '../service-rows.js'
 import { listServices } from '../reads/service-reads.js'
 import { testDialects } from '../../../test/support/db.js'
@@ -80,6 +82,31 @@ for (const dialect of await testDialects()) {
         )
         await gc.close()
         assert.equal(await markerCount(handle), 0)
+      } finally {
+        await gc.close()
+        await handle.close()
+      }
+    },
+  )
+
+  await test(
+    `group commit: keyed markers stay until a day old, then a sweep takes them, on ${dialect.name}`,
+    { skip },
+    async () => {
+      const handle = await dialect.create()
+      const gc = createGroupCommitter(handle, { intervalMs: 0, maxBatch: 10 })
+      try {
+        const hoursAgo = (h: number) => formatTimestamp(new Date(Date.now() - h * 3_600_000))
+        await gc.run((trx) => writeKeyedMarkers(trx, [uuid(901)], hoursAgo(25)))
+        await gc.run((trx) => writeKeyedMarkers(trx, [uuid(902), uuid(903)], hoursAgo(1)))
+        await gc.close()
+        assert.deepEqual(
+          [
+            ...(await keyedMarkersFound(handle.db, [uuid(901), uuid(902), uuid(903), uuid(904)])),
+          ].sort(),
+          [uuid(902), uuid(903)],
+          'the day-old one swept (SQLite too, which settles no markers), the others kept',
+        )
       } finally {
         await gc.close()
         await handle.close()

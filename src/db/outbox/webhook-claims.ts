@@ -1,11 +1,12 @@
 /**
  * The dispatchers' leases on endpoints (migration 0010). Order is per endpoint, so the lease is
  * too: a dispatcher claims an endpoint (`webhooks.claimed_by` = its claim's token, until
- * `claimed_until`), sends that endpoint's pending deliveries oldest first, one at a time, and
- * releases it. Another dispatcher, in this conductor or another, skips a claimed endpoint until
- * the lease runs out (its holder died), so no two send to one endpoint at once and no delivery is
- * sent twice at once. Each attempt's outcome is recorded only while the claim is still held
- * (`recordDeliveryAttempt`): a holder whose lease ran out and was taken over writes nothing.
+ * `claimed_until`), sends that endpoint's pending deliveries in queue order (through the window of
+ * src/domain/webhooks/webhook-window.ts), and releases it. Another dispatcher, in this conductor or
+ * another, skips a claimed endpoint until the lease runs out (its holder died), so no two send to
+ * one endpoint at once and no delivery is sent twice at once. Outcomes are recorded only while the
+ * claim is still held (`recordAttempts` for failures, `recordDelivered` for a run of 2xx answers):
+ * a holder whose lease ran out and was taken over writes nothing.
  */
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
@@ -169,21 +170,6 @@ export interface AttemptOutcome {
   error: string | null
   /** When the next attempt is due (pending); the endpoint backs off until then. */
   nextAttemptAt: string
-}
-
-/**
- * Records an attempt of a pending delivery, in one transaction, only while `token` still holds
- * the endpoint; sets (or clears) the endpoint's backoff. Resolves false, writing nothing, when the
- * claim was lost.
- */
-export async function recordDeliveryAttempt(
-  db: Kysely<Database>,
-  claim: { webhookId: number; token: string; deliveryId: number },
-  outcome: AttemptOutcome,
-): Promise<boolean> {
-  const retryAt = outcome.state === DeliveryState.Pending ? outcome.nextAttemptAt : null
-  const attempt = { deliveryId: claim.deliveryId, outcome }
-  return recordAttempts(db, claim, [attempt], retryAt)
 }
 
 /**

@@ -11,7 +11,7 @@ import { testDialects } from '../../../test/support/db.js'
 import { openDatabase, type DatabaseHandle } from '../core/connection.js'
 import {
   claimDueWebhooks,
-  recordDeliveryAttempt,
+  recordAttempts,
   releaseWebhookClaim,
   updateWebhookClaim,
   type AttemptOutcome,
@@ -64,6 +64,19 @@ const outcome = (state: AttemptOutcome['state'], at: string, next = at): Attempt
   error: state === 'delivered' ? null : 'HTTP 500',
   nextAttemptAt: next,
 })
+
+/** One attempt recorded under `claim`; a pending one backs the endpoint off until its retry. */
+const attempt = (
+  db: DatabaseHandle['db'],
+  claim: { webhookId: number; token: string; deliveryId: number },
+  o: AttemptOutcome,
+) =>
+  recordAttempts(
+    db,
+    claim,
+    [{ deliveryId: claim.deliveryId, outcome: o }],
+    o.state === 'pending' ? o.nextAttemptAt : null,
+  )
 
 for (const dialect of await testDialects()) {
   await test(`webhooks and deliveries on ${dialect.name}`, { skip: dialect.skip }, async () => {
@@ -118,12 +131,12 @@ for (const dialect of await testDialects()) {
         [],
       )
       const claim = { webhookId: w1, token: 'B', deliveryId: head!.id }
-      assert.equal(await recordDeliveryAttempt(db.db, claim, outcome('delivered', t(2))), false)
+      assert.equal(await attempt(db.db, claim, outcome('delivered', t(2))), false)
       assert.equal(await updateWebhookClaim(db.db, w1, 'B', t(9)), false, 'not its claim')
       assert.equal(await updateWebhookClaim(db.db, w1, 'A', t(9)), true)
       // The holder fails the head: the endpoint backs off until its retry is due.
       const failed = outcome('pending', t(2), t(20))
-      assert.equal(await recordDeliveryAttempt(db.db, { ...claim, token: 'A' }, failed), true)
+      assert.equal(await attempt(db.db, { ...claim, token: 'A' }, failed), true)
       await releaseWebhookClaim(db.db, w1, 'A', t(3))
       await releaseWebhookClaim(db.db, w2, 'A', t(3))
       const c = await claimDueWebhooks(db, { token: 'C', now: t(10), until: t(15), limit: 8 })
@@ -145,13 +158,13 @@ for (const dialect of await testDialects()) {
         'w1 is due again; w2 is held by E',
       )
       const late = { webhookId: w2, token: 'C', deliveryId: 1 }
-      assert.equal(await recordDeliveryAttempt(db.db, late, outcome('delivered', t(17))), false)
+      assert.equal(await attempt(db.db, late, outcome('delivered', t(17))), false)
 
       const ok = { webhookId: w1, token: 'D', deliveryId: head!.id }
-      assert.equal(await recordDeliveryAttempt(db.db, ok, outcome('delivered', t(22))), true)
+      assert.equal(await attempt(db.db, ok, outcome('delivered', t(22))), true)
       const second = (await listPendingDeliveries(db.db, w1, 1))[0]
       assert.equal(second?.eventUuid, uuid(1002))
-      await recordDeliveryAttempt(db.db, { ...ok, deliveryId: second!.id }, outcome('dead', t(23)))
+      await attempt(db.db, { ...ok, deliveryId: second!.id }, outcome('dead', t(23)))
       assert.deepEqual(await countWebhookDeliveries(db.db, w1), {
         pending: 2,
         delivered: 1,

@@ -1,16 +1,16 @@
 /**
  * Which of an endpoint's pending deliveries may be in flight together (docs/webhooks.md, Order):
- * at most `max`, all due, each about a different resource and the first of its resource still
- * unsent. So each resource's events reach the receiver in the order of its changes, while events
- * of different resources overlap. `max` = 1 gives strict queue order.
+ * at most `max`, each about a different resource and the first of its resource still unsent. So
+ * each resource's events reach the receiver in the order of its changes, while events of different
+ * resources overlap. `max` = 1 gives strict queue order. Every delivery handed here is due: while a
+ * failed one waits for its retry, the endpoint's backoff (`retry_at`, checked by its claim) holds
+ * its whole queue back.
  */
 
 /** A queued delivery, as far as windowing needs it. */
 export interface Queued {
   /** What it is about (`deliveryResource` of its body). */
   resource: string
-  /** When it is due (an ISO timestamp). */
-  nextAttemptAt: string
 }
 
 /** The resource a delivery's body is about: `type/uuid`, or the whole body if it names none. */
@@ -27,33 +27,23 @@ export function deliveryResource(body: string): string {
   return body
 }
 
-export interface Run<T> {
-  /** The deliveries to send together. */
-  run: T[]
-  /** Set when the run stopped at a delivery not yet due: when it is. */
-  dueAt?: string
-}
-
 /**
- * The run to send next from `pending` (an endpoint's unsent deliveries, in queue order) at `now`
- * (an ISO timestamp): each resource's first delivery, in queue order, up to `max`, up to the first
- * delivery not yet due (a failed one waiting for its retry holds back all that follow it).
- * Resources in `busy` (a delivery of theirs is in flight) are skipped.
+ * The run to send next from `pending` (an endpoint's unsent deliveries, in queue order): each
+ * resource's first delivery, in queue order, up to `max`. Resources in `busy` (a delivery of theirs
+ * is in flight) are skipped.
  */
 export function nextRun<T extends Queued>(
   pending: readonly T[],
   max: number,
-  now: string,
   busy: ReadonlySet<string> = new Set(),
-): Run<T> {
+): T[] {
   const run: T[] = []
   const seen = new Set<string>(busy)
   for (const d of pending) {
     if (run.length >= max) break
-    if (d.nextAttemptAt > now) return { run, dueAt: d.nextAttemptAt }
     if (seen.has(d.resource)) continue
     seen.add(d.resource)
     run.push(d)
   }
-  return { run }
+  return run
 }
