@@ -1,6 +1,7 @@
 /**
  * What the conductor's cleaning counts (issue 28): the clean messages it sends and the units they
- * carry, the write transactions that settle outcomes, and each unit's time in `cleaning`, as
+ * carry, the write transactions that settle outcomes, the Placement syncs it asks for, and each
+ * unit's time in `cleaning`, as
  * Prometheus metrics (docs/metrics.md) and as plain figures for benchmarks (`conductor.stats()`).
  */
 import type { CleanSettlement, CleaningUnit } from '../../db/cleaning.js'
@@ -16,11 +17,22 @@ export interface CleaningStats {
   /** Write transactions that settled outcomes, and the outcomes they settled. */
   settleWrites: number
   settled: number
+  /**
+   * Placement syncs of a host that cleaning asked for (the window's after an ask, one after an
+   * answer); a unit back within half the window costs none (docs/cleaning.md).
+   */
+  placementSyncs: number
 }
 
 /** The counters, and the hooks that feed them (clean-asks.ts `onSent`, clean-settle.ts). */
 export function createCleaningCounters(metrics: Metrics = noopMetrics, clock: Clock) {
-  const counts: CleaningStats = { asks: 0, askedUnits: 0, settleWrites: 0, settled: 0 }
+  const counts: CleaningStats = {
+    asks: 0,
+    askedUnits: 0,
+    settleWrites: 0,
+    settled: 0,
+    placementSyncs: 0,
+  }
   return {
     stats: (): CleaningStats => ({ ...counts }),
     onSent(method: 'cleanUnit' | 'cleanUnits', units: number) {
@@ -28,6 +40,9 @@ export function createCleaningCounters(metrics: Metrics = noopMetrics, clock: Cl
       counts.askedUnits += units
       metrics.inc('cyborg_clean_asks_total', { method })
       metrics.inc('cyborg_clean_asked_units_total', {}, units)
+    },
+    onPlacementSync() {
+      counts.placementSyncs++
     },
     onBatch(size: number) {
       counts.settleWrites++

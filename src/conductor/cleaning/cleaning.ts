@@ -136,6 +136,8 @@ interface CleaningState extends ForceInServiceDeps {
   committer: Pick<GroupCommitter, 'run'>
   windowMs: number
   now: () => string
+  /** The conductor's clock, epoch ms. */
+  nowMs: () => number
   /** The time before which an ask is old enough to be made again. */
   staleBefore: () => string
   asks: CleanAsks
@@ -165,10 +167,14 @@ export function createUnitCleaning(
     db,
     committer,
     abortAgentFor,
-    syncPlacement,
+    syncPlacement: (host) => {
+      counters.onPlacementSync()
+      return syncPlacement(host)
+    },
     log,
     windowMs,
     now,
+    nowMs: () => clock.now().getTime(),
     staleBefore,
     asks,
     settler,
@@ -254,19 +260,30 @@ async function settle(
       'clean failed: the unit stays out of service and its device is fenced',
     )
   else log.info({ handle: unit.handleUuid, kind: outcome.kind }, 'unit back in service')
-  await syncPlacement(unit.hostname)
+  if (outcome.kind === 'failed' || !neverCounted(s, unit)) await syncPlacement(unit.hostname)
+}
+
+/**
+ * A unit back within half the window of its release: no sync can have shown it reserved (each
+ * counts only units released longer than the window ago; docs/cleaning.md), so its return changes
+ * nothing in Placement and costs no sync. Half, not all, of the window: another conductor's sync,
+ * on a clock a little ahead, could have counted it a little sooner.
+ */
+function neverCounted(s: CleaningState, unit: CleaningUnit): boolean {
+  return unit.since !== null && s.nowMs() - Date.parse(unit.since) < s.windowMs / 2
 }
 
 /** Asks the agent to clean one unit and settles its answer; leaves it pending when there is none. */
 /** `stamped`: the ask is already stamped (the release did it); else it is claimed first. */
-async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean): Promise<void> {
+/** Resolves true once the unit is settled (back in service, or failed and fenced). */
+async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean): Promise<boolean> {
   const { committer, log, now, staleBefore } = s
   const claimed =
     stamped ||
     (await committer.run((trx) =>
       claimCleanAttempt(trx, unit.handleId, { now: now(), staleBefore: staleBefore() }),
     ))
-  if (!claimed) return
+  if (!claimed) return false
   let answer: CleanUnitResult
   try {
     answer = await s.asks.ask(unit.hostname, askOf(unit))
@@ -274,6 +291,7 @@ async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean):
     const code = err instanceof AppError ? err.code : undefined
     if (code !== undefined && FINAL_CODES.has(code)) {
       await settle(s, unit, { kind: 'failed', method: null, reason: errorMessage(err) })
+      return true
     } else if (code === 'CLEAN_ABORTED') {
       // The operator forced this unit into service; this was the aborted release's own ask.
       log.info(
@@ -286,7 +304,7 @@ async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean):
         'clean not done; the unit stays cleaning and is asked again',
       )
     }
-    return
+    return false
   }
   await settle(s, unit, {
     kind: 'cleaned',
@@ -294,6 +312,7 @@ async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean):
     result: answer.policy === 'none' ? 'skipped' : 'ok',
     evidenceSha256: answer.evidenceSha256,
   })
+  return true
 }
 
 /**
@@ -303,23 +322,30 @@ async function cleanOne(s: CleaningState, unit: CleaningUnit, stamped: boolean):
  * and the unit's return for as long. The sync starts just after `placementWindowMs` and is
  * coalesced per host (placement-sync.ts); it reserves the units cleaning for longer than the
  * window (these among them, if still cleaning), never one whose clean is younger: a clean done
- * within the window costs Placement nothing, whichever sync runs meanwhile.
+ * within the window costs Placement nothing, whichever sync runs meanwhile. The window's sync is
+ * skipped when every unit of the host is settled by then, and so is the answer's for a unit back
+ * within half the window (`neverCounted`): neither has anything to change.
  */
 function dispatch(s: CleaningState, units: readonly CleaningUnit[], stamped = false): void {
   const { log, syncPlacement } = s
   if (units.length === 0 || s.stopped) return
+  // Units not settled yet: the window's sync of a host whose units are all back has nothing to show.
+  const open = new Set(units.map((u) => u.handleId))
+  const stillOpen = (host: string) => units.some((u) => u.hostname === host && open.has(u.handleId))
   for (const host of new Set(units.map((u) => u.hostname)))
     track(
       s,
       new Promise((r) => setTimeout(r, s.windowMs + WINDOW_SLACK_MS))
-        .then(() => (s.stopped ? undefined : syncPlacement(host)))
+        .then(() => (s.stopped || !stillOpen(host) ? undefined : syncPlacement(host)))
         .catch((err: unknown) =>
           log.warn({ err, host }, 'placement sync for a clean failed; the next sync retries'),
         ),
     )
-  const run = Promise.all(units.map((u) => cleanOne(s, u, stamped))).catch((err: unknown) =>
-    log.warn({ err }, 'cleaning dispatch failed; the sweep retries'),
-  )
+  const run = Promise.all(
+    units.map(async (u) => {
+      if (await cleanOne(s, u, stamped)) open.delete(u.handleId)
+    }),
+  ).catch((err: unknown) => log.warn({ err }, 'cleaning dispatch failed; the sweep retries'))
   track(s, run)
 }
 
