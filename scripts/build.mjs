@@ -72,6 +72,11 @@ const result = await build({
   banner: {
     js: "import { createRequire as __cyborgRequire } from 'node:module'; const require = __cyborgRequire(import.meta.url);",
   },
+  // Licence comments go to a `<chunk>.LEGAL.txt` beside each chunk, not the chunk's end: one
+  // non-ASCII letter in one (light-my-request's) made Node decode the whole 1.1 MB http chunk
+  // as a two-byte string, 1.1 MB more of the API's heap (docs/performance.md, "Footprint, fourth
+  // pass (issue 28)").
+  legalComments: 'external',
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',

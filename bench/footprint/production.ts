@@ -3,7 +3,7 @@
  * processes over RabbitMQ (a fresh vhost) and MariaDB (a fresh database). The agent's drivers read
  * the 64-device fixture host of bench/ingest/host-fixture.ts through `[agent] host_root`, discovering every
  * second. Figures: the agent's RSS sampled each second while it discovers, and the API's after
- * 1,000 GETs; each process's event-loop lag from its /metrics.
+ * 1,000 GETs and 20 s later (idle); each process's event-loop lag from its /metrics.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -88,6 +88,20 @@ export async function productionShape(agentSeconds: number) {
     const apiCpuForRequests = cpuMs(api.pid()) - apiCpuBefore
     const apiLag = await scrapeEventLoopLag(`${url}/metrics`)
     await sleep(1000)
+    const apiAfterRequests = {
+      rssMb: rssMb(api.pid()),
+      heapMb: await heapMb(`${url}/metrics`),
+      memoryMb: memoryMb(api.pid()),
+    }
+    // Then idle: the API's idle GC (src/main/idle-gc.ts) looks every 5 s, 10 s or more after its
+    // last collection; 20 s on it has run if it will, and its CPU is what the API spent meanwhile.
+    const apiCpuBeforeIdle = cpuMs(api.pid())
+    await sleep(20_000)
+    const apiIdle = {
+      rssMb: rssMb(api.pid()),
+      cpuMs: cpuMs(api.pid()) - apiCpuBeforeIdle,
+      heapMb: await heapMb(`${url}/metrics`),
+    }
     return {
       devices,
       agent: {
@@ -100,13 +114,14 @@ export async function productionShape(agentSeconds: number) {
       },
       api: {
         rssAtReadyMb: apiAtReadyMb,
-        rssAfterRequestsMb: rssMb(api.pid()),
+        rssAfterRequestsMb: apiAfterRequests.rssMb,
         requests: 1000,
         failed,
         cpuMsForRequests: apiCpuForRequests,
         eventLoopLag: apiLag,
-        heapMb: await heapMb(`${url}/metrics`),
-        memoryMb: memoryMb(api.pid()),
+        heapMb: apiAfterRequests.heapMb,
+        memoryMb: apiAfterRequests.memoryMb,
+        idle20sAfter: apiIdle,
       },
       conductor: {
         rssMb: rssMb(conductor.pid()),

@@ -25,6 +25,7 @@ import {
   rpcTimeoutMs,
 } from './resources.js'
 import { VERSION } from './version.js'
+import { startIdleGc } from './idle-gc.js'
 import { API_BINARY, CONDUCTOR_BINARY, startHeartbeat } from './heartbeat.js'
 import { loadApiTls } from './tls.js'
 import { createPrometheusMetrics, type PrometheusMetrics } from './metrics/prometheus.js'
@@ -242,6 +243,7 @@ export async function startApiService(
         'heartbeat',
         startHeartbeat({ ...heartbeatOf(config, conductor, log), binary: API_BINARY }),
       )
+      down.add('idle gc', startIdleGc())
       log.info(
         { url: api.url, database: db!.safeUrl, bus: busKind(config) },
         `cyborg api is ready at ${api.url}/v2`,
