@@ -1,5 +1,6 @@
 /**
- * Queries of a fixed shape, built and compiled once per database (its root instance and transactions) instead of once per call.
+ * Queries of a fixed shape, built and compiled once per database (its root instance and
+ * transactions) instead of once per call.
  *
  * Why: on the API's hot reads (one device, one profile, the profile list) building the query
  * (frozen operation nodes) and compiling it to SQL cost more CPU than SQLite takes to answer it.
