@@ -5,6 +5,7 @@
  * arq-instances.ts, deployables.ts).
  */
 import type { ReadDb } from './core/connection.js'
+import { precompile } from './core/precompiled.js'
 import { isOffered } from '../domain/inventory/inventory.js'
 import { isFencedHealth } from '../domain/health/report.js'
 import { AGENT_BINARY } from './service-rows.js'
@@ -121,18 +122,22 @@ function toTarget(r: Row, attributes: BindTarget['attributes']): BindTarget {
   }
 }
 
+// One statement (issue 28: the bind's read of its target): the row once per attribute. Precompiled:
+// every Nova bind runs it (see precompiled.ts).
+const byProvider = precompile((db: ReadDb, rpUuid: string) =>
+  base(db)
+    .leftJoin('attributes as a', 'a.deployable_id', 'p.id')
+    .select(['a.key as attr_key', 'a.value as attr_value'])
+    .where('p.rp_uuid', '=', rpUuid)
+    .orderBy('a.id'),
+)
+
 /** The deployable whose resource provider is `rpUuid`, or undefined. */
 export async function getTargetByProvider(
   db: ReadDb,
   rpUuid: string,
 ): Promise<BindTarget | undefined> {
-  // One statement (issue 28: the bind's read of its target): the row once per attribute.
-  const rows = await base(db)
-    .leftJoin('attributes as a', 'a.deployable_id', 'p.id')
-    .select(['a.key as attr_key', 'a.value as attr_value'])
-    .where('p.rp_uuid', '=', rpUuid)
-    .orderBy('a.id')
-    .execute()
+  const rows = await byProvider(db, rpUuid)
   const first = rows[0]
   if (!first) return undefined
   const attributes = rows.flatMap((r) =>

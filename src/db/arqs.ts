@@ -10,6 +10,7 @@ import { newUuid } from '../domain/ids.js'
 import { dialectOf, type ReadDb } from './core/connection.js'
 import { translateDbError } from './core/errors.js'
 import { paginate, type PageOptions, type PageSpec } from './core/pagination.js'
+import { precompile } from './core/precompiled.js'
 import type { AcceleratorRequestRow, AcceleratorRequestsTable, Database } from './core/schema.js'
 import { toArq } from './reads/arq-views.js'
 
@@ -115,14 +116,21 @@ export async function getArq(db: ReadDb, uuid: string): Promise<Arq> {
   return toArq(row)
 }
 
+// Precompiled: every bind locks its requests with it (see precompiled.ts).
+const arqByUuid = precompile((db: ReadDb, uuid: string) =>
+  db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid),
+)
+const arqByUuidLocked = precompile((db: ReadDb, uuid: string) =>
+  db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid).forUpdate(),
+)
+
 /**
  * One ARQ, read with its row locked until the transaction ends (FOR UPDATE on PostgreSQL and
  * MariaDB; SQLite's one writer needs none), so a concurrent bind cannot change it meanwhile.
  * @throws NotFoundError with code ARQ_NOT_FOUND.
  */
 export async function getArqForUpdate(db: Kysely<Database>, uuid: string): Promise<Arq> {
-  const qb = db.selectFrom('accelerator_requests').selectAll().where('uuid', '=', uuid)
-  const row = await (dialectOf(db) === 'sqlite' ? qb : qb.forUpdate()).executeTakeFirst()
+  const row = await (dialectOf(db) === 'sqlite' ? arqByUuid : arqByUuidLocked).first(db, uuid)
   if (!row)
     throw new NotFoundError(`accelerator request ${uuid} not found`, {
       code: 'ARQ_NOT_FOUND',

@@ -31,6 +31,7 @@ import { formatTimestamp } from '../../domain/time.js'
 import type { DatabaseHandle, DialectName } from './connection.js'
 import { isTransientLockError, isUniqueViolation } from './errors.js'
 import { isUnreachable } from './mysql-pool.js'
+import { precompileWrite } from './precompiled.js'
 import type { Database } from './schema.js'
 
 /** Where a transaction whose COMMIT failed stands. */
@@ -54,6 +55,11 @@ export interface CommitMarkers {
   /** Deletes the rows of settled transactions once SWEEP_AT piled up, or any with `all`. Never rejects. */
   sweep(options?: { all?: boolean }): Promise<void>
 }
+
+/** A transaction's marker, its last statement: every write transaction runs it (see precompiled.ts). */
+const insertMarker = precompileWrite((db: Kysely<Database>, id: string, createdAt: string) =>
+  db.insertInto('commit_markers').values({ id, created_at: createdAt }),
+)
 
 /** Settled rows deleted together (one DELETE per this many transactions). */
 const SWEEP_AT = 64
@@ -136,10 +142,7 @@ export function createCommitMarkers(handle: DatabaseHandle): CommitMarkers {
       dialect === 'sqlite' ? undefined : { id: newUuid(), createdAt: formatTimestamp(new Date()) },
 
     async write(trx, marker) {
-      await trx
-        .insertInto('commit_markers')
-        .values({ id: marker.id, created_at: marker.createdAt })
-        .execute()
+      await insertMarker(trx, marker.id, marker.createdAt)
     },
 
     settled,

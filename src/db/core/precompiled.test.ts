@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import { NotFoundError } from '../../domain/errors.js'
 import { createDeviceProfile } from '../device-profiles.js'
 import { getDeviceProfileByName, listDeviceProfiles } from '../reads/device-profile-reads.js'
-import { precompile } from './precompiled.js'
+import { precompile, precompileWrite } from './precompiled.js'
 import type { Database } from './schema.js'
 import type { ReadDb } from './connection.js'
 import { testDialects } from '../../../test/support/db.js'
@@ -120,6 +120,35 @@ for (const dialect of await testDialects()) {
           release()
           await assert.rejects(trx, /roll back/)
           assert.equal(await read, 'not found')
+        },
+      )
+
+      await t.test(
+        'compiled once for the database and its transactions; a write runs in its transaction',
+        async () => {
+          let builds = 0
+          const described = precompile((db: ReadDb, name: string) => {
+            builds++
+            return db.selectFrom('device_profiles').select('description').where('name', '=', name)
+          })
+          const describe = precompileWrite((db: Kysely<Database>, text: string, name: string) =>
+            db.updateTable('device_profiles').set({ description: text }).where('name', '=', name),
+          )
+          assert.deepEqual(await described(db, 'dp-1'), [{ description: 'described' }])
+          await assert.rejects(
+            db.transaction().execute(async (trx) => {
+              const res = await describe(trx, 'in a transaction', 'dp-0')
+              assert.equal(Number(res.numAffectedRows), 1)
+              assert.deepEqual(await described(trx, 'dp-0'), [{ description: 'in a transaction' }])
+              throw new Error('roll back')
+            }),
+            /roll back/,
+          )
+          assert.deepEqual(await described(db, 'dp-0'), [{ description: null }])
+          await db.transaction().execute((trx) => describe(trx, 'committed', 'dp-0'))
+          assert.deepEqual(await described(db, 'dp-0'), [{ description: 'committed' }])
+          assert.equal(builds, 1)
+          await describe(db, null as unknown as string, 'dp-0') // as it was, for the tests after
         },
       )
 
