@@ -74,8 +74,6 @@ export function createCommitPath(
       createGroupCommitter(db, {
         intervalMs: saveIntervalMs,
         maxBatch,
-        // A lone write need not wait for another's COMMIT (SQLite has one connection).
-        lanes: db.dialect === 'sqlite' ? 1 : 2,
         onBatch: (size, seconds) => {
           metrics.observe('cyborg_db_commit_batch_size', size)
           metrics.observe('cyborg_db_commit_duration_seconds', seconds)

@@ -17,9 +17,7 @@
  * SQLite writes no marker: it runs in this process, so a failed COMMIT there did not commit.
  * Operations therefore need only be safe to run again after a rollback, which any plain DB write is,
  * even one that makes its ids inside.
- * One batch is in flight per committer while batches are large (under load): work arriving meanwhile
- * forms the next batch. While they are small (little company), up to `lanes` run at once, so that a
- * lone write does not wait for another lone write's transaction to commit (issue 28).
+ * One batch is in flight per committer; work arriving meanwhile forms the next batch.
  */
 import type { ControlledTransaction, Kysely } from 'kysely'
 import { UnavailableError } from '../../domain/errors.js'
@@ -39,12 +37,6 @@ export interface GroupCommitOptions {
   intervalMs: number
   /** A batch starts at once when this many operations are waiting. */
   maxBatch: number
-  /**
-   * Batches in flight at once while the last one was small (fewer than 4 writes); under load
-   * always one, so that writes keep sharing commits. Not on SQLite (one connection).
-   * @default 1
-   */
-  lanes?: number
   /** Told of every batch: its writes and its time in seconds (metrics). */
   onBatch?: (size: number, seconds: number) => void
   /** Told of every write run again after a transient error (a deadlock, on Galera a certification failure), with its cause. */
@@ -120,8 +112,7 @@ export function createGroupCommitter(
   const maxBatch = Math.max(1, Math.floor(options.maxBatch))
   const queue: Op[] = []
   let timer: NodeJS.Timeout | NodeJS.Immediate | undefined
-  const lanes = Math.max(1, Math.floor(options.lanes ?? 1))
-  const inFlight = new Set<Promise<void>>()
+  let inFlight: Promise<void> | undefined
   let closed = false
   let batches = 0
   let ops = 0
@@ -136,28 +127,23 @@ export function createGroupCommitter(
     timer = undefined
   }
 
-  /** A batch may start now: no batch running, or a lane free while batches are small. */
-  const laneFree = () =>
-    inFlight.size === 0 || (inFlight.size < lanes && lastBatchSize < WAIT_AFTER_BATCH_OF)
-
-  /** Starts a batch now if a lane is free; otherwise a running one starts the next when done. */
+  /** Starts a batch now if none is running; otherwise the running one starts the next when done. */
   const flush = () => {
     clearTimer()
-    if (!laneFree() || queue.length === 0) return
+    if (inFlight || queue.length === 0) return
     const batch = queue.splice(0, maxBatch)
     lastBatchSize = batch.length
     batches++
     ops += batch.length
     const started = performance.now()
-    const running: Promise<void> = runBatch(ctx, batch, requeue)
+    inFlight = runBatch(ctx, batch, requeue)
       .then(() => options.onBatch?.(batch.length, (performance.now() - started) / 1000))
       .then(() => ctx.markers.sweep())
       .finally(() => {
-        inFlight.delete(running)
+        inFlight = undefined
         // Whatever arrived meanwhile has waited long enough: it goes now, as the next batch.
         if (queue.length > 0) flush()
       })
-    inFlight.add(running)
   }
 
   /** Ops that lost a lock race go first in the next batch, after this one has released its locks. */
@@ -167,7 +153,7 @@ export function createGroupCommitter(
 
   const schedule = () => {
     if (queue.length >= maxBatch) return flush()
-    if (timer !== undefined || !laneFree()) return
+    if (timer !== undefined || inFlight) return
     // Waiting for company pays only under load (PostgreSQL's commit_delay waits only with
     // commit_siblings others active): after a small batch, go at once (the writes of this same
     // tick still share it); under load, batches fill up while waiting.
@@ -186,7 +172,7 @@ export function createGroupCommitter(
     async close() {
       closed = true
       flush()
-      while (inFlight.size > 0) await Promise.all(inFlight)
+      while (inFlight) await inFlight
       await ctx.markers.sweep({ all: true })
     },
     stats: () => ({ batches, ops }),
