@@ -56,7 +56,7 @@ export interface PlacementSyncDeps {
   cleaningGraceMs?: number | undefined
   /**
    * How long Placement keeps showing units reserved for their clean after the count of units
-   * cleaning falls (placement-hold.ts; `[conductor] placement_cleaning_hold_ms`). 0: lowered at
+   * cleaning falls (placement-hold.ts; `[conductor] clean_placement_hold_ms`). 0: lowered at
    * once. @default 0
    */
   cleaningHoldMs?: number | undefined
