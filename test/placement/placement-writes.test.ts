@@ -162,7 +162,10 @@ void describe('Placement writes per release cycle on real Placement', { skip }, 
       const times = await cleaningTimes(h, start)
       const outlasted = times.filter((ms) => ms > WINDOW_MS).length
       // A unit back within half the window costs no sync at all (neither the window's nor the
-      // answer's): before, each release cost two, each reading the host's rows.
+      // answer's): before, each release cost two, each reading the host's rows (48 here). The
+      // conductor judges "back" once its settle has committed, the ledger by the settle's own
+      // time, so on a loaded machine a unit fast by the ledger may still cost a sync: IN_FLIGHT
+      // of slack (a CI run saw 1).
       const slow = times.filter((ms) => ms >= WINDOW_MS / 2).length
       const syncs = h.core.conductor!.stats().cleaning!.placementSyncs - syncsBefore
       const other = h.calls.filter((c) => !c.includes('/allocations/') && !isInventoryWrite(c))
@@ -172,7 +175,10 @@ void describe('Placement writes per release cycle on real Placement', { skip }, 
           `past the window; ${syncs} syncs for ${slow} units back after half the window; ` +
           `other than allocations: ${other.join(', ') || 'none'}\n`,
       )
-      assert.ok(syncs <= 2 * slow, `no sync for a unit back within half the window: ${syncs}`)
+      assert.ok(
+        syncs <= 2 * slow + IN_FLIGHT,
+        `no sync for a unit back within half the window: ${syncs}`,
+      )
       assert.ok(
         done.length <= 2 * outlasted,
         `no inventory write for units back within the window: ${writes.join(', ')}`,
